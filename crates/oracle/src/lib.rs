@@ -1,0 +1,1 @@
+//! `oracle`: see ARCHITECTURE.md. This crate is built under issue 6; it holds no code yet.
