@@ -1,0 +1,671 @@
+//! Frames of the protected payload (PROTOCOL.md §5).
+//!
+//! [`Frame`] is a borrowed view: data, cookies and parameter blocks point into the packet.
+//! [`Frames`] iterates over a decrypted payload; [`Frame::emit`] writes one frame into a
+//! caller buffer. Parsing validates every field once, so iterating an ACK's ranges afterwards
+//! cannot fail.
+
+use super::codec::{varint_len, Reader, Writer};
+use super::packet::Cid;
+use super::Error;
+use std::net::IpAddr;
+
+/// Frame type numbers (PROTOCOL.md §5 table).
+pub mod ty {
+    pub const PADDING: u64 = 0x00;
+    pub const PING: u64 = 0x01;
+    pub const ACK: u64 = 0x02;
+    pub const PATH_CHALLENGE: u64 = 0x03;
+    pub const PATH_RESPONSE: u64 = 0x04;
+    pub const DSS: u64 = 0x08;
+    pub const MP_JOIN: u64 = 0x10;
+    pub const MP_JOIN_SYNACK: u64 = 0x11;
+    pub const MP_JOIN_ACK: u64 = 0x12;
+    pub const FAST_JOIN_OUT: u64 = 0x13;
+    pub const FAST_JOIN_IN: u64 = 0x14;
+    pub const FAST_JOIN_REPLY: u64 = 0x15;
+    pub const ADD_ADDR: u64 = 0x18;
+    pub const REMOVE_ADDR: u64 = 0x19;
+    pub const MP_PRIO: u64 = 0x1a;
+    pub const MP_FASTCLOSE: u64 = 0x1b;
+    pub const SUBFLOW_RESET: u64 = 0x1c;
+    pub const RTO: u64 = 0x1d;
+    pub const TRANSPORT_PARAMS: u64 = 0x30;
+    pub const COOKIE: u64 = 0x31;
+    pub const HANDSHAKE_DONE: u64 = 0x32;
+    /// Types at or above this carry a length and may be skipped when unknown (§5).
+    pub const EXTENSION_MIN: u64 = 0x40;
+}
+
+/// Most ACK ranges a receiver processes (PROTOCOL.md §10).
+pub const MAX_ACK_RANGES: u64 = 256;
+
+/// SUBFLOW_RESET / MP_FASTCLOSE reason codes (PROTOCOL.md §5.16; 0x00..0x06 from RFC 8684 §3.6).
+pub mod reason {
+    pub const UNSPECIFIED: u8 = 0x00;
+    pub const MPTCP_ERROR: u8 = 0x01;
+    pub const LACK_OF_RESOURCES: u8 = 0x02;
+    pub const ADMIN_PROHIBITED: u8 = 0x03;
+    pub const TOO_MUCH_OUTSTANDING: u8 = 0x04;
+    pub const UNACCEPTABLE_PERFORMANCE: u8 = 0x05;
+    pub const MIDDLEBOX_INTERFERENCE: u8 = 0x06;
+    pub const GRACEFUL: u8 = 0x07;
+    pub const FAST_JOIN_REJECTED: u8 = 0x08;
+    pub const IDLE_TIMEOUT: u8 = 0x09;
+}
+
+/// An ACK frame (§5.3). Parsed ranges stay in wire form and are walked by [`Ack::ranges`].
+///
+/// Equality is semantic (same largest, delay and ranges), not byte-wise: a peer may encode a
+/// varint in a longer form than needed, which is the same ACK.
+#[derive(Debug, Clone, Copy)]
+pub struct Ack<'a> {
+    pub largest: u64,
+    /// Microseconds.
+    pub ack_delay: u64,
+    first_range: u64,
+    range_count: u64,
+    /// The `range_count` (gap, length) pairs, already validated.
+    tail: &'a [u8],
+}
+
+impl<'a> Ack<'a> {
+    /// The acknowledged ranges, each `(smallest, largest)` inclusive, from the highest down.
+    pub fn ranges(&self) -> AckRanges<'a> {
+        AckRanges {
+            next: Some((self.largest - self.first_range, self.largest)),
+            reader: Reader::new(self.tail),
+            left: self.range_count,
+        }
+    }
+
+    /// Number of ranges (1 + the frame's range count).
+    pub fn len(&self) -> usize {
+        self.range_count as usize + 1
+    }
+
+    /// Never true: an ACK always holds its first range.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Writes an ACK for `ranges` (inclusive `(smallest, largest)`, strictly descending and
+    /// separated by at least one missing packet). Fails on empty, unordered or touching ranges.
+    pub fn emit<I>(w: &mut Writer<'_>, ack_delay: u64, ranges: I) -> Result<(), Error>
+    where
+        I: IntoIterator<Item = (u64, u64)>,
+        I::IntoIter: Clone,
+    {
+        let iter = ranges.into_iter();
+        let mut count = 0u64;
+        let mut prev: Option<(u64, u64)> = None;
+        for (lo, hi) in iter.clone() {
+            if lo > hi {
+                return Err(Error::Malformed("ack range lo > hi"));
+            }
+            if let Some((plo, _)) = prev {
+                if hi.checked_add(2).map_or(true, |x| x > plo) {
+                    return Err(Error::Malformed("ack ranges not descending with a gap"));
+                }
+            }
+            prev = Some((lo, hi));
+            count += 1;
+        }
+        if count == 0 {
+            return Err(Error::Malformed("ack without ranges"));
+        }
+        let mut it = iter;
+        let (lo, hi) = it.next().ok_or(Error::Malformed("ack without ranges"))?;
+        w.varint(ty::ACK)?;
+        w.varint(hi)?;
+        w.varint(ack_delay)?;
+        w.varint(count - 1)?;
+        w.varint(hi - lo)?;
+        let mut prev_lo = lo;
+        for (lo, hi) in it {
+            w.varint(prev_lo - hi - 2)?;
+            w.varint(hi - lo)?;
+            prev_lo = lo;
+        }
+        Ok(())
+    }
+
+    fn parse(r: &mut Reader<'a>) -> Result<Self, Error> {
+        let largest = r.varint()?;
+        let ack_delay = r.varint()?;
+        let range_count = r.varint()?;
+        if range_count > MAX_ACK_RANGES {
+            return Err(Error::Malformed("too many ack ranges"));
+        }
+        let first_range = r.varint()?;
+        let mut smallest = largest.checked_sub(first_range).ok_or(Error::Malformed("ack range below zero"))?;
+        let start = r.position();
+        let mut probe = r.clone();
+        for _ in 0..range_count {
+            let gap = probe.varint()?;
+            let len = probe.varint()?;
+            let hi = smallest
+                .checked_sub(gap)
+                .and_then(|x| x.checked_sub(2))
+                .ok_or(Error::Malformed("ack range below zero"))?;
+            smallest = hi.checked_sub(len).ok_or(Error::Malformed("ack range below zero"))?;
+        }
+        let tail = r.bytes(probe.position() - start)?;
+        Ok(Ack { largest, ack_delay, first_range, range_count, tail })
+    }
+}
+
+impl PartialEq for Ack<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.largest == other.largest
+            && self.ack_delay == other.ack_delay
+            && self.range_count == other.range_count
+            && self.ranges().eq(other.ranges())
+    }
+}
+
+impl Eq for Ack<'_> {}
+
+/// Iterator over an [`Ack`]'s ranges.
+#[derive(Debug, Clone)]
+pub struct AckRanges<'a> {
+    next: Option<(u64, u64)>,
+    reader: Reader<'a>,
+    left: u64,
+}
+
+impl Iterator for AckRanges<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        let cur = self.next.take()?;
+        if self.left > 0 {
+            self.left -= 1;
+            // Validated at parse time; a failure here would only end the iteration.
+            let gap = self.reader.varint().ok()?;
+            let len = self.reader.varint().ok()?;
+            let hi = cur.0.checked_sub(gap)?.checked_sub(2)?;
+            self.next = Some((hi.checked_sub(len)?, hi));
+        }
+        Some(cur)
+    }
+}
+
+/// DSS frame (§5.5): DATA_ACK and/or a mapping with its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dss<'a> {
+    /// `(data ack, receive window)`.
+    pub ack: Option<(u64, u64)>,
+    /// `(dsn, data)`.
+    pub mapping: Option<(u64, &'a [u8])>,
+    /// DATA_FIN after the mapping's data.
+    pub fin: bool,
+    /// MultiMob MP_IDLE.
+    pub idle: bool,
+}
+
+impl Dss<'_> {
+    pub const FLAG_ACK: u8 = 0x01;
+    pub const FLAG_MAP: u8 = 0x02;
+    pub const FLAG_FIN: u8 = 0x04;
+    pub const FLAG_IDLE: u8 = 0x08;
+
+    /// Bytes of DSS overhead (everything but the data) for a mapping of `len` bytes at most,
+    /// with or without a DATA_ACK: the worst case a packet builder must reserve.
+    pub const fn overhead(with_ack: bool, len: usize) -> usize {
+        1 + 1 + if with_ack { 8 + 8 } else { 0 } + 8 + varint_len(len as u64)
+    }
+}
+
+/// A join-family flags byte: bit 0 is the backup flag everywhere.
+const FLAG_BACKUP: u8 = 0x01;
+
+/// MP_JOIN (§5.6), the join SYN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpJoin {
+    pub backup: bool,
+    pub addr_id: u8,
+    pub nonce: u32,
+}
+
+/// MP_JOIN_SYNACK (§5.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpJoinSynAck {
+    pub backup: bool,
+    pub addr_id: u8,
+    pub nonce: u32,
+    pub hmac: [u8; 8],
+    pub cid: Cid,
+}
+
+/// FAST_JOIN_OUT (§5.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastJoinOut<'a> {
+    pub backup: bool,
+    pub addr_id: u8,
+    pub dsn: u64,
+    pub hmac: [u8; 20],
+    pub data: &'a [u8],
+}
+
+/// FAST_JOIN_IN (§5.10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastJoinIn {
+    pub backup: bool,
+    pub addr_id: u8,
+    pub data_ack: u64,
+    pub hmac: [u8; 20],
+}
+
+/// What a FAST_JOIN_REPLY's value is (§5.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyValue {
+    DataAck(u64),
+    Dsn(u64),
+}
+
+/// FAST_JOIN_REPLY (§5.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastJoinReply {
+    pub backup: bool,
+    pub addr_id: u8,
+    pub value: ReplyValue,
+    pub hmac: [u8; 20],
+    pub cid: Cid,
+}
+
+/// ADD_ADDR (§5.12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddAddr {
+    pub addr_id: u8,
+    pub ip: IpAddr,
+    pub port: u16,
+    /// `None` for an echo.
+    pub hmac: Option<[u8; 8]>,
+}
+
+/// One frame, borrowed from the payload it was parsed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// A run of `len` PADDING bytes (parsed as one frame).
+    Padding {
+        len: usize,
+    },
+    Ping,
+    Ack(Ack<'a>),
+    PathChallenge([u8; 8]),
+    PathResponse([u8; 8]),
+    Dss(Dss<'a>),
+    MpJoin(MpJoin),
+    MpJoinSynAck(MpJoinSynAck),
+    MpJoinAck {
+        hmac: [u8; 20],
+    },
+    FastJoinOut(FastJoinOut<'a>),
+    FastJoinIn(FastJoinIn),
+    FastJoinReply(FastJoinReply),
+    AddAddr(AddAddr),
+    /// Address ids (1..=255 of them).
+    RemoveAddr(&'a [u8]),
+    MpPrio {
+        backup: bool,
+    },
+    FastClose {
+        key: u64,
+        reason: u8,
+    },
+    SubflowReset {
+        transient: bool,
+        reason: u8,
+    },
+    /// `request`: ask the peer's RTO; `rto_ms`: our RTO in milliseconds.
+    Rto {
+        request: bool,
+        rto_ms: Option<u64>,
+    },
+    /// Raw transport parameters; see [`super::params::TransportParams::parse`].
+    TransportParams(&'a [u8]),
+    Cookie(&'a [u8]),
+    HandshakeDone,
+    /// An extension frame (type >= 0x40); unknown ones are skipped by the receiver.
+    Extension {
+        ty: u64,
+        body: &'a [u8],
+    },
+}
+
+fn ip_parse(r: &mut Reader<'_>) -> Result<IpAddr, Error> {
+    match r.u8()? {
+        4 => Ok(IpAddr::from(r.array::<4>()?)),
+        6 => Ok(IpAddr::from(r.array::<16>()?)),
+        _ => Err(Error::Malformed("ip version")),
+    }
+}
+
+fn ip_emit(w: &mut Writer<'_>, ip: &IpAddr) -> Result<(), Error> {
+    match ip {
+        IpAddr::V4(a) => {
+            w.u8(4)?;
+            w.bytes(&a.octets())
+        }
+        IpAddr::V6(a) => {
+            w.u8(6)?;
+            w.bytes(&a.octets())
+        }
+    }
+}
+
+impl<'a> Frame<'a> {
+    /// Parses one frame from `r`.
+    pub fn parse(r: &mut Reader<'a>) -> Result<Self, Error> {
+        let t = r.varint()?;
+        Ok(match t {
+            ty::PADDING => {
+                let mut len = 1;
+                while r.peek_u8() == Ok(0) {
+                    r.u8()?;
+                    len += 1;
+                }
+                Frame::Padding { len }
+            }
+            ty::PING => Frame::Ping,
+            ty::ACK => Frame::Ack(Ack::parse(r)?),
+            ty::PATH_CHALLENGE => Frame::PathChallenge(r.array()?),
+            ty::PATH_RESPONSE => Frame::PathResponse(r.array()?),
+            ty::DSS => {
+                let flags = r.u8()?;
+                let ack = if flags & Dss::FLAG_ACK != 0 { Some((r.u64()?, r.varint()?)) } else { None };
+                let mapping = if flags & Dss::FLAG_MAP != 0 {
+                    let dsn = r.u64()?;
+                    Some((dsn, r.length_prefixed()?))
+                } else {
+                    None
+                };
+                let fin = flags & Dss::FLAG_FIN != 0;
+                let idle = flags & Dss::FLAG_IDLE != 0;
+                if ack.is_none() && mapping.is_none() {
+                    return Err(Error::Malformed("empty DSS"));
+                }
+                if (fin || idle) && mapping.is_none() {
+                    return Err(Error::Malformed("DATA_FIN or MP_IDLE without mapping"));
+                }
+                Frame::Dss(Dss { ack, mapping, fin, idle })
+            }
+            ty::MP_JOIN => {
+                let flags = r.u8()?;
+                Frame::MpJoin(MpJoin { backup: flags & FLAG_BACKUP != 0, addr_id: r.u8()?, nonce: r.u32()? })
+            }
+            ty::MP_JOIN_SYNACK => {
+                let flags = r.u8()?;
+                Frame::MpJoinSynAck(MpJoinSynAck {
+                    backup: flags & FLAG_BACKUP != 0,
+                    addr_id: r.u8()?,
+                    nonce: r.u32()?,
+                    hmac: r.array()?,
+                    cid: Cid(r.array()?),
+                })
+            }
+            ty::MP_JOIN_ACK => Frame::MpJoinAck { hmac: r.array()? },
+            ty::FAST_JOIN_OUT => {
+                let flags = r.u8()?;
+                Frame::FastJoinOut(FastJoinOut {
+                    backup: flags & FLAG_BACKUP != 0,
+                    addr_id: r.u8()?,
+                    dsn: r.u64()?,
+                    hmac: r.array()?,
+                    data: r.length_prefixed()?,
+                })
+            }
+            ty::FAST_JOIN_IN => {
+                let flags = r.u8()?;
+                Frame::FastJoinIn(FastJoinIn {
+                    backup: flags & FLAG_BACKUP != 0,
+                    addr_id: r.u8()?,
+                    data_ack: r.u64()?,
+                    hmac: r.array()?,
+                })
+            }
+            ty::FAST_JOIN_REPLY => {
+                let flags = r.u8()?;
+                let addr_id = r.u8()?;
+                let v = r.u64()?;
+                let value = if flags & 0x02 != 0 { ReplyValue::Dsn(v) } else { ReplyValue::DataAck(v) };
+                Frame::FastJoinReply(FastJoinReply {
+                    backup: flags & FLAG_BACKUP != 0,
+                    addr_id,
+                    value,
+                    hmac: r.array()?,
+                    cid: Cid(r.array()?),
+                })
+            }
+            ty::ADD_ADDR => {
+                let flags = r.u8()?;
+                let addr_id = r.u8()?;
+                let ip = ip_parse(r)?;
+                let port = r.u16()?;
+                let hmac = if flags & 0x01 != 0 { None } else { Some(r.array()?) };
+                Frame::AddAddr(AddAddr { addr_id, ip, port, hmac })
+            }
+            ty::REMOVE_ADDR => {
+                let n = r.u8()?;
+                if n == 0 {
+                    return Err(Error::Malformed("REMOVE_ADDR without ids"));
+                }
+                Frame::RemoveAddr(r.bytes(n as usize)?)
+            }
+            ty::MP_PRIO => Frame::MpPrio { backup: r.u8()? & FLAG_BACKUP != 0 },
+            ty::MP_FASTCLOSE => Frame::FastClose { key: r.u64()?, reason: r.u8()? },
+            ty::SUBFLOW_RESET => {
+                let flags = r.u8()?;
+                Frame::SubflowReset { transient: flags & 0x01 != 0, reason: r.u8()? }
+            }
+            ty::RTO => {
+                let flags = r.u8()?;
+                let rto_ms = if flags & 0x02 != 0 { Some(r.varint()?) } else { None };
+                Frame::Rto { request: flags & 0x01 != 0, rto_ms }
+            }
+            ty::TRANSPORT_PARAMS => Frame::TransportParams(r.length_prefixed()?),
+            ty::COOKIE => {
+                let c = r.length_prefixed()?;
+                if c.is_empty() {
+                    return Err(Error::Malformed("empty cookie"));
+                }
+                Frame::Cookie(c)
+            }
+            ty::HANDSHAKE_DONE => Frame::HandshakeDone,
+            t if t >= ty::EXTENSION_MIN => Frame::Extension { ty: t, body: r.length_prefixed()? },
+            t => return Err(Error::UnknownFrame(t)),
+        })
+    }
+
+    /// The frame's type number.
+    pub fn ty(&self) -> u64 {
+        match self {
+            Frame::Padding { .. } => ty::PADDING,
+            Frame::Ping => ty::PING,
+            Frame::Ack(_) => ty::ACK,
+            Frame::PathChallenge(_) => ty::PATH_CHALLENGE,
+            Frame::PathResponse(_) => ty::PATH_RESPONSE,
+            Frame::Dss(_) => ty::DSS,
+            Frame::MpJoin(_) => ty::MP_JOIN,
+            Frame::MpJoinSynAck(_) => ty::MP_JOIN_SYNACK,
+            Frame::MpJoinAck { .. } => ty::MP_JOIN_ACK,
+            Frame::FastJoinOut(_) => ty::FAST_JOIN_OUT,
+            Frame::FastJoinIn(_) => ty::FAST_JOIN_IN,
+            Frame::FastJoinReply(_) => ty::FAST_JOIN_REPLY,
+            Frame::AddAddr(_) => ty::ADD_ADDR,
+            Frame::RemoveAddr(_) => ty::REMOVE_ADDR,
+            Frame::MpPrio { .. } => ty::MP_PRIO,
+            Frame::FastClose { .. } => ty::MP_FASTCLOSE,
+            Frame::SubflowReset { .. } => ty::SUBFLOW_RESET,
+            Frame::Rto { .. } => ty::RTO,
+            Frame::TransportParams(_) => ty::TRANSPORT_PARAMS,
+            Frame::Cookie(_) => ty::COOKIE,
+            Frame::HandshakeDone => ty::HANDSHAKE_DONE,
+            Frame::Extension { ty, .. } => *ty,
+        }
+    }
+
+    /// True unless the frame is PADDING or ACK (PROTOCOL.md §5).
+    pub fn is_ack_eliciting(&self) -> bool {
+        !matches!(self, Frame::Padding { .. } | Frame::Ack(_))
+    }
+
+    /// Writes the frame. An [`Frame::Ack`] is re-emitted from its parsed ranges.
+    /// On error the writer may hold a partial frame; callers discard the buffer.
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<(), Error> {
+        if let Frame::Ack(a) = self {
+            return Ack::emit(w, a.ack_delay, a.ranges());
+        }
+        if let Frame::Padding { len } = self {
+            if *len == 0 {
+                return Err(Error::Malformed("zero-length padding"));
+            }
+            return w.zeros(*len);
+        }
+        w.varint(self.ty())?;
+        match *self {
+            Frame::Padding { .. } | Frame::Ack(_) | Frame::Ping | Frame::HandshakeDone => {}
+            Frame::PathChallenge(d) | Frame::PathResponse(d) => w.bytes(&d)?,
+            Frame::Dss(d) => {
+                if (d.fin || d.idle) && d.mapping.is_none() {
+                    return Err(Error::Malformed("DATA_FIN or MP_IDLE without mapping"));
+                }
+                if d.ack.is_none() && d.mapping.is_none() {
+                    return Err(Error::Malformed("empty DSS"));
+                }
+                let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+                let flags = flag(d.ack.is_some(), Dss::FLAG_ACK)
+                    | flag(d.mapping.is_some(), Dss::FLAG_MAP)
+                    | flag(d.fin, Dss::FLAG_FIN)
+                    | flag(d.idle, Dss::FLAG_IDLE);
+                w.u8(flags)?;
+                if let Some((ack, wnd)) = d.ack {
+                    w.u64(ack)?;
+                    w.varint(wnd)?;
+                }
+                if let Some((dsn, data)) = d.mapping {
+                    w.u64(dsn)?;
+                    w.length_prefixed(data)?;
+                }
+            }
+            Frame::MpJoin(j) => {
+                w.u8(u8::from(j.backup))?;
+                w.u8(j.addr_id)?;
+                w.u32(j.nonce)?;
+            }
+            Frame::MpJoinSynAck(j) => {
+                w.u8(u8::from(j.backup))?;
+                w.u8(j.addr_id)?;
+                w.u32(j.nonce)?;
+                w.bytes(&j.hmac)?;
+                w.bytes(&j.cid.0)?;
+            }
+            Frame::MpJoinAck { hmac } => w.bytes(&hmac)?,
+            Frame::FastJoinOut(j) => {
+                w.u8(u8::from(j.backup))?;
+                w.u8(j.addr_id)?;
+                w.u64(j.dsn)?;
+                w.bytes(&j.hmac)?;
+                w.length_prefixed(j.data)?;
+            }
+            Frame::FastJoinIn(j) => {
+                w.u8(u8::from(j.backup))?;
+                w.u8(j.addr_id)?;
+                w.u64(j.data_ack)?;
+                w.bytes(&j.hmac)?;
+            }
+            Frame::FastJoinReply(j) => {
+                let (kind, v) = match j.value {
+                    ReplyValue::DataAck(v) => (0, v),
+                    ReplyValue::Dsn(v) => (0x02, v),
+                };
+                w.u8(u8::from(j.backup) | kind)?;
+                w.u8(j.addr_id)?;
+                w.u64(v)?;
+                w.bytes(&j.hmac)?;
+                w.bytes(&j.cid.0)?;
+            }
+            Frame::AddAddr(a) => {
+                w.u8(u8::from(a.hmac.is_none()))?;
+                w.u8(a.addr_id)?;
+                ip_emit(w, &a.ip)?;
+                w.u16(a.port)?;
+                if let Some(h) = a.hmac {
+                    w.bytes(&h)?;
+                }
+            }
+            Frame::RemoveAddr(ids) => {
+                if ids.is_empty() || ids.len() > 255 {
+                    return Err(Error::Malformed("REMOVE_ADDR needs 1..=255 ids"));
+                }
+                w.u8(ids.len() as u8)?;
+                w.bytes(ids)?;
+            }
+            Frame::MpPrio { backup } => w.u8(u8::from(backup))?,
+            Frame::FastClose { key, reason } => {
+                w.u64(key)?;
+                w.u8(reason)?;
+            }
+            Frame::SubflowReset { transient, reason } => {
+                w.u8(u8::from(transient))?;
+                w.u8(reason)?;
+            }
+            Frame::Rto { request, rto_ms } => {
+                w.u8(u8::from(request) | if rto_ms.is_some() { 0x02 } else { 0 })?;
+                if let Some(v) = rto_ms {
+                    w.varint(v)?;
+                }
+            }
+            Frame::TransportParams(p) => w.length_prefixed(p)?,
+            Frame::Cookie(c) => {
+                if c.is_empty() {
+                    return Err(Error::Malformed("empty cookie"));
+                }
+                w.length_prefixed(c)?;
+            }
+            Frame::Extension { ty, body } => {
+                if ty < ty::EXTENSION_MIN {
+                    return Err(Error::Malformed("extension type below 0x40"));
+                }
+                w.length_prefixed(body)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over the frames of a decrypted payload. After the first error it yields nothing.
+#[derive(Debug, Clone)]
+pub struct Frames<'a> {
+    r: Reader<'a>,
+    failed: bool,
+}
+
+impl<'a> Frames<'a> {
+    pub fn new(payload: &'a [u8]) -> Self {
+        Self { r: Reader::new(payload), failed: false }
+    }
+
+    /// Checks the whole payload parses, without keeping anything. Receivers call this before
+    /// acting on any frame, so that a malformed packet changes no state (PROTOCOL.md §1).
+    pub fn validate(payload: &'a [u8]) -> Result<(), Error> {
+        for f in Frames::new(payload) {
+            f?;
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Result<Frame<'a>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.r.is_empty() {
+            return None;
+        }
+        let res = Frame::parse(&mut self.r);
+        self.failed = res.is_err();
+        Some(res)
+    }
+}

@@ -1,0 +1,430 @@
+//! Packet headers (PROTOCOL.md §3): parse a datagram into a [`Packet`] view, emit headers into
+//! caller buffers. Payload protection lives in [`crate::crypto`].
+
+use super::codec::{Reader, Writer};
+use super::Error;
+use std::fmt;
+
+/// Version 1 of this protocol.
+pub const VERSION_1: u32 = 0x6d70_0001;
+/// Versions this implementation speaks.
+pub const SUPPORTED_VERSIONS: [u32; 1] = [VERSION_1];
+/// An INITIAL datagram is at least this long (§3.1).
+pub const MIN_INITIAL_SIZE: usize = 1200;
+/// Default and minimum datagram payload (§10).
+pub const DEFAULT_MAX_DATAGRAM: usize = 1200;
+/// No UDP payload can exceed this.
+pub const MAX_UDP_PAYLOAD: usize = 65_527;
+/// X25519 public key size.
+pub const KEY_SHARE_LEN: usize = 32;
+/// AEAD tag size of every suite.
+pub const TAG_LEN: usize = 16;
+/// Retry integrity tag size.
+pub const RETRY_TAG_LEN: usize = 16;
+
+const FORM_LONG: u8 = 0x80;
+const FIXED_BIT: u8 = 0x40;
+
+/// A connection ID: 8 bytes chosen by the receiver of the packets that carry it (§2).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Cid(pub [u8; 8]);
+
+impl Cid {
+    pub const LEN: usize = 8;
+}
+
+impl fmt::Debug for Cid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Long header packet types (§3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LongType {
+    Initial = 0,
+    Retry = 1,
+    Handshake = 2,
+    Confirm = 3,
+    Join = 4,
+}
+
+impl LongType {
+    fn from_bits(b: u8) -> Result<Self, Error> {
+        Ok(match b {
+            0 => LongType::Initial,
+            1 => LongType::Retry,
+            2 => LongType::Handshake,
+            3 => LongType::Confirm,
+            4 => LongType::Join,
+            _ => return Err(Error::Malformed("reserved long packet type")),
+        })
+    }
+
+    fn first_byte(self) -> u8 {
+        FORM_LONG | FIXED_BIT | ((self as u8) << 3)
+    }
+}
+
+/// INITIAL (§3.1), the client's first flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Initial<'a> {
+    pub version: u32,
+    pub dcid: Cid,
+    pub scid: Cid,
+    pub token: &'a [u8],
+    pub key_share: [u8; KEY_SHARE_LEN],
+    /// Raw transport parameters (§8).
+    pub params: &'a [u8],
+}
+
+impl Initial<'_> {
+    /// Writes the packet up to the end of params; returns that length (the transcript part,
+    /// §4.2). The caller pads the datagram to [`MIN_INITIAL_SIZE`] with [`Writer::zeros`].
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
+        w.u8(LongType::Initial.first_byte())?;
+        w.u32(self.version)?;
+        w.bytes(&self.dcid.0)?;
+        w.bytes(&self.scid.0)?;
+        w.length_prefixed(self.token)?;
+        w.bytes(&self.key_share)?;
+        w.length_prefixed(self.params)?;
+        Ok(w.len())
+    }
+}
+
+/// RETRY (§3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry<'a> {
+    pub version: u32,
+    pub dcid: Cid,
+    pub scid: Cid,
+    pub token: &'a [u8],
+    pub tag: [u8; RETRY_TAG_LEN],
+}
+
+impl Retry<'_> {
+    /// Writes everything before the tag; returns its length. The caller computes the tag over
+    /// those bytes ([`crate::crypto::retry_integrity_tag`]) and writes it.
+    pub fn emit_untagged(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
+        if self.token.is_empty() {
+            return Err(Error::Malformed("empty retry token"));
+        }
+        w.u8(LongType::Retry.first_byte())?;
+        w.u32(self.version)?;
+        w.bytes(&self.dcid.0)?;
+        w.bytes(&self.scid.0)?;
+        w.length_prefixed(self.token)?;
+        Ok(w.len())
+    }
+}
+
+/// HANDSHAKE header (§3.1); the sealed payload follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handshake {
+    pub version: u32,
+    pub dcid: Cid,
+    pub scid: Cid,
+    pub key_share: [u8; KEY_SHARE_LEN],
+    pub suite: u8,
+    pub pn: u32,
+}
+
+impl Handshake {
+    /// Offset of the byte after the suite: the end of the HANDSHAKE's transcript part (§4.2).
+    pub const TRANSCRIPT_LEN: usize = 1 + 4 + 8 + 8 + KEY_SHARE_LEN + 1;
+    /// Header length (the associated data).
+    pub const LEN: usize = Self::TRANSCRIPT_LEN + 4;
+
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
+        w.u8(LongType::Handshake.first_byte())?;
+        w.u32(self.version)?;
+        w.bytes(&self.dcid.0)?;
+        w.bytes(&self.scid.0)?;
+        w.bytes(&self.key_share)?;
+        w.u8(self.suite)?;
+        w.u32(self.pn)?;
+        Ok(w.len())
+    }
+}
+
+/// CONFIRM header (§3.1); the sealed payload follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Confirm<'a> {
+    pub version: u32,
+    pub dcid: Cid,
+    pub scid: Cid,
+    pub cookie: &'a [u8],
+    pub pn: u32,
+}
+
+impl Confirm<'_> {
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
+        if self.cookie.is_empty() {
+            return Err(Error::Malformed("empty cookie"));
+        }
+        w.u8(LongType::Confirm.first_byte())?;
+        w.u32(self.version)?;
+        w.bytes(&self.dcid.0)?;
+        w.bytes(&self.scid.0)?;
+        w.length_prefixed(self.cookie)?;
+        w.u32(self.pn)?;
+        Ok(w.len())
+    }
+}
+
+/// JOIN header (§3.1); the sealed payload follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Join {
+    pub version: u32,
+    /// The receiver's token.
+    pub token: u32,
+    pub scid: Cid,
+    pub subflow: u32,
+    pub pn: u32,
+}
+
+impl Join {
+    /// Header length (the associated data).
+    pub const LEN: usize = 1 + 4 + 4 + 8 + 4 + 4;
+
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
+        w.u8(LongType::Join.first_byte())?;
+        w.u32(self.version)?;
+        w.u32(self.token)?;
+        w.bytes(&self.scid.0)?;
+        w.u32(self.subflow)?;
+        w.u32(self.pn)?;
+        Ok(w.len())
+    }
+}
+
+/// Short header (§3.2) before header protection is removed: only the CID is readable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Short {
+    pub dcid: Cid,
+}
+
+impl Short {
+    /// Offset of the first packet-number byte.
+    pub const PN_OFFSET: usize = 1 + Cid::LEN;
+
+    /// Writes an *unprotected* short header for packet number `pn`, encoded on `pn_len` bytes
+    /// (1..=4); returns the header length. [`crate::crypto::PacketKey::seal_short`] protects it.
+    pub fn emit(dcid: Cid, pn: u64, pn_len: usize, w: &mut Writer<'_>) -> Result<usize, Error> {
+        if !(1..=4).contains(&pn_len) {
+            return Err(Error::Malformed("packet number length"));
+        }
+        w.u8(FIXED_BIT | (pn_len as u8 - 1))?;
+        w.bytes(&dcid.0)?;
+        let bytes = pn.to_be_bytes();
+        w.bytes(&bytes[8 - pn_len..])?;
+        Ok(w.len())
+    }
+}
+
+/// Any header (§3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Header<'a> {
+    VersionNegotiation {
+        dcid: Cid,
+        scid: Cid,
+        versions: &'a [u8],
+    },
+    /// A long header of a version we do not speak. `ids` holds `(dcid, scid)` when the packet
+    /// is long enough to be an INITIAL of that version, so a VERSION_NEGOTIATION can answer it.
+    UnsupportedVersion {
+        version: u32,
+        ids: Option<(Cid, Cid)>,
+    },
+    Initial(Initial<'a>),
+    Retry(Retry<'a>),
+    Handshake(Handshake),
+    Confirm(Confirm<'a>),
+    Join(Join),
+    Short(Short),
+}
+
+/// A parsed datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet<'a> {
+    pub header: Header<'a>,
+    /// Bytes of header: for sealed long headers the associated data; for INITIAL the
+    /// transcript part; for RETRY the bytes the tag covers; for short headers the offset of
+    /// the (protected) packet number.
+    pub header_len: usize,
+    /// What follows the header: ciphertext and tag for sealed packets, padding for INITIAL,
+    /// the protected packet number and ciphertext for short headers.
+    pub payload: &'a [u8],
+}
+
+fn cid(r: &mut Reader<'_>) -> Result<Cid, Error> {
+    Ok(Cid(r.array()?))
+}
+
+impl<'a> Packet<'a> {
+    /// Parses a datagram. Never panics; every failure is an [`Error`].
+    pub fn parse(datagram: &'a [u8]) -> Result<Self, Error> {
+        if datagram.len() > MAX_UDP_PAYLOAD {
+            return Err(Error::Oversized);
+        }
+        let mut r = Reader::new(datagram);
+        let first = r.u8()?;
+        if first & FORM_LONG == 0 {
+            if first & FIXED_BIT == 0 {
+                return Err(Error::Malformed("fixed bit"));
+            }
+            let dcid = cid(&mut r)?;
+            let payload = r.rest();
+            // Packet number (>= 1 byte) plus sample room for header protection (§9.3):
+            // the shortest valid packet is pn (1) + 3 bytes of plaintext + tag.
+            if payload.len() < 4 + TAG_LEN {
+                return Err(Error::Truncated);
+            }
+            return Ok(Packet { header: Header::Short(Short { dcid }), header_len: Short::PN_OFFSET, payload });
+        }
+        let version = r.u32()?;
+        if version == 0 {
+            let dcid = cid(&mut r)?;
+            let scid = cid(&mut r)?;
+            let versions = r.rest();
+            if versions.is_empty() || versions.len() % 4 != 0 {
+                return Err(Error::Malformed("version list"));
+            }
+            return Ok(Packet {
+                header: Header::VersionNegotiation { dcid, scid, versions },
+                header_len: datagram.len(),
+                payload: &[],
+            });
+        }
+        if !SUPPORTED_VERSIONS.contains(&version) {
+            let ids = match (cid(&mut r), cid(&mut r)) {
+                (Ok(d), Ok(s)) => Some((d, s)),
+                _ => None,
+            };
+            return Ok(Packet { header: Header::UnsupportedVersion { version, ids }, header_len: 5, payload: &[] });
+        }
+        let ty = LongType::from_bits((first >> 3) & 0x07)?;
+        let header = match ty {
+            LongType::Initial => {
+                let dcid = cid(&mut r)?;
+                let scid = cid(&mut r)?;
+                let token = r.length_prefixed()?;
+                let key_share = r.array()?;
+                let params = r.length_prefixed()?;
+                Header::Initial(Initial { version, dcid, scid, token, key_share, params })
+            }
+            LongType::Retry => {
+                let dcid = cid(&mut r)?;
+                let scid = cid(&mut r)?;
+                let token = r.length_prefixed()?;
+                if token.is_empty() {
+                    return Err(Error::Malformed("empty retry token"));
+                }
+                let header_len = r.position();
+                let tag = r.array()?;
+                if !r.is_empty() {
+                    return Err(Error::Malformed("bytes after retry tag"));
+                }
+                return Ok(Packet {
+                    header: Header::Retry(Retry { version, dcid, scid, token, tag }),
+                    header_len,
+                    payload: &[],
+                });
+            }
+            LongType::Handshake => Header::Handshake(Handshake {
+                version,
+                dcid: cid(&mut r)?,
+                scid: cid(&mut r)?,
+                key_share: r.array()?,
+                suite: r.u8()?,
+                pn: r.u32()?,
+            }),
+            LongType::Confirm => {
+                let dcid = cid(&mut r)?;
+                let scid = cid(&mut r)?;
+                let cookie = r.length_prefixed()?;
+                if cookie.is_empty() {
+                    return Err(Error::Malformed("empty cookie"));
+                }
+                Header::Confirm(Confirm { version, dcid, scid, cookie, pn: r.u32()? })
+            }
+            LongType::Join => {
+                Header::Join(Join { version, token: r.u32()?, scid: cid(&mut r)?, subflow: r.u32()?, pn: r.u32()? })
+            }
+        };
+        let header_len = r.position();
+        let payload = r.rest();
+        match header {
+            Header::Initial(_) => {
+                if datagram.len() < MIN_INITIAL_SIZE {
+                    return Err(Error::Malformed("INITIAL below 1200 bytes"));
+                }
+            }
+            _ => {
+                if payload.len() < TAG_LEN {
+                    return Err(Error::Truncated);
+                }
+            }
+        }
+        Ok(Packet { header, header_len, payload })
+    }
+}
+
+/// Writes a VERSION_NEGOTIATION packet (§3.1) answering an INITIAL with ids `(dcid, scid)`.
+pub fn emit_version_negotiation(
+    initial_dcid: Cid,
+    initial_scid: Cid,
+    versions: &[u32],
+    w: &mut Writer<'_>,
+) -> Result<usize, Error> {
+    if versions.is_empty() {
+        return Err(Error::Malformed("version list"));
+    }
+    w.u8(FORM_LONG | FIXED_BIT)?;
+    w.u32(0)?;
+    w.bytes(&initial_scid.0)?;
+    w.bytes(&initial_dcid.0)?;
+    for v in versions {
+        w.u32(*v)?;
+    }
+    Ok(w.len())
+}
+
+/// Iterates the versions of a VERSION_NEGOTIATION list.
+pub fn versions(list: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    list.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+}
+
+/// Packet-number bytes a sender uses for `pn` when `largest_acked` is the largest packet the
+/// peer acknowledged (RFC 9000 Appendix A.2): enough to cover twice the unacknowledged range.
+pub fn pn_len(pn: u64, largest_acked: Option<u64>) -> usize {
+    let unacked = match largest_acked {
+        Some(la) => pn.saturating_sub(la),
+        None => pn.saturating_add(1),
+    };
+    let bits = 64 - unacked.saturating_mul(2).leading_zeros() as usize + 1;
+    bits.div_ceil(8).clamp(1, 4)
+}
+
+/// Reconstructs a full packet number from its `pn_len`-byte truncation, given the largest
+/// packet number received so far on the subflow (RFC 9000 Appendix A.3).
+pub fn decode_pn(largest: Option<u64>, truncated: u64, pn_len: usize) -> u64 {
+    let expected = largest.map_or(0, |l| l.wrapping_add(1));
+    let bits = 8 * pn_len as u32;
+    let win = 1u64 << bits;
+    let half = win / 2;
+    let mask = win - 1;
+    let candidate = (expected & !mask) | (truncated & mask);
+    if candidate.wrapping_add(half) <= expected && candidate < (1u64 << 62) - win {
+        candidate + win
+    } else if candidate > expected.wrapping_add(half) && candidate >= win {
+        candidate - win
+    } else {
+        candidate
+    }
+}
