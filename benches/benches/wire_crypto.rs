@@ -1,0 +1,99 @@
+//! ns per operation for the per-packet work of the wire format and its protection:
+//! parse and emit of a full data packet (short header, ACK, DSS with 1,100 bytes of data),
+//! seal and open of a 1200-byte packet (both suites), and the fast-join HMAC check.
+//!
+//! Run: `cargo bench -p mp-benches --bench wire_crypto`
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use mpcore::crypto::{FastJoinKind, JoinHmacKeys, Master, Suite};
+use mpcore::wire::packet::Short;
+use mpcore::wire::{Ack, Cid, Dss, Frame, Frames, Packet, Writer};
+
+const DATA: [u8; 1100] = [0x5a; 1100];
+
+/// Emits a data packet's plaintext: short header, ACK with 3 ranges, DSS with DATA_ACK and
+/// 1,100 bytes of data. Returns the total length.
+fn emit_data_packet(buf: &mut [u8], pn: u64) -> usize {
+    let mut w = Writer::new(buf);
+    let _ = Short::emit(Cid([7; 8]), pn, 2, &mut w);
+    let _ = Ack::emit(&mut w, 1234, [(990, 1000), (900, 980), (850, 880)]);
+    let dss =
+        Frame::Dss(Dss { ack: Some((1 << 40, 1 << 20)), mapping: Some((1 << 41, &DATA[..])), fin: false, idle: false });
+    let _ = dss.emit(&mut w);
+    w.len()
+}
+
+fn parse_data_packet(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    if let Ok(p) = Packet::parse(bytes) {
+        // The plaintext frames start after the 2-byte packet number.
+        for f in Frames::new(&p.payload[2..]) {
+            match f {
+                Ok(Frame::Dss(d)) => n += d.mapping.map_or(0, |(_, data)| data.len()),
+                Ok(Frame::Ack(a)) => n += a.ranges().count(),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    n
+}
+
+fn wire(c: &mut Criterion) {
+    let mut g = c.benchmark_group("wire");
+    let mut buf = [0u8; 1500];
+    g.bench_function("emit_data_packet", |b| b.iter(|| emit_data_packet(black_box(&mut buf), black_box(77))));
+    let n = emit_data_packet(&mut buf, 77);
+    let pkt = buf[..n].to_vec();
+    assert_eq!(parse_data_packet(&pkt), 1100 + 3);
+    g.bench_function("parse_data_packet", |b| b.iter(|| parse_data_packet(black_box(&pkt))));
+    g.finish();
+}
+
+fn crypto(c: &mut Criterion) {
+    let mut g = c.benchmark_group("crypto");
+    g.throughput(Throughput::Bytes(1200));
+    for suite in [Suite::ChaCha20Poly1305, Suite::Aes128Gcm] {
+        let keys = Master([3u8; 32]).secrets(suite);
+        let name = match suite {
+            Suite::ChaCha20Poly1305 => "chacha20poly1305",
+            Suite::Aes128Gcm => "aes128gcm",
+        };
+        // A 1200-byte datagram: 11-byte header, 1173 bytes of plaintext, 16-byte tag.
+        let hl = 1 + 8 + 2;
+        let pt_len = 1200 - hl - 16;
+        let mut buf = [0u8; 1200];
+        let mut pn = 0u64;
+        g.bench_function(format!("seal_1200/{name}"), |b| {
+            b.iter(|| {
+                pn += 1;
+                let mut w = Writer::new(&mut buf);
+                let _ = Short::emit(Cid([1; 8]), pn, 2, &mut w);
+                keys.c2s.seal_short(3, pn, black_box(&mut buf), hl, pt_len)
+            })
+        });
+        let mut w = Writer::new(&mut buf);
+        let _ = Short::emit(Cid([1; 8]), 5, 2, &mut w);
+        let n = keys.c2s.seal_short(3, 5, &mut buf, hl, pt_len).expect("seal");
+        assert_eq!(n, 1200);
+        let sealed = buf;
+        let mut rx = [0u8; 1200];
+        g.bench_function(format!("open_1200/{name}"), |b| {
+            b.iter(|| {
+                rx.copy_from_slice(&sealed);
+                let (len, _) = keys.c2s.unprotect_short(&mut rx).expect("hp");
+                keys.c2s.open(3, 5, black_box(&mut rx), Short::PN_OFFSET + len).map(|p| p.len())
+            })
+        });
+    }
+    g.finish();
+    let keys = JoinHmacKeys::new(1, 2);
+    let peer = JoinHmacKeys::new(2, 1);
+    let tag = peer.sign(FastJoinKind::Out, 99, 0xabcd);
+    c.bench_function("crypto/fast_join_hmac_verify", |b| {
+        b.iter(|| keys.verify(FastJoinKind::Out, black_box(99), 0xabcd, &tag))
+    });
+}
+
+criterion_group!(benches, wire, crypto);
+criterion_main!(benches);
