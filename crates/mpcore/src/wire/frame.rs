@@ -104,7 +104,7 @@ impl<'a> Ack<'a> {
                 return Err(Error::Malformed("ack range lo > hi"));
             }
             if let Some((plo, _)) = prev {
-                if hi.checked_add(2).map_or(true, |x| x > plo) {
+                if hi.checked_add(2).is_none_or(|x| x > plo) {
                     return Err(Error::Malformed("ack ranges not descending with a gap"));
                 }
             }

@@ -1,0 +1,40 @@
+//! ns per pick for every scheduler at 2, 4, 8 and 16 subflows. All subflows established and
+//! healthy, so every pick scans the whole slice.
+//!
+//! Run: `cargo bench -p mp-benches --bench scheduler`
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use scheduler::{AnyScheduler, Iface, Segment, SubflowInfo, NAMES};
+
+fn subflows(n: usize) -> Vec<SubflowInfo> {
+    (0..n)
+        .map(|i| SubflowInfo {
+            id: i as u32,
+            established: true,
+            backup: i % 4 == 3,
+            srtt_us: 15_000 + ((i * 7_919) % 40) as u32 * 1_000,
+            rttvar_us: 2_000,
+            cwnd: 14_600,
+            cwnd_room: if i == 0 { 0 } else { 14_600 },
+            last_original_rx_us: ((i * 104_729) % 1_000) as u64,
+            iface: if i % 2 == 0 { Iface::Wifi } else { Iface::Cellular },
+            ..Default::default()
+        })
+        .collect()
+}
+
+fn picks(c: &mut Criterion) {
+    let seg = Segment { len: 1200, answer_data_fin_on: None, queued_bytes: 30_000 };
+    let mut g = c.benchmark_group("scheduler_pick");
+    for name in NAMES {
+        for n in [2usize, 4, 8, 16] {
+            let s = subflows(n);
+            let mut sched = AnyScheduler::from_name(name).expect("known name");
+            g.bench_with_input(BenchmarkId::new(name, n), &s, |b, s| b.iter(|| sched.pick(black_box(s), &seg)));
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, picks);
+criterion_main!(benches);

@@ -1,0 +1,231 @@
+//! `last-received`: MultiMob's server scheduler.
+//!
+//! "The server-side scheduler maintains for each subflow the timestamp of the *last original
+//! packet* received over this subflow. A packet is considered to be *original* if it contains new
+//! data (based on its DSN) or if it successfully concludes a subflow establishment. Similarly, an
+//! acknowledgement is considered to be original if its Data ACK advances the lower edge of the
+//! sending window. The MultiMob scheduler first removes from consideration the potentially
+//! failed subflows and the ones where this data has already been transmitted. Then it iterates
+//! over all remaining subflows to identify the one having the most recent original reception.
+//! If the congestion window of this subflow is not full, it is selected." (MultiMob §III-A)
+//!
+//! With the published code's details (BRIEF.md):
+//! 1. A single subflow bypasses the logic (the lowest-RTT rules apply to it).
+//! 2. A DATA_FIN is answered on the subflow that carried the peer's DATA_FIN.
+//! 3. Pass 1, regular subflows: skip potentially failed, not established and already used for
+//!    this segment; take the newest timestamp; a subflow flagged high-RTO or was-bad never
+//!    replaces a best one without the flag.
+//! 4. Pass 2, every subflow including backups: only one whose timestamp is strictly newer than
+//!    pass 1's choice replaces it (with the same flag rule).
+//! 5. If the chosen subflow cannot send now (window full, recovery), send nothing now: no fall
+//!    back to another subflow.
+//!
+//! The flag rule is read as a preference order: an unflagged subflow beats a flagged one, then
+//! the newer reception wins, then the lower index. Read as a sequential scan ("replace the best
+//! so far if newer, unless flagged against unflagged"), the answer would depend on the order of
+//! the slice (a flagged subflow met first would keep an older unflagged one out); the preference
+//! order gives the same answer whatever the order. It follows that pass 2 can only ever promote
+//! a backup subflow (no regular subflow is newer than pass 1's choice under the same rule), so
+//! the whole rule is computed in one scan keeping four maxima.
+
+use crate::lowest_rtt::{data_fin_subflow, LowestRtt};
+use crate::{considered, Pick, Segment, SubflowInfo};
+
+/// The last-received scheduler (stateless: the timestamps live in the snapshots).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LastReceived;
+
+/// Timestamps above this are clamped (2^57 µs is over 4,000 years).
+const TS_MAX: u64 = (1 << 57) - 1;
+
+/// A key whose maximum is the newest reception, ties going to the lower index; 0 is "none".
+#[inline(always)]
+fn rx_key(s: &SubflowInfo, i: usize) -> u64 {
+    ((s.last_original_rx_us.min(TS_MAX) << 6) | (63 - i as u64)) + 1
+}
+
+#[inline(always)]
+fn ts(k: u64) -> u64 {
+    (k - 1) >> 6
+}
+
+#[inline(always)]
+fn index(k: u64) -> usize {
+    63 - ((k - 1) & 63) as usize
+}
+
+impl LastReceived {
+    /// Picks per the module's rules.
+    #[inline]
+    pub fn pick(&self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
+        let subflows = considered(subflows);
+        if subflows.len() == 1 {
+            return LowestRtt.pick(subflows, seg);
+        }
+        if let Some(i) = data_fin_subflow(subflows, seg) {
+            return Pick::Send(i);
+        }
+        // Pass 1's preference order in one key: unflagged above flagged, then newest, then lowest
+        // index; plus the newest unflagged and the newest flagged backup for pass 2.
+        let mut reg = 0u64;
+        let mut bak_u = 0u64;
+        let mut bak_f = 0u64;
+        for (i, s) in subflows.iter().enumerate() {
+            let eligible = s.available() & !s.already_sent;
+            let flagged = s.flagged();
+            let key = if eligible { rx_key(s, i) } else { 0 };
+            let pref = key | (u64::from(!flagged & eligible) << 63);
+            reg = reg.max(if s.backup { 0 } else { pref });
+            bak_u = bak_u.max(if s.backup & !flagged { key } else { 0 });
+            bak_f = bak_f.max(if s.backup & flagged { key } else { 0 });
+        }
+        let reg_unflagged = reg >> 63 == 1;
+        let reg = reg & !(1 << 63);
+        let chosen = if reg == 0 {
+            // No regular subflow is eligible: pass 2 alone, over the backups.
+            if bak_u != 0 {
+                bak_u
+            } else {
+                bak_f
+            }
+        } else if bak_u != 0 && ts(bak_u) > ts(reg) {
+            // A strictly newer unflagged backup replaces pass 1's choice, flagged or not.
+            bak_u
+        } else if !reg_unflagged && bak_f != 0 && ts(bak_f) > ts(reg) {
+            // A flagged one replaces only a flagged choice.
+            bak_f
+        } else {
+            reg
+        };
+        if chosen == 0 {
+            return Pick::Unavailable;
+        }
+        let i = index(chosen);
+        if subflows[i].can_send_fast(seg.len) {
+            Pick::Send(i)
+        } else {
+            Pick::Wait
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{seg, sf};
+
+    #[test]
+    fn answers_on_the_subflow_the_client_used_last() {
+        // The WiFi subflow has the lower RTT, but the client's last request came on cellular.
+        let s = [sf(15, 1_000), sf(25, 2_000)];
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
+        assert_eq!(LowestRtt.pick(&s, &seg()), Pick::Send(0), "what lowest-rtt would do");
+    }
+
+    #[test]
+    fn skips_potentially_failed_unestablished_and_already_used() {
+        let mut s = [sf(15, 1_000), sf(25, 2_000), sf(40, 3_000)];
+        s[2].potentially_failed = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
+        s[1].established = false;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
+        s[1].established = true;
+        s[1].already_sent = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
+    }
+
+    #[test]
+    fn full_window_means_wait_not_fall_back() {
+        let mut s = [sf(15, 1_000), sf(25, 2_000)];
+        s[1].cwnd_room = 0;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Wait);
+        s[1].cwnd_room = 14_600;
+        s[1].in_recovery = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Wait);
+    }
+
+    #[test]
+    fn flagged_subflow_never_replaces_an_unflagged_best() {
+        let mut s = [sf(15, 1_000), sf(25, 2_000)];
+        s[1].was_bad = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
+        s[1].was_bad = false;
+        s[1].high_rto = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
+        // Both flagged: the timestamp decides again.
+        s[0].was_bad = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
+        // An unflagged newer one replaces a flagged best.
+        let mut s = [sf(15, 1_000), sf(25, 2_000)];
+        s[0].high_rto = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
+        // And an unflagged older one beats a flagged newer one, in either order.
+        let mut s = [sf(15, 2_000), sf(25, 1_000)];
+        s[0].was_bad = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
+        s.swap(0, 1);
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
+    }
+
+    #[test]
+    fn ties_go_to_the_lower_index() {
+        let s = [sf(15, 5), sf(25, 5), sf(35, 5)];
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
+    }
+
+    #[test]
+    fn flagged_regular_replaced_by_newer_backup_unflagged_first() {
+        let mut s = [sf(15, 1_000), sf(25, 3_000), sf(35, 2_000)];
+        s[0].high_rto = true;
+        s[1].backup = true;
+        s[1].was_bad = true;
+        s[2].backup = true;
+        // Both backups are newer than the flagged regular; the unflagged one wins.
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(2));
+        s[2].last_original_rx_us = 500;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
+    }
+
+    #[test]
+    fn backup_only_when_strictly_newer_than_the_regular_choice() {
+        let mut s = [sf(15, 2_000), sf(25, 2_000)];
+        s[1].backup = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0), "a tie keeps the regular");
+        s[1].last_original_rx_us = 2_001;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1), "newer backup wins in pass 2");
+        s[1].was_bad = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0), "flag rule applies in pass 2");
+    }
+
+    #[test]
+    fn backup_used_when_no_regular_is_eligible() {
+        let mut s = [sf(15, 9_000), sf(25, 1_000)];
+        s[1].backup = true;
+        s[0].potentially_failed = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
+    }
+
+    #[test]
+    fn single_subflow_bypasses() {
+        let mut s = [sf(15, 0)];
+        s[0].already_sent = true;
+        // Lowest-rtt's second loop sends a reinjection on the only subflow.
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
+    }
+
+    #[test]
+    fn data_fin_on_the_peers_data_fin_subflow() {
+        let s = [sf(15, 5_000), sf(25, 1_000)];
+        let mut g = seg();
+        g.answer_data_fin_on = Some(1);
+        assert_eq!(LastReceived.pick(&s, &g), Pick::Send(1));
+    }
+
+    #[test]
+    fn nothing_eligible() {
+        let mut s = [sf(15, 1), sf(25, 2)];
+        s[0].already_sent = true;
+        s[1].already_sent = true;
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Unavailable);
+    }
+}
