@@ -4,14 +4,13 @@
 //! Run: `cargo bench -p mp-benches --bench scheduler`
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use scheduler::{AnyScheduler, Iface, Segment, SubflowInfo, NAMES};
+use scheduler::{AnyScheduler, Flags, Iface, Segment, SubflowInfo, NAMES};
 
 fn subflows(n: usize) -> Vec<SubflowInfo> {
     (0..n)
         .map(|i| SubflowInfo {
             id: i as u32,
-            established: true,
-            backup: i % 4 == 3,
+            flags: if i % 4 == 3 { Flags::ESTABLISHED | Flags::BACKUP } else { Flags::ESTABLISHED },
             srtt_us: 15_000 + ((i * 7_919) % 40) as u32 * 1_000,
             rttvar_us: 2_000,
             cwnd: 14_600,

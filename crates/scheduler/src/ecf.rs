@@ -30,8 +30,8 @@ impl Ecf {
     pub fn pick(&mut self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
         let subflows = considered(subflows);
         // Regular subflows that have not carried this segment first; backups only without one.
-        let want_backup = !subflows.iter().any(|s| !s.backup && s.available() && !s.already_sent);
-        let cand = |s: &SubflowInfo| s.backup == want_backup && s.available() && !s.already_sent;
+        let want_backup = !subflows.iter().any(|s| !s.backup() && s.available() && !s.already_sent());
+        let cand = |s: &SubflowInfo| s.backup() == want_backup && s.available() && !s.already_sent();
         let mut fastest: Option<usize> = None;
         let mut other: Option<usize> = None;
         for (i, s) in subflows.iter().enumerate() {
@@ -75,6 +75,8 @@ impl Ecf {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
+    #[allow(unused_imports)]
+    use crate::Flags;
 
     #[test]
     fn fastest_when_it_has_room() {
@@ -118,17 +120,17 @@ mod tests {
     #[test]
     fn reinjection_goes_to_an_unused_backup() {
         let mut s = [sf(30, 0), sf(10, 0)];
-        s[1].backup = true;
-        s[0].already_sent = true;
+        s[1].flags.set(Flags::BACKUP, true);
+        s[0].flags.set(Flags::ALREADY_SENT, true);
         assert_eq!(Ecf::default().pick(&s, &seg()), Pick::Send(1));
     }
 
     #[test]
     fn backups_only_when_no_regular() {
         let mut s = [sf(30, 0), sf(10, 0)];
-        s[1].backup = true;
+        s[1].flags.set(Flags::BACKUP, true);
         assert_eq!(Ecf::default().pick(&s, &seg()), Pick::Send(0));
-        s[0].potentially_failed = true;
+        s[0].flags.set(Flags::POTENTIALLY_FAILED, true);
         assert_eq!(Ecf::default().pick(&s, &seg()), Pick::Send(1));
     }
 }

@@ -29,14 +29,14 @@
 //! the whole rule is computed in one scan keeping four maxima.
 
 use crate::lowest_rtt::{data_fin_subflow, LowestRtt};
-use crate::{considered, Pick, Segment, SubflowInfo};
+use crate::{considered, Flags, Pick, Segment, SubflowInfo, AVAIL_MASK};
 
 /// The last-received scheduler (stateless: the timestamps live in the snapshots).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LastReceived;
 
-/// Timestamps above this are clamped (2^57 µs is over 4,000 years).
-const TS_MAX: u64 = (1 << 57) - 1;
+/// Timestamps above this are clamped (2^56 µs is over 2,000 years).
+const TS_MAX: u64 = (1 << 56) - 1;
 
 /// A key whose maximum is the newest reception, ties going to the lower index; 0 is "none".
 #[inline(always)]
@@ -59,9 +59,46 @@ impl LastReceived {
     #[inline]
     pub fn pick(&self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
         let subflows = considered(subflows);
+        // The fast path's answer for a single eligible unflagged regular subflow (send if it can,
+        // else wait) is also the lowest-RTT answer of the single-subflow bypass.
+        if seg.answer_data_fin_on.is_none() {
+            if let Some(p) = Self::fast(subflows, seg) {
+                return p;
+            }
+        }
         if subflows.len() == 1 {
             return LowestRtt.pick(subflows, seg);
         }
+        Self::full(subflows, seg)
+    }
+
+    /// The steady-state case in a lean scan: some eligible regular subflow is unflagged. Then
+    /// pass 1 chooses the newest unflagged regular, and only a strictly newer unflagged backup
+    /// replaces it in pass 2: one maximum over the eligible unflagged subflows, ordered by
+    /// timestamp, then regular before backup, then lower index, decides.
+    #[inline(always)]
+    fn fast(subflows: &[SubflowInfo], seg: &Segment) -> Option<Pick> {
+        const MASK: u8 = AVAIL_MASK | Flags::ALREADY_SENT.0 | Flags::HIGH_RTO.0 | Flags::WAS_BAD.0;
+        let mut best = 0u64;
+        let mut regular_seen = false;
+        for (i, s) in subflows.iter().enumerate() {
+            let ok = s.flags.0 & MASK == Flags::ESTABLISHED.0;
+            let regular = !s.backup();
+            // ts (56 bits) | regular (1) | 63 - index (6), plus 1 so that 0 means none.
+            let key = ((s.last_original_rx_us.min(TS_MAX) << 7) | (u64::from(regular) << 6) | (63 - i as u64)) + 1;
+            best = best.max(if ok { key } else { 0 });
+            regular_seen |= ok & regular;
+        }
+        if !regular_seen {
+            return None;
+        }
+        let i = 63 - ((best - 1) & 63) as usize;
+        Some(if subflows[i].can_send(seg.len) { Pick::Send(i) } else { Pick::Wait })
+    }
+
+    /// The whole rule.
+    #[inline(never)]
+    fn full(subflows: &[SubflowInfo], seg: &Segment) -> Pick {
         if let Some(i) = data_fin_subflow(subflows, seg) {
             return Pick::Send(i);
         }
@@ -71,13 +108,13 @@ impl LastReceived {
         let mut bak_u = 0u64;
         let mut bak_f = 0u64;
         for (i, s) in subflows.iter().enumerate() {
-            let eligible = s.available() & !s.already_sent;
+            let eligible = s.available() & !s.already_sent();
             let flagged = s.flagged();
             let key = if eligible { rx_key(s, i) } else { 0 };
             let pref = key | (u64::from(!flagged & eligible) << 63);
-            reg = reg.max(if s.backup { 0 } else { pref });
-            bak_u = bak_u.max(if s.backup & !flagged { key } else { 0 });
-            bak_f = bak_f.max(if s.backup & flagged { key } else { 0 });
+            reg = reg.max(if s.backup() { 0 } else { pref });
+            bak_u = bak_u.max(if s.backup() & !flagged { key } else { 0 });
+            bak_f = bak_f.max(if s.backup() & flagged { key } else { 0 });
         }
         let reg_unflagged = reg >> 63 == 1;
         let reg = reg & !(1 << 63);
@@ -101,7 +138,7 @@ impl LastReceived {
             return Pick::Unavailable;
         }
         let i = index(chosen);
-        if subflows[i].can_send_fast(seg.len) {
+        if subflows[i].can_send(seg.len) {
             Pick::Send(i)
         } else {
             Pick::Wait
@@ -113,6 +150,8 @@ impl LastReceived {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
+    #[allow(unused_imports)]
+    use crate::Flags;
 
     #[test]
     fn answers_on_the_subflow_the_client_used_last() {
@@ -125,12 +164,12 @@ mod tests {
     #[test]
     fn skips_potentially_failed_unestablished_and_already_used() {
         let mut s = [sf(15, 1_000), sf(25, 2_000), sf(40, 3_000)];
-        s[2].potentially_failed = true;
+        s[2].flags.set(Flags::POTENTIALLY_FAILED, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
-        s[1].established = false;
+        s[1].flags.set(Flags::ESTABLISHED, false);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
-        s[1].established = true;
-        s[1].already_sent = true;
+        s[1].flags.set(Flags::ESTABLISHED, true);
+        s[1].flags.set(Flags::ALREADY_SENT, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
     }
 
@@ -140,28 +179,28 @@ mod tests {
         s[1].cwnd_room = 0;
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Wait);
         s[1].cwnd_room = 14_600;
-        s[1].in_recovery = true;
+        s[1].flags.set(Flags::IN_RECOVERY, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Wait);
     }
 
     #[test]
     fn flagged_subflow_never_replaces_an_unflagged_best() {
         let mut s = [sf(15, 1_000), sf(25, 2_000)];
-        s[1].was_bad = true;
+        s[1].flags.set(Flags::WAS_BAD, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
-        s[1].was_bad = false;
-        s[1].high_rto = true;
+        s[1].flags.set(Flags::WAS_BAD, false);
+        s[1].flags.set(Flags::HIGH_RTO, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
         // Both flagged: the timestamp decides again.
-        s[0].was_bad = true;
+        s[0].flags.set(Flags::WAS_BAD, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
         // An unflagged newer one replaces a flagged best.
         let mut s = [sf(15, 1_000), sf(25, 2_000)];
-        s[0].high_rto = true;
+        s[0].flags.set(Flags::HIGH_RTO, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
         // And an unflagged older one beats a flagged newer one, in either order.
         let mut s = [sf(15, 2_000), sf(25, 1_000)];
-        s[0].was_bad = true;
+        s[0].flags.set(Flags::WAS_BAD, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
         s.swap(0, 1);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
@@ -176,10 +215,10 @@ mod tests {
     #[test]
     fn flagged_regular_replaced_by_newer_backup_unflagged_first() {
         let mut s = [sf(15, 1_000), sf(25, 3_000), sf(35, 2_000)];
-        s[0].high_rto = true;
-        s[1].backup = true;
-        s[1].was_bad = true;
-        s[2].backup = true;
+        s[0].flags.set(Flags::HIGH_RTO, true);
+        s[1].flags.set(Flags::BACKUP, true);
+        s[1].flags.set(Flags::WAS_BAD, true);
+        s[2].flags.set(Flags::BACKUP, true);
         // Both backups are newer than the flagged regular; the unflagged one wins.
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(2));
         s[2].last_original_rx_us = 500;
@@ -189,26 +228,26 @@ mod tests {
     #[test]
     fn backup_only_when_strictly_newer_than_the_regular_choice() {
         let mut s = [sf(15, 2_000), sf(25, 2_000)];
-        s[1].backup = true;
+        s[1].flags.set(Flags::BACKUP, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0), "a tie keeps the regular");
         s[1].last_original_rx_us = 2_001;
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1), "newer backup wins in pass 2");
-        s[1].was_bad = true;
+        s[1].flags.set(Flags::WAS_BAD, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0), "flag rule applies in pass 2");
     }
 
     #[test]
     fn backup_used_when_no_regular_is_eligible() {
         let mut s = [sf(15, 9_000), sf(25, 1_000)];
-        s[1].backup = true;
-        s[0].potentially_failed = true;
+        s[1].flags.set(Flags::BACKUP, true);
+        s[0].flags.set(Flags::POTENTIALLY_FAILED, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(1));
     }
 
     #[test]
     fn single_subflow_bypasses() {
         let mut s = [sf(15, 0)];
-        s[0].already_sent = true;
+        s[0].flags.set(Flags::ALREADY_SENT, true);
         // Lowest-rtt's second loop sends a reinjection on the only subflow.
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
     }
@@ -224,8 +263,19 @@ mod tests {
     #[test]
     fn nothing_eligible() {
         let mut s = [sf(15, 1), sf(25, 2)];
-        s[0].already_sent = true;
-        s[1].already_sent = true;
+        s[0].flags.set(Flags::ALREADY_SENT, true);
+        s[1].flags.set(Flags::ALREADY_SENT, true);
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Unavailable);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_path_agrees_with_the_full_rule(s in crate::testutil::arb_subflows()) {
+            let g = Segment { len: 1000, ..seg() };
+            if let Some(p) = LastReceived::fast(&s, &g) {
+                let full = if s.len() == 1 { LowestRtt.pick(&s, &g) } else { LastReceived::full(&s, &g) };
+                proptest::prop_assert_eq!(p, full);
+            }
+        }
     }
 }

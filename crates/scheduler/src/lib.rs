@@ -47,20 +47,60 @@ pub enum Iface {
     Other,
 }
 
+/// Boolean state of a subflow, one bit each, so that a scan tests several with one load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flags(pub u8);
+
+impl Flags {
+    /// The join completed (fourth ACK, or the initial subflow's handshake).
+    pub const ESTABLISHED: Flags = Flags(1 << 0);
+    /// Potentially failed: an RTO expired and no new acknowledgement came since.
+    pub const POTENTIALLY_FAILED: Flags = Flags(1 << 1);
+    /// The peer or we marked it backup (MP_JOIN/MP_PRIO backup bit).
+    pub const BACKUP: Flags = Flags(1 << 2);
+    /// In loss recovery (Linux: "temporarily unavailable").
+    pub const IN_RECOVERY: Flags = Flags(1 << 3);
+    /// This segment was already sent on this subflow (a reinjection).
+    pub const ALREADY_SENT: Flags = Flags(1 << 4);
+    /// MultiMob's high-RTO flag (the oracle saw an RTO above its threshold).
+    pub const HIGH_RTO: Flags = Flags(1 << 5);
+    /// MultiMob's was-bad flag (the oracle declared the netpath bad).
+    pub const WAS_BAD: Flags = Flags(1 << 6);
+
+    /// True if every bit of `f` is set.
+    #[inline(always)]
+    pub const fn contains(self, f: Flags) -> bool {
+        self.0 & f.0 == f.0
+    }
+
+    /// Sets or clears the bits of `f`.
+    #[inline(always)]
+    pub fn set(&mut self, f: Flags, on: bool) {
+        if on {
+            self.0 |= f.0;
+        } else {
+            self.0 &= !f.0;
+        }
+    }
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, rhs: Flags) -> Flags {
+        Flags(self.0 | rhs.0)
+    }
+}
+
 /// What a scheduler knows of one subflow when it picks. Times are in microseconds on the
 /// connection's clock; the scheduler never reads a clock itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SubflowInfo {
     /// The connection's identifier of the subflow (not interpreted here).
     pub id: u32,
-    /// The join completed (fourth ACK, or the initial subflow's handshake).
-    pub established: bool,
-    /// Potentially failed: an RTO expired and no new acknowledgement came since.
-    pub potentially_failed: bool,
-    /// The peer or we marked it backup (MP_JOIN/MP_PRIO backup bit).
-    pub backup: bool,
-    /// In loss recovery (Linux: "temporarily unavailable").
-    pub in_recovery: bool,
+    /// Established, potentially failed, backup, in recovery, already sent, high RTO, was bad.
+    pub flags: Flags,
+    /// The interface kind.
+    pub iface: Iface,
     /// Smoothed RTT.
     pub srtt_us: u32,
     /// RTT variation.
@@ -72,41 +112,65 @@ pub struct SubflowInfo {
     /// Time of the last *original* reception on this subflow (new data, a DATA_ACK that advanced
     /// the send window's left edge, or the completed join); 0 if none yet.
     pub last_original_rx_us: u64,
-    /// MultiMob's high-RTO flag (the oracle saw an RTO above its threshold).
-    pub high_rto: bool,
-    /// MultiMob's was-bad flag (the oracle declared the netpath bad).
-    pub was_bad: bool,
-    /// This segment was already sent on this subflow (a reinjection).
-    pub already_sent: bool,
-    /// The interface kind.
-    pub iface: Iface,
     /// Packets sent on this subflow that are being retransmitted or await retransmission.
     pub retrans_outstanding: u32,
 }
 
+pub(crate) const AVAIL_MASK: u8 = Flags::ESTABLISHED.0 | Flags::POTENTIALLY_FAILED.0;
+pub(crate) const SEND_MASK: u8 = AVAIL_MASK | Flags::IN_RECOVERY.0;
+
 impl SubflowInfo {
-    /// Linux's `mptcp_is_def_unavailable`: not established, or potentially failed.
-    #[inline]
+    /// Returns the snapshot with `f` set (for building snapshots in one expression).
+    pub fn with(mut self, f: Flags) -> Self {
+        self.flags.set(f, true);
+        self
+    }
+
+    #[inline(always)]
+    pub fn established(&self) -> bool {
+        self.flags.contains(Flags::ESTABLISHED)
+    }
+    #[inline(always)]
+    pub fn potentially_failed(&self) -> bool {
+        self.flags.contains(Flags::POTENTIALLY_FAILED)
+    }
+    #[inline(always)]
+    pub fn backup(&self) -> bool {
+        self.flags.contains(Flags::BACKUP)
+    }
+    #[inline(always)]
+    pub fn in_recovery(&self) -> bool {
+        self.flags.contains(Flags::IN_RECOVERY)
+    }
+    #[inline(always)]
+    pub fn already_sent(&self) -> bool {
+        self.flags.contains(Flags::ALREADY_SENT)
+    }
+    #[inline(always)]
+    pub fn high_rto(&self) -> bool {
+        self.flags.contains(Flags::HIGH_RTO)
+    }
+    #[inline(always)]
+    pub fn was_bad(&self) -> bool {
+        self.flags.contains(Flags::WAS_BAD)
+    }
+
+    /// Linux's `mptcp_is_def_unavailable` negated: established and not potentially failed.
+    #[inline(always)]
     pub fn available(&self) -> bool {
-        self.established && !self.potentially_failed
+        self.flags.0 & AVAIL_MASK == Flags::ESTABLISHED.0
     }
 
     /// Available and able to send `len` bytes now (not in recovery, window room).
-    #[inline]
-    pub fn can_send(&self, len: u32) -> bool {
-        self.available() && !self.in_recovery && self.cwnd_room >= len.max(1)
-    }
-
-    /// [`SubflowInfo::can_send`] without short-circuits, for branch-free scans.
     #[inline(always)]
-    pub(crate) fn can_send_fast(&self, len: u32) -> bool {
-        self.established & !self.potentially_failed & !self.in_recovery & (self.cwnd_room >= len.max(1))
+    pub fn can_send(&self, len: u32) -> bool {
+        (self.flags.0 & SEND_MASK == Flags::ESTABLISHED.0) & (self.cwnd_room >= len.max(1))
     }
 
     /// MultiMob's flags that keep a subflow from replacing an unflagged best one.
-    #[inline]
+    #[inline(always)]
     pub fn flagged(&self) -> bool {
-        self.high_rto || self.was_bad
+        self.flags.0 & (Flags::HIGH_RTO.0 | Flags::WAS_BAD.0) != 0
     }
 }
 
@@ -261,7 +325,7 @@ pub(crate) mod testutil {
     /// An established, healthy regular subflow with room, `srtt` ms and last reception `rx` µs.
     pub fn sf(srtt_ms: u32, rx: u64) -> SubflowInfo {
         SubflowInfo {
-            established: true,
+            flags: Flags::ESTABLISHED,
             srtt_us: srtt_ms * 1000,
             rttvar_us: srtt_ms * 250,
             cwnd: 14_600,
@@ -274,5 +338,21 @@ pub(crate) mod testutil {
 
     pub fn seg() -> Segment {
         Segment { len: 1200, answer_data_fin_on: None, queued_bytes: 1200 }
+    }
+
+    /// Random snapshots for the fast-path agreement properties.
+    pub fn arb_subflows() -> impl proptest::strategy::Strategy<Value = Vec<SubflowInfo>> {
+        use proptest::prelude::*;
+        proptest::collection::vec((any::<u8>(), 0..4u32, 0..3u32, 0..4u64), 1..9).prop_map(|v| {
+            v.into_iter()
+                .map(|(f, rtt, room, rx)| SubflowInfo {
+                    flags: Flags(f & 0x7f),
+                    srtt_us: rtt * 1000,
+                    cwnd_room: room * 1000,
+                    last_original_rx_us: rx,
+                    ..Default::default()
+                })
+                .collect()
+        })
     }
 }

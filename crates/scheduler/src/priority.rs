@@ -55,7 +55,7 @@ impl Priority {
             let mut healthy = false;
             let mut best: Option<usize> = None;
             for (i, s) in subflows.iter().enumerate() {
-                if self.rank(s.iface) != rank || !s.available() || s.already_sent || s.retrans_outstanding > 0 {
+                if self.rank(s.iface) != rank || !s.available() || s.already_sent() || s.retrans_outstanding > 0 {
                     continue;
                 }
                 healthy = true;
@@ -73,7 +73,7 @@ impl Priority {
         let mut best: Option<usize> = None;
         let mut any = false;
         for (i, s) in subflows.iter().enumerate() {
-            if !s.available() || s.already_sent {
+            if !s.available() || s.already_sent() {
                 continue;
             }
             any = true;
@@ -93,11 +93,13 @@ impl Priority {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
+    #[allow(unused_imports)]
+    use crate::Flags;
 
     fn pair() -> [SubflowInfo; 2] {
         let mut s = [sf(40, 0), sf(15, 0)];
         s[1].iface = Iface::Cellular;
-        s[1].backup = true;
+        s[1].flags.set(Flags::BACKUP, true);
         s
     }
 
@@ -118,7 +120,7 @@ mod tests {
     #[test]
     fn cellular_while_wifi_potentially_failed() {
         let mut s = pair();
-        s[0].potentially_failed = true;
+        s[0].flags.set(Flags::POTENTIALLY_FAILED, true);
         assert_eq!(Priority::default().pick(&s, &seg()), Pick::Send(1));
     }
 
@@ -149,9 +151,9 @@ mod tests {
     #[test]
     fn reinjection_skips_the_subflow_that_carried_it() {
         let mut s = pair();
-        s[0].already_sent = true;
+        s[0].flags.set(Flags::ALREADY_SENT, true);
         assert_eq!(Priority::default().pick(&s, &seg()), Pick::Send(1));
-        s[1].already_sent = true;
+        s[1].flags.set(Flags::ALREADY_SENT, true);
         assert_eq!(Priority::default().pick(&s, &seg()), Pick::Unavailable);
     }
 }

@@ -16,7 +16,7 @@ impl Redundant {
             let mut mask = Mask::default();
             let mut available = false;
             for (i, s) in subflows.iter().enumerate() {
-                if s.backup != want_backup || !s.available() || s.already_sent {
+                if s.backup() != want_backup || !s.available() || s.already_sent() {
                     continue;
                 }
                 available = true;
@@ -39,12 +39,14 @@ impl Redundant {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
+    #[allow(unused_imports)]
+    use crate::Flags;
 
     #[test]
     fn every_usable_regular_subflow() {
         let mut s = [sf(10, 0), sf(20, 0), sf(30, 0), sf(5, 0)];
-        s[2].potentially_failed = true;
-        s[3].backup = true;
+        s[2].flags.set(Flags::POTENTIALLY_FAILED, true);
+        s[3].flags.set(Flags::BACKUP, true);
         let Pick::SendAll(m) = Redundant.pick(&s, &seg()) else { panic!() };
         assert_eq!(m.iter().collect::<Vec<_>>(), vec![0, 1]);
     }
@@ -52,12 +54,12 @@ mod tests {
     #[test]
     fn backups_when_no_regular_and_wait_when_full() {
         let mut s = [sf(10, 0), sf(5, 0)];
-        s[1].backup = true;
-        s[0].established = false;
+        s[1].flags.set(Flags::BACKUP, true);
+        s[0].flags.set(Flags::ESTABLISHED, false);
         assert_eq!(Redundant.pick(&s, &seg()), Pick::SendAll(Mask(0b10)));
         s[1].cwnd_room = 0;
         assert_eq!(Redundant.pick(&s, &seg()), Pick::Wait);
-        s[1].already_sent = true;
+        s[1].flags.set(Flags::ALREADY_SENT, true);
         assert_eq!(Redundant.pick(&s, &seg()), Pick::Unavailable);
     }
 }

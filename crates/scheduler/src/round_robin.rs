@@ -23,7 +23,7 @@ impl RoundRobin {
             for k in 0..n {
                 let i = (self.next + k) % n;
                 let s = &subflows[i];
-                if s.backup != want_backup || !s.available() || s.already_sent {
+                if s.backup() != want_backup || !s.available() || s.already_sent() {
                     continue;
                 }
                 available = true;
@@ -44,6 +44,8 @@ impl RoundRobin {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
+    #[allow(unused_imports)]
+    use crate::Flags;
 
     #[test]
     fn cycles() {
@@ -57,7 +59,7 @@ mod tests {
     fn skips_full_and_failed_waits_when_all_full() {
         let mut s = [sf(10, 0), sf(20, 0), sf(30, 0)];
         s[1].cwnd_room = 0;
-        s[2].potentially_failed = true;
+        s[2].flags.set(Flags::POTENTIALLY_FAILED, true);
         let mut rr = RoundRobin::default();
         assert_eq!(rr.pick(&s, &seg()), Pick::Send(0));
         assert_eq!(rr.pick(&s, &seg()), Pick::Send(0));
@@ -68,11 +70,11 @@ mod tests {
     #[test]
     fn backups_only_without_available_regulars() {
         let mut s = [sf(10, 0), sf(20, 0)];
-        s[1].backup = true;
+        s[1].flags.set(Flags::BACKUP, true);
         let mut rr = RoundRobin::default();
         assert_eq!(rr.pick(&s, &seg()), Pick::Send(0));
         assert_eq!(rr.pick(&s, &seg()), Pick::Send(0));
-        s[0].potentially_failed = true;
+        s[0].flags.set(Flags::POTENTIALLY_FAILED, true);
         assert_eq!(rr.pick(&s, &seg()), Pick::Send(1));
     }
 }

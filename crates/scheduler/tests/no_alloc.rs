@@ -33,6 +33,23 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// Builds [`Flags`] from booleans, in the order of the constants.
+fn flags(est: bool, pf: bool, backup: bool, rec: bool, sent: bool, hr: bool, bad: bool) -> Flags {
+    let mut f = Flags::default();
+    for (bit, on) in [
+        (Flags::ESTABLISHED, est),
+        (Flags::POTENTIALLY_FAILED, pf),
+        (Flags::BACKUP, backup),
+        (Flags::IN_RECOVERY, rec),
+        (Flags::ALREADY_SENT, sent),
+        (Flags::HIGH_RTO, hr),
+        (Flags::WAS_BAD, bad),
+    ] {
+        f.set(bit, on);
+    }
+    f
+}
+
 fn allocs() -> u64 {
     ALLOCS.with(|c| c.get())
 }
@@ -55,18 +72,20 @@ fn one_million_picks_allocate_nothing() {
                     let r = next();
                     SubflowInfo {
                         id: i as u32,
-                        established: r & 1 == 0 || i == 0,
-                        potentially_failed: r & 0x30 == 0x30,
-                        backup: r & 0x40 != 0,
-                        in_recovery: r & 0x380 == 0x380,
+                        flags: flags(
+                            r & 1 == 0 || i == 0,
+                            r & 0x30 == 0x30,
+                            r & 0x40 != 0,
+                            r & 0x380 == 0x380,
+                            r & 0x8000 != 0 && r & 0x10000 != 0,
+                            r & 0x800 != 0 && r & 0x1000 != 0,
+                            r & 0x2000 != 0 && r & 0x4000 != 0,
+                        ),
                         srtt_us: (r >> 10) as u32 % 200_000 + 1_000,
                         rttvar_us: (r >> 30) as u32 % 20_000,
                         cwnd: 14_600,
                         cwnd_room: if r & 0x400 != 0 { 0 } else { 14_600 },
                         last_original_rx_us: (r >> 40) % 1_000,
-                        high_rto: r & 0x800 != 0 && r & 0x1000 != 0,
-                        was_bad: r & 0x2000 != 0 && r & 0x4000 != 0,
-                        already_sent: r & 0x8000 != 0 && r & 0x10000 != 0,
                         iface: [Iface::Wifi, Iface::Cellular, Iface::Wired, Iface::Other][(r >> 50) as usize % 4],
                         retrans_outstanding: ((r >> 55) % 3) as u32 & 1,
                     }

@@ -4,6 +4,23 @@
 use proptest::prelude::*;
 use scheduler::*;
 
+/// Builds [`Flags`] from booleans, in the order of the constants.
+fn flags(est: bool, pf: bool, backup: bool, rec: bool, sent: bool, hr: bool, bad: bool) -> Flags {
+    let mut f = Flags::default();
+    for (bit, on) in [
+        (Flags::ESTABLISHED, est),
+        (Flags::POTENTIALLY_FAILED, pf),
+        (Flags::BACKUP, backup),
+        (Flags::IN_RECOVERY, rec),
+        (Flags::ALREADY_SENT, sent),
+        (Flags::HIGH_RTO, hr),
+        (Flags::WAS_BAD, bad),
+    ] {
+        f.set(bit, on);
+    }
+    f
+}
+
 fn arb_subflow() -> impl Strategy<Value = SubflowInfo> {
     (
         (any::<bool>(), prop::bool::weighted(0.2), prop::bool::weighted(0.3), prop::bool::weighted(0.15)),
@@ -14,19 +31,14 @@ fn arb_subflow() -> impl Strategy<Value = SubflowInfo> {
         .prop_map(|((est, pf, backup, rec), (srtt, var, cwnd, room), (rx, hr, bad, sent), (iface, retr))| {
             SubflowInfo {
                 id: 0,
-                established: est || !pf, // mostly established
-                potentially_failed: pf,
-                backup,
-                in_recovery: rec,
+                // Mostly established.
+                flags: flags(est || !pf, pf, backup, rec, sent, hr, bad),
                 srtt_us: srtt,
                 rttvar_us: var,
                 cwnd,
                 cwnd_room: room,
                 // Coarse timestamps so that ties happen.
                 last_original_rx_us: rx * 1000,
-                high_rto: hr,
-                was_bad: bad,
-                already_sent: sent,
                 iface,
                 retrans_outstanding: retr * u32::from(retr == 2),
             }
@@ -67,7 +79,7 @@ proptest! {
                 prop_assert!(s[i].can_send(seg.len), "{name}: picked {:?} which cannot send", s[i]);
             }
             let lowest_rtt_like = name == "lowest-rtt" || (name == "last-received" && s.len() == 1);
-            let any_unused_available = s.iter().any(|x| x.available() && !x.already_sent);
+            let any_unused_available = s.iter().any(|x| x.available() && !x.already_sent());
             match p {
                 Pick::Wait => prop_assert!(
                     s.iter().any(|x| x.available() && !x.can_send(seg.len)),
@@ -80,7 +92,7 @@ proptest! {
                 _ => {}
             }
             for i in picked(p) {
-                if s[i].already_sent && !by_data_fin(&s, &seg, p) {
+                if s[i].already_sent() && !by_data_fin(&s, &seg, p) {
                     prop_assert!(lowest_rtt_like, "{name}: reinjected on a subflow that already carried it");
                     prop_assert!(!any_unused_available, "{name}: used a used subflow while an unused one is available");
                 }
@@ -98,23 +110,23 @@ proptest! {
             }
             for i in picked(p) {
                 let b = &s[i];
-                if !b.backup {
+                if !b.backup() {
                     continue;
                 }
                 match name {
                     "lowest-rtt" | "round-robin" | "redundant" => prop_assert!(
-                        !s.iter().any(|r| !r.backup && r.available() && !r.already_sent)
-                            || (name == "lowest-rtt" && !b.already_sent && s.iter().all(|r| r.backup || !r.available() || r.already_sent)),
+                        !s.iter().any(|r| !r.backup() && r.available() && !r.already_sent())
+                            || (name == "lowest-rtt" && !b.already_sent() && s.iter().all(|r| r.backup() || !r.available() || r.already_sent())),
                         "{name}: backup used while a regular subflow is available"
                     ),
                     "ecf" => prop_assert!(
-                        !s.iter().any(|r| !r.backup && r.available() && !r.already_sent),
+                        !s.iter().any(|r| !r.backup() && r.available() && !r.already_sent()),
                         "ecf: backup with a regular available"
                     ),
                     "last-received" if s.len() > 1 => {
                         // Pass 2 only replaces with a strictly newer reception; pass 1's choice is
                         // at least as new as every eligible unflagged regular subflow.
-                        for r in s.iter().filter(|r| !r.backup && r.available() && !r.already_sent && !r.flagged()) {
+                        for r in s.iter().filter(|r| !r.backup() && r.available() && !r.already_sent() && !r.flagged()) {
                             prop_assert!(b.last_original_rx_us > r.last_original_rx_us,
                                 "last-received: backup {:?} not newer than regular {:?}", b, r);
                         }
@@ -147,7 +159,7 @@ proptest! {
             }
             let rank = |k: Iface| [Iface::Wifi, Iface::Wired, Iface::Cellular, Iface::Other].iter().position(|x| *x == k).unwrap();
             for r in &s {
-                let healthy = r.available() && !r.already_sent && r.retrans_outstanding == 0;
+                let healthy = r.available() && !r.already_sent() && r.retrans_outstanding == 0;
                 prop_assert!(!(healthy && rank(r.iface) < rank(s[i].iface)),
                     "picked {:?} over healthy preferred {:?}", s[i], r);
             }
@@ -157,18 +169,18 @@ proptest! {
     #[test]
     fn last_received_takes_the_newest_eligible_unflagged_regular((s, seg) in arb_input()) {
         // Without backups or flags the rule is simply: newest reception among eligible subflows.
-        let s: Vec<_> = s.into_iter().map(|mut x| { x.backup = false; x.high_rto = false; x.was_bad = false; x }).collect();
+        let s: Vec<_> = s.into_iter().map(|mut x| { x.flags.set(Flags::BACKUP, false); x.flags.set(Flags::HIGH_RTO, false); x.flags.set(Flags::WAS_BAD, false); x }).collect();
         let seg = Segment { answer_data_fin_on: None, ..seg };
         if s.len() < 2 {
             return Ok(());
         }
         let p = LastReceived.pick(&s, &seg);
-        let newest = s.iter().filter(|x| x.available() && !x.already_sent).map(|x| x.last_original_rx_us).max();
+        let newest = s.iter().filter(|x| x.available() && !x.already_sent()).map(|x| x.last_original_rx_us).max();
         match p {
             Pick::Send(i) => prop_assert_eq!(Some(s[i].last_original_rx_us), newest),
             Pick::Wait => {
                 // The newest eligible subflow (the first one among ties) cannot send.
-                let first = s.iter().position(|x| x.available() && !x.already_sent && Some(x.last_original_rx_us) == newest).unwrap();
+                let first = s.iter().position(|x| x.available() && !x.already_sent() && Some(x.last_original_rx_us) == newest).unwrap();
                 prop_assert!(!s[first].can_send(seg.len));
             }
             Pick::Unavailable => prop_assert!(newest.is_none()),
@@ -220,11 +232,16 @@ fn names_round_trip_and_unknown_names_are_errors() {
 
 #[test]
 fn more_than_64_subflows_are_ignored_beyond_64() {
-    let mut s =
-        vec![
-            SubflowInfo { established: true, srtt_us: 50_000, cwnd: 10_000, cwnd_room: 10_000, ..Default::default() };
-            70
-        ];
+    let mut s = vec![
+        SubflowInfo {
+            flags: Flags::ESTABLISHED,
+            srtt_us: 50_000,
+            cwnd: 10_000,
+            cwnd_room: 10_000,
+            ..Default::default()
+        };
+        70
+    ];
     s[69].srtt_us = 1;
     assert_eq!(LowestRtt.pick(&s, &Segment { len: 1000, ..Default::default() }), Pick::Send(0));
 }
