@@ -95,6 +95,13 @@ impl Suite {
     }
 }
 
+/// A fresh 32-byte secret from the system's secure random generator.
+fn random_key() -> Result<[u8; 32], CryptoError> {
+    let mut k = [0u8; 32];
+    random_fill(&mut k)?;
+    Ok(k)
+}
+
 /// Fills `out` from the system's secure random generator.
 pub fn random_fill(out: &mut [u8]) -> Result<(), CryptoError> {
     use rand::SecureRandom;
@@ -544,9 +551,7 @@ pub const RETRY_TOKEN_LEN: usize = 24;
 impl RetryTokenKey {
     /// A key from the system's random generator.
     pub fn generate() -> Result<Self, CryptoError> {
-        let mut k = [0u8; 32];
-        random_fill(&mut k)?;
-        Ok(Self::from_bytes(&k))
+        Ok(Self::from_bytes(&random_key()?))
     }
 
     pub fn from_bytes(k: &[u8; 32]) -> Self {
@@ -599,9 +604,7 @@ pub const COOKIE_OVERHEAD: usize = 1 + 8 + TAG_LEN;
 
 impl CookieKey {
     pub fn generate(id: u8) -> Result<Self, CryptoError> {
-        let mut k = [0u8; 32];
-        random_fill(&mut k)?;
-        Ok(Self::from_bytes(id, &k))
+        Ok(Self::from_bytes(id, &random_key()?))
     }
 
     pub fn from_bytes(id: u8, k: &[u8; 32]) -> Self {

@@ -31,7 +31,7 @@ impl Ecf {
         let subflows = considered(subflows);
         // Regular subflows that have not carried this segment first; backups only without one.
         let want_backup = !subflows.iter().any(|s| !s.backup() && s.available() && !s.already_sent());
-        let cand = |s: &SubflowInfo| s.backup() == want_backup && s.available() && !s.already_sent();
+        let cand = |s: &SubflowInfo| s.fresh_in_class(want_backup);
         let mut fastest: Option<usize> = None;
         let mut other: Option<usize> = None;
         for (i, s) in subflows.iter().enumerate() {
@@ -75,7 +75,6 @@ impl Ecf {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
-    #[allow(unused_imports)]
     use crate::Flags;
 
     #[test]

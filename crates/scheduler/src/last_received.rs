@@ -150,7 +150,6 @@ impl LastReceived {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
-    #[allow(unused_imports)]
     use crate::Flags;
 
     #[test]

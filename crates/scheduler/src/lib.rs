@@ -167,6 +167,13 @@ impl SubflowInfo {
         (self.flags.0 & SEND_MASK == Flags::ESTABLISHED.0) & (self.cwnd_room >= len.max(1))
     }
 
+    /// Available, of the wanted class (backup or regular), and has not carried this segment:
+    /// a candidate for the schedulers that try regular subflows first, then backups.
+    #[inline(always)]
+    pub(crate) fn fresh_in_class(&self, want_backup: bool) -> bool {
+        self.backup() == want_backup && self.available() && !self.already_sent()
+    }
+
     /// MultiMob's flags that keep a subflow from replacing an unflagged best one.
     #[inline(always)]
     pub fn flagged(&self) -> bool {

@@ -118,7 +118,6 @@ impl LowestRtt {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
-    #[allow(unused_imports)]
     use crate::Flags;
 
     #[test]

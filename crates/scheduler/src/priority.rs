@@ -93,7 +93,6 @@ impl Priority {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
-    #[allow(unused_imports)]
     use crate::Flags;
 
     fn pair() -> [SubflowInfo; 2] {

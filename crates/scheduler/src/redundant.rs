@@ -16,7 +16,7 @@ impl Redundant {
             let mut mask = Mask::default();
             let mut available = false;
             for (i, s) in subflows.iter().enumerate() {
-                if s.backup() != want_backup || !s.available() || s.already_sent() {
+                if !s.fresh_in_class(want_backup) {
                     continue;
                 }
                 available = true;
@@ -39,7 +39,6 @@ impl Redundant {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
-    #[allow(unused_imports)]
     use crate::Flags;
 
     #[test]

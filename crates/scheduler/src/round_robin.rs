@@ -23,7 +23,7 @@ impl RoundRobin {
             for k in 0..n {
                 let i = (self.next + k) % n;
                 let s = &subflows[i];
-                if s.backup() != want_backup || !s.available() || s.already_sent() {
+                if !s.fresh_in_class(want_backup) {
                     continue;
                 }
                 available = true;
@@ -44,7 +44,6 @@ impl RoundRobin {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
-    #[allow(unused_imports)]
     use crate::Flags;
 
     #[test]

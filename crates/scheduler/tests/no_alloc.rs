@@ -3,6 +3,9 @@
 #![allow(unsafe_code)]
 
 use scheduler::*;
+
+mod common;
+use common::flags;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -32,23 +35,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-/// Builds [`Flags`] from booleans, in the order of the constants.
-fn flags(est: bool, pf: bool, backup: bool, rec: bool, sent: bool, hr: bool, bad: bool) -> Flags {
-    let mut f = Flags::default();
-    for (bit, on) in [
-        (Flags::ESTABLISHED, est),
-        (Flags::POTENTIALLY_FAILED, pf),
-        (Flags::BACKUP, backup),
-        (Flags::IN_RECOVERY, rec),
-        (Flags::ALREADY_SENT, sent),
-        (Flags::HIGH_RTO, hr),
-        (Flags::WAS_BAD, bad),
-    ] {
-        f.set(bit, on);
-    }
-    f
-}
 
 fn allocs() -> u64 {
     ALLOCS.with(|c| c.get())
