@@ -175,6 +175,7 @@ pub fn run(verbose: bool) -> Outcome {
         plain.extend_from_slice(&a[..al]);
         plain.extend_from_slice(&master.0);
         plain.push(suite.id());
+        plain.extend_from_slice(i.params);
         let mut aad = Vec::new();
         aad.extend_from_slice(&packet::VERSION_1.to_be_bytes());
         aad.extend_from_slice(&s_cid.0);
@@ -234,8 +235,12 @@ pub fn run(verbose: bool) -> Outcome {
     aad.extend_from_slice(&cf.scid.0);
     let mut cbuf = [0u8; 128];
     let plain = cookie_key.open(&aad, cf.cookie, &mut cbuf).expect("cookie opens");
-    let master = Master(plain[15..47].try_into().expect("32 bytes"));
-    let s = master.secrets(Suite::from_id(plain[47]).expect("suite"));
+    // issued-at (8), then the address (family byte: 4 → 7 bytes, 6 → 19), master, suite, params.
+    let at = 8 + if plain[8] == 4 { 7 } else { 19 };
+    let master = Master(plain[at..at + 32].try_into().expect("32 bytes"));
+    let s = master.secrets(Suite::from_id(plain[at + 32]).expect("suite"));
+    let c_params_back = TransportParams::parse(&plain[at + 33..]).expect("client params from the cookie");
+    assert!(c_params_back.fast_join && c_params_back.mp_idle);
     assert_eq!((s.key_client, s.key_server), (c.key_client, c.key_server), "both sides agree on the MPTCP keys");
     let mut cfbuf = confirm.clone();
     let pt = s.c2s.open(0, 0, &mut cfbuf, p.header_len).expect("server opens CONFIRM").to_vec();

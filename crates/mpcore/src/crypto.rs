@@ -277,14 +277,26 @@ pub fn join_ack_hmac(key_a: u64, key_b: u64, r_a: u32, r_b: u32) -> [u8; 20] {
     out
 }
 
+/// The address bytes of `ip` (4 or 16), copied into `buf`.
+fn ip_octets(ip: IpAddr, buf: &mut [u8; 16]) -> &[u8] {
+    match ip {
+        IpAddr::V4(a) => {
+            buf[..4].copy_from_slice(&a.octets());
+            &buf[..4]
+        }
+        IpAddr::V6(a) => {
+            *buf = a.octets();
+            &buf[..]
+        }
+    }
+}
+
 /// ADD_ADDR (§5.12): "the rightmost 64 bits of HMAC-SHA256(Key-sender‖Key-receiver,
 /// Address ID‖IP Address‖Port)" (RFC 8684 §3.4.1).
 pub fn add_addr_hmac(key_sender: u64, key_receiver: u64, addr_id: u8, ip: IpAddr, port: u16) -> [u8; 8] {
-    let key = hmac_keys(key_sender, key_receiver);
-    let h = match ip {
-        IpAddr::V4(a) => hmac_parts(&key, &[&[addr_id], &a.octets(), &port.to_be_bytes()]),
-        IpAddr::V6(a) => hmac_parts(&key, &[&[addr_id], &a.octets(), &port.to_be_bytes()]),
-    };
+    let mut buf = [0u8; 16];
+    let h =
+        hmac_parts(&hmac_keys(key_sender, key_receiver), &[&[addr_id], ip_octets(ip, &mut buf), &port.to_be_bytes()]);
     let mut out = [0u8; 8];
     out.copy_from_slice(&h[24..]);
     out
@@ -377,25 +389,17 @@ impl fmt::Debug for PacketKey {
 
 impl PacketKey {
     fn derive(prk: &hkdf::Prk, suite: Suite, kl: &[u8], ivl: &[u8], hpl: &[u8]) -> Self {
+        let nk = suite.key_len();
         let mut key = [0u8; 32];
         let mut iv = [0u8; 12];
         let mut hp = [0u8; 32];
-        let nk = suite.key_len();
         expand(prk, kl, &mut key[..nk]);
         expand(prk, ivl, &mut iv);
         expand(prk, hpl, &mut hp[..nk]);
-        Self::from_raw(suite, &key[..nk], iv, &hp[..nk])
-    }
-
-    /// Builds a key from raw material (tests and the cookie). Lengths must be the suite's Nk.
-    pub fn from_raw(suite: Suite, key: &[u8], iv: [u8; 12], hp: &[u8]) -> Self {
-        // Lengths are fixed by `suite`, so construction only fails on a caller bug; fall back
-        // to an all-zero key of the right length rather than panicking.
-        let unbound = UnboundKey::new(suite.aead(), key)
-            .unwrap_or_else(|_| UnboundKey::new(suite.aead(), &[0u8; 32][..suite.key_len()]).expect("fixed length"));
-        let hp = quic::HeaderProtectionKey::new(suite.hp(), hp).unwrap_or_else(|_| {
-            quic::HeaderProtectionKey::new(suite.hp(), &[0u8; 32][..suite.key_len()]).expect("fixed length")
-        });
+        // Both constructors fail only on a key length other than the suite's Nk, which
+        // `key_len` gives by construction.
+        let unbound = UnboundKey::new(suite.aead(), &key[..nk]).expect("AEAD key length is the suite's Nk");
+        let hp = quic::HeaderProtectionKey::new(suite.hp(), &hp[..nk]).expect("HP key length is the suite's Nk");
         Self { suite, key: LessSafeKey::new(unbound), iv, hp }
     }
 
@@ -518,20 +522,12 @@ pub fn retry_integrity_tag(original_dcid: &[u8; 8], untagged: &[u8]) -> [u8; 16]
 
 /// Encodes a socket address as family (4 or 6) ‖ address ‖ port; returns the bytes used.
 pub fn encode_addr(addr: &SocketAddr, out: &mut [u8; 19]) -> usize {
-    match addr.ip() {
-        IpAddr::V4(a) => {
-            out[0] = 4;
-            out[1..5].copy_from_slice(&a.octets());
-            out[5..7].copy_from_slice(&addr.port().to_be_bytes());
-            7
-        }
-        IpAddr::V6(a) => {
-            out[0] = 6;
-            out[1..17].copy_from_slice(&a.octets());
-            out[17..19].copy_from_slice(&addr.port().to_be_bytes());
-            19
-        }
-    }
+    let mut buf = [0u8; 16];
+    let ip = ip_octets(addr.ip(), &mut buf);
+    out[0] = if addr.is_ipv4() { 4 } else { 6 };
+    out[1..1 + ip.len()].copy_from_slice(ip);
+    out[1 + ip.len()..3 + ip.len()].copy_from_slice(&addr.port().to_be_bytes());
+    3 + ip.len()
 }
 
 /// Issues and checks RETRY tokens (§4.5).

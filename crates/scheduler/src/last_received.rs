@@ -92,7 +92,7 @@ impl LastReceived {
         if !regular_seen {
             return None;
         }
-        let i = 63 - ((best - 1) & 63) as usize;
+        let i = index(best);
         Some(if subflows[i].can_send(seg.len) { Pick::Send(i) } else { Pick::Wait })
     }
 

@@ -120,12 +120,6 @@ pub(crate) const AVAIL_MASK: u8 = Flags::ESTABLISHED.0 | Flags::POTENTIALLY_FAIL
 pub(crate) const SEND_MASK: u8 = AVAIL_MASK | Flags::IN_RECOVERY.0;
 
 impl SubflowInfo {
-    /// Returns the snapshot with `f` set (for building snapshots in one expression).
-    pub fn with(mut self, f: Flags) -> Self {
-        self.flags.set(f, true);
-        self
-    }
-
     #[inline(always)]
     pub fn established(&self) -> bool {
         self.flags.contains(Flags::ESTABLISHED)
@@ -240,16 +234,6 @@ pub enum Pick {
     /// No subflow can carry this segment (none established, all potentially failed, or all
     /// already carried it).
     Unavailable,
-}
-
-impl Pick {
-    /// The single index, if any.
-    pub fn index(&self) -> Option<usize> {
-        match *self {
-            Pick::Send(i) => Some(i),
-            _ => None,
-        }
-    }
 }
 
 /// The subflows a scheduler considers.

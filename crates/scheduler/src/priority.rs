@@ -45,43 +45,46 @@ impl Priority {
         self.order[..self.len].iter().position(|o| *o == k).unwrap_or(self.len)
     }
 
-    /// Picks per the module's rules.
+    /// Picks per the module's rules, in one scan.
     pub fn pick(&self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
         let subflows = considered(subflows);
         if let Some(i) = data_fin_subflow(subflows, seg) {
             return Pick::Send(i);
         }
-        for rank in 0..=self.len {
-            let mut healthy = false;
-            let mut best: Option<usize> = None;
-            for (i, s) in subflows.iter().enumerate() {
-                if self.rank(s.iface) != rank || !s.available() || s.already_sent() || s.retrans_outstanding > 0 {
-                    continue;
-                }
-                healthy = true;
-                if s.can_send(seg.len) && best.is_none_or(|b| s.srtt_us < subflows[b].srtt_us) {
-                    best = Some(i);
-                }
-            }
-            match best {
-                Some(i) => return Pick::Send(i),
-                None if healthy => return Pick::Wait,
-                None => {}
-            }
-        }
-        // Every rank retransmits or failed: the least bad subflow.
-        let mut best: Option<usize> = None;
+        // Per rank (the listed kinds, then every other kind): the lowest-RTT subflow without
+        // retransmissions that can send, and whether the rank has a subflow without them at
+        // all. Across ranks: the lowest-RTT subflow that can send, for the fallback.
+        let mut best: [Option<usize>; 5] = [None; 5];
+        let mut healthy = [false; 5];
+        let mut fallback: Option<usize> = None;
         let mut any = false;
         for (i, s) in subflows.iter().enumerate() {
             if !s.available() || s.already_sent() {
                 continue;
             }
             any = true;
-            if s.can_send(seg.len) && best.is_none_or(|b| s.srtt_us < subflows[b].srtt_us) {
-                best = Some(i);
+            let can = s.can_send(seg.len);
+            let faster = |b: Option<usize>| b.is_none_or(|b| s.srtt_us < subflows[b].srtt_us);
+            if can && faster(fallback) {
+                fallback = Some(i);
+            }
+            if s.retrans_outstanding == 0 {
+                let r = self.rank(s.iface);
+                healthy[r] = true;
+                if can && faster(best[r]) {
+                    best[r] = Some(i);
+                }
             }
         }
-        match best {
+        for r in 0..=self.len {
+            match best[r] {
+                Some(i) => return Pick::Send(i),
+                None if healthy[r] => return Pick::Wait,
+                None => {}
+            }
+        }
+        // Every rank retransmits or failed: the least bad subflow.
+        match fallback {
             Some(i) => Pick::Send(i),
             None if any => Pick::Wait,
             None => Pick::Unavailable,

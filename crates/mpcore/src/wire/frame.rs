@@ -138,21 +138,26 @@ impl<'a> Ack<'a> {
             return Err(Error::Malformed("too many ack ranges"));
         }
         let first_range = r.varint()?;
-        let mut smallest = largest.checked_sub(first_range).ok_or(Error::Malformed("ack range below zero"))?;
+        let mut range = (largest.checked_sub(first_range).ok_or(Error::Malformed("ack range below zero"))?, largest);
+        // Walk every range once so that the frame is known valid and `ranges()` cannot fail.
         let start = r.position();
         let mut probe = r.clone();
         for _ in 0..range_count {
-            let gap = probe.varint()?;
-            let len = probe.varint()?;
-            let hi = smallest
-                .checked_sub(gap)
-                .and_then(|x| x.checked_sub(2))
-                .ok_or(Error::Malformed("ack range below zero"))?;
-            smallest = hi.checked_sub(len).ok_or(Error::Malformed("ack range below zero"))?;
+            range = next_range(&mut probe, range.0)?;
         }
         let tail = r.bytes(probe.position() - start)?;
         Ok(Ack { largest, ack_delay, first_range, range_count, tail })
     }
+}
+
+/// Reads one `(gap, range length)` pair and returns the range it describes below the range
+/// whose smallest packet number is `prev_smallest` (§5.3).
+fn next_range(r: &mut Reader<'_>, prev_smallest: u64) -> Result<(u64, u64), Error> {
+    let gap = r.varint()?;
+    let len = r.varint()?;
+    let below_zero = Error::Malformed("ack range below zero");
+    let hi = prev_smallest.checked_sub(gap).and_then(|x| x.checked_sub(2)).ok_or(below_zero)?;
+    Ok((hi.checked_sub(len).ok_or(below_zero)?, hi))
 }
 
 impl PartialEq for Ack<'_> {
@@ -182,10 +187,7 @@ impl Iterator for AckRanges<'_> {
         if self.left > 0 {
             self.left -= 1;
             // Validated at parse time; a failure here would only end the iteration.
-            let gap = self.reader.varint().ok()?;
-            let len = self.reader.varint().ok()?;
-            let hi = cur.0.checked_sub(gap)?.checked_sub(2)?;
-            self.next = Some((hi.checked_sub(len)?, hi));
+            self.next = next_range(&mut self.reader, cur.0).ok();
         }
         Some(cur)
     }
