@@ -45,41 +45,42 @@ impl Priority {
         self.order[..self.len].iter().position(|o| *o == k).unwrap_or(self.len)
     }
 
-    /// Picks per the module's rules, in one scan.
+    /// Picks per the module's rules. Ranks are scanned in order and the first decides, so the
+    /// usual case (the preferred interface healthy) costs one scan; the first scan also finds
+    /// the fallback.
     pub fn pick(&self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
         let subflows = considered(subflows);
         if let Some(i) = data_fin_subflow(subflows, seg) {
             return Pick::Send(i);
         }
-        // Per rank (the listed kinds, then every other kind): the lowest-RTT subflow without
-        // retransmissions that can send, and whether the rank has a subflow without them at
-        // all. Across ranks: the lowest-RTT subflow that can send, for the fallback.
-        let mut best: [Option<usize>; 5] = [None; 5];
-        let mut healthy = [false; 5];
         let mut fallback: Option<usize> = None;
         let mut any = false;
-        for (i, s) in subflows.iter().enumerate() {
-            if !s.available() || s.already_sent() {
-                continue;
-            }
-            any = true;
-            let can = s.can_send(seg.len);
-            let faster = |b: Option<usize>| b.is_none_or(|b| s.srtt_us < subflows[b].srtt_us);
-            if can && faster(fallback) {
-                fallback = Some(i);
-            }
-            if s.retrans_outstanding == 0 {
-                let r = self.rank(s.iface);
-                healthy[r] = true;
-                if can && faster(best[r]) {
-                    best[r] = Some(i);
+        for rank in 0..=self.len {
+            let mut healthy = false;
+            let mut best: Option<usize> = None;
+            for (i, s) in subflows.iter().enumerate() {
+                if !s.available() || s.already_sent() {
+                    continue;
+                }
+                let can = s.can_send(seg.len);
+                let faster = |b: Option<usize>| b.is_none_or(|b| s.srtt_us < subflows[b].srtt_us);
+                if rank == 0 {
+                    any = true;
+                    if can && faster(fallback) {
+                        fallback = Some(i);
+                    }
+                }
+                if s.retrans_outstanding > 0 || self.rank(s.iface) != rank {
+                    continue;
+                }
+                healthy = true;
+                if can && faster(best) {
+                    best = Some(i);
                 }
             }
-        }
-        for r in 0..=self.len {
-            match best[r] {
+            match best {
                 Some(i) => return Pick::Send(i),
-                None if healthy[r] => return Pick::Wait,
+                None if healthy => return Pick::Wait,
                 None => {}
             }
         }
