@@ -7,6 +7,50 @@
 //! - [`wire`]: parse and emit every packet and frame, without allocating or panicking.
 //! - [`crypto`]: key agreement, key schedule, token and IDSN, the HMACs of joins, fast joins
 //!   and ADD_ADDR, packet protection.
+//! - [`Endpoint`] and [`Connection`]: the state machine. It does no I/O and reads no clock:
+//!   the driver hands it datagrams with [`Endpoint::handle_datagram`], calls
+//!   [`Endpoint::handle_timeout`] at [`Endpoint::poll_timeout`], and sends what
+//!   [`Endpoint::poll_transmit`] writes. Time is a `u64` count of microseconds from any epoch
+//!   the driver picks.
 
+pub mod config;
+pub mod conn;
 pub mod crypto;
+pub mod endpoint;
+pub mod ranges;
 pub mod wire;
+
+pub use config::{Config, ConfigError, PathManager};
+pub use conn::cc::CongestionControl;
+pub use conn::subflow::SubflowState;
+pub use conn::{
+    CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowStats, WriteError,
+};
+pub use endpoint::{ConnHandle, ConnectError, Drops, Endpoint};
+pub use scheduler::Iface;
+
+use std::net::SocketAddr;
+
+/// Microseconds since an epoch chosen by the driver.
+pub type Time = u64;
+
+/// Index of one of an endpoint's local paths (an interface with its address).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PathId(pub u8);
+
+/// A local path: the address a subflow uses on one interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalPath {
+    pub addr: SocketAddr,
+    pub iface: Iface,
+    /// Subflows on this path are opened as backup subflows.
+    pub backup: bool,
+}
+
+/// A datagram `poll_transmit` wrote: send `buf[..len]` from local path `path` to `remote`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    pub path: PathId,
+    pub remote: SocketAddr,
+    pub len: usize,
+}

@@ -212,6 +212,39 @@ impl Dss<'_> {
     pub const FLAG_FIN: u8 = 0x04;
     pub const FLAG_IDLE: u8 = 0x08;
 
+    /// Writes a DSS frame whose mapping data the caller writes next: type, flags, the
+    /// DATA_ACK, then the mapping's DSN and length. The caller then reserves `len` bytes
+    /// ([`Writer::reserve`]) and copies the data there, so no intermediate copy is made.
+    pub fn emit_header(
+        w: &mut Writer<'_>,
+        ack: Option<(u64, u64)>,
+        mapping: Option<(u64, usize)>,
+        fin: bool,
+        idle: bool,
+    ) -> Result<(), Error> {
+        if (fin || idle) && mapping.is_none() {
+            return Err(Error::Malformed("DATA_FIN or MP_IDLE without mapping"));
+        }
+        if ack.is_none() && mapping.is_none() {
+            return Err(Error::Malformed("empty DSS"));
+        }
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        w.varint(ty::DSS)?;
+        w.u8(flag(ack.is_some(), Self::FLAG_ACK)
+            | flag(mapping.is_some(), Self::FLAG_MAP)
+            | flag(fin, Self::FLAG_FIN)
+            | flag(idle, Self::FLAG_IDLE))?;
+        if let Some((a, wnd)) = ack {
+            w.u64(a)?;
+            w.varint(wnd)?;
+        }
+        if let Some((dsn, len)) = mapping {
+            w.u64(dsn)?;
+            w.varint(len as u64)?;
+        }
+        Ok(())
+    }
+
     /// Bytes of DSS overhead (everything but the data) for a mapping of `len` bytes at most,
     /// with or without a DATA_ACK: the worst case a packet builder must reserve.
     pub const fn overhead(with_ack: bool, len: usize) -> usize {

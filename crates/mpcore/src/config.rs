@@ -1,0 +1,158 @@
+//! Endpoint and connection configuration.
+
+use crate::conn::cc::CongestionControl;
+use crate::crypto::Suite;
+use std::fmt;
+
+/// How a client opens additional subflows (the server never opens them on its own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PathManager {
+    /// A subflow on every local path as soon as the connection is up (make-before-break);
+    /// paths marked backup get backup subflows.
+    #[default]
+    Fullmesh,
+    /// A subflow on every local path, all but the first as backup subflows.
+    Backup,
+    /// No additional subflow until the application (or an oracle) asks for one with
+    /// `open_subflow` (break-before-make).
+    OnDemand,
+}
+
+impl PathManager {
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "fullmesh" => Some(Self::Fullmesh),
+            "backup" => Some(Self::Backup),
+            "ondemand" | "on-demand" => Some(Self::OnDemand),
+            _ => None,
+        }
+    }
+}
+
+/// Everything an endpoint and its connections are tuned by. Times are in microseconds.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Largest UDP payload sent before a larger one was probed (§10).
+    pub max_datagram_size: usize,
+    /// Datagrams above this size are dropped on receipt.
+    pub max_receive_size: usize,
+    /// RFC 6298 minimum RTO (Linux: 200 ms).
+    pub min_rto: u64,
+    pub max_rto: u64,
+    /// RTO before the first RTT sample (RFC 6298 §2.1: 1 s).
+    pub initial_rto: u64,
+    /// Longest delay before acknowledging an ack-eliciting packet.
+    pub max_ack_delay: u64,
+    pub congestion: CongestionControl,
+    /// A name from `scheduler::NAMES`.
+    pub scheduler: String,
+    pub path_manager: PathManager,
+    /// Receive buffer, and the window advertised beyond the DATA_ACK.
+    pub recv_window: usize,
+    /// Bytes the application may have written and not yet acknowledged.
+    pub send_buffer: usize,
+    /// The connection closes after this long without an authenticated packet (0: never).
+    pub idle_timeout: u64,
+    /// A subflow idle for this long sends a PING (0: never), so that an idle path's failure
+    /// is noticed.
+    pub keep_alive: u64,
+    pub max_subflows: usize,
+    /// Offer and accept FAST_JOIN (MultiMob).
+    pub fast_join: bool,
+    /// Offer and use MP_IDLE and the RTO frame (MultiMob).
+    pub mp_idle: bool,
+    /// AEAD suites offered, in preference order.
+    pub suites: Vec<Suite>,
+    /// A server that answers every INITIAL without a token with a RETRY.
+    pub require_retry: bool,
+    /// How long a cookie or retry token stays valid.
+    pub cookie_lifetime: u64,
+    /// Give up a handshake or a join after this many unanswered sends.
+    pub max_handshake_attempts: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            max_datagram_size: crate::wire::packet::DEFAULT_MAX_DATAGRAM,
+            max_receive_size: crate::wire::packet::MAX_UDP_PAYLOAD,
+            min_rto: 200_000,
+            max_rto: 60_000_000,
+            initial_rto: 1_000_000,
+            max_ack_delay: 25_000,
+            congestion: CongestionControl::Lia,
+            scheduler: "lowest-rtt".into(),
+            path_manager: PathManager::Fullmesh,
+            recv_window: 1 << 20,
+            send_buffer: 4 << 20,
+            idle_timeout: 30_000_000,
+            keep_alive: 5_000_000,
+            max_subflows: 8,
+            fast_join: false,
+            mp_idle: false,
+            suites: vec![Suite::Aes128Gcm, Suite::ChaCha20Poly1305],
+            require_retry: false,
+            cookie_lifetime: 10_000_000,
+            max_handshake_attempts: 6,
+        }
+    }
+}
+
+/// A configuration that cannot work.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Checks the values against the protocol's limits.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |s: &str| Err(ConfigError(s.to_string()));
+        if self.max_datagram_size < crate::wire::packet::MIN_INITIAL_SIZE || self.max_datagram_size > 65_527 {
+            return err("max_datagram_size must be between 1200 and 65527 bytes");
+        }
+        if self.min_rto == 0 || self.min_rto > self.max_rto || self.initial_rto == 0 {
+            return err("min_rto must be positive and at most max_rto; initial_rto positive");
+        }
+        if self.max_ack_delay >= 16_384_000 {
+            return err("max_ack_delay must be below 16384 ms");
+        }
+        if self.recv_window < 4096 || self.send_buffer < 4096 {
+            return err("recv_window and send_buffer must be at least 4096 bytes");
+        }
+        if self.max_subflows == 0 || self.max_subflows > scheduler::MAX_SUBFLOWS {
+            return err("max_subflows must be between 1 and 64");
+        }
+        if self.suites.is_empty() || self.suites.len() > crate::wire::params::MAX_SUITES {
+            return err("offer between 1 and 8 AEAD suites");
+        }
+        if let Err(e) = scheduler::AnyScheduler::from_name(&self.scheduler) {
+            return Err(ConfigError(e.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Transport parameters announcing this configuration (§8).
+    pub fn transport_params(&self) -> crate::wire::TransportParams {
+        let mut p = crate::wire::TransportParams {
+            max_datagram_size: self.max_datagram_size as u64,
+            initial_window: self.recv_window as u64,
+            max_ack_delay_ms: self.max_ack_delay / 1000,
+            idle_timeout_ms: self.idle_timeout / 1000,
+            fast_join: self.fast_join,
+            max_subflows: self.max_subflows as u64,
+            mp_idle: self.mp_idle,
+            ..Default::default()
+        };
+        let ids: Vec<u8> = self.suites.iter().map(|s| s.id()).collect();
+        // Validated: 1..=8 suites.
+        let _ = p.set_suites(&ids);
+        p
+    }
+}

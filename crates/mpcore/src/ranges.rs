@@ -1,0 +1,202 @@
+//! A small set of disjoint half-open `u64` ranges, kept sorted, with a bounded number of ranges.
+//! Used for received packet numbers (ACK ranges, duplicate detection) and received data
+//! sequence numbers (reassembly). The vector's capacity is reused, so steady-state inserts do
+//! not allocate.
+
+/// Disjoint, non-adjacent, sorted half-open ranges `[start, end)`.
+#[derive(Debug, Clone, Default)]
+pub struct RangeSet {
+    ranges: Vec<(u64, u64)>,
+    /// Everything below `floor` counts as present (ranges forgotten to bound memory).
+    floor: u64,
+    max_ranges: usize,
+}
+
+impl RangeSet {
+    /// A set that keeps at most `max_ranges` ranges; when more would be needed the lowest
+    /// ranges are forgotten and everything below the new lowest range counts as present.
+    pub fn new(max_ranges: usize) -> Self {
+        Self { ranges: Vec::with_capacity(max_ranges + 1), floor: 0, max_ranges: max_ranges.max(1) }
+    }
+
+    /// Starts the set at `floor`: values below it count as present.
+    pub fn with_floor(max_ranges: usize, floor: u64) -> Self {
+        let mut s = Self::new(max_ranges);
+        s.floor = floor;
+        s
+    }
+
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether `v` is present (or below the floor).
+    pub fn contains(&self, v: u64) -> bool {
+        if v < self.floor {
+            return true;
+        }
+        // Few ranges: a reverse linear scan finds recent values first.
+        self.ranges.iter().rev().any(|&(s, e)| s <= v && v < e)
+    }
+
+    /// The largest value present, if any range is held.
+    pub fn max(&self) -> Option<u64> {
+        self.ranges.last().map(|&(_, e)| e - 1)
+    }
+
+    /// Inserts `[start, end)`; returns how many values were not present before.
+    pub fn insert(&mut self, start: u64, end: u64) -> u64 {
+        let start = start.max(self.floor);
+        if start >= end {
+            return 0;
+        }
+        // Find the first range whose end >= start (it may merge with us).
+        let mut i = self.ranges.iter().position(|&(_, e)| e >= start).unwrap_or(self.ranges.len());
+        let mut new_start = start;
+        let mut new_end = end;
+        let mut covered = 0u64;
+        let first = i;
+        while i < self.ranges.len() && self.ranges[i].0 <= end {
+            let (s, e) = self.ranges[i];
+            // Overlap with [start, end).
+            let lo = s.max(start);
+            let hi = e.min(end);
+            if hi > lo {
+                covered += hi - lo;
+            }
+            new_start = new_start.min(s);
+            new_end = new_end.max(e);
+            i += 1;
+        }
+        let added = (end - start) - covered;
+        if first < i {
+            self.ranges[first] = (new_start, new_end);
+            self.ranges.drain(first + 1..i);
+        } else {
+            self.ranges.insert(first, (new_start, new_end));
+        }
+        while self.ranges.len() > self.max_ranges {
+            let (_, e) = self.ranges.remove(0);
+            self.floor = e;
+            // The next range now starts above the floor; merge the floor into it if it touches.
+        }
+        added
+    }
+
+    /// Forgets everything below `v` (it counts as present from now on).
+    pub fn advance_floor(&mut self, v: u64) {
+        if v <= self.floor {
+            return;
+        }
+        self.floor = v;
+        let keep = self.ranges.iter().position(|&(_, e)| e > v).unwrap_or(self.ranges.len());
+        self.ranges.drain(..keep);
+        if let Some(r) = self.ranges.first_mut() {
+            r.0 = r.0.max(v);
+        }
+    }
+
+    /// The end of the contiguous run that starts at `from` (`from` itself if absent).
+    pub fn contiguous_end(&self, from: u64) -> u64 {
+        if from < self.floor {
+            // Below the floor everything is present; continue through a range touching it.
+            return self.contiguous_end(self.floor);
+        }
+        for &(s, e) in &self.ranges {
+            if s <= from && from < e {
+                return e;
+            }
+        }
+        from
+    }
+
+    /// Ranges from the highest down, as inclusive `(smallest, largest)` pairs (ACK order).
+    pub fn iter_desc(&self) -> impl Iterator<Item = (u64, u64)> + Clone + '_ {
+        self.ranges.iter().rev().map(|&(s, e)| (s, e - 1))
+    }
+
+    /// Ranges in ascending order, half-open.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ranges.iter().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_merges_and_counts_new_values() {
+        let mut s = RangeSet::new(8);
+        assert_eq!(s.insert(10, 20), 10);
+        assert_eq!(s.insert(15, 25), 5);
+        assert_eq!(s.insert(30, 40), 10);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(10, 25), (30, 40)]);
+        assert_eq!(s.insert(20, 35), 5);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(10, 40)]);
+        assert_eq!(s.insert(40, 41), 1, "adjacent range merges");
+        assert_eq!(s.len(), 1);
+        assert!(s.contains(40) && !s.contains(41) && !s.contains(9));
+        assert_eq!(s.insert(0, 5), 5);
+        assert_eq!(s.iter_desc().collect::<Vec<_>>(), vec![(10, 40), (0, 4)]);
+    }
+
+    #[test]
+    fn bounded_ranges_raise_the_floor() {
+        let mut s = RangeSet::new(2);
+        s.insert(0, 1);
+        s.insert(2, 3);
+        s.insert(4, 5);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.floor(), 1);
+        assert!(s.contains(0), "forgotten values count as present");
+        assert!(!s.contains(1), "the gap above the forgotten range stays absent");
+        assert_eq!(s.insert(0, 1), 0);
+    }
+
+    #[test]
+    fn contiguous_end_and_floor() {
+        let mut s = RangeSet::with_floor(8, 100);
+        assert_eq!(s.contiguous_end(100), 100);
+        s.insert(100, 110);
+        s.insert(120, 130);
+        assert_eq!(s.contiguous_end(100), 110);
+        assert_eq!(s.contiguous_end(50), 110);
+        s.advance_floor(125);
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![(125, 130)]);
+        assert_eq!(s.contiguous_end(0), 130);
+    }
+
+    #[test]
+    fn agrees_with_a_model() {
+        // Deterministic pseudo-random inserts against a bitmap model.
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut set = RangeSet::new(1000);
+        let mut model = [false; 512];
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a = x % 500;
+            let b = a + (x >> 20) % 12;
+            let before = model.iter().filter(|v| **v).count() as u64;
+            let added = set.insert(a, b);
+            for v in &mut model[a as usize..b as usize] {
+                *v = true;
+            }
+            let after = model.iter().filter(|v| **v).count() as u64;
+            assert_eq!(added, after - before);
+            for (i, v) in model.iter().enumerate() {
+                assert_eq!(set.contains(i as u64), *v, "value {i}");
+            }
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! # mpsim: a deterministic multipath network simulator
+//!
+//! Two [`mpcore::Endpoint`]s, a client and a server, joined by N paths, in virtual time. Each
+//! path has, per direction, a one-way delay, a rate (serialisation at a bottleneck), a
+//! drop-tail queue, random loss, duplication and reordering, and a script of events at given
+//! times (outage on/off, loss, delay, rate, NAT rebinding). Every datagram leaves a line in the
+//! path's packet log. The network's behaviour (which datagram is lost, duplicated or delayed,
+//! and when each arrives) is a function of the seed alone; key material stays random, which
+//! changes no timing.
+//!
+//! The core never reads a clock, so the simulator just calls `handle_datagram` and
+//! `handle_timeout` at the virtual times where something happens: 60 simulated seconds of an
+//! interactive workload take milliseconds.
+
+pub mod apps;
+
+use mpcore::{Config, ConfigError, Endpoint, Iface, LocalPath, PathId, Time};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::SocketAddr;
+
+/// Milliseconds to [`Time`] (microseconds).
+pub const fn ms(v: u64) -> Time {
+    v * 1000
+}
+
+/// A small deterministic generator (SplitMix64): the simulator's only source of chance.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.unit() < p
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+}
+
+/// One path's properties (both directions alike).
+#[derive(Clone, Copy, Debug)]
+pub struct PathConfig {
+    /// The client's address on this path (its interface).
+    pub client_addr: SocketAddr,
+    pub iface: Iface,
+    /// Client subflows on this path are backup subflows.
+    pub backup: bool,
+    /// One-way propagation delay.
+    pub delay: Time,
+    /// Bottleneck rate in bits per second (0: unlimited).
+    pub rate_bps: u64,
+    /// Drop-tail queue in bytes in front of the bottleneck (0: unlimited).
+    pub queue_bytes: u64,
+    pub loss: f64,
+    pub duplicate: f64,
+    /// Probability that a datagram is held back by `reorder_delay` (so later ones overtake it).
+    pub reorder: f64,
+    pub reorder_delay: Time,
+}
+
+impl PathConfig {
+    /// A path with round-trip time `rtt_ms`, `mbps` Mbit/s and a queue of one
+    /// bandwidth-delay product (the MultiMob emulation's setting).
+    pub fn new(client_addr: SocketAddr, iface: Iface, rtt_ms: u64, mbps: u64) -> Self {
+        let rate_bps = mbps * 1_000_000;
+        let bdp = rate_bps / 8 * rtt_ms / 1000;
+        Self {
+            client_addr,
+            iface,
+            backup: false,
+            delay: ms(rtt_ms) / 2,
+            rate_bps,
+            queue_bytes: bdp.max(3000),
+            loss: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            reorder_delay: 0,
+        }
+    }
+}
+
+/// A scripted change to a path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PathEvent {
+    /// Every datagram is dropped (both directions) until `Up`.
+    Down,
+    Up,
+    Loss(f64),
+    Delay(Time),
+    RateBps(u64),
+    /// A NAT in front of the client now maps it to this address.
+    Rebind(SocketAddr),
+}
+
+/// Direction of a datagram on a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// Client to server.
+    Up,
+    /// Server to client.
+    Down,
+}
+
+/// What became of a datagram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Delivered,
+    /// Dropped by random loss.
+    Lost,
+    /// Dropped because the path was down.
+    Outage,
+    /// Dropped by the full queue.
+    QueueFull,
+    /// A duplicate made by the path (also delivered).
+    Duplicate,
+    /// No route (no path leads to that address).
+    NoRoute,
+}
+
+/// One line of a path's packet log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogEntry {
+    /// When the datagram entered the path.
+    pub time: Time,
+    pub dir: Dir,
+    pub size: usize,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug)]
+struct PathState {
+    cfg: PathConfig,
+    up: bool,
+    nat: Option<SocketAddr>,
+    /// When each direction's bottleneck finishes serialising what it holds.
+    busy_until: [Time; 2],
+    log: Vec<LogEntry>,
+}
+
+impl PathState {
+    /// The address the server sees for the client on this path.
+    fn client_visible(&self) -> SocketAddr {
+        self.nat.unwrap_or(self.cfg.client_addr)
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Delivery {
+    at: Time,
+    seq: u64,
+    to_server: bool,
+    path: usize,
+    from: SocketAddr,
+    bytes: Vec<u8>,
+}
+
+/// The simulated network and its two endpoints.
+pub struct Sim {
+    pub now: Time,
+    pub client: Endpoint,
+    pub server: Endpoint,
+    pub server_addr: SocketAddr,
+    rng: Rng,
+    paths: Vec<PathState>,
+    queue: BinaryHeap<Reverse<Delivery>>,
+    script: Vec<(Time, usize, PathEvent)>,
+    seq: u64,
+    buf: Vec<u8>,
+    /// Datagrams in flight when their path went down.
+    pub swallowed: u64,
+    /// Keep the per-path packet log (on by default).
+    pub logging: bool,
+    /// A hook that sees (and may replace) every datagram entering a path: an attacker's view.
+    #[allow(clippy::type_complexity)]
+    pub tap: Option<Box<dyn FnMut(Time, usize, Dir, &[u8])>>,
+    /// Datagrams to inject: (time, path, direction, source, bytes).
+    injections: Vec<(Time, usize, Dir, SocketAddr, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim").field("now", &self.now).field("paths", &self.paths.len()).finish_non_exhaustive()
+    }
+}
+
+/// The server's address in every simulation.
+pub fn server_addr() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 1], 5201))
+}
+
+/// The client's address on path `i`.
+pub fn client_addr(i: usize) -> SocketAddr {
+    SocketAddr::from(([10, 1 + i as u8, 0, 2], 40_000))
+}
+
+/// The two paths of the MultiMob emulation: WiFi (15 ms RTT) and cellular (25 ms), 10 Mbit/s,
+/// queues of one bandwidth-delay product.
+pub fn multimob_paths() -> Vec<PathConfig> {
+    vec![PathConfig::new(client_addr(0), Iface::Wifi, 15, 10), PathConfig::new(client_addr(1), Iface::Cellular, 25, 10)]
+}
+
+impl Sim {
+    /// A client and a server with these configurations over `paths`.
+    pub fn new(seed: u64, client: Config, server: Config, paths: Vec<PathConfig>) -> Result<Self, ConfigError> {
+        let cpaths =
+            paths.iter().map(|p| LocalPath { addr: p.client_addr, iface: p.iface, backup: p.backup }).collect();
+        let spaths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];
+        Ok(Self {
+            now: 0,
+            client: Endpoint::new(client, cpaths, false)?,
+            server: Endpoint::new(server, spaths, true)?,
+            server_addr: server_addr(),
+            rng: Rng::new(seed),
+            paths: paths
+                .into_iter()
+                .map(|cfg| PathState { cfg, up: true, nat: None, busy_until: [0; 2], log: Vec::new() })
+                .collect(),
+            queue: BinaryHeap::new(),
+            script: Vec::new(),
+            seq: 0,
+            swallowed: 0,
+            buf: vec![0u8; 65_536],
+            logging: true,
+            tap: None,
+            injections: Vec::new(),
+        })
+    }
+
+    /// Schedules a change of path `path` at time `at`.
+    pub fn at(&mut self, at: Time, path: usize, ev: PathEvent) {
+        self.script.push((at, path, ev));
+        self.script.sort_by_key(|e| Reverse(e.0));
+    }
+
+    /// Schedules a datagram to enter path `path` at `at` in direction `dir`, from `from`.
+    pub fn inject(&mut self, at: Time, path: usize, dir: Dir, from: SocketAddr, bytes: Vec<u8>) {
+        self.injections.push((at, path, dir, from, bytes));
+        self.injections.sort_by_key(|e| Reverse(e.0));
+    }
+
+    pub fn path_log(&self, path: usize) -> &[LogEntry] {
+        &self.paths[path].log
+    }
+
+    pub fn path_count(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// Datagrams that entered path `path` in direction `dir` after `since`.
+    pub fn packets_on(&self, path: usize, dir: Option<Dir>, since: Time) -> usize {
+        self.paths[path].log.iter().filter(|e| e.time >= since && dir.is_none_or(|d| e.dir == d)).count()
+    }
+
+    /// Starts the client's connection on path 0.
+    pub fn connect(&mut self) -> mpcore::ConnHandle {
+        let now = self.now;
+        let addr = self.server_addr;
+        // Path 0 exists (the constructor was given at least one path, or this panics in tests).
+        self.client.connect(now, PathId(0), addr).expect("path 0 exists")
+    }
+
+    fn route(&mut self, from_client: bool, path_hint: usize, src: SocketAddr, dst: SocketAddr, bytes: Vec<u8>) {
+        let now = self.now;
+        let (k, dir) = if from_client {
+            (path_hint, Dir::Up)
+        } else {
+            match self.paths.iter().position(|p| p.client_visible() == dst) {
+                Some(k) => (k, Dir::Down),
+                None => {
+                    if self.logging && !self.paths.is_empty() {
+                        self.paths[0].log.push(LogEntry {
+                            time: now,
+                            dir: Dir::Down,
+                            size: bytes.len(),
+                            verdict: Verdict::NoRoute,
+                        });
+                    }
+                    return;
+                }
+            }
+        };
+        if let Some(tap) = self.tap.as_mut() {
+            tap(now, k, dir, &bytes);
+        }
+        let size = bytes.len();
+        let d = if dir == Dir::Up { 0 } else { 1 };
+        let verdict = {
+            let p = &mut self.paths[k];
+            if !p.up {
+                Verdict::Outage
+            } else if self.rng.chance(p.cfg.loss) {
+                Verdict::Lost
+            } else {
+                let cfg = p.cfg;
+                let busy = p.busy_until[d].max(now);
+                let backlog_bytes =
+                    if cfg.rate_bps > 0 { (busy - now) as u128 * cfg.rate_bps as u128 / 8 / 1_000_000 } else { 0 };
+                if cfg.queue_bytes > 0 && cfg.rate_bps > 0 && backlog_bytes as u64 + size as u64 > cfg.queue_bytes {
+                    Verdict::QueueFull
+                } else {
+                    let tx = if cfg.rate_bps > 0 { (size as u64 * 8 * 1_000_000).div_ceil(cfg.rate_bps) } else { 0 };
+                    let done = busy + tx;
+                    p.busy_until[d] = done;
+                    let mut at = done + cfg.delay;
+                    if self.rng.chance(cfg.reorder) {
+                        at += cfg.reorder_delay;
+                    }
+                    let dup = self.rng.chance(cfg.duplicate);
+                    let (to_server, from) = if from_client { (true, p.nat.unwrap_or(src)) } else { (false, src) };
+                    if dup {
+                        self.seq += 1;
+                        let copy =
+                            Delivery { at: at + 1, seq: self.seq, to_server, path: k, from, bytes: bytes.clone() };
+                        self.queue.push(Reverse(copy));
+                    }
+                    self.seq += 1;
+                    self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, from, bytes }));
+                    if dup {
+                        Verdict::Duplicate
+                    } else {
+                        Verdict::Delivered
+                    }
+                }
+            }
+        };
+        if self.logging {
+            self.paths[k].log.push(LogEntry { time: now, dir, size, verdict });
+        }
+    }
+
+    /// Sends everything both endpoints have to send now.
+    fn flush(&mut self) {
+        let now = self.now;
+        let mut buf = std::mem::take(&mut self.buf);
+        while let Some(t) = self.client.poll_transmit(now, &mut buf) {
+            let src = self.client.paths()[usize::from(t.path.0)].addr;
+            self.route(true, usize::from(t.path.0), src, t.remote, buf[..t.len].to_vec());
+        }
+        while let Some(t) = self.server.poll_transmit(now, &mut buf) {
+            let src = self.server.paths()[usize::from(t.path.0)].addr;
+            self.route(false, 0, src, t.remote, buf[..t.len].to_vec());
+        }
+        self.buf = buf;
+    }
+
+    fn next_event(&self) -> Option<Time> {
+        [
+            self.queue.peek().map(|d| d.0.at),
+            self.client.poll_timeout(),
+            self.server.poll_timeout(),
+            self.script.last().map(|e| e.0),
+            self.injections.last().map(|e| e.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Runs until `deadline`, calling `app` after every step (it drives the applications on
+    /// both endpoints and returns when it next wants to be called, if at a set time).
+    pub fn run_until(&mut self, deadline: Time, mut app: impl FnMut(&mut Sim) -> Option<Time>) {
+        loop {
+            self.flush();
+            let wake = app(self);
+            self.flush();
+            let next = [self.next_event(), wake].into_iter().flatten().min();
+            let Some(next) = next.filter(|&t| t <= deadline) else {
+                self.now = self.now.max(deadline);
+                return;
+            };
+            self.now = self.now.max(next);
+            self.step_at();
+        }
+    }
+
+    /// Runs until `cond` holds (checked after every step) or `deadline`; returns whether it held.
+    pub fn run_while(
+        &mut self,
+        deadline: Time,
+        mut app: impl FnMut(&mut Sim) -> Option<Time>,
+        mut done: impl FnMut(&Sim) -> bool,
+    ) -> bool {
+        loop {
+            self.flush();
+            let wake = app(self);
+            self.flush();
+            if done(self) {
+                return true;
+            }
+            let next = [self.next_event(), wake].into_iter().flatten().min();
+            let Some(next) = next.filter(|&t| t <= deadline) else {
+                self.now = self.now.max(deadline);
+                return done(self);
+            };
+            self.now = self.now.max(next);
+            self.step_at();
+        }
+    }
+
+    /// Applies everything due at `self.now`.
+    fn step_at(&mut self) {
+        let now = self.now;
+        while self.script.last().is_some_and(|e| e.0 <= now) {
+            let Some((_, k, ev)) = self.script.pop() else { break };
+            let p = &mut self.paths[k];
+            match ev {
+                PathEvent::Down => p.up = false,
+                PathEvent::Up => p.up = true,
+                PathEvent::Loss(l) => p.cfg.loss = l,
+                PathEvent::Delay(d) => p.cfg.delay = d,
+                PathEvent::RateBps(r) => p.cfg.rate_bps = r,
+                PathEvent::Rebind(a) => p.nat = Some(a),
+            }
+        }
+        while self.injections.last().is_some_and(|e| e.0 <= now) {
+            let Some((_, k, dir, from, bytes)) = self.injections.pop() else { break };
+            self.seq += 1;
+            let at = now + self.paths[k].cfg.delay;
+            self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server: dir == Dir::Up, path: k, from, bytes }));
+        }
+        while self.queue.peek().is_some_and(|d| d.0.at <= now) {
+            let Some(Reverse(d)) = self.queue.pop() else { break };
+            if !self.paths[d.path].up {
+                // The outage also swallows what was already in flight.
+                self.swallowed += 1;
+                continue;
+            }
+            if d.to_server {
+                self.server.handle_datagram(now, PathId(0), d.from, &d.bytes);
+            } else {
+                self.client.handle_datagram(now, PathId(d.path as u8), d.from, &d.bytes);
+            }
+        }
+        if self.client.poll_timeout().is_some_and(|t| t <= now) {
+            self.client.handle_timeout(now);
+        }
+        if self.server.poll_timeout().is_some_and(|t| t <= now) {
+            self.server.handle_timeout(now);
+        }
+    }
+}
