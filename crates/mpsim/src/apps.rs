@@ -1,6 +1,6 @@
 //! Applications for simulations: a bulk transfer with a digest check.
 
-use crate::Sim;
+use crate::{Flow, Sim};
 use mpcore::{ConnHandle, Event, Time};
 
 /// Sends `data` from the client to the server (or the reverse), closes, and records what the
@@ -88,6 +88,17 @@ impl Bulk {
             }
         }
         None
+    }
+
+    /// Drives both sides and stops the run once the receiver has read everything and the
+    /// DATA_FIN.
+    pub fn drive(&mut self, sim: &mut Sim) -> Flow {
+        self.step(sim);
+        if self.finished_at.is_some() {
+            Flow::Done
+        } else {
+            Flow::Wake(None)
+        }
     }
 
     /// The longest time without progress between `from` and the end.

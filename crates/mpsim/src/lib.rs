@@ -203,6 +203,15 @@ impl std::fmt::Debug for Sim {
     }
 }
 
+/// What an application driven by [`Sim::run`] wants next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep going; call me again after the next event, or at this time at the latest.
+    Wake(Option<Time>),
+    /// Stop the run.
+    Done,
+}
+
 /// The server's address in every simulation.
 pub fn server_addr() -> SocketAddr {
     SocketAddr::from(([10, 0, 0, 1], 5201))
@@ -393,24 +402,23 @@ impl Sim {
         }
     }
 
-    /// Runs until `cond` holds (checked after every step) or `deadline`; returns whether it held.
-    pub fn run_while(
-        &mut self,
-        deadline: Time,
-        mut app: impl FnMut(&mut Sim) -> Option<Time>,
-        mut done: impl FnMut(&Sim) -> bool,
-    ) -> bool {
+    /// Runs until `app` returns [`Flow::Done`] or until `deadline`; returns whether the app
+    /// finished. `app` is called after every step.
+    pub fn run(&mut self, deadline: Time, mut app: impl FnMut(&mut Sim) -> Flow) -> bool {
         loop {
             self.flush();
-            let wake = app(self);
+            let wake = match app(self) {
+                Flow::Done => {
+                    self.flush();
+                    return true;
+                }
+                Flow::Wake(t) => t,
+            };
             self.flush();
-            if done(self) {
-                return true;
-            }
             let next = [self.next_event(), wake].into_iter().flatten().min();
             let Some(next) = next.filter(|&t| t <= deadline) else {
                 self.now = self.now.max(deadline);
-                return done(self);
+                return false;
             };
             self.now = self.now.max(next);
             self.step_at();

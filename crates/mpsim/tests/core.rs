@@ -3,23 +3,350 @@
 
 use mpcore::{Config, Event, PathManager, SubflowState};
 use mpsim::apps::{pattern, Bulk};
-use mpsim::{ms, multimob_paths, Sim};
+use mpsim::{ms, multimob_paths, Flow, Sim};
 
 fn cfg(pm: PathManager) -> Config {
     Config { path_manager: pm, ..Config::default() }
 }
 
 #[test]
-fn handshake_and_a_small_exchange() {
+fn handshake_exchange_and_graceful_close_on_both_sides() {
     let mut sim = Sim::new(1, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
-    let mut app = Bulk::new(b"hello over a multipath connection".to_vec(), false);
-    let done = sim.run_while(ms(5_000), |s| app.step(s), |_| false);
-    assert!(!done);
-    assert_eq!(app.received, b"hello over a multipath connection");
-    assert!(app.finished_at.is_some(), "DATA_FIN delivered");
-    assert!(app.events.iter().any(|e| e.1 && e.2 == Event::Connected));
-    assert!(app.events.iter().any(|e| !e.1 && e.2 == Event::Connected));
+    let c = sim.connect();
+    let mut s_h = None;
+    let (mut at_server, mut at_client) = (Vec::new(), Vec::new());
+    let mut events = Vec::new();
+    let mut buf = [0u8; 4096];
+    let (mut replied, mut wrote) = (false, false);
+    sim.run(ms(10_000), |s| {
+        if let Some(cc) = s.client.conn_mut(c) {
+            if !wrote {
+                cc.write(b"hello over a multipath connection").unwrap();
+                cc.close();
+                wrote = true;
+            }
+            while let Ok(n) = cc.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                at_client.extend_from_slice(&buf[..n]);
+            }
+        }
+        s_h = s_h.or_else(|| s.server.accept());
+        if let Some(sc) = s_h.and_then(|h| s.server.conn_mut(h)) {
+            loop {
+                match sc.read(&mut buf) {
+                    Ok(0) => {
+                        if !replied {
+                            sc.write(b"goodbye").unwrap();
+                            sc.close();
+                            replied = true;
+                        }
+                        break;
+                    }
+                    Ok(n) => at_server.extend_from_slice(&buf[..n]),
+                    Err(_) => break,
+                }
+            }
+        }
+        while let Some((_, e)) = s.client.poll_event() {
+            events.push((true, e));
+        }
+        while let Some((_, e)) = s.server.poll_event() {
+            events.push((false, e));
+        }
+        Flow::Wake(None)
+    });
+    assert_eq!(at_server, b"hello over a multipath connection");
+    assert_eq!(at_client, b"goodbye");
+    for side in [true, false] {
+        assert!(events.contains(&(side, Event::Connected)), "{side}: {events:?}");
+        assert!(events.contains(&(side, Event::Finished)), "{side}: {events:?}");
+        let closed = Event::Closed { reason: mpcore::CloseReason::Graceful };
+        assert!(events.contains(&(side, closed)), "{side}: {events:?}");
+    }
+    // After the drain period both endpoints forget the connection.
+    assert_eq!(sim.client.live_connections(), 0);
+    assert_eq!(sim.server.live_connections(), 0);
+    // Nothing was dropped but, possibly, a last packet reaching the client after it forgot
+    // the connection.
+    let d = sim.client.drops();
+    assert_eq!(d.total() - d.unknown_cid + sim.server.drops().total(), 0);
+}
+
+fn sha256(b: &[u8]) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, b).as_ref().to_vec()
+}
+
+#[test]
+fn client_join_on_the_second_path_carries_data() {
+    let mut sim = Sim::new(2, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let data = pattern(2_000_000, 7);
+    let mut app = Bulk::new(data.clone(), false);
+    sim.run(ms(20_000), |s| app.drive(s));
+    assert_eq!(sha256(&app.received), sha256(&data));
     let st = sim.client.stats(app.client.unwrap()).unwrap();
-    assert_eq!(st.subflows.len(), 1);
-    println!("{st:#?}");
+    assert_eq!(st.subflows.len(), 2);
+    assert_eq!(st.subflows[1].state, SubflowState::Established);
+    assert!(st.subflows[1].counters.data_bytes_sent > 200_000, "{:?}", st.subflows[1].counters);
+    assert!(app.events.iter().any(|e| e.1 && matches!(e.2, Event::SubflowEstablished { id: 1, .. })));
+    assert!(app.events.iter().any(|e| !e.1 && matches!(e.2, Event::SubflowEstablished { id: 1, .. })));
+    println!("finished at {:?} ms", app.finished_at.map(|t| t / 1000));
+}
+
+#[test]
+fn ten_megabytes_over_two_lossy_duplicating_reordering_paths() {
+    let mut paths = multimob_paths();
+    for p in &mut paths {
+        p.loss = 0.05;
+        p.duplicate = 0.01;
+        p.reorder = 0.02;
+        p.reorder_delay = ms(5);
+    }
+    let mut sim = Sim::new(3, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), paths).unwrap();
+    let data = pattern(10 << 20, 11);
+    let mut app = Bulk::new(data.clone(), false);
+    let done = sim.run(ms(120_000), |s| app.drive(s));
+    assert!(done, "transfer did not finish: {} of {} bytes", app.received.len(), data.len());
+    assert_eq!(app.received.len(), data.len());
+    assert_eq!(sha256(&app.received), sha256(&data), "SHA-256 differs");
+    let st = sim.client.stats(app.client.unwrap()).unwrap();
+    for s in &st.subflows {
+        assert!(s.counters.packets_lost > 0, "loss was exercised on subflow {}", s.id);
+        assert!(s.counters.data_bytes_sent > 1 << 20, "both subflows carried data");
+    }
+    let drops = sim.server.drops();
+    assert!(drops.duplicate > 0, "duplicated datagrams were detected and dropped: {drops:?}");
+    println!("10 MB in {} ms; server drops {drops:?}", app.finished_at.unwrap() / 1000);
+}
+
+#[test]
+fn primary_outage_mid_transfer_then_restoration() {
+    let mut sim = Sim::new(4, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let data = pattern(12 << 20, 5);
+    let mut app = Bulk::new(data.clone(), false);
+    let (down, up) = (ms(2_000), ms(5_000));
+    sim.at(down, 0, mpsim::PathEvent::Down);
+    sim.at(up, 0, mpsim::PathEvent::Up);
+    let done = sim.run(ms(60_000), |s| app.drive(s));
+    assert!(done, "the transfer completes on the other path");
+    assert_eq!(sha256(&app.received), sha256(&data));
+    // The stall after the failure is bounded by a few RTOs (min RTO 200 ms).
+    let stall = app.longest_stall(down);
+    assert!(stall < ms(800), "stall of {} ms after the outage", stall / 1000);
+    // While the path was down, data still flowed (on path 1).
+    let during = app.progress.iter().filter(|p| p.0 > down + ms(500) && p.0 < up).count();
+    assert!(during > 100, "progress during the outage: {during} reads");
+    // After restoration, path 0 carries data again.
+    let after =
+        sim.path_log(0).iter().filter(|e| e.time > up + ms(1_500) && e.dir == mpsim::Dir::Up && e.size > 1000).count();
+    assert!(after > 100, "path 0 carries data again after it returns ({after} large packets)");
+    let failed = app.events.iter().any(|e| e.1 && matches!(e.2, Event::SubflowFailed { id: 0 }));
+    let recovered = app.events.iter().any(|e| e.1 && matches!(e.2, Event::SubflowRecovered { id: 0 }));
+    assert!(failed && recovered, "subflow 0 went potentially failed and came back");
+    println!("stall {} ms, finished at {} ms", stall / 1000, app.finished_at.unwrap() / 1000);
+}
+
+#[test]
+fn a_backup_subflow_carries_no_data_while_the_primary_is_healthy() {
+    let mut sim = Sim::new(5, cfg(PathManager::Backup), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let data = pattern(3 << 20, 9);
+    let mut app = Bulk::new(data.clone(), true);
+    let done = sim.run(ms(30_000), |s| app.drive(s));
+    assert!(done);
+    assert_eq!(sha256(&app.received), sha256(&data));
+    for (side, ep) in [("client", &sim.client), ("server", &sim.server)] {
+        let h = ep.handles().next().unwrap();
+        let st = ep.stats(h).unwrap();
+        assert_eq!(st.subflows.len(), 2, "{side}");
+        assert!(st.subflows[1].backup, "{side}: subflow 1 is a backup");
+        assert_eq!(st.subflows[1].state, SubflowState::Established, "{side}");
+        assert_eq!(st.subflows[1].counters.data_bytes_sent, 0, "{side}: no data on the backup: {st:#?}");
+    }
+    // Only the join and its ACKs (and keep-alives) on the cellular path: small packets.
+    assert!(sim.path_log(1).iter().all(|e| e.size < 300), "no data-sized packet on the backup path");
+}
+
+#[test]
+fn server_initiated_join_to_an_announced_address() {
+    let mut sim = Sim::new(6, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let mut app = Bulk::new(pattern(1 << 20, 1), true);
+    sim.run(ms(500), |s| Flow::Wake(app.step(s)));
+    let c = app.client.unwrap();
+    assert!(sim.client.conn_mut(c).unwrap().announce_address(mpcore::PathId(1)));
+    let mut joined = false;
+    sim.run(ms(10_000), |s| {
+        let r = app.step(s);
+        if !joined {
+            if let Some(h) = app.server {
+                let addrs = s.server.conn(h).unwrap().remote_addresses().to_vec();
+                if let Some(&(_, addr)) = addrs.first() {
+                    let now = s.now;
+                    let id = s.server.conn_mut(h).unwrap().open_subflow(now, mpcore::PathId(0), addr, false);
+                    assert_eq!(id, Some(0x8000_0000), "the server's first subflow number");
+                    joined = true;
+                }
+            }
+        }
+        Flow::Wake(r)
+    });
+    assert!(joined, "the ADD_ADDR arrived with a valid HMAC");
+    let st = sim.server.stats(app.server.unwrap()).unwrap();
+    let sf = st.subflows.iter().find(|s| s.id == 0x8000_0000).unwrap();
+    assert_eq!(sf.state, SubflowState::Established);
+    assert_eq!(sf.remote, mpsim::client_addr(1));
+    assert!(sf.counters.data_bytes_sent > 0, "the server's subflow carried data");
+    assert!(app.events.iter().any(|e| e.1 && matches!(e.2, Event::SubflowEstablished { id: 0x8000_0000, .. })));
+    assert_eq!(app.received.len(), 1 << 20);
+}
+
+type Captured = std::rc::Rc<std::cell::RefCell<Vec<(usize, mpsim::Dir, Vec<u8>)>>>;
+
+/// Captures every datagram entering any path, for the attacker tests.
+fn capture(sim: &mut Sim) -> Captured {
+    let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let l2 = log.clone();
+    sim.tap = Some(Box::new(move |_t, path, dir, bytes| {
+        l2.borrow_mut().push((path, dir, bytes.to_vec()));
+    }));
+    log
+}
+
+#[test]
+fn forged_replayed_truncated_and_wrong_token_datagrams_are_dropped_and_counted() {
+    let mut sim = Sim::new(7, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let log = capture(&mut sim);
+    let data = pattern(4 << 20, 3);
+    let mut app = Bulk::new(data.clone(), false);
+    sim.run(ms(1_000), |s| Flow::Wake(app.step(s)));
+    let captured: Vec<Vec<u8>> =
+        log.borrow().iter().filter(|(_, d, _)| *d == mpsim::Dir::Up).map(|(_, _, b)| b.clone()).collect();
+    let path0: Vec<Vec<u8>> =
+        log.borrow().iter().filter(|(p, d, _)| *d == mpsim::Dir::Up && *p == 0).map(|(_, _, b)| b.clone()).collect();
+    let short: Vec<&Vec<u8>> = path0.iter().filter(|b| b[0] & 0x80 == 0 && b.len() > 1000).collect();
+    assert!(short.len() > 50);
+    let attacker = "192.0.2.66:1234".parse().unwrap();
+    let client = mpsim::client_addr(0);
+    let t0 = sim.now + ms(10);
+    let mut n = 0u64;
+    // Replays of captured short-header packets, from the client's address and from another.
+    for (k, b) in short.iter().take(20).enumerate() {
+        let from = if k % 2 == 0 { client } else { attacker };
+        sim.inject(t0 + k as u64, 0, mpsim::Dir::Up, from, (*b).clone());
+        n += 1;
+    }
+    // Forgeries: one flipped bit in the sealed payload.
+    for (k, b) in short.iter().skip(20).take(20).enumerate() {
+        let mut f = (*b).clone();
+        let at = 30 + k * 7;
+        f[at] ^= 0x10;
+        sim.inject(t0 + 100 + k as u64, 0, mpsim::Dir::Up, client, f);
+    }
+    // Truncations at every length class.
+    for (k, cut) in [0usize, 1, 5, 9, 12, 20, 40, 400].iter().enumerate() {
+        let t = short[40][..*cut].to_vec();
+        sim.inject(t0 + 200 + k as u64, 0, mpsim::Dir::Up, client, t);
+    }
+    // A JOIN naming a token nobody has, and one replayed from the capture.
+    let join = captured.iter().find(|b| b[0] & 0xf8 == 0xc0 | (4 << 3)).cloned();
+    let mut wrong = join.clone().expect("the client's JOIN was captured");
+    wrong[5..9].copy_from_slice(&0xdead_beefu32.to_be_bytes());
+    sim.inject(t0 + 300, 0, mpsim::Dir::Up, attacker, wrong);
+    // Garbage.
+    sim.inject(t0 + 301, 0, mpsim::Dir::Up, attacker, vec![0x42; 77]);
+    // The genuine JOIN replayed from another address: its subflow number is taken.
+    sim.inject(t0 + 302, 0, mpsim::Dir::Up, attacker, join.clone().unwrap());
+    let before = *sim.server.drops();
+    let done = sim.run(ms(60_000), |s| app.drive(s));
+    assert!(done, "the connection goes on unharmed");
+    assert_eq!(sha256(&app.received), sha256(&data));
+    let d = *sim.server.drops();
+    // A replayed packet is a duplicate while its packet number is within the receiver's
+    // window; an older one decodes to another packet number and fails the AEAD. Either way it
+    // is dropped and counted, as is every other injected datagram.
+    let injected = 20 + 20 + 8 + 1 + 1 + 1;
+    assert!(d.total() - before.total() >= injected, "{d:?}");
+    assert!(d.decrypt_failed - before.decrypt_failed >= 20, "forgeries fail the AEAD: {d:?}");
+    assert!(d.malformed - before.malformed >= 5, "truncations and garbage are malformed: {d:?}");
+    assert_eq!(d.unknown_token - before.unknown_token, 1, "wrong token: {d:?}");
+    assert_eq!(n, 20);
+    // No forged or replayed packet moved the subflow to the attacker's address.
+    let st = sim.server.stats(app.server.unwrap()).unwrap();
+    assert!(st.subflows.iter().all(|s| s.remote != attacker));
+}
+
+#[test]
+fn nat_rebinding_moves_the_subflow_after_an_authenticated_packet() {
+    let mut sim = Sim::new(8, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let nat: std::net::SocketAddr = "203.0.113.9:61000".parse().unwrap();
+    sim.at(ms(1_500), 0, mpsim::PathEvent::Rebind(nat));
+    let data = pattern(6 << 20, 4);
+    let mut app = Bulk::new(data.clone(), false);
+    let done = sim.run(ms(60_000), |s| app.drive(s));
+    assert!(done);
+    assert_eq!(sha256(&app.received), sha256(&data));
+    let st = sim.server.stats(app.server.unwrap()).unwrap();
+    assert_eq!(st.subflows[0].remote, nat, "the server follows the new address");
+    assert!(app.events.iter().any(|e| !e.1 && e.2 == Event::SubflowMigrated { id: 0, remote: nat }));
+    assert!(app.longest_stall(ms(1_500)) < ms(500), "the migration stalls little");
+}
+
+#[test]
+fn retry_then_handshake_and_a_flood_of_initials_creates_no_state() {
+    let server = Config { require_retry: true, ..cfg(PathManager::OnDemand) };
+    let mut sim = Sim::new(9, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
+    let log = capture(&mut sim);
+    let mut app = Bulk::new(pattern(100_000, 2), false);
+    assert!(sim.run(ms(10_000), |s| app.drive(s)));
+    let initials: Vec<Vec<u8>> =
+        log.borrow().iter().filter(|(_, _, b)| b[0] & 0xf8 == 0xc0).map(|(_, _, b)| b.clone()).collect();
+    assert_eq!(initials.len(), 2, "INITIAL, then INITIAL with the RETRY's token");
+    let retries = log.borrow().iter().filter(|(_, _, b)| b[0] & 0xf8 == 0xc8).count();
+    assert_eq!(retries, 1);
+    // A flood of first packets from many addresses: RETRYs only, no connection, no state.
+    let live = sim.server.live_connections();
+    for k in 0..1000u32 {
+        let from = std::net::SocketAddr::from(([198, 18, (k >> 8) as u8, k as u8], 1000));
+        sim.inject(sim.now + u64::from(k), 0, mpsim::Dir::Up, from, initials[0].clone());
+    }
+    sim.run(sim.now + ms(2_000), |_| Flow::Wake(None));
+    assert_eq!(sim.server.live_connections(), live);
+    // The token-bearing INITIAL replayed from other addresses fails validation.
+    for k in 0..10u32 {
+        let from = std::net::SocketAddr::from(([198, 19, 0, k as u8], 1000));
+        sim.inject(sim.now + u64::from(k), 0, mpsim::Dir::Up, from, initials[1].clone());
+    }
+    sim.run(sim.now + ms(1_000), |_| Flow::Wake(None));
+    assert_eq!(sim.server.drops().bad_token, 10);
+    assert_eq!(sim.server.live_connections(), live);
+}
+
+#[test]
+fn abort_sends_fastclose_and_both_sides_stop() {
+    let mut sim = Sim::new(10, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let mut app = Bulk::new(pattern(8 << 20, 2), false);
+    sim.run(ms(1_000), |s| Flow::Wake(app.step(s)));
+    let now = sim.now;
+    sim.client.conn_mut(app.client.unwrap()).unwrap().abort(now);
+    sim.run(ms(3_000), |s| Flow::Wake(app.step(s)));
+    let aborted = Event::Closed { reason: mpcore::CloseReason::Aborted };
+    let peer = Event::Closed { reason: mpcore::CloseReason::PeerAborted };
+    assert!(app.events.iter().any(|e| e.1 && e.2 == aborted));
+    assert!(app.events.iter().any(|e| !e.1 && e.2 == peer));
+    assert_eq!(sim.server.live_connections(), 0);
+    assert!(app.received.len() < 8 << 20);
+}
+
+#[test]
+fn idle_timeout_closes_a_connection_whose_paths_all_died() {
+    let c = Config { idle_timeout: ms(3_000), ..cfg(PathManager::Fullmesh) };
+    let mut sim = Sim::new(11, c.clone(), c, multimob_paths()).unwrap();
+    let mut app = Bulk::new(pattern(10_000, 2), false);
+    sim.at(ms(1_000), 0, mpsim::PathEvent::Down);
+    sim.at(ms(1_000), 1, mpsim::PathEvent::Down);
+    sim.run(ms(10_000), |s| Flow::Wake(app.step(s)));
+    let idle = Event::Closed { reason: mpcore::CloseReason::IdleTimeout };
+    let at = app.events.iter().find(|e| e.1 && e.2 == idle).map(|e| e.0);
+    assert!(at.is_some_and(|t| (ms(3_900)..ms(4_200)).contains(&t)), "closed at {at:?}");
+    assert_eq!(sim.client.live_connections(), 0);
 }

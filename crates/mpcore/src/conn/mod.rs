@@ -1422,11 +1422,15 @@ impl Connection {
         };
         sf.ctrl_pending |= again;
         if let Some(d) = p.data {
-            self.queue_retransmission(i, d);
+            self.queue_retransmission(i, d, false);
         }
     }
 
-    fn queue_retransmission(&mut self, i: usize, d: DataRef) {
+    /// Queues data for sending again. A `reinject`ion (the subflow failed or closed) marks the
+    /// subflow so the scheduler prefers another one; a loss on a working subflow does not, so
+    /// the retransmission goes where the scheduler sends new data (RFC 8684 §3.3.6 keeps the
+    /// two apart the same way: subflow retransmission versus reinjection).
+    fn queue_retransmission(&mut self, i: usize, d: DataRef, reinject: bool) {
         let una = self.send.una();
         let end = d.dsn.wrapping_add(u64::from(d.len));
         let fin_pending = d.fin && !self.fin_acked;
@@ -1435,7 +1439,8 @@ impl Connection {
         }
         let start = if d.dsn.wrapping_sub(una) > u64::MAX / 2 { una } else { d.dsn };
         let len = end.wrapping_sub(start) as u32;
-        self.retrans.push_back(Chunk { dsn: start, len, fin: fin_pending, mask: 1u64 << (i % 64) });
+        let mask = if reinject { 1u64 << (i % 64) } else { 0 };
+        self.retrans.push_back(Chunk { dsn: start, len, fin: fin_pending, mask });
     }
 
     /// Moves everything in flight on subflow `i` to the retransmission queue.
@@ -1457,7 +1462,7 @@ impl Connection {
                 self.pend_on_any(again & (ctrl::ADD_ADDR | ctrl::REMOVE_ADDR | ctrl::ADDR_ECHO));
             }
             if let Some(d) = p.data {
-                self.queue_retransmission(i, d);
+                self.queue_retransmission(i, d, true);
                 self.counters.reinjections += 1;
             }
         }
@@ -1765,14 +1770,20 @@ impl Connection {
     /// new data if any, else the last segment sent on the subflow (RFC 8985 §7.3).
     fn probe_data(&mut self, i: usize, p: Probe) -> Option<(DataRef, bool, bool)> {
         let s = match p {
-            Probe::Rto => self.peek_segment()?,
-            Probe::Tail => match self.peek_segment().filter(|s| !s.retrans) {
-                Some(s) => s,
-                None => {
-                    let d = self.subflows[i].sent.iter().rev().find_map(|p| p.data)?;
-                    Seg { dsn: d.dsn, len: u64::from(d.len), fin: d.fin, mask: 0, retrans: true }
+            // A copy of the oldest data awaiting retransmission; the queue keeps it, so the
+            // scheduler also reinjects it on a working subflow.
+            Probe::Rto => self.peek_segment().filter(|s| s.retrans)?,
+            Probe::Tail => {
+                // New data only on a subflow already carrying data (never on a backup subflow
+                // the scheduler keeps idle); else the last segment it sent, else a bare PING.
+                let last = self.subflows[i].sent.iter().rev().find_map(|p| p.data);
+                let may_take_new = last.is_some() && !self.subflows[i].backup;
+                match (self.peek_segment().filter(|s| !s.retrans && may_take_new), last) {
+                    (Some(s), _) => s,
+                    (None, Some(d)) => Seg { dsn: d.dsn, len: u64::from(d.len), fin: d.fin, mask: 0, retrans: true },
+                    (None, None) => return None,
                 }
-            },
+            }
         };
         let d = DataRef { dsn: s.dsn, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin };
         Some((d, s.retrans, !s.retrans))
@@ -1922,7 +1933,11 @@ impl Connection {
         let sf = &self.subflows[i];
         let mut sent_data: Option<DataRef> = None;
         let mut idle_flag = false;
-        if data_ok && (data.is_some() || ack_sent || eliciting || self.keys.is_some()) {
+        // The DATA_ACK rides in every packet of a subflow that is up, even after the
+        // connection closed (the peer's DATA_FIN still needs acknowledging); a mapping needs
+        // `data_ok`.
+        let data = if data_ok { data } else { None };
+        if sf.established() || confirm {
             let ack = Some((self.recv.nxt(), self.recv.window()));
             let room = limit.saturating_sub(w.len() + Dss::overhead(true, 65_535));
             match data {
@@ -2025,10 +2040,10 @@ impl Connection {
                 if d.fin {
                     self.fin_sent = true;
                 }
-            } else if seg.is_some_and(|s| s.retrans) || (probe == Some(Probe::Rto) && retrans) {
+            } else if seg.is_some_and(|s| s.retrans) {
                 // Taken from the retransmission queue: consume that much of its front.
                 if let Some(c) = self.retrans.front_mut() {
-                    if c.mask & sf_backup_mask == 0 {
+                    if c.mask != 0 && c.mask & sf_backup_mask == 0 {
                         self.counters.bytes_reinjected += u64::from(d.len);
                         self.subflows[i].counters.bytes_reinjected += u64::from(d.len);
                     }
@@ -2036,9 +2051,9 @@ impl Connection {
                         if u64::from(d.len) >= u64::from(c.len) {
                             self.retrans.pop_front();
                         } else {
+                            // The rest of the chunk was not sent here: its mask stays.
                             c.dsn = end;
                             c.len -= d.len;
-                            c.mask |= sf_backup_mask;
                         }
                     }
                 }
