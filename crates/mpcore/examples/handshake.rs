@@ -256,11 +256,12 @@ pub fn run(verbose: bool) -> Outcome {
     let s_idsn = mpcore::crypto::idsn(s.key_server);
     let response = b"HTTP/1.1 100 Continue";
     let data_ack = c_idsn.wrapping_add(1 + request.len() as u64);
+    // Packet number 1: the HANDSHAKE took 0 of subflow 0 under the s2c key (§9.2).
     let reply = short(
         &s.s2c,
         c_cid,
         0,
-        0,
+        1,
         &[
             Frame::HandshakeDone,
             Frame::Dss(Dss {
@@ -393,7 +394,7 @@ pub fn run(verbose: bool) -> Outcome {
         &s.s2c,
         c_cid,
         0,
-        1,
+        2,
         &[Frame::AddAddr(AddAddr {
             addr_id: 3,
             ip,
@@ -401,7 +402,7 @@ pub fn run(verbose: bool) -> Outcome {
             hmac: Some(add_addr_hmac(s.key_server, s.key_client, 3, ip, 5201)),
         })],
     );
-    let pt = open_short(&c.s2c, 0, Some(0), &add).expect("client opens ADD_ADDR");
+    let pt = open_short(&c.s2c, 0, Some(1), &add).expect("client opens ADD_ADDR");
     if let Frame::AddAddr(a) = frames_of(&pt)[0] {
         out.add_addr_verified =
             a.hmac.is_some_and(|h| ct_eq(&h, &add_addr_hmac(c.key_server, c.key_client, a.addr_id, a.ip, a.port)));

@@ -118,6 +118,11 @@ impl RangeSet {
         from
     }
 
+    /// The start of the first range beginning above `v`, if any.
+    pub fn next_start_after(&self, v: u64) -> Option<u64> {
+        self.ranges.iter().map(|r| r.0).find(|&s| s > v)
+    }
+
     /// Ranges from the highest down, as inclusive `(smallest, largest)` pairs (ACK order).
     pub fn iter_desc(&self) -> impl Iterator<Item = (u64, u64)> + Clone + '_ {
         self.ranges.iter().rev().map(|&(s, e)| (s, e - 1))

@@ -123,3 +123,252 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
     v.truncate(len);
     v
 }
+
+/// The Siri-like workload of the seeds (BRIEF.md): a request is `bursts` bursts of about
+/// `burst_bytes` sent as `writes` writes of uniform `min_write..=max_write` bytes, `gap`
+/// apart; after each burst but the last the server answers with an intermediate response,
+/// after the last with the final response; then the user waits `wait`.
+#[derive(Clone, Copy, Debug)]
+pub struct SiriConfig {
+    pub requests: usize,
+    pub bursts: usize,
+    pub writes: usize,
+    pub min_write: usize,
+    pub max_write: usize,
+    pub gap: Time,
+    pub wait: Time,
+    pub final_bytes: usize,
+    pub ir_bytes: usize,
+    /// Intermediate responses on (`--no-ir` turns them off).
+    pub ir: bool,
+    /// Time of the first request.
+    pub start: Time,
+}
+
+impl Default for SiriConfig {
+    fn default() -> Self {
+        Self {
+            requests: 10,
+            bursts: 9,
+            writes: 9,
+            min_write: 50,
+            max_write: 500,
+            gap: crate::ms(300),
+            wait: crate::ms(5_000),
+            final_bytes: 750,
+            ir_bytes: 100,
+            ir: true,
+            start: crate::ms(200),
+        }
+    }
+}
+
+/// One request's measured delays.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestResult {
+    /// When its first burst started.
+    pub start: Time,
+    /// End of the last burst to the first byte of the final response (the seeds' delay).
+    pub delay: Option<Time>,
+    /// Per burst but the last: end of the burst to the first byte of its intermediate response.
+    pub ir_delays: Vec<Option<Time>>,
+}
+
+impl RequestResult {
+    /// The largest delay over every burst of the request (intermediate and final responses).
+    pub fn max_burst_delay(&self) -> Option<Time> {
+        let fin = self.delay?;
+        Some(self.ir_delays.iter().flatten().copied().fold(fin, Time::max))
+    }
+}
+
+/// Burst header: length of the burst's body (u16), burst index (u8), last flag (u8).
+const BURST_HDR: usize = 4;
+
+/// Client and server of the Siri workload over one connection.
+#[derive(Debug)]
+pub struct Siri {
+    pub cfg: SiriConfig,
+    rng: crate::Rng,
+    pub client: Option<ConnHandle>,
+    pub server: Option<ConnHandle>,
+    pub results: Vec<RequestResult>,
+    pub events: Vec<(Time, bool, Event)>,
+    // Client.
+    next_burst_at: Time,
+    burst: usize,
+    pending_out: Vec<u8>,
+    /// Expected responses: (bytes left, burst end time, final?, first byte seen).
+    expect: std::collections::VecDeque<(usize, Time, bool, bool)>,
+    waiting_final: bool,
+    // Server.
+    inbuf: Vec<u8>,
+    server_out: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Siri {
+    pub fn new(cfg: SiriConfig, seed: u64) -> Self {
+        Self {
+            cfg,
+            rng: crate::Rng::new(seed),
+            client: None,
+            server: None,
+            results: Vec::new(),
+            events: Vec::new(),
+            next_burst_at: cfg.start,
+            burst: 0,
+            pending_out: Vec::new(),
+            expect: std::collections::VecDeque::new(),
+            waiting_final: false,
+            inbuf: Vec::new(),
+            server_out: Vec::new(),
+            buf: vec![0u8; 16 * 1024],
+        }
+    }
+
+    /// Whether every request got its final response.
+    pub fn finished(&self) -> bool {
+        self.results.len() == self.cfg.requests && self.results.iter().all(|r| r.delay.is_some())
+    }
+
+    /// Drives both sides; pass to [`Sim::run`].
+    pub fn drive(&mut self, sim: &mut Sim) -> Flow {
+        let wake = self.step(sim);
+        if self.finished() {
+            Flow::Done
+        } else {
+            Flow::Wake(wake)
+        }
+    }
+
+    fn step(&mut self, sim: &mut Sim) -> Option<Time> {
+        let now = sim.now;
+        if self.client.is_none() {
+            self.client = Some(sim.connect());
+        }
+        while let Some((_, e)) = sim.client.poll_event() {
+            self.events.push((now, true, e));
+        }
+        while let Some((_, e)) = sim.server.poll_event() {
+            self.events.push((now, false, e));
+        }
+        if self.server.is_none() {
+            self.server = sim.server.accept();
+        }
+        self.client_step(sim, now);
+        self.server_step(sim);
+        if self.results.len() < self.cfg.requests || self.burst > 0 {
+            if !self.waiting_final && now < self.next_burst_at {
+                return Some(self.next_burst_at);
+            }
+        }
+        None
+    }
+
+    fn client_step(&mut self, sim: &mut Sim, now: Time) {
+        let Some(c) = self.client.and_then(|h| sim.client.conn_mut(h)) else { return };
+        // Read responses, stamping the first byte of each.
+        loop {
+            match c.read(&mut self.buf) {
+                Ok(0) | Err(_) => break,
+                Ok(mut n) => {
+                    while n > 0 {
+                        let Some(front) = self.expect.front_mut() else { break };
+                        if !front.3 {
+                            front.3 = true;
+                            let d = now - front.1;
+                            if let Some(r) = self.results.last_mut() {
+                                if front.2 {
+                                    r.delay = Some(d);
+                                } else {
+                                    r.ir_delays.push(Some(d));
+                                }
+                            }
+                        }
+                        let take = n.min(front.0);
+                        front.0 -= take;
+                        n -= take;
+                        if front.0 == 0 {
+                            let was_final = front.2;
+                            self.expect.pop_front();
+                            if was_final {
+                                self.waiting_final = false;
+                                self.next_burst_at = now + self.cfg.wait;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Flush what an earlier burst could not write.
+        if !self.pending_out.is_empty() {
+            if let Ok(n) = c.write(&self.pending_out) {
+                self.pending_out.drain(..n);
+            }
+        }
+        if self.waiting_final || now < self.next_burst_at || self.results.len() >= self.cfg.requests && self.burst == 0
+        {
+            return;
+        }
+        if self.burst == 0 {
+            self.results.push(RequestResult { start: now, ..Default::default() });
+        }
+        // One burst: header, then `writes` writes of uniform size.
+        let last = self.burst + 1 == self.cfg.bursts;
+        let sizes: Vec<usize> = (0..self.cfg.writes)
+            .map(|_| self.rng.range(self.cfg.min_write as u64, self.cfg.max_write as u64) as usize)
+            .collect();
+        let body: usize = sizes.iter().sum();
+        let mut out = Vec::with_capacity(BURST_HDR + body);
+        out.extend_from_slice(&(body as u16).to_be_bytes());
+        out.push(self.burst as u8);
+        out.push(u8::from(last));
+        for (k, s) in sizes.iter().enumerate() {
+            out.extend(std::iter::repeat_n(b'a' + (k as u8 % 26), *s));
+        }
+        self.pending_out.extend_from_slice(&out);
+        if let Ok(n) = c.write(&self.pending_out) {
+            self.pending_out.drain(..n);
+        }
+        if last {
+            self.expect.push_back((self.cfg.final_bytes, now, true, false));
+            self.waiting_final = true;
+            self.burst = 0;
+        } else {
+            if self.cfg.ir {
+                self.expect.push_back((self.cfg.ir_bytes, now, false, false));
+            }
+            self.burst += 1;
+            self.next_burst_at = now + self.cfg.gap;
+        }
+    }
+
+    fn server_step(&mut self, sim: &mut Sim) {
+        let Some(c) = self.server.and_then(|h| sim.server.conn_mut(h)) else { return };
+        loop {
+            match c.read(&mut self.buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => self.inbuf.extend_from_slice(&self.buf[..n]),
+            }
+        }
+        while self.inbuf.len() >= BURST_HDR {
+            let body = usize::from(u16::from_be_bytes([self.inbuf[0], self.inbuf[1]]));
+            if self.inbuf.len() < BURST_HDR + body {
+                break;
+            }
+            let last = self.inbuf[3] != 0;
+            self.inbuf.drain(..BURST_HDR + body);
+            if last {
+                self.server_out.extend(std::iter::repeat_n(b'F', self.cfg.final_bytes));
+            } else if self.cfg.ir {
+                self.server_out.extend(std::iter::repeat_n(b'i', self.cfg.ir_bytes));
+            }
+        }
+        if !self.server_out.is_empty() {
+            if let Ok(n) = c.write(&self.server_out) {
+                self.server_out.drain(..n);
+            }
+        }
+    }
+}

@@ -144,7 +144,7 @@ impl Cc {
 
     fn cubic_increase(&mut self, now: u64, bytes: u64, srtt_us: u64) {
         let mss = self.mss as f64;
-        let start = *self.epoch_start.get_or_insert_with(|| now);
+        let start = *self.epoch_start.get_or_insert(now);
         if self.w_max < self.cwnd as f64 {
             // No reduction yet (or the window grew past it): start the curve at the window.
             self.w_max = self.cwnd as f64;
@@ -227,7 +227,8 @@ mod tests {
         for i in 0..10 {
             cc.on_ack(10 + i, 5, MSS, 10_000, Coupling::default());
         }
-        assert_eq!(cc.cwnd, 11 * MSS, "one MSS per window of ACKs");
+        // About one MSS per window of ACKs (each ACK adds MSS*MSS/cwnd as cwnd grows).
+        assert!((10_900..=11_000).contains(&cc.cwnd), "{}", cc.cwnd);
     }
 
     #[test]

@@ -986,6 +986,14 @@ impl Connection {
                 backup: false,
             });
         }
+        // Handshake and join packets are acknowledged at once (as QUIC acknowledges its
+        // handshake): their RTT samples then start the estimator without a delayed-ACK bias.
+        let urgent = Frames::new(plain)
+            .flatten()
+            .any(|f| matches!(f, Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. }));
+        if urgent {
+            self.subflows[i].ack_now = true;
+        }
         for f in Frames::new(plain).flatten() {
             self.on_frame(now, i, f, drops);
         }
@@ -1222,7 +1230,7 @@ impl Connection {
             self.on_data_ack(now, i, ack, wnd, drops);
         }
         let Some((dsn, data)) = d.mapping else { return };
-        if !self.subflows[i].established() && !(self.side == Side::Server && i == 0) {
+        if !(self.subflows[i].established() || self.side == Side::Server && i == 0) {
             // RFC 8684 §3.2: no data before the fourth ACK.
             drops.unexpected += 1;
             return;

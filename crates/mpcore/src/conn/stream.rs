@@ -152,12 +152,24 @@ impl RecvBuf {
         if start >= end {
             return 0;
         }
-        let src = &data[(start - dsn) as usize..(end - dsn) as usize];
-        let cap = self.ring.len();
-        let pos = (start % cap as u64) as usize;
-        let first = (cap - pos).min(src.len());
-        self.ring[pos..pos + first].copy_from_slice(&src[..first]);
-        self.ring[..src.len() - first].copy_from_slice(&src[first..]);
+        // Write only the gaps: the first copy of every byte is the one kept (RFC 8684 §3.3.6
+        // lets a receiver take either; keeping the first makes the outcome independent of
+        // which subflow's copy arrives second).
+        let mut v = start;
+        while v < end {
+            if self.ooo.contains(v) {
+                v = self.ooo.contiguous_end(v).max(v + 1);
+                continue;
+            }
+            let gap_end = self.ooo.next_start_after(v).map_or(end, |s| s.min(end));
+            let src = &data[(v - dsn) as usize..(gap_end - dsn) as usize];
+            let cap = self.ring.len();
+            let pos = (v % cap as u64) as usize;
+            let first = (cap - pos).min(src.len());
+            self.ring[pos..pos + first].copy_from_slice(&src[..first]);
+            self.ring[..src.len() - first].copy_from_slice(&src[first..]);
+            v = gap_end;
+        }
         let added = self.ooo.insert(start, end);
         self.nxt = self.ooo.contiguous_end(self.nxt);
         self.ooo.advance_floor(self.nxt);
