@@ -45,7 +45,9 @@ fn siri(seconds: u64) -> (f64, usize) {
 fn main() {
     println!("| scenario | simulated | goodput (all) | goodput (after 5 s) | of 20 Mbit/s | wall time |");
     println!("|---|---|---|---|---|---|");
-    for (name, cc) in [("LIA", CongestionControl::Lia), ("Reno", CongestionControl::Reno), ("CUBIC", CongestionControl::Cubic)] {
+    for (name, cc) in
+        [("LIA", CongestionControl::Lia), ("Reno", CongestionControl::Reno), ("CUBIC", CongestionControl::Cubic)]
+    {
         let (total, steady, wall) = bulk(cc, 60);
         println!(
             "| bulk download, 2 x 10 Mbit/s, {name} | 60 s | {total:.2} Mbit/s | {steady:.2} Mbit/s | {:.1}% | {:.3} s |",
