@@ -258,10 +258,9 @@ impl Siri {
         }
         self.client_step(sim, now);
         self.server_step(sim);
-        if self.results.len() < self.cfg.requests || self.burst > 0 {
-            if !self.waiting_final && now < self.next_burst_at {
-                return Some(self.next_burst_at);
-            }
+        let more = self.results.len() < self.cfg.requests || self.burst > 0;
+        if more && !self.waiting_final && now < self.next_burst_at {
+            return Some(self.next_burst_at);
         }
         None
     }
