@@ -258,6 +258,11 @@ impl Endpoint {
         self.by_token.retain(|_, i| *i != idx);
     }
 
+    /// Logs a dropped datagram (`tracing`, target `mpcore`); the counter is bumped by the caller.
+    fn trace_drop(why: &'static str, remote: SocketAddr, len: usize) {
+        tracing::trace!(%remote, len, why, "datagram dropped");
+    }
+
     /// Processes one received datagram. `path` is the local path it arrived on, `remote` its
     /// source address.
     pub fn handle_datagram(&mut self, now: Time, path: PathId, remote: SocketAddr, data: &[u8]) {
@@ -273,10 +278,12 @@ impl Endpoint {
             Ok(p) => p,
             Err(crate::wire::Error::Oversized) => {
                 self.drops.oversized += 1;
+                Self::trace_drop("oversized", remote, data.len());
                 return;
             }
             Err(_) => {
                 self.drops.malformed += 1;
+                Self::trace_drop("malformed", remote, data.len());
                 return;
             }
         };
@@ -526,6 +533,7 @@ impl Endpoint {
             return;
         }
         let h = self.insert(conn);
+        tracing::debug!(%remote, handle = h.0, "connection accepted from a cookie");
         self.accept.push_back(h);
     }
 

@@ -350,3 +350,118 @@ fn idle_timeout_closes_a_connection_whose_paths_all_died() {
     assert!(at.is_some_and(|t| (ms(3_900)..ms(4_200)).contains(&t)), "closed at {at:?}");
     assert_eq!(sim.client.live_connections(), 0);
 }
+
+#[test]
+fn closing_one_subflow_reinjects_its_data_and_the_transfer_completes() {
+    let mut sim = Sim::new(12, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let data = pattern(6 << 20, 8);
+    let mut app = Bulk::new(data.clone(), false);
+    sim.run(ms(1_000), |s| Flow::Wake(app.step(s)));
+    let now = sim.now;
+    let c = sim.client.conn_mut(app.client.unwrap()).unwrap();
+    assert!(c.close_subflow(now, 0, mpcore::wire::frame::reason::GRACEFUL));
+    let closed_at = sim.now;
+    assert!(sim.run(ms(60_000), |s| app.drive(s)));
+    assert_eq!(sha256(&app.received), sha256(&data));
+    assert!(
+        app.events.iter().any(|e| !e.1 && e.2 == Event::SubflowClosed { id: 0, reason: 7 }),
+        "the server saw the reset"
+    );
+    let st = sim.client.stats(app.client.unwrap()).unwrap();
+    assert_eq!(st.subflows[0].state, SubflowState::Closed);
+    assert!(st.counters.reinjections > 0, "in-flight data of the closed subflow was reinjected");
+    let late = sim.path_log(0).iter().filter(|e| e.time > closed_at + ms(100) && e.size > 300).count();
+    assert_eq!(late, 0, "nothing but the reset on the closed subflow's path");
+}
+
+#[test]
+fn remove_addr_closes_the_subflows_on_that_address_at_the_peer() {
+    let mut sim = Sim::new(13, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let data = pattern(4 << 20, 12);
+    let mut app = Bulk::new(data.clone(), true);
+    sim.run(ms(1_000), |s| Flow::Wake(app.step(s)));
+    let now = sim.now;
+    sim.client.conn_mut(app.client.unwrap()).unwrap().remove_address(now, mpcore::PathId(1));
+    assert!(sim.run(ms(60_000), |s| app.drive(s)));
+    assert_eq!(sha256(&app.received), sha256(&data));
+    let st = sim.server.stats(app.server.unwrap()).unwrap();
+    assert_eq!(st.subflows[1].state, SubflowState::Closed, "the server closed its subflow to that address");
+    assert_eq!(st.subflows[0].state, SubflowState::Established);
+}
+
+#[test]
+fn mp_prio_turns_the_primary_into_a_backup_and_traffic_moves() {
+    let mut sim = Sim::new(14, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let mut app = Bulk::new(pattern(8 << 20, 13), true);
+    sim.run(ms(1_500), |s| Flow::Wake(app.step(s)));
+    assert!(sim.client.conn_mut(app.client.unwrap()).unwrap().set_backup(0, true));
+    let t = sim.now;
+    sim.run(ms(4_000), |s| Flow::Wake(app.step(s)));
+    let st = sim.server.stats(app.server.unwrap()).unwrap();
+    assert!(st.subflows[0].backup, "the server applied MP_PRIO");
+    // After the switch (and the packets then in flight), the server sends data on path 1 only.
+    let on0 =
+        sim.path_log(0).iter().filter(|e| e.time > t + ms(300) && e.dir == mpsim::Dir::Down && e.size > 1000).count();
+    let on1 =
+        sim.path_log(1).iter().filter(|e| e.time > t + ms(300) && e.dir == mpsim::Dir::Down && e.size > 1000).count();
+    assert_eq!(on0, 0, "no data on the new backup");
+    assert!(on1 > 500, "data moved to path 1 ({on1} packets)");
+}
+
+#[test]
+fn one_endpoint_many_connections_routed_by_cid_and_token() {
+    let mut sim = Sim::new(15, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let handles: Vec<_> = (0..4).map(|_| sim.connect()).collect();
+    let payloads: Vec<Vec<u8>> = (0..4).map(|k| pattern(300_000 + k * 1000, k as u64)).collect();
+    let mut written = [0usize; 4];
+    let mut got: std::collections::HashMap<mpcore::ConnHandle, Vec<u8>> = Default::default();
+    let mut buf = vec![0u8; 65536];
+    sim.run(ms(20_000), |s| {
+        for (k, h) in handles.iter().enumerate() {
+            if let Some(c) = s.client.conn_mut(*h) {
+                if let Ok(n) = c.write(&payloads[k][written[k]..]) {
+                    written[k] += n;
+                }
+                if written[k] == payloads[k].len() {
+                    c.close();
+                }
+            }
+        }
+        while s.server.accept().is_some() {}
+        let hs: Vec<_> = s.server.handles().collect();
+        for h in hs {
+            let c = s.server.conn_mut(h).unwrap();
+            while let Ok(n) = c.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.entry(h).or_default().extend_from_slice(&buf[..n]);
+            }
+        }
+        Flow::Wake(None)
+    });
+    let mut received: Vec<Vec<u8>> = got.into_values().collect();
+    received.sort_by_key(|v| v.len());
+    assert_eq!(received, payloads, "each connection's bytes arrive on its own connection");
+    for h in handles {
+        let st = sim.client.stats(h).unwrap();
+        assert_eq!(st.subflows.len(), 2, "each connection joined its second path");
+        assert!(st.subflows.iter().all(|s| s.state == SubflowState::Established));
+    }
+}
+
+#[test]
+fn keep_alives_notice_an_idle_path_failing() {
+    let mut sim = Sim::new(16, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let mut app = Bulk::new(b"x".to_vec(), false);
+    sim.at(ms(8_000), 1, mpsim::PathEvent::Down);
+    sim.run(ms(30_000), |s| {
+        app.step(s);
+        Flow::Wake(None)
+    });
+    let pings = sim.path_log(0).iter().filter(|e| e.time > ms(2_000) && e.dir == mpsim::Dir::Up).count();
+    assert!(pings >= 4, "keep-alives on the idle connection ({pings})");
+    let failed = app.events.iter().find(|e| e.1 && e.2 == Event::SubflowFailed { id: 1 }).map(|e| e.0);
+    assert!(failed.is_some_and(|t| t < ms(8_000) + ms(7_000)), "idle path failure noticed at {failed:?}");
+    assert!(!app.events.iter().any(|e| e.2 == Event::SubflowFailed { id: 0 }), "the healthy path stays up");
+}

@@ -490,6 +490,12 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Queues an event for the application and logs it (`tracing`, target `mpcore`).
+    fn emit(&mut self, e: Event) {
+        tracing::debug!(side = ?self.side, event = ?e, "connection event");
+        self.events.push_back(e);
+    }
+
     // ------------------------------------------------------------------ application calls
 
     /// Queues bytes for sending; returns how many were taken.
@@ -579,7 +585,7 @@ impl Connection {
         self.state = State::Closed(reason);
         let rto = self.subflows.iter().map(|s| s.rtt.rto()).max().unwrap_or(self.config.initial_rto);
         self.drain_until = Some(now + 3 * rto);
-        self.events.push_back(Event::Closed { reason });
+        self.emit(Event::Closed { reason });
     }
 
     /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
@@ -678,7 +684,7 @@ impl Connection {
         if let Some(i) = self.subflows.iter().position(|s| s.id == id && s.is_open()) {
             if !self.subflows[i].pf {
                 self.subflows[i].pf = true;
-                self.events.push_back(Event::SubflowFailed { id });
+                self.emit(Event::SubflowFailed { id });
             }
             self.reinject_in_flight(now, i, false);
         }
@@ -974,17 +980,13 @@ impl Connection {
             let _ = crypto::random_fill(&mut ch);
             sf.challenge = Some(ch);
             sf.ctrl_pending |= ctrl::CHALLENGE;
-            self.events.push_back(Event::SubflowMigrated { id, remote });
+            self.emit(Event::SubflowMigrated { id, remote });
         }
         if self.side == Side::Client && self.state == State::Confirm && matches!(p.header, Header::Short(_)) {
             self.state = State::Established;
             self.hs = None;
-            self.events.push_back(Event::Connected);
-            self.events.push_back(Event::SubflowEstablished {
-                id: 0,
-                path: self.subflows[0].local_path,
-                backup: false,
-            });
+            self.emit(Event::Connected);
+            self.emit(Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path, backup: false });
         }
         // Handshake and join packets are acknowledged at once (as QUIC acknowledges its
         // handshake): their RTT samples then start the estimator without a delayed-ACK bias.
@@ -1191,7 +1193,7 @@ impl Connection {
         sf.ack_now = true; // the fourth packet
         sf.last_original_rx = now;
         let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
-        self.events.push_back(ev);
+        self.emit(ev);
     }
 
     fn on_add_addr(&mut self, i: usize, a: AddAddr, drops: &mut Drops) {
@@ -1214,7 +1216,7 @@ impl Connection {
                     self.remote_addrs.retain(|r| r.0 != a.addr_id);
                     if self.remote_addrs.len() < 255 {
                         self.remote_addrs.push((a.addr_id, addr));
-                        self.events.push_back(Event::AddressAnnounced { addr_id: a.addr_id, addr });
+                        self.emit(Event::AddressAnnounced { addr_id: a.addr_id, addr });
                     }
                 }
                 if self.echo.len() < 16 {
@@ -1243,7 +1245,7 @@ impl Connection {
                 self.subflows[i].last_original_rx = now;
             }
             if self.recv.readable() > before {
-                self.events.push_back(Event::Readable);
+                self.emit(Event::Readable);
             }
         }
         if end >= self.highest_rx_end {
@@ -1259,7 +1261,7 @@ impl Connection {
                 self.recv.consume_fin();
                 self.peer_fin_done = true;
                 self.subflows[i].ack_now = true;
-                self.events.push_back(Event::Finished);
+                self.emit(Event::Finished);
             }
         }
     }
@@ -1355,7 +1357,7 @@ impl Connection {
         if sf.pf {
             sf.pf = false;
             let id = sf.id;
-            self.events.push_back(Event::SubflowRecovered { id });
+            self.emit(Event::SubflowRecovered { id });
         }
         let sf = &mut self.subflows[i];
         if acked_ctrl & ctrl::JOIN_ACK != 0 && sf.state == SubflowState::JoinAckSent {
@@ -1364,7 +1366,7 @@ impl Connection {
             sf.ctrl_pending &= !ctrl::JOIN_ACK;
             sf.last_original_rx = now;
             let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
-            self.events.push_back(ev);
+            self.emit(ev);
         }
         let sf = &mut self.subflows[i];
         if acked_ctrl & ctrl::HS_DONE != 0 {
@@ -1488,7 +1490,7 @@ impl Connection {
         sf.ctrl_pending &= ctrl::RESET | ctrl::FASTCLOSE;
         sf.probe = None;
         sf.copy = None;
-        self.events.push_back(Event::SubflowClosed { id, reason });
+        self.emit(Event::SubflowClosed { id, reason });
         if self.peer_fin_subflow == Some(i) {
             self.peer_fin_subflow = None;
         }
@@ -1628,7 +1630,7 @@ impl Connection {
         sf.probe = Some(Probe::Rto);
         let id = sf.id;
         if newly_pf {
-            self.events.push_back(Event::SubflowFailed { id });
+            self.emit(Event::SubflowFailed { id });
         }
         // Everything in flight is presumed lost and goes to the retransmission queue, from
         // where the scheduler reinjects it on another subflow (RFC 8684 §3.3.6).
