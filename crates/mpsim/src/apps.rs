@@ -40,18 +40,7 @@ impl Bulk {
     /// Drives both sides; pass as the `app` of [`Sim::run_until`].
     pub fn step(&mut self, sim: &mut Sim) -> Option<Time> {
         let now = sim.now;
-        if self.client.is_none() {
-            self.client = Some(sim.connect());
-        }
-        while let Some((_, e)) = sim.client.poll_event() {
-            self.events.push((now, true, e));
-        }
-        while let Some((_, e)) = sim.server.poll_event() {
-            self.events.push((now, false, e));
-        }
-        if self.server.is_none() {
-            self.server = sim.server.accept();
-        }
+        pump(sim, &mut self.client, &mut self.server, &mut self.events);
         let (tx_ep, tx_h, rx_ep, rx_h) = if self.download {
             (&mut sim.server, self.server, &mut sim.client, self.client)
         } else {
@@ -110,6 +99,29 @@ impl Bulk {
             last = t;
         }
         worst
+    }
+}
+
+/// Connects the client once, accepts at the server once, and collects both sides' events as
+/// `(time, at the client, event)`.
+pub fn pump(
+    sim: &mut Sim,
+    client: &mut Option<ConnHandle>,
+    server: &mut Option<ConnHandle>,
+    events: &mut Vec<(Time, bool, Event)>,
+) {
+    let now = sim.now;
+    if client.is_none() {
+        *client = Some(sim.connect());
+    }
+    while let Some((_, e)) = sim.client.poll_event() {
+        events.push((now, true, e));
+    }
+    while let Some((_, e)) = sim.server.poll_event() {
+        events.push((now, false, e));
+    }
+    if server.is_none() {
+        *server = sim.server.accept();
     }
 }
 
@@ -244,18 +256,7 @@ impl Siri {
 
     fn step(&mut self, sim: &mut Sim) -> Option<Time> {
         let now = sim.now;
-        if self.client.is_none() {
-            self.client = Some(sim.connect());
-        }
-        while let Some((_, e)) = sim.client.poll_event() {
-            self.events.push((now, true, e));
-        }
-        while let Some((_, e)) = sim.server.poll_event() {
-            self.events.push((now, false, e));
-        }
-        if self.server.is_none() {
-            self.server = sim.server.accept();
-        }
+        pump(sim, &mut self.client, &mut self.server, &mut self.events);
         self.client_step(sim, now);
         self.server_step(sim);
         let more = self.results.len() < self.cfg.requests || self.burst > 0;

@@ -412,19 +412,13 @@ impl Connection {
         client_cid: Cid,
         server_cid: Cid,
     ) -> Self {
-        let s = master.secrets(suite);
-        let local_dsn = crypto::idsn(s.key_server).wrapping_add(1);
-        let remote_dsn = crypto::idsn(s.key_client).wrapping_add(1);
-        let mut c = Self::blank(Side::Server, now, config, paths, local_dsn, remote_dsn);
-        c.keys = Some(Keys {
-            send: s.s2c,
-            recv: s.c2s,
-            local_key: s.key_server,
-            remote_key: s.key_client,
-            hmac: JoinHmacKeys::new(s.key_server, s.key_client),
-        });
-        c.local_token = Some(crypto::token(s.key_server));
-        c.remote_token = crypto::token(s.key_client);
+        let mut c = Self::blank(Side::Server, now, config, paths, 0, 0);
+        let (local_dsn, remote_dsn) = c.install_keys(master.secrets(suite));
+        c.send = SendBuf::new(local_dsn, config.send_buffer);
+        c.snd_nxt = local_dsn;
+        c.peer_ack = local_dsn;
+        c.recv = RecvBuf::new(remote_dsn, config.recv_window);
+        c.highest_rx_end = remote_dsn;
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
         sf.remote_cid = Some(client_cid);
@@ -440,6 +434,19 @@ impl Connection {
         c.state = State::Established;
         c.events.push_back(Event::Connected);
         c
+    }
+
+    /// Takes this side's keys and tokens from the connection's secrets; returns the first DSN
+    /// of each direction, `(ours, the peer's)`: IDSN + 1 (§4.3).
+    fn install_keys(&mut self, s: crypto::Secrets) -> (u64, u64) {
+        let (send, recv, local_key, remote_key) = match self.side {
+            Side::Client => (s.c2s, s.s2c, s.key_client, s.key_server),
+            Side::Server => (s.s2c, s.c2s, s.key_server, s.key_client),
+        };
+        self.keys = Some(Keys { send, recv, local_key, remote_key, hmac: JoinHmacKeys::new(local_key, remote_key) });
+        self.local_token = Some(crypto::token(local_key));
+        self.remote_token = crypto::token(remote_key);
+        (crypto::idsn(local_key).wrapping_add(1), crypto::idsn(remote_key).wrapping_add(1))
     }
 
     fn set_peer_params(&mut self, p: TransportParams) {
@@ -846,17 +853,7 @@ impl Connection {
         };
         let Some(hs) = self.hs.as_mut() else { return };
         hs.cookie = cookie.to_vec();
-        self.keys = Some(Keys {
-            send: s.c2s,
-            recv: s.s2c,
-            local_key: s.key_client,
-            remote_key: s.key_server,
-            hmac: JoinHmacKeys::new(s.key_client, s.key_server),
-        });
-        self.local_token = Some(crypto::token(s.key_client));
-        self.remote_token = crypto::token(s.key_server);
-        let local_dsn = crypto::idsn(s.key_client).wrapping_add(1);
-        let remote_dsn = crypto::idsn(s.key_server).wrapping_add(1);
+        let (local_dsn, remote_dsn) = self.install_keys(s);
         // Bytes written before the keys (and so the IDSN) were known move to the real DSNs.
         let old = std::mem::replace(&mut self.send, SendBuf::new(local_dsn, self.config.send_buffer));
         let mut early = vec![0u8; old.len()];
