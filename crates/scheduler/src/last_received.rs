@@ -79,24 +79,32 @@ impl LastReceived {
     #[inline(always)]
     fn fast(subflows: &[SubflowInfo], seg: &Segment) -> Option<Pick> {
         const MASK: u8 = AVAIL_MASK | Flags::ALREADY_SENT.0 | Flags::HIGH_RTO.0 | Flags::WAS_BAD.0;
-        let mut best = 0u64;
+        // Newest timestamp first, a regular subflow before a backup on a tie, then the lowest
+        // index (strict comparisons keep the first). Full 64-bit timestamps, no packing.
+        let mut best = usize::MAX;
+        let mut best_ts = 0u64;
+        let mut best_regular = false;
         let mut regular_seen = false;
         for (i, s) in subflows.iter().enumerate() {
-            let ok = s.flags.0 & MASK == Flags::ESTABLISHED.0;
+            if s.flags.0 & MASK != Flags::ESTABLISHED.0 {
+                continue;
+            }
             let regular = !s.backup();
-            // ts (56 bits) | regular (1) | 63 - index (6), plus 1 so that 0 means none.
-            let key = ((s.last_original_rx_us.min(TS_MAX) << 7) | (u64::from(regular) << 6) | (63 - i as u64)) + 1;
-            best = best.max(if ok { key } else { 0 });
-            regular_seen |= ok & regular;
+            let ts = s.last_original_rx_us;
+            if best == usize::MAX || ts > best_ts || (ts == best_ts && regular && !best_regular) {
+                best = i;
+                best_ts = ts;
+                best_regular = regular;
+            }
+            regular_seen |= regular;
         }
         if !regular_seen {
             return None;
         }
-        let i = index(best);
-        Some(if subflows[i].can_send(seg.len) { Pick::Send(i) } else { Pick::Wait })
+        let s = subflows.get(best)?;
+        Some(if s.can_send(seg.len) { Pick::Send(best) } else { Pick::Wait })
     }
 
-    /// The whole rule.
     #[inline(never)]
     fn full(subflows: &[SubflowInfo], seg: &Segment) -> Pick {
         if let Some(i) = data_fin_subflow(subflows, seg) {
