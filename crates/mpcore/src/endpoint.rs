@@ -44,7 +44,8 @@ pub struct Drops {
     pub refused: u64,
     /// A valid packet in the wrong state (e.g. an INITIAL to a client).
     pub unexpected: u64,
-    /// A frame contradicting the protocol (e.g. DATA_ACK of data never sent).
+    /// A frame contradicting the protocol (e.g. DATA_ACK of data never sent). Only that frame
+    /// is ignored, the packet is processed, so this is not part of [`Drops::total`].
     pub protocol: u64,
 }
 

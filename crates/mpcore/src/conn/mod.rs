@@ -8,7 +8,7 @@ pub mod subflow;
 
 use crate::config::{Config, PathManager};
 use crate::crypto::{
-    self, ct_eq, join_ack_hmac, join_synack_hmac, transcript_hash, JoinHmacKeys, KeyShare, Master, PacketKey, Suite,
+    self, ct_eq, join_ack_hmac, join_synack_hmac, transcript_hash, KeyShare, Master, PacketKey, Suite,
 };
 use crate::endpoint::Drops;
 use crate::wire::frame::{AddAddr, MpJoin, MpJoinSynAck};
@@ -131,6 +131,8 @@ struct ClientHs {
     retried: bool,
     cookie: Vec<u8>,
     attempts: u32,
+    /// When the last INITIAL went out.
+    sent_at: Time,
     next_send: Time,
     send_now: bool,
     server: SocketAddr,
@@ -141,8 +143,6 @@ struct Keys {
     recv: PacketKey,
     local_key: u64,
     remote_key: u64,
-    #[allow(dead_code)]
-    hmac: JoinHmacKeys,
 }
 
 /// Data to be sent again: lost, or left on a subflow that failed or closed.
@@ -367,6 +367,7 @@ impl Connection {
             retried: false,
             cookie: Vec::new(),
             attempts: 0,
+            sent_at: now,
             next_send: now,
             send_now: true,
             server: remote,
@@ -413,12 +414,7 @@ impl Connection {
         server_cid: Cid,
     ) -> Self {
         let mut c = Self::blank(Side::Server, now, config, paths, 0, 0);
-        let (local_dsn, remote_dsn) = c.install_keys(master.secrets(suite));
-        c.send = SendBuf::new(local_dsn, config.send_buffer);
-        c.snd_nxt = local_dsn;
-        c.peer_ack = local_dsn;
-        c.recv = RecvBuf::new(remote_dsn, config.recv_window);
-        c.highest_rx_end = remote_dsn;
+        c.install_keys(master.secrets(suite));
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
         sf.remote_cid = Some(client_cid);
@@ -436,17 +432,31 @@ impl Connection {
         c
     }
 
-    /// Takes this side's keys and tokens from the connection's secrets; returns the first DSN
-    /// of each direction, `(ours, the peer's)`: IDSN + 1 (§4.3).
-    fn install_keys(&mut self, s: crypto::Secrets) -> (u64, u64) {
+    /// Takes this side's keys and tokens from the connection's secrets and starts both
+    /// directions of the stream at IDSN + 1 (§4.3). Bytes (and a DATA_FIN) written before the
+    /// keys were known move to their real DSNs.
+    fn install_keys(&mut self, s: crypto::Secrets) {
         let (send, recv, local_key, remote_key) = match self.side {
             Side::Client => (s.c2s, s.s2c, s.key_client, s.key_server),
             Side::Server => (s.s2c, s.c2s, s.key_server, s.key_client),
         };
-        self.keys = Some(Keys { send, recv, local_key, remote_key, hmac: JoinHmacKeys::new(local_key, remote_key) });
+        self.keys = Some(Keys { send, recv, local_key, remote_key });
         self.local_token = Some(crypto::token(local_key));
         self.remote_token = crypto::token(remote_key);
-        (crypto::idsn(local_key).wrapping_add(1), crypto::idsn(remote_key).wrapping_add(1))
+        let local_dsn = crypto::idsn(local_key).wrapping_add(1);
+        let remote_dsn = crypto::idsn(remote_key).wrapping_add(1);
+        let old = std::mem::replace(&mut self.send, SendBuf::new(local_dsn, self.config.send_buffer));
+        let mut early = vec![0u8; old.len()];
+        if old.copy_out(old.una(), &mut early) {
+            self.send.write(&early);
+        }
+        if let Some(f) = self.local_fin {
+            self.local_fin = Some(local_dsn.wrapping_add(f.wrapping_sub(old.una())));
+        }
+        self.snd_nxt = local_dsn;
+        self.peer_ack = local_dsn;
+        self.recv = RecvBuf::new(remote_dsn, self.config.recv_window);
+        self.highest_rx_end = remote_dsn;
     }
 
     fn set_peer_params(&mut self, p: TransportParams) {
@@ -771,6 +781,18 @@ impl Connection {
         self.hs = Some(hs);
     }
 
+    /// A HANDSHAKE that failed (a forgery, or a low-order key share) spent our key share: the
+    /// attempt goes on with a fresh share and a new INITIAL without token.
+    fn restart_attempt(&mut self) {
+        if let (Ok(fresh), Some(mut hs)) = (KeyShare::generate(), self.hs.take()) {
+            self.build_initial(&mut hs, &fresh, &[]);
+            hs.retried = false;
+            hs.share = Some(fresh);
+            hs.send_now = true;
+            self.hs = Some(hs);
+        }
+    }
+
     /// HANDSHAKE for the client (§4.1-4.2): agree keys, open the sealed params and cookie.
     pub(crate) fn handle_handshake(
         &mut self,
@@ -801,37 +823,16 @@ impl Connection {
         let th = transcript_hash(&hs.initial[..hs.transcript_len], &scratch[..Handshake::TRANSCRIPT_LEN]);
         // The key share is consumed by the agreement; keep a copy of nothing else.
         let Some(share) = hs.share.take() else { return };
-        let shared = match share.agree(&h.key_share) {
-            Ok(s) => s,
-            Err(_) => {
-                drops.decrypt_failed += 1;
-                // A forged HANDSHAKE must not kill the attempt: draw a new share and repeat.
-                if let Ok(fresh) = KeyShare::generate() {
-                    let mut hs2 = self.hs.take();
-                    if let Some(hs2) = hs2.as_mut() {
-                        let token = Vec::new();
-                        self.build_initial(hs2, &fresh, &token);
-                        hs2.share = Some(fresh);
-                    }
-                    self.hs = hs2;
-                }
-                return;
-            }
-        };
-        let master = Master::derive(&shared, &th);
-        let s = master.secrets(suite);
-        let opened = s.s2c.open(0, u64::from(h.pn), scratch, p.header_len);
-        let Ok(plain) = opened else {
-            // Not from the server that holds our INITIAL's transcript. The key share was spent,
-            // so start over with a fresh one (the attempt goes on).
+        let Ok(shared) = share.agree(&h.key_share) else {
             drops.decrypt_failed += 1;
-            if let (Ok(fresh), Some(mut hs)) = (KeyShare::generate(), self.hs.take()) {
-                self.build_initial(&mut hs, &fresh, &[]);
-                hs.retried = false;
-                hs.share = Some(fresh);
-                hs.send_now = true;
-                self.hs = Some(hs);
-            }
+            self.restart_attempt();
+            return;
+        };
+        let s = Master::derive(&shared, &th).secrets(suite);
+        let Ok(plain) = s.s2c.open(0, u64::from(h.pn), scratch, p.header_len) else {
+            // Not from the server that holds our INITIAL's transcript.
+            drops.decrypt_failed += 1;
+            self.restart_attempt();
             return;
         };
         let mut params = None;
@@ -853,33 +854,17 @@ impl Connection {
         };
         let Some(hs) = self.hs.as_mut() else { return };
         hs.cookie = cookie.to_vec();
-        let (local_dsn, remote_dsn) = self.install_keys(s);
-        // Bytes written before the keys (and so the IDSN) were known move to the real DSNs.
-        let old = std::mem::replace(&mut self.send, SendBuf::new(local_dsn, self.config.send_buffer));
-        let mut early = vec![0u8; old.len()];
-        if old.copy_out(old.una(), &mut early) {
-            self.send.write(&early);
-        }
-        if let Some(f) = self.local_fin {
-            self.local_fin = Some(local_dsn.wrapping_add(f.wrapping_sub(old.una())));
-        }
-        self.snd_nxt = local_dsn;
-        self.peer_ack = local_dsn;
-        self.recv = RecvBuf::new(remote_dsn, self.config.recv_window);
-        self.highest_rx_end = remote_dsn;
+        self.install_keys(s);
         self.set_peer_params(params);
         let sf = &mut self.subflows[0];
         sf.remote_cid = Some(h.scid);
         sf.state = SubflowState::Established;
         sf.last_original_rx = now;
         sf.ctrl_pending |= ctrl::PING;
-        // The HANDSHAKE's round trip is the first RTT sample.
-        if let Some(hs) = self.hs.as_ref() {
-            let sample =
-                now.saturating_sub(hs.next_send.saturating_sub(self.config.initial_rto << hs.attempts.min(10)));
-            if hs.attempts == 1 {
-                sf.rtt.update(sample, 0);
-            }
+        // The HANDSHAKE's round trip is the first RTT sample, if the INITIAL was not repeated
+        // (Karn's rule: an answer to which copy is unknown).
+        if let Some(hs) = self.hs.as_ref().filter(|hs| hs.attempts == 1) {
+            sf.rtt.update(now.saturating_sub(hs.sent_at), 0);
         }
         self.state = State::Confirm;
         self.last_rx = now;
@@ -945,7 +930,14 @@ impl Connection {
             drops.malformed += 1;
             return;
         }
-        let eliciting = Frames::new(plain).flatten().any(|f| f.is_ack_eliciting());
+        // One look at the frames before acting on them: is an ACK owed, and at once?
+        // Handshake and join packets are acknowledged at once (as QUIC acknowledges its
+        // handshake): their RTT samples then start the estimator without a delayed-ACK bias.
+        let (mut eliciting, mut urgent) = (false, false);
+        for f in Frames::new(plain).flatten() {
+            eliciting |= f.is_ack_eliciting();
+            urgent |= matches!(f, Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. });
+        }
         let max_ack_delay = self.config.max_ack_delay;
         let sf = &mut self.subflows[i];
         if !sf.on_packet_received(now, pn, eliciting, max_ack_delay) {
@@ -985,11 +977,6 @@ impl Connection {
             self.emit(Event::Connected);
             self.emit(Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path, backup: false });
         }
-        // Handshake and join packets are acknowledged at once (as QUIC acknowledges its
-        // handshake): their RTT samples then start the estimator without a delayed-ACK bias.
-        let urgent = Frames::new(plain)
-            .flatten()
-            .any(|f| matches!(f, Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. }));
         if urgent {
             self.subflows[i].ack_now = true;
         }
@@ -1307,38 +1294,44 @@ impl Connection {
         let mut newly_acked = 0u64;
         let mut largest_newly: Option<SentPacket> = None;
         let mut acked_ctrl = 0u16;
+        // (send time, bytes) of acknowledged ack-eliciting packets, for congestion control; past
+        // 64 the last entry absorbs the rest. One pass over the sent packets, no allocation.
         let mut cc_events: [(u64, u64); 64] = [(0, 0); 64];
         let mut ncc = 0usize;
-        let mut k = 0;
-        while k < sf.sent.len() {
-            let p = sf.sent[k];
-            if ranges.iter().any(|&(lo, hi)| lo <= p.pn && p.pn <= hi) {
-                if p.ack_eliciting {
-                    sf.in_flight -= u64::from(p.size);
-                    sf.ack_eliciting_in_flight -= 1;
-                    if ncc < cc_events.len() {
-                        cc_events[ncc] = (p.time, u64::from(p.size));
-                        ncc += 1;
-                    } else {
-                        cc_events[ncc - 1].1 += u64::from(p.size);
-                    }
-                }
-                newly_acked += 1;
-                acked_ctrl |= p.ctrl;
-                if largest_newly.is_none_or(|l| p.pn > l.pn) {
-                    largest_newly = Some(p);
-                }
-                let _ = sf.sent.remove(k);
-            } else {
-                k += 1;
+        let (mut freed_bytes, mut freed_packets) = (0u64, 0u32);
+        sf.sent.retain(|p| {
+            if !ranges.iter().any(|&(lo, hi)| lo <= p.pn && p.pn <= hi) {
+                return true;
             }
-        }
+            if p.ack_eliciting {
+                freed_bytes += u64::from(p.size);
+                freed_packets += 1;
+                if ncc < cc_events.len() {
+                    cc_events[ncc] = (p.time, u64::from(p.size));
+                    ncc += 1;
+                } else {
+                    cc_events[ncc - 1].1 += u64::from(p.size);
+                }
+            }
+            newly_acked += 1;
+            acked_ctrl |= p.ctrl;
+            if largest_newly.is_none_or(|l| p.pn > l.pn) {
+                largest_newly = Some(*p);
+            }
+            false
+        });
+        sf.in_flight -= freed_bytes;
+        sf.ack_eliciting_in_flight -= freed_packets;
         let progress = newly_acked > 0 || sf.largest_acked.is_none_or(|l| a.largest > l);
         if sf.largest_acked.is_none_or(|l| a.largest > l) {
             sf.largest_acked = Some(a.largest);
         }
         if !progress {
             return;
+        }
+        if largest_newly.is_some_and(|p| p.time > sf.last_loss_at) {
+            // A packet sent after the last loss arrived: the losses are repaired.
+            sf.recent_losses = 0;
         }
         if let Some(p) = largest_newly.filter(|p| p.pn == a.largest && p.ack_eliciting) {
             sf.rtt.update(now.saturating_sub(p.time), a.ack_delay.min(max_ack_delay));
@@ -1399,7 +1392,7 @@ impl Connection {
             if p.pn + 3 <= largest || p.time + delay <= now {
                 let _ = self.subflows[i].sent.remove(k);
                 lost_latest = Some(lost_latest.map_or(p.time, |t| t.max(p.time)));
-                self.on_packet_lost(i, p);
+                self.on_packet_lost(now, i, p);
             } else {
                 let sf = &mut self.subflows[i];
                 let t = p.time + delay;
@@ -1413,13 +1406,10 @@ impl Connection {
     }
 
     /// A packet declared lost: its data and retransmittable frames are sent again.
-    fn on_packet_lost(&mut self, i: usize, p: SentPacket) {
+    fn on_packet_lost(&mut self, now: Time, i: usize, p: SentPacket) {
         let sf = &mut self.subflows[i];
-        sf.counters.packets_lost += 1;
-        if p.ack_eliciting {
-            sf.in_flight -= u64::from(p.size);
-            sf.ack_eliciting_in_flight -= 1;
-        }
+        sf.note_loss(now);
+        sf.remove_from_flight(&p);
         let again = p.ctrl & ctrl::RETRANSMITTABLE;
         let again = match sf.state {
             SubflowState::JoinSent => again & (ctrl::JOIN | ctrl::PRIO),
@@ -1452,16 +1442,12 @@ impl Connection {
 
     /// Moves everything in flight on subflow `i` to the retransmission queue.
     fn reinject_in_flight(&mut self, now: Time, i: usize, count_lost: bool) {
-        let _ = now;
         while let Some(p) = self.subflows[i].sent.pop_front() {
             if count_lost {
-                self.subflows[i].counters.packets_lost += 1;
+                self.subflows[i].note_loss(now);
             }
             let sf = &mut self.subflows[i];
-            if p.ack_eliciting {
-                sf.in_flight -= u64::from(p.size);
-                sf.ack_eliciting_in_flight -= 1;
-            }
+            sf.remove_from_flight(&p);
             let again = p.ctrl & ctrl::RETRANSMITTABLE & !(ctrl::JOIN | ctrl::JOIN_ACK | ctrl::SYNACK);
             if sf.is_open() {
                 sf.ctrl_pending |= again;
@@ -1612,8 +1598,6 @@ impl Connection {
         let joining =
             matches!(sf.state, SubflowState::JoinSent | SubflowState::JoinAckSent | SubflowState::JoinReceived);
         if joining && sf.rto_backoff >= max_attempts {
-            let id = sf.id;
-            let _ = id;
             self.shut_subflow(now, i, crate::wire::frame::reason::UNSPECIFIED);
             return;
         }
@@ -1622,7 +1606,6 @@ impl Connection {
         let newly_pf = !sf.pf && sf.state == SubflowState::Established;
         if sf.state == SubflowState::Established {
             sf.pf = true;
-            sf.ever_pf = true;
         }
         sf.probe = Some(Probe::Rto);
         let id = sf.id;
@@ -1651,6 +1634,7 @@ impl Connection {
             }
             hs.send_now = false;
             hs.attempts += 1;
+            hs.sent_at = now;
             hs.next_send = now + (self.config.initial_rto << (hs.attempts - 1).min(10));
             buf[..hs.initial.len()].copy_from_slice(&hs.initial);
             let sf = &self.subflows[0];
@@ -1743,7 +1727,7 @@ impl Connection {
                 cwnd: sf.cc.cwnd.min(u64::from(u32::MAX)) as u32,
                 cwnd_room: room.min(u64::from(u32::MAX)) as u32,
                 last_original_rx_us: sf.last_original_rx,
-                retrans_outstanding: (sf.counters.packets_lost > 0 && sf.rto_backoff > 0) as u32 + u32::from(sf.pf),
+                retrans_outstanding: sf.recent_losses + u32::from(sf.pf),
             });
         }
         let s = Segment {
@@ -1939,7 +1923,6 @@ impl Connection {
         }
         let sf = &self.subflows[i];
         let mut sent_data: Option<DataRef> = None;
-        let mut idle_flag = false;
         // The DATA_ACK rides in every packet of a subflow that is up, even after the
         // connection closed (the peer's DATA_FIN still needs acknowledging); a mapping needs
         // `data_ok`.
@@ -1953,7 +1936,7 @@ impl Connection {
                     let fin = d.fin && take == u64::from(d.len);
                     // MP_IDLE (MultiMob): set on the segment that empties the send queue.
                     let empties = d.dsn.wrapping_add(take) == self.send.end() && self.retrans.len() <= 1;
-                    idle_flag = self.config.mp_idle && self.side == Side::Server && empties;
+                    let idle_flag = self.config.mp_idle && self.side == Side::Server && empties;
                     if Dss::emit_header(&mut w, ack, Some((d.dsn, take as usize)), fin, idle_flag).is_ok() {
                         if let Ok(dst) = w.reserve(take as usize) {
                             if self.send.copy_out(d.dsn, dst) {
@@ -1970,7 +1953,6 @@ impl Connection {
                 }
             }
         }
-        let _ = sf;
         if !eliciting && !ack_sent {
             // Nothing worth a packet (an ACK-only DSS with no subflow ACK is not sent alone).
             let sf = &mut self.subflows[i];
@@ -1999,7 +1981,7 @@ impl Connection {
         };
         let len = sealed.ok()?;
         // Commit: the packet goes out.
-        let sf_backup_mask = 1u64 << (i % 64);
+        let sf_bit = 1u64 << (i % 64);
         let sf = &mut self.subflows[i];
         sf.next_pn += 1;
         if ack_sent {
@@ -2050,7 +2032,7 @@ impl Connection {
             } else if seg.is_some_and(|s| s.retrans) {
                 // Taken from the retransmission queue: consume that much of its front.
                 if let Some(c) = self.retrans.front_mut() {
-                    if c.mask != 0 && c.mask & sf_backup_mask == 0 {
+                    if c.mask != 0 && c.mask & sf_bit == 0 {
                         self.counters.bytes_reinjected += u64::from(d.len);
                         self.subflows[i].counters.bytes_reinjected += u64::from(d.len);
                     }
@@ -2066,7 +2048,6 @@ impl Connection {
                 }
             }
         }
-        let _ = idle_flag;
         let sf = &self.subflows[i];
         Some(Transmit { path: sf.local_path, remote: sf.remote, len })
     }

@@ -126,20 +126,6 @@ impl RecvBuf {
         self.read.wrapping_add(self.ring.len() as u64)
     }
 
-    /// Whether any byte of `[dsn, dsn+len)` is new (the fast-join acceptance rule needs it).
-    #[allow(dead_code)]
-    pub fn is_new(&self, dsn: u64, len: usize) -> bool {
-        let end = dsn.wrapping_add(len as u64);
-        let mut v = dsn.max(self.nxt);
-        while v < end {
-            if !self.ooo.contains(v) {
-                return true;
-            }
-            v = self.ooo.contiguous_end(v).max(v + 1);
-        }
-        false
-    }
-
     /// Stores `data` at `dsn`, clipped to the window; returns the number of bytes not
     /// received before. (DSNs are compared as plain integers: a connection would need 2^64
     /// bytes to wrap, and the first DSN is chosen far from the top by the caller's range check.)
@@ -221,7 +207,6 @@ mod tests {
         let mut r = RecvBuf::new(500, 32);
         assert_eq!(r.insert(510, &[2; 10]), 10);
         assert_eq!(r.nxt(), 500);
-        assert!(r.is_new(505, 10) && !r.is_new(510, 10));
         assert_eq!(r.insert(500, &[1; 12]), 10, "two bytes overlap the first segment");
         assert_eq!(r.nxt(), 520);
         assert_eq!(r.window(), 12);

@@ -181,7 +181,10 @@ pub struct Subflow {
     pub probe: Option<Probe>,
     /// Potentially failed (RTO expired, no new acknowledgement since).
     pub pf: bool,
-    pub ever_pf: bool,
+    /// Packets declared lost since the last packet sent after a loss was acknowledged: the
+    /// "retransmissions outstanding" the priority scheduler looks at.
+    pub recent_losses: u32,
+    pub last_loss_at: Time,
     pub ctrl_pending: u16,
     /// A copy of a segment the redundant scheduler put on this subflow too.
     pub copy: Option<DataRef>,
@@ -251,7 +254,8 @@ impl Subflow {
             loss_time: None,
             probe: None,
             pf: false,
-            ever_pf: false,
+            recent_losses: 0,
+            last_loss_at: 0,
             ctrl_pending: 0,
             copy: None,
             challenge: None,
@@ -348,6 +352,21 @@ impl Subflow {
             self.last_activity = p.time;
         }
         self.sent.push_back(p);
+    }
+
+    /// A packet of this subflow was declared lost at `now`.
+    pub fn note_loss(&mut self, now: Time) {
+        self.counters.packets_lost += 1;
+        self.recent_losses = self.recent_losses.saturating_add(1);
+        self.last_loss_at = now;
+    }
+
+    /// A packet left the network without an acknowledgement (lost, or reinjected elsewhere).
+    pub fn remove_from_flight(&mut self, p: &SentPacket) {
+        if p.ack_eliciting {
+            self.in_flight -= u64::from(p.size);
+            self.ack_eliciting_in_flight -= 1;
+        }
     }
 
     /// When the retransmission timer (TLP or RTO) fires, if armed.
