@@ -5,7 +5,7 @@
 //! Run: `cargo bench -p mp-benches --bench wire_crypto`
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use mpcore::crypto::{FastJoinKind, JoinHmacKeys, Master, Suite};
+use mpcore::crypto::{Master, Suite};
 use mpcore::wire::packet::Short;
 use mpcore::wire::{Ack, Cid, Dss, Frame, Frames, Packet, Writer};
 
@@ -87,12 +87,6 @@ fn crypto(c: &mut Criterion) {
         });
     }
     g.finish();
-    let keys = JoinHmacKeys::new(1, 2);
-    let peer = JoinHmacKeys::new(2, 1);
-    let tag = peer.sign(FastJoinKind::Out, 99, 0xabcd);
-    c.bench_function("crypto/fast_join_hmac_verify", |b| {
-        b.iter(|| keys.verify(FastJoinKind::Out, black_box(99), 0xabcd, &tag))
-    });
 }
 
 criterion_group!(benches, wire, crypto);

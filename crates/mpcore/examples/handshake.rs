@@ -8,7 +8,7 @@
 
 use mpcore::crypto::{
     add_addr_hmac, ct_eq, join_ack_hmac, join_synack_hmac, retry_integrity_tag, token, transcript_hash, CookieKey,
-    FastJoinKind, JoinHmacKeys, KeyShare, Master, RetryTokenKey, Secrets, Suite,
+    KeyShare, Master, RetryTokenKey, Secrets, Suite,
 };
 use mpcore::wire::frame::{AddAddr, FastJoinOut, MpJoin, MpJoinSynAck};
 use mpcore::wire::packet::{self, decode_pn, Confirm, Handshake, Initial, Join, Retry, Short};
@@ -349,8 +349,8 @@ pub fn run(verbose: bool) -> Outcome {
     out.join_established = open_short(&c.s2c, 1, Some(0), &fourth).is_some();
 
     // ---- FAST_JOIN_OUT (§5.9): the retransmitted request rides in the first packet.
-    let fj_keys_c = JoinHmacKeys::new(c.key_client, c.key_server);
-    let fj_keys_s = JoinHmacKeys::new(s.key_server, s.key_client);
+    let fj_keys_c = fastjoin::Keys::new(c.key_client, c.key_server);
+    let fj_keys_s = fastjoin::Keys::new(s.key_server, s.key_client);
     let dsn = c_idsn.wrapping_add(1);
     let tok = token(c.key_server);
     let fjo = sealed_long(
@@ -363,7 +363,7 @@ pub fn run(verbose: bool) -> Outcome {
             backup: true,
             addr_id: 2,
             dsn,
-            hmac: fj_keys_c.sign(FastJoinKind::Out, dsn, tok),
+            hmac: fj_keys_c.sign(fastjoin::Kind::Out, dsn, tok),
             data: request,
         })],
         |buf, hl, pt| c.c2s.seal(2, 0, buf, hl, pt).expect("seal"),
@@ -371,7 +371,7 @@ pub fn run(verbose: bool) -> Outcome {
     log(&mut out, verbose, "client JOIN (FAST_JOIN_OUT+data)", fjo.len(), "data usable at once");
     let pt = accept_join(&fjo, &mut used_subflows).expect("server accepts FAST_JOIN_OUT");
     let Frame::FastJoinOut(f) = frames_of(&pt)[0] else { panic!() };
-    assert!(fj_keys_s.verify(FastJoinKind::Out, f.dsn, tok, &f.hmac), "fast-join HMAC");
+    assert!(fj_keys_s.verify(fastjoin::Kind::Out, f.dsn, tok, &f.hmac), "fast-join HMAC");
     out.fast_join_data = f.data.to_vec();
 
     // ---- The same datagram replayed (say from another address): refused, subflow number taken.

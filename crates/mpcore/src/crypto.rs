@@ -3,14 +3,17 @@
 //! - [`KeyShare`]: X25519 key agreement (§4.1).
 //! - [`Master`] and [`Secrets`]: the HKDF-SHA256 key schedule (§4.2).
 //! - [`token`] and [`idsn`]: RFC 8684 §3.1's derivations from a 64-bit key (§4.3).
-//! - [`join_synack_hmac`], [`join_ack_hmac`], [`add_addr_hmac`], [`fast_join_hmac`]: the HMACs of
-//!   MP_JOIN, ADD_ADDR and MultiMob's FAST_JOIN (§5.7 to §5.12).
+//! - [`join_synack_hmac`], [`join_ack_hmac`], [`add_addr_hmac`]: the HMACs of MP_JOIN and
+//!   ADD_ADDR (§5.7, §5.8, §5.12). FAST_JOIN's live in the `fastjoin` crate.
 //! - [`PacketKey`]: AEAD sealing and opening with the never-repeating nonce of §9.2, and header
 //!   protection (§9.3).
 //! - [`CookieKey`], [`RetryTokenKey`], [`retry_integrity_tag`]: the stateless server (§4.4, §4.5).
 //!
 //! None of these allocate.
 
+/// Constant-time equality, shared with the fast-join checks.
+pub use fastjoin::auth::ct_eq;
+use fastjoin::auth::key_pair as hmac_keys;
 use ring::aead::{self, quic, Aad, LessSafeKey, Nonce, UnboundKey};
 use ring::{agreement, digest, hkdf, hmac, rand};
 use std::fmt;
@@ -244,12 +247,6 @@ pub fn idsn(key: u64) -> u64 {
     u64::from_be_bytes(b)
 }
 
-fn hmac_keys(first: u64, second: u64) -> hmac::Key {
-    let mut k = [0u8; 16];
-    k[..8].copy_from_slice(&first.to_be_bytes());
-    k[8..].copy_from_slice(&second.to_be_bytes());
-    hmac::Key::new(hmac::HMAC_SHA256, &k)
-}
 
 fn hmac_parts(key: &hmac::Key, parts: &[&[u8]]) -> [u8; 32] {
     let mut ctx = hmac::Context::with_key(key);
@@ -302,76 +299,6 @@ pub fn add_addr_hmac(key_sender: u64, key_receiver: u64, addr_id: u8, ip: IpAddr
     out
 }
 
-/// The four uses of the fast-join HMAC (§5.9 to §5.11): the kind byte that leads the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum FastJoinKind {
-    /// FAST_JOIN_OUT: value is the DSN of the data in the packet.
-    Out = 0x01,
-    /// FAST_JOIN_IN: value is the initiator's DATA_ACK.
-    In = 0x02,
-    /// FAST_JOIN_REPLY carrying the responder's DATA_ACK.
-    ReplyAck = 0x03,
-    /// FAST_JOIN_REPLY carrying the responder's DSN.
-    ReplyDsn = 0x04,
-}
-
-/// Precomputed HMAC keys for one connection's fast joins: `Key-local‖Key-remote` and
-/// `Key-remote‖Key-local`, so that verifying a packet costs two SHA-256 compressions.
-#[derive(Clone)]
-pub struct JoinHmacKeys {
-    local_remote: hmac::Key,
-    remote_local: hmac::Key,
-}
-
-impl fmt::Debug for JoinHmacKeys {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("JoinHmacKeys(..)")
-    }
-}
-
-impl JoinHmacKeys {
-    pub fn new(key_local: u64, key_remote: u64) -> Self {
-        Self { local_remote: hmac_keys(key_local, key_remote), remote_local: hmac_keys(key_remote, key_local) }
-    }
-
-    /// The HMAC we send as the initiator of a fast join (key = Key-local‖Key-remote) or as the
-    /// responder's reply (the same order, since then we are B and the key is Key-B‖Key-A).
-    pub fn sign(&self, kind: FastJoinKind, value: u64, token: u32) -> [u8; 20] {
-        fast_join_mac(&self.local_remote, kind, value, token)
-    }
-
-    /// Checks, in constant time, an HMAC the peer computed with its key first.
-    pub fn verify(&self, kind: FastJoinKind, value: u64, token: u32, tag: &[u8; 20]) -> bool {
-        ct_eq(&fast_join_mac(&self.remote_local, kind, value, token), tag)
-    }
-}
-
-fn fast_join_mac(key: &hmac::Key, kind: FastJoinKind, value: u64, token: u32) -> [u8; 20] {
-    let h = hmac_parts(key, &[&[kind as u8], &value.to_be_bytes(), &token.to_be_bytes()]);
-    let mut out = [0u8; 20];
-    out.copy_from_slice(&h[..20]);
-    out
-}
-
-/// Fast-join HMAC (§5.9): leftmost 160 bits of HMAC-SHA256(key_first‖key_second,
-/// kind ‖ value ‖ token). For FAST_JOIN_OUT/IN key_first is the initiator's key; for the reply
-/// the responder's.
-pub fn fast_join_hmac(key_first: u64, key_second: u64, kind: FastJoinKind, value: u64, token: u32) -> [u8; 20] {
-    fast_join_mac(&hmac_keys(key_first, key_second), kind, value, token)
-}
-
-/// Constant-time equality of two byte strings of the same length (false if lengths differ).
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut diff = 0u8;
-    for (x, y) in a.iter().zip(b) {
-        diff |= x ^ y;
-    }
-    std::hint::black_box(diff) == 0
-}
 
 /// One direction's packet protection (§9): AEAD key, IV, header-protection key.
 pub struct PacketKey {

@@ -171,7 +171,7 @@ fn arb_frame() -> impl Strategy<Value = Owned> {
                 addr_id,
                 value: if k { ReplyValue::Dsn(v) } else { ReplyValue::DataAck(v) },
                 hmac,
-                cid
+                cid: cid.0
             })
         ),
         (any::<u8>(), arb_ip(), any::<u16>(), proptest::option::of(any::<[u8; 8]>()))

@@ -133,6 +133,18 @@ impl<'a> Reader<'a> {
         Ok(v as usize)
     }
 
+    /// Parses a view defined by another crate: `parse` gets everything left and returns the
+    /// view and how many bytes it used.
+    #[inline]
+    pub fn view<T, E: Into<Error>>(
+        &mut self,
+        parse: impl FnOnce(&'a [u8]) -> Result<(T, usize), E>,
+    ) -> Result<T, Error> {
+        let (v, n) = parse(&self.buf[self.pos..]).map_err(Into::into)?;
+        self.bytes(n)?;
+        Ok(v)
+    }
+
     /// Reads a varint length, then that many bytes.
     #[inline]
     pub fn length_prefixed(&mut self) -> Result<&'a [u8], Error> {
@@ -241,6 +253,17 @@ impl<'a> Writer<'a> {
     pub fn length_prefixed(&mut self, data: &[u8]) -> Result<(), Error> {
         self.varint(data.len() as u64)?;
         self.bytes(data)
+    }
+
+    /// Writes a view defined by another crate: reserves `n` bytes and lets `emit` fill them.
+    #[inline]
+    pub fn view<E: Into<Error>>(
+        &mut self,
+        n: usize,
+        emit: impl FnOnce(&mut [u8]) -> Result<usize, E>,
+    ) -> Result<(), Error> {
+        emit(self.reserve(n)?).map_err(Into::into)?;
+        Ok(())
     }
 
     /// Writes `n` zero bytes.

@@ -273,41 +273,7 @@ pub struct MpJoinSynAck {
     pub cid: Cid,
 }
 
-/// FAST_JOIN_OUT (§5.9).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastJoinOut<'a> {
-    pub backup: bool,
-    pub addr_id: u8,
-    pub dsn: u64,
-    pub hmac: [u8; 20],
-    pub data: &'a [u8],
-}
-
-/// FAST_JOIN_IN (§5.10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastJoinIn {
-    pub backup: bool,
-    pub addr_id: u8,
-    pub data_ack: u64,
-    pub hmac: [u8; 20],
-}
-
-/// What a FAST_JOIN_REPLY's value is (§5.11).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyValue {
-    DataAck(u64),
-    Dsn(u64),
-}
-
-/// FAST_JOIN_REPLY (§5.11).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastJoinReply {
-    pub backup: bool,
-    pub addr_id: u8,
-    pub value: ReplyValue,
-    pub hmac: [u8; 20],
-    pub cid: Cid,
-}
+pub use fastjoin::wire::{FastJoinIn, FastJoinOut, FastJoinReply, ReplyValue};
 
 /// ADD_ADDR (§5.12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -441,38 +407,10 @@ impl<'a> Frame<'a> {
                 })
             }
             ty::MP_JOIN_ACK => Frame::MpJoinAck { hmac: r.array()? },
-            ty::FAST_JOIN_OUT => {
-                let flags = r.u8()?;
-                Frame::FastJoinOut(FastJoinOut {
-                    backup: flags & FLAG_BACKUP != 0,
-                    addr_id: r.u8()?,
-                    dsn: r.u64()?,
-                    hmac: r.array()?,
-                    data: r.length_prefixed()?,
-                })
-            }
-            ty::FAST_JOIN_IN => {
-                let flags = r.u8()?;
-                Frame::FastJoinIn(FastJoinIn {
-                    backup: flags & FLAG_BACKUP != 0,
-                    addr_id: r.u8()?,
-                    data_ack: r.u64()?,
-                    hmac: r.array()?,
-                })
-            }
-            ty::FAST_JOIN_REPLY => {
-                let flags = r.u8()?;
-                let addr_id = r.u8()?;
-                let v = r.u64()?;
-                let value = if flags & 0x02 != 0 { ReplyValue::Dsn(v) } else { ReplyValue::DataAck(v) };
-                Frame::FastJoinReply(FastJoinReply {
-                    backup: flags & FLAG_BACKUP != 0,
-                    addr_id,
-                    value,
-                    hmac: r.array()?,
-                    cid: Cid(r.array()?),
-                })
-            }
+            // The fast-join frames are the `fastjoin` crate's views (§5.9 to §5.11).
+            ty::FAST_JOIN_OUT => Frame::FastJoinOut(r.view(FastJoinOut::parse)?),
+            ty::FAST_JOIN_IN => Frame::FastJoinIn(r.view(FastJoinIn::parse)?),
+            ty::FAST_JOIN_REPLY => Frame::FastJoinReply(r.view(FastJoinReply::parse)?),
             ty::ADD_ADDR => {
                 let flags = r.u8()?;
                 let addr_id = r.u8()?;
@@ -597,30 +535,9 @@ impl<'a> Frame<'a> {
                 w.bytes(&j.cid.0)?;
             }
             Frame::MpJoinAck { hmac } => w.bytes(&hmac)?,
-            Frame::FastJoinOut(j) => {
-                w.u8(u8::from(j.backup))?;
-                w.u8(j.addr_id)?;
-                w.u64(j.dsn)?;
-                w.bytes(&j.hmac)?;
-                w.length_prefixed(j.data)?;
-            }
-            Frame::FastJoinIn(j) => {
-                w.u8(u8::from(j.backup))?;
-                w.u8(j.addr_id)?;
-                w.u64(j.data_ack)?;
-                w.bytes(&j.hmac)?;
-            }
-            Frame::FastJoinReply(j) => {
-                let (kind, v) = match j.value {
-                    ReplyValue::DataAck(v) => (0, v),
-                    ReplyValue::Dsn(v) => (0x02, v),
-                };
-                w.u8(u8::from(j.backup) | kind)?;
-                w.u8(j.addr_id)?;
-                w.u64(v)?;
-                w.bytes(&j.hmac)?;
-                w.bytes(&j.cid.0)?;
-            }
+            Frame::FastJoinOut(j) => w.view(j.wire_len(), |out| j.emit(out))?,
+            Frame::FastJoinIn(j) => w.view(FastJoinIn::LEN, |out| j.emit(out))?,
+            Frame::FastJoinReply(j) => w.view(FastJoinReply::LEN, |out| j.emit(out))?,
             Frame::AddAddr(a) => {
                 w.u8(u8::from(a.hmac.is_none()))?;
                 w.u8(a.addr_id)?;

@@ -30,6 +30,16 @@ pub enum Error {
     Malformed(&'static str),
 }
 
+impl From<fastjoin::WireError> for Error {
+    fn from(e: fastjoin::WireError) -> Self {
+        match e {
+            fastjoin::WireError::Truncated => Error::Truncated,
+            fastjoin::WireError::BufferTooSmall => Error::BufferTooSmall,
+            fastjoin::WireError::TooLong => Error::ValueTooLarge,
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

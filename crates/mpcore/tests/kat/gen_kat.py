@@ -3,7 +3,7 @@
 
 Uses only Python's hashlib/hmac and the `cryptography` package (for X25519, ChaCha20-Poly1305,
 AES-GCM and the ChaCha20/AES header-protection masks), none of which share code with ring.
-Run:  python3 crates/mpcore/tests/kat/gen_kat.py
+Run:  python3 crates/mpcore/tests/kat/gen_kat.py  (answers used by crates/mpcore/tests/crypto_kat.rs and crates/fastjoin/tests/kat.rs)
 """
 import hashlib, hmac, struct, ipaddress
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
