@@ -78,7 +78,8 @@ mod tests {
         let client = Keys::new(a, b);
         let server = Keys::new(b, a);
         let mut w: ReplayWindow = ReplayWindow::new(0);
-        let f = FastJoinOut { backup: true, addr_id: 1, dsn: 500, hmac: client.sign(Kind::Out, 500, token), data: b"x" };
+        let f =
+            FastJoinOut { backup: true, addr_id: 1, dsn: 500, hmac: client.sign(Kind::Out, 500, token), data: b"x" };
         assert_eq!(accept_out(&server, token, &f, &mut w, 500, 1000), Verdict::Deliver);
         assert_eq!(accept_out(&server, token, &f, &mut w, 500, 1000), Verdict::Refuse(Refusal::Replay));
         // A wrong token, or a tag made with the responder's own key order, does not verify

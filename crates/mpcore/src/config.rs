@@ -13,8 +13,10 @@ pub enum PathManager {
     Fullmesh,
     /// A subflow on every local path, all but the first as backup subflows.
     Backup,
-    /// No additional subflow until the application (or an oracle) asks for one with
-    /// `open_subflow` (break-before-make).
+    /// Break-before-make: no additional subflow until the application (or an oracle) asks for
+    /// one with `open_subflow`, or until no open subflow is left that is not potentially
+    /// failed; then the client joins from every other local path (by fast join where both
+    /// ends offer it).
     OnDemand,
 }
 
@@ -69,6 +71,20 @@ pub struct Config {
     pub cookie_lifetime: u64,
     /// Give up a handshake or a join after this many unanswered sends.
     pub max_handshake_attempts: u32,
+    /// Deliberate protocol violations, for tests of the peer's defences. Never set outside
+    /// tests.
+    #[doc(hidden)]
+    pub faults: Faults,
+}
+
+/// Ways a test can make an endpoint misbehave towards its peer.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// Damage the HMAC of every FAST_JOIN_OUT and FAST_JOIN_IN sent.
+    pub forge_fast_join_hmac: bool,
+    /// Send a FAST_JOIN_OUT on every fast join, even for a DSN already sent in one.
+    pub repeat_fast_join_dsn: bool,
 }
 
 impl Default for Config {
@@ -94,6 +110,7 @@ impl Default for Config {
             require_retry: false,
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
+            faults: Faults::default(),
         }
     }
 }

@@ -247,7 +247,6 @@ pub fn idsn(key: u64) -> u64 {
     u64::from_be_bytes(b)
 }
 
-
 fn hmac_parts(key: &hmac::Key, parts: &[&[u8]]) -> [u8; 32] {
     let mut ctx = hmac::Context::with_key(key);
     for p in parts {
@@ -298,7 +297,6 @@ pub fn add_addr_hmac(key_sender: u64, key_receiver: u64, addr_id: u8, ip: IpAddr
     out.copy_from_slice(&h[24..]);
     out
 }
-
 
 /// One direction's packet protection (§9): AEAD key, IV, header-protection key.
 pub struct PacketKey {

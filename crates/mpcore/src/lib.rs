@@ -20,7 +20,7 @@ pub mod endpoint;
 pub mod ranges;
 pub mod wire;
 
-pub use config::{Config, ConfigError, PathManager};
+pub use config::{Config, ConfigError, Faults, PathManager};
 pub use conn::cc::CongestionControl;
 pub use conn::subflow::SubflowState;
 pub use conn::{

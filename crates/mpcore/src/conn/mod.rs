@@ -11,16 +11,17 @@ use crate::crypto::{
     self, ct_eq, join_ack_hmac, join_synack_hmac, transcript_hash, KeyShare, Master, PacketKey, Suite,
 };
 use crate::endpoint::Drops;
-use crate::wire::frame::{AddAddr, MpJoin, MpJoinSynAck};
+use crate::wire::frame::{reason, AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
 use crate::wire::packet::{self, decode_pn, Confirm, Handshake, Initial, Join, Short};
 use crate::wire::{Ack, Cid, Dss, Frame, Frames, Header, Packet, TransportParams, Writer};
 use crate::{LocalPath, PathId, Time, Transmit};
 use cc::{Cc, Coupling};
+use fastjoin::{Refusal, Verdict};
 use scheduler::{AnyScheduler, Flags, Pick, Segment, SubflowInfo};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use stream::{RecvBuf, SendBuf};
-use subflow::{ctrl, DataRef, Probe, Rtt, SentPacket, Subflow, SubflowState};
+use subflow::{ctrl, DataRef, JoinKind, Probe, Rtt, SentPacket, Subflow, SubflowState};
 
 pub use subflow::SubflowCounters;
 
@@ -143,6 +144,8 @@ struct Keys {
     recv: PacketKey,
     local_key: u64,
     remote_key: u64,
+    /// The fast-join HMAC keys, both orders precomputed.
+    fast: fastjoin::Keys,
 }
 
 /// Data to be sent again: lost, or left on a subflow that failed or closed.
@@ -245,6 +248,11 @@ pub struct Connection {
     echo: Vec<AddAddr>,
     remove: Vec<u8>,
     fastclose: bool,
+    /// FAST_JOIN_OUT replay window over the peer's DSNs (§5.9).
+    fj_window: fastjoin::ReplayWindow,
+    /// The DATA_ACK edge at which we last sent a FAST_JOIN_OUT: one per edge, since the peer
+    /// accepts each DSN once.
+    fjo_sent_at: Option<u64>,
     pm_ran: bool,
     drained: bool,
     token_registered: bool,
@@ -318,6 +326,8 @@ impl Connection {
             echo: Vec::new(),
             remove: Vec::new(),
             fastclose: false,
+            fj_window: fastjoin::ReplayWindow::new(remote_dsn),
+            fjo_sent_at: None,
             pm_ran: false,
             drained: false,
             token_registered: false,
@@ -440,7 +450,8 @@ impl Connection {
             Side::Client => (s.c2s, s.s2c, s.key_client, s.key_server),
             Side::Server => (s.s2c, s.c2s, s.key_server, s.key_client),
         };
-        self.keys = Some(Keys { send, recv, local_key, remote_key });
+        let fast = fastjoin::Keys::new(local_key, remote_key);
+        self.keys = Some(Keys { send, recv, local_key, remote_key, fast });
         self.local_token = Some(crypto::token(local_key));
         self.remote_token = crypto::token(remote_key);
         let local_dsn = crypto::idsn(local_key).wrapping_add(1);
@@ -457,6 +468,7 @@ impl Connection {
         self.peer_ack = local_dsn;
         self.recv = RecvBuf::new(remote_dsn, self.config.recv_window);
         self.highest_rx_end = remote_dsn;
+        self.fj_window = fastjoin::ReplayWindow::new(remote_dsn);
     }
 
     fn set_peer_params(&mut self, p: TransportParams) {
@@ -628,9 +640,17 @@ impl Connection {
         // may send (it is not amplifying anything), so its own subflow counts as validated.
         sf.validated = true;
         sf.ctrl_pending |= ctrl::JOIN;
+        if self.fast_join_negotiated() {
+            sf.join = JoinKind::FastInitiator;
+        }
         self.subflows.push(sf);
         self.cid_changes.push((cid, true));
         Some(id)
+    }
+
+    /// Both ends offered FAST_JOIN (MultiMob), so our joins are fast ones.
+    fn fast_join_negotiated(&self) -> bool {
+        self.config.fast_join && self.peer_params.fast_join
     }
 
     fn max_subflows(&self) -> usize {
@@ -933,23 +953,42 @@ impl Connection {
         // One look at the frames before acting on them: is an ACK owed, and at once?
         // Handshake and join packets are acknowledged at once (as QUIC acknowledges its
         // handshake): their RTT samples then start the estimator without a delayed-ACK bias.
-        let (mut eliciting, mut urgent) = (false, false);
+        let (mut eliciting, mut urgent, mut answers_join) = (false, false, false);
         for f in Frames::new(plain).flatten() {
             eliciting |= f.is_ack_eliciting();
-            urgent |= matches!(f, Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. });
+            urgent |= matches!(
+                f,
+                Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. } | Frame::FastJoinReply(_)
+            );
+            answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
         }
         let max_ack_delay = self.config.max_ack_delay;
         let sf = &mut self.subflows[i];
+        if sf.state == SubflowState::JoinSent && sf.join == JoinKind::FastInitiator && !answers_join {
+            // Nothing on a fast join is usable before the reply: not acknowledged, so the peer
+            // sends it again (its reply rides in every packet until we acknowledge one).
+            drops.unexpected += 1;
+            return;
+        }
         if !sf.on_packet_received(now, pn, eliciting, max_ack_delay) {
-            drops.duplicate += 1;
+            if is_join {
+                drops.replayed_join += 1;
+            } else {
+                drops.duplicate += 1;
+            }
             return;
         }
         if is_join {
-            // A repeated JOIN (new packet number) for a subflow we answered: answer again.
-            if sf.state == SubflowState::JoinReceived && sf.remote == remote {
-                sf.ctrl_pending |= ctrl::SYNACK;
-            } else {
-                drops.replayed_join += 1;
+            // A repeated JOIN (new packet number) from the same address: answer it again, with
+            // the SYNACK, the fast-join reply, or the refusal. Anything else is a replay.
+            let same = sf.remote == remote && !sf.local_opener;
+            match sf.state {
+                SubflowState::JoinReceived if same => sf.ctrl_pending |= ctrl::SYNACK,
+                SubflowState::Established if same && sf.reply_unacked => sf.ctrl_pending |= ctrl::FJ_REPLY,
+                SubflowState::Closed if same && sf.reset_reason == reason::FAST_JOIN_REJECTED => {
+                    sf.ctrl_pending |= ctrl::RESET;
+                }
+                _ => drops.replayed_join += 1,
             }
             return;
         }
@@ -1011,6 +1050,27 @@ impl Connection {
         }
     }
 
+    /// The on-demand path manager (break-before-make): once no open subflow is left that is
+    /// not potentially failed, the client joins from every local path not in use, towards the
+    /// address subflow 0 uses, by fast join where negotiated. It does not wait for an oracle
+    /// period: "a client whose primary subflow times out with data pending" opens at once.
+    fn open_on_demand(&mut self, now: Time) {
+        if self.side != Side::Client || self.config.path_manager != PathManager::OnDemand || self.is_closed() {
+            return;
+        }
+        if self.subflows.iter().any(|s| s.is_open() && !s.pf) {
+            return;
+        }
+        let remote = self.subflows[0].remote;
+        for p in 0..self.paths.len() {
+            let path = PathId(p as u8);
+            if !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+                let backup = self.paths[p].backup;
+                self.open_subflow(now, path, remote, backup);
+            }
+        }
+    }
+
     /// A JOIN naming a subflow number not seen before (§3.1, §5.6).
     fn handle_new_join(
         &mut self,
@@ -1036,6 +1096,7 @@ impl Connection {
             drops.refused += 1;
             return;
         }
+        let len = scratch.len() as u64;
         let Some(keys) = self.keys.as_ref() else { return };
         let Ok(plain) = keys.recv.open(j.subflow, u64::from(j.pn), scratch, p.header_len) else {
             drops.decrypt_failed += 1;
@@ -1046,28 +1107,132 @@ impl Connection {
             return;
         }
         let mut frames = Frames::new(plain).flatten();
-        let Some(Frame::MpJoin(mj)) = frames.next() else {
-            // FAST_JOIN_* belong to the fastjoin work; anything else is not a join.
-            drops.refused += 1;
-            return;
+        let local_token = self.local_token.unwrap_or_default();
+        // What the first frame asks for: (backup, address id, how, the data to deliver, R-A).
+        let (backup, addr_id, join, data, nonce) = match frames.next() {
+            Some(Frame::MpJoin(mj)) => (mj.backup, mj.addr_id, JoinKind::Regular, None, mj.nonce),
+            // §5.9: the HMAC, then the replay window, where EDSN is our next expected DSN and
+            // W our receive buffer (a constant, so that the window's edge only moves forward).
+            Some(Frame::FastJoinOut(f)) if self.config.fast_join => {
+                let edsn = self.recv.nxt();
+                let wnd = self.config.recv_window as u64;
+                match fastjoin::accept_out(&keys.fast, local_token, &f, &mut self.fj_window, edsn, wnd) {
+                    Verdict::Deliver => (f.backup, f.addr_id, JoinKind::FastOut, Some((f.dsn, f.data)), 0),
+                    Verdict::AcceptDropData => (f.backup, f.addr_id, JoinKind::FastOut, None, 0),
+                    Verdict::Refuse(Refusal::BadHmac) => {
+                        drops.bad_hmac += 1;
+                        return;
+                    }
+                    Verdict::Refuse(Refusal::Replay) => {
+                        // Silently: a replay gets no answer.
+                        drops.replayed_join += 1;
+                        return;
+                    }
+                    Verdict::Refuse(r) => {
+                        drops.refused += 1;
+                        let reason =
+                            if r == Refusal::NoData { reason::MPTCP_ERROR } else { reason::FAST_JOIN_REJECTED };
+                        self.refuse_join(now, path, remote, j.subflow, j.scid, u64::from(j.pn), len, reason);
+                        return;
+                    }
+                }
+            }
+            Some(Frame::FastJoinIn(f)) if self.config.fast_join => {
+                if !fastjoin::accept_in(&keys.fast, local_token, &f) {
+                    drops.bad_hmac += 1;
+                    return;
+                }
+                (f.backup, f.addr_id, JoinKind::FastIn, None, 0)
+            }
+            _ => {
+                // Not a join, or a fast join we did not offer.
+                drops.refused += 1;
+                return;
+            }
         };
         let cid = random_cid();
-        let mut sf = self.new_subflow(now, j.subflow, SubflowState::JoinReceived, path, remote, cid);
+        let fast = join != JoinKind::Regular;
+        let state = if fast { SubflowState::Established } else { SubflowState::JoinReceived };
+        let mut sf = self.new_subflow(now, j.subflow, state, path, remote, cid);
         sf.remote_cid = Some(j.scid);
-        sf.backup = mj.backup;
-        sf.remote_addr_id = mj.addr_id;
-        sf.nonce_remote = mj.nonce;
-        sf.nonce_local = random_u32();
+        sf.backup = backup;
+        sf.remote_addr_id = addr_id;
+        sf.join = join;
         sf.validated = false;
-        let len = scratch.len() as u64;
         sf.amp_rx = len;
         sf.counters.packets_received = 1;
         sf.counters.bytes_received = len;
         sf.on_packet_received(now, u64::from(j.pn), true, self.config.max_ack_delay);
-        sf.ctrl_pending |= ctrl::SYNACK;
+        if fast {
+            // The join is complete on our side: reply, and send at once (§5.9, §5.10). The
+            // completed join counts as an original reception for the last-received scheduler.
+            sf.ctrl_pending |= ctrl::FJ_REPLY;
+            sf.reply_unacked = true;
+            sf.ack_now = true;
+            sf.last_original_rx = now;
+        } else {
+            sf.nonce_remote = nonce;
+            sf.nonce_local = random_u32();
+            sf.ctrl_pending |= ctrl::SYNACK;
+        }
+        let id = sf.id;
         self.subflows.push(sf);
         self.cid_changes.push((cid, true));
         self.last_rx = now;
+        if !fast {
+            return;
+        }
+        let i = self.subflows.len() - 1;
+        self.emit(Event::SubflowEstablished { id, path, backup });
+        if let Some((dsn, data)) = data {
+            let d = Dss { ack: None, mapping: Some((dsn, data)), fin: false, idle: false };
+            self.on_dss(now, i, &d, drops);
+        }
+        // The rest of the JOIN packet: its DATA_ACK, ACK, RTO frames.
+        for f in frames {
+            self.on_frame(now, i, f, drops);
+        }
+        // The peer moved to a new path, presumably because the old one went bad: what we
+        // have in flight elsewhere is queued again, for the new subflow first.
+        for k in 0..i {
+            if self.subflows[k].is_open() {
+                self.copy_in_flight_for_reinjection(k);
+            }
+        }
+        self.after_receive(now);
+    }
+
+    /// Answers a refused fast join with a SUBFLOW_RESET (§5.9), from a closed subflow that
+    /// keeps the number taken.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse_join(
+        &mut self,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        id: u32,
+        scid: Cid,
+        pn: u64,
+        len: u64,
+        reason: u8,
+    ) {
+        let mut sf = self.new_subflow(now, id, SubflowState::Closed, path, remote, random_cid());
+        sf.remote_cid = Some(scid);
+        sf.amp_rx = len;
+        sf.reset_reason = reason;
+        sf.ctrl_pending = ctrl::RESET;
+        sf.on_packet_received(now, pn, true, self.config.max_ack_delay);
+        self.subflows.push(sf);
+    }
+
+    /// Queues a copy of everything in flight on subflow `k` for reinjection, leaving it in
+    /// flight there (it may still arrive).
+    fn copy_in_flight_for_reinjection(&mut self, k: usize) {
+        for p in 0..self.subflows[k].sent.len() {
+            if let Some(d) = self.subflows[k].sent[p].data {
+                self.queue_retransmission(k, d, true);
+            }
+        }
     }
 
     fn on_frame(&mut self, now: Time, i: usize, f: Frame<'_>, drops: &mut Drops) {
@@ -1113,8 +1278,19 @@ impl Connection {
                 }
             }
             Frame::SubflowReset { reason, .. } => {
-                if self.subflows[i].is_open() {
-                    self.shut_subflow(now, i, reason);
+                let sf = &self.subflows[i];
+                if !sf.is_open() {
+                    return;
+                }
+                let refused_fast = sf.state == SubflowState::JoinSent
+                    && sf.join == JoinKind::FastInitiator
+                    && reason == reason::FAST_JOIN_REJECTED;
+                let (path, remote, backup) = (sf.local_path, sf.remote, sf.backup);
+                self.shut_subflow(now, i, reason);
+                if refused_fast {
+                    // The peer's window refused our DSN: join again, FAST_JOIN_IN this time
+                    // (one FAST_JOIN_OUT per DATA_ACK edge).
+                    self.open_subflow(now, path, remote, backup);
                 }
             }
             Frame::Rto { request, rto_ms } => {
@@ -1126,9 +1302,8 @@ impl Connection {
                 }
             }
             Frame::HandshakeDone | Frame::TransportParams(_) | Frame::Cookie(_) => {}
-            Frame::MpJoin(_) | Frame::FastJoinOut(_) | Frame::FastJoinIn(_) | Frame::FastJoinReply(_) => {
-                drops.unexpected += 1;
-            }
+            Frame::FastJoinReply(r) => self.on_fast_join_reply(now, i, &r, drops),
+            Frame::MpJoin(_) | Frame::FastJoinOut(_) | Frame::FastJoinIn(_) => drops.unexpected += 1,
         }
     }
 
@@ -1155,6 +1330,32 @@ impl Connection {
         sf.state = SubflowState::JoinAckSent;
         sf.ctrl_pending &= !ctrl::JOIN;
         sf.ctrl_pending |= ctrl::JOIN_ACK;
+    }
+
+    /// FAST_JOIN_REPLY (§5.11): our fast join is accepted; the subflow is established.
+    fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply, drops: &mut Drops) {
+        let Some(keys) = self.keys.as_ref() else { return };
+        let sf = &mut self.subflows[i];
+        if sf.state != SubflowState::JoinSent || sf.join != JoinKind::FastInitiator {
+            return; // a repeat, or not ours to receive
+        }
+        if !fastjoin::verify_reply(&keys.fast, self.remote_token, r) {
+            drops.bad_hmac += 1;
+            sf.reset_reason = reason::MPTCP_ERROR;
+            sf.remote_cid = Some(Cid(r.cid));
+            sf.ctrl_pending = ctrl::RESET;
+            self.shut_subflow(now, i, reason::MPTCP_ERROR);
+            return;
+        }
+        sf.remote_cid = Some(Cid(r.cid));
+        sf.remote_addr_id = r.addr_id;
+        sf.backup |= r.backup;
+        sf.state = SubflowState::Established;
+        sf.ctrl_pending &= !ctrl::JOIN;
+        sf.ack_now = true;
+        sf.last_original_rx = now;
+        let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
+        self.emit(ev);
     }
 
     fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20], drops: &mut Drops) {
@@ -1336,8 +1537,9 @@ impl Connection {
         if let Some(p) = largest_newly.filter(|p| p.pn == a.largest && p.ack_eliciting) {
             sf.rtt.update(now.saturating_sub(p.time), a.ack_delay.min(max_ack_delay));
         }
-        // A new acknowledgement: the path works.
+        // A new acknowledgement: the path works, and the peer has our fast-join reply.
         sf.validated = true;
+        sf.reply_unacked = false;
         sf.rto_backoff = 0;
         sf.tlp_sent = false;
         sf.rto_start = now;
@@ -1410,14 +1612,7 @@ impl Connection {
         let sf = &mut self.subflows[i];
         sf.note_loss(now);
         sf.remove_from_flight(&p);
-        let again = p.ctrl & ctrl::RETRANSMITTABLE;
-        let again = match sf.state {
-            SubflowState::JoinSent => again & (ctrl::JOIN | ctrl::PRIO),
-            SubflowState::JoinAckSent => again & !ctrl::SYNACK,
-            SubflowState::Closed => 0,
-            _ => again & !(ctrl::JOIN | ctrl::JOIN_ACK),
-        };
-        sf.ctrl_pending |= again;
+        sf.ctrl_pending |= sf.state.frames_to_resend(p.ctrl);
         if let Some(d) = p.data {
             self.queue_retransmission(i, d, false);
         }
@@ -1448,11 +1643,11 @@ impl Connection {
             }
             let sf = &mut self.subflows[i];
             sf.remove_from_flight(&p);
-            let again = p.ctrl & ctrl::RETRANSMITTABLE & !(ctrl::JOIN | ctrl::JOIN_ACK | ctrl::SYNACK);
+            let conn_level = p.ctrl & (ctrl::ADD_ADDR | ctrl::REMOVE_ADDR | ctrl::ADDR_ECHO);
             if sf.is_open() {
-                sf.ctrl_pending |= again;
-            } else if again & (ctrl::ADD_ADDR | ctrl::REMOVE_ADDR | ctrl::ADDR_ECHO) != 0 {
-                self.pend_on_any(again & (ctrl::ADD_ADDR | ctrl::REMOVE_ADDR | ctrl::ADDR_ECHO));
+                sf.ctrl_pending |= sf.state.frames_to_resend(p.ctrl);
+            } else if conn_level != 0 {
+                self.pend_on_any(conn_level);
             }
             if let Some(d) = p.data {
                 self.queue_retransmission(i, d, true);
@@ -1611,6 +1806,7 @@ impl Connection {
         let id = sf.id;
         if newly_pf {
             self.emit(Event::SubflowFailed { id });
+            self.open_on_demand(now);
         }
         // Everything in flight is presumed lost and goes to the retransmission queue, from
         // where the scheduler reinjects it on another subflow (RFC 8684 §3.3.6).
@@ -1660,7 +1856,14 @@ impl Connection {
             }
             let urgent = sf.ack_due(now) || sf.ctrl_pending != 0 || sf.probe.is_some() || sf.copy.is_some();
             if urgent {
-                if let Some(t) = self.build(now, i, None, buf) {
+                // A first fast-join packet carries data when there is some (FAST_JOIN_OUT);
+                // its repeats are FAST_JOIN_IN.
+                let first_fast_join = sf.state == SubflowState::JoinSent
+                    && sf.join == JoinKind::FastInitiator
+                    && sf.ctrl_pending & ctrl::JOIN != 0
+                    && sf.rto_backoff == 0;
+                let seg = if first_fast_join { self.fast_join_segment() } else { None };
+                if let Some(t) = self.build(now, i, seg, buf) {
                     self.rr = (i + 1) % n;
                     return Some(t);
                 }
@@ -1701,6 +1904,22 @@ impl Connection {
             return None;
         }
         Some(Seg { dsn: self.snd_nxt, len, fin, mask: 0, retrans: false })
+    }
+
+    /// What a FAST_JOIN_OUT carries (§5.9): the stream from our DATA_ACK edge, the oldest data
+    /// the peer may lack. The peer's EDSN is never behind that edge, so the DSN always lies in
+    /// its window. `None` (nothing to send, or a FAST_JOIN_OUT already sent at this edge, which
+    /// the peer would refuse as a replay) means FAST_JOIN_IN.
+    fn fast_join_segment(&mut self) -> Option<Seg> {
+        let una = self.send.una();
+        if self.fjo_sent_at == Some(una) && !self.config.faults.repeat_fast_join_dsn {
+            return None;
+        }
+        let outstanding = self.snd_nxt.wrapping_sub(una);
+        if outstanding > 0 {
+            return Some(Seg { dsn: una, len: outstanding, fin: false, mask: 0, retrans: true });
+        }
+        self.peek_segment().filter(|s| s.len > 0 && s.dsn == una).map(|s| Seg { fin: false, ..s })
     }
 
     fn schedule(&mut self, _now: Time) -> Option<(usize, Seg)> {
@@ -1845,9 +2064,53 @@ impl Connection {
                 *sent |= bit;
             }
         };
-        if joining && pending & ctrl::JOIN != 0 {
+        let fast_joining = joining && sf.join == JoinKind::FastInitiator;
+        // Data sent in a FAST_JOIN_OUT: (range, retransmission, new data).
+        let mut fj_data: Option<(DataRef, bool, bool)> = None;
+        if fast_joining && pending & ctrl::JOIN != 0 {
+            let room = limit.saturating_sub(w.len() + FastJoinOut::HEADER_LEN + Dss::overhead(true, 0) + 16);
+            let take = seg.map_or(0, |s| s.len.min(room as u64) as usize);
+            match seg {
+                Some(s) if take > 0 => {
+                    let mut hmac = keys.fast.sign(fastjoin::Kind::Out, s.dsn, self.remote_token);
+                    hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
+                    let (backup, addr_id) = (sf.backup, sf.local_addr_id);
+                    w.varint(crate::wire::frame::ty::FAST_JOIN_OUT).ok()?;
+                    w.view(FastJoinOut::HEADER_LEN, |out| {
+                        FastJoinOut::emit_header(out, backup, addr_id, s.dsn, &hmac, take)
+                    })
+                    .ok()?;
+                    if !self.send.copy_out(s.dsn, w.reserve(take).ok()?) {
+                        return None;
+                    }
+                    ctrl_sent |= ctrl::JOIN;
+                    let d = DataRef { dsn: s.dsn, len: take as u32, fin: false };
+                    fj_data = Some((d, s.retrans, !s.retrans));
+                }
+                _ => {
+                    let data_ack = self.recv.nxt();
+                    let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
+                    hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
+                    let f = FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac };
+                    put(&mut w, ctrl::JOIN, Frame::FastJoinIn(f), &mut ctrl_sent);
+                }
+            }
+        } else if joining && pending & ctrl::JOIN != 0 {
             let mj = MpJoin { backup: sf.backup, addr_id: sf.local_addr_id, nonce: sf.nonce_local };
             put(&mut w, ctrl::JOIN, Frame::MpJoin(mj), &mut ctrl_sent);
+        }
+        if pending & ctrl::FJ_REPLY != 0 || sf.reply_unacked {
+            // The reply to a FAST_JOIN_OUT acknowledges its data; to a FAST_JOIN_IN it names
+            // where we send from (§5.11). It rides in every packet until acknowledged.
+            let value = match sf.join {
+                JoinKind::FastIn => ReplyValue::Dsn(self.send.una()),
+                _ => ReplyValue::DataAck(self.recv.nxt()),
+            };
+            let token = self.local_token.unwrap_or_default();
+            let r = fastjoin::reply(&keys.fast, token, sf.backup, sf.local_addr_id, value, sf.local_cid.0);
+            if w.len() + 64 < limit && Frame::FastJoinReply(r).emit(&mut w).is_ok() {
+                ctrl_sent |= ctrl::FJ_REPLY;
+            }
         }
         if pending & ctrl::SYNACK != 0 {
             let sa = MpJoinSynAck {
@@ -1922,12 +2185,12 @@ impl Connection {
             }
         }
         let sf = &self.subflows[i];
-        let mut sent_data: Option<DataRef> = None;
+        let mut sent_data: Option<DataRef> = fj_data.map(|d| d.0);
         // The DATA_ACK rides in every packet of a subflow that is up, even after the
         // connection closed (the peer's DATA_FIN still needs acknowledging); a mapping needs
         // `data_ok`.
         let data = if data_ok { data } else { None };
-        if sf.established() || confirm {
+        if sf.established() || confirm || fast_joining {
             let ack = Some((self.recv.nxt(), self.recv.window()));
             let room = limit.saturating_sub(w.len() + Dss::overhead(true, 65_535));
             match data {
@@ -1953,6 +2216,7 @@ impl Connection {
                 }
             }
         }
+        let data = data.or(fj_data);
         if !eliciting && !ack_sent {
             // Nothing worth a packet (an ACK-only DSS with no subflow ACK is not sent alone).
             let sf = &mut self.subflows[i];
@@ -1988,6 +2252,10 @@ impl Connection {
             sf.on_ack_sent();
         }
         sf.ctrl_pending &= !(ctrl_sent & !(ctrl::ADD_ADDR | ctrl::ADDR_ECHO));
+        if fj_data.is_some() {
+            self.fjo_sent_at = Some(self.send.una());
+        }
+        let sf = &mut self.subflows[i];
         if ctrl_sent & ctrl::ADD_ADDR != 0 {
             sf.ctrl_pending &= !ctrl::ADD_ADDR;
         }

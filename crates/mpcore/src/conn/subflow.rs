@@ -41,9 +41,24 @@ pub mod ctrl {
     pub const ADDR_ECHO: u16 = 1 << 12;
     pub const REMOVE_ADDR: u16 = 1 << 13;
     pub const FASTCLOSE: u16 = 1 << 14;
+    /// Send the FAST_JOIN_REPLY now (it also rides in every packet until acknowledged).
+    pub const FJ_REPLY: u16 = 1 << 15;
     /// Frames that are sent again when the packet carrying them is lost.
     pub const RETRANSMITTABLE: u16 =
         HS_DONE | SYNACK | JOIN_ACK | PRIO | RTO_REQ | RTO_VAL | JOIN | ADD_ADDR | ADDR_ECHO | REMOVE_ADDR | CHALLENGE;
+}
+
+/// How a subflow was (or is being) joined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Subflow 0, or RFC 8684's four-packet MP_JOIN.
+    Regular,
+    /// We opened it with FAST_JOIN_OUT or FAST_JOIN_IN (§5.9, §5.10).
+    FastInitiator,
+    /// We accepted the peer's FAST_JOIN_OUT: the reply carries our DATA_ACK.
+    FastOut,
+    /// We accepted the peer's FAST_JOIN_IN: the reply carries the DSN we send from.
+    FastIn,
 }
 
 /// A range of the stream carried by a packet.
@@ -164,6 +179,10 @@ pub struct Subflow {
     pub backup: bool,
     pub nonce_local: u32,
     pub nonce_remote: u32,
+    pub join: JoinKind,
+    /// Responder of a fast join: the FAST_JOIN_REPLY rides in every packet until the peer
+    /// acknowledges one, so that no packet of ours arrives before the peer can use it.
+    pub reply_unacked: bool,
 
     // Sending.
     pub next_pn: u64,
@@ -214,6 +233,21 @@ pub struct Subflow {
     pub counters: SubflowCounters,
 }
 
+impl SubflowState {
+    /// Of the control frames `ctrl` a lost packet carried, those still worth sending in this
+    /// state: the join frames only while the join they belong to is incomplete.
+    pub fn frames_to_resend(self, ctrl: u16) -> u16 {
+        let again = ctrl & ctrl::RETRANSMITTABLE;
+        match self {
+            SubflowState::JoinSent => again & (ctrl::JOIN | ctrl::PRIO),
+            SubflowState::JoinAckSent => again & !(ctrl::SYNACK | ctrl::JOIN),
+            SubflowState::JoinReceived => again & !(ctrl::JOIN | ctrl::JOIN_ACK),
+            SubflowState::Established => again & !(ctrl::JOIN | ctrl::JOIN_ACK | ctrl::SYNACK),
+            SubflowState::Closed => 0,
+        }
+    }
+}
+
 impl Subflow {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -241,6 +275,8 @@ impl Subflow {
             backup,
             nonce_local: 0,
             nonce_remote: 0,
+            join: JoinKind::Regular,
+            reply_unacked: false,
             next_pn: 0,
             largest_acked: None,
             sent: VecDeque::with_capacity(256),

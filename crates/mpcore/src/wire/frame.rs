@@ -21,9 +21,7 @@ pub mod ty {
     pub const MP_JOIN: u64 = 0x10;
     pub const MP_JOIN_SYNACK: u64 = 0x11;
     pub const MP_JOIN_ACK: u64 = 0x12;
-    pub const FAST_JOIN_OUT: u64 = 0x13;
-    pub const FAST_JOIN_IN: u64 = 0x14;
-    pub const FAST_JOIN_REPLY: u64 = 0x15;
+    pub use fastjoin::wire::ty::{FAST_JOIN_IN, FAST_JOIN_OUT, FAST_JOIN_REPLY};
     pub const ADD_ADDR: u64 = 0x18;
     pub const REMOVE_ADDR: u64 = 0x19;
     pub const MP_PRIO: u64 = 0x1a;
