@@ -31,6 +31,9 @@
 use crate::lowest_rtt::{data_fin_subflow, LowestRtt};
 use crate::{considered, Flags, Pick, Segment, SubflowInfo, AVAIL_MASK};
 
+/// What excludes a subflow from the lean scan: unavailable, already used, or flagged.
+const FAST_MASK: u8 = AVAIL_MASK | Flags::ALREADY_SENT.0 | Flags::HIGH_RTO.0 | Flags::WAS_BAD.0;
+
 /// The last-received scheduler (stateless: the timestamps live in the snapshots).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LastReceived;
@@ -58,6 +61,11 @@ impl LastReceived {
     /// Picks per the module's rules.
     #[inline]
     pub fn pick(&self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
+        if let ([a, b], None) = (subflows, seg.answer_data_fin_on) {
+            if let Some(p) = Self::fast_two(a, b, seg) {
+                return p;
+            }
+        }
         let subflows = considered(subflows);
         // The fast path's answer for a single eligible unflagged regular subflow (send if it can,
         // else wait) is also the lowest-RTT answer of the single-subflow bypass.
@@ -78,15 +86,13 @@ impl LastReceived {
     /// timestamp, then regular before backup, then lower index, decides.
     #[inline(always)]
     fn fast(subflows: &[SubflowInfo], seg: &Segment) -> Option<Pick> {
-        const MASK: u8 = AVAIL_MASK | Flags::ALREADY_SENT.0 | Flags::HIGH_RTO.0 | Flags::WAS_BAD.0;
-        // Newest timestamp first, a regular subflow before a backup on a tie, then the lowest
-        // index (strict comparisons keep the first). Full 64-bit timestamps, no packing.
-        let mut best = usize::MAX;
+        let mut best = usize::MAX; // Newest timestamp first, a regular subflow before a backup on a tie, then the lowest
+                                   // index (strict comparisons keep the first). Full 64-bit timestamps, no packing.
         let mut best_ts = 0u64;
         let mut best_regular = false;
         let mut regular_seen = false;
         for (i, s) in subflows.iter().enumerate() {
-            if s.flags.0 & MASK != Flags::ESTABLISHED.0 {
+            if s.flags.0 & FAST_MASK != Flags::ESTABLISHED.0 {
                 continue;
             }
             let regular = !s.backup();
@@ -103,6 +109,22 @@ impl LastReceived {
         }
         let s = subflows.get(best)?;
         Some(if s.can_send(seg.len) { Pick::Send(best) } else { Pick::Wait })
+    }
+
+    /// `fast` for the common two-subflow case (WiFi and cellular), without a loop.
+    #[inline(always)]
+    fn fast_two(a: &SubflowInfo, b: &SubflowInfo, seg: &Segment) -> Option<Pick> {
+        let ea = a.flags.0 & FAST_MASK == Flags::ESTABLISHED.0;
+        let eb = b.flags.0 & FAST_MASK == Flags::ESTABLISHED.0;
+        let (ra, rb) = (ea & !a.backup(), eb & !b.backup());
+        if !(ra | rb) {
+            return None;
+        }
+        let (ta, tb) = (a.last_original_rx_us, b.last_original_rx_us);
+        // b wins only if a is out, or b is strictly newer, or as new and regular against a backup.
+        let take_b = eb & (!ea | (tb > ta) | ((tb == ta) & rb & !ra));
+        let (i, s) = if take_b { (1, b) } else { (0, a) };
+        Some(if s.can_send(seg.len) { Pick::Send(i) } else { Pick::Wait })
     }
 
     #[inline(never)]
@@ -276,6 +298,17 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn the_two_subflow_path_agrees_with_the_full_rule(
+            s in proptest::strategy::Strategy::prop_map((crate::testutil::arb_subflows(), crate::testutil::arb_subflows()), |(a, b)| vec![a[0], b[0]]),
+        ) {
+            let g = Segment { len: 1000, ..seg() };
+            if let Some(p) = LastReceived::fast_two(&s[0], &s[1], &g) {
+                proptest::prop_assert_eq!(p, LastReceived::full(&s, &g));
+                proptest::prop_assert_eq!(Some(p), LastReceived::fast(&s, &g));
+            }
+        }
+
         #[test]
         fn fast_path_agrees_with_the_full_rule(s in crate::testutil::arb_subflows()) {
             let g = Segment { len: 1000, ..seg() };
