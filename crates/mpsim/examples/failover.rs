@@ -1,6 +1,8 @@
 //! A self-contained demo: Siri-like requests over WiFi (15 ms) and cellular (25 ms), WiFi
-//! blacked out while the client is between two requests, once per server scheduler. Prints
-//! every burst's response delay and the worst one.
+//! blacked out while the client is between two requests, once per server scheduler with a
+//! cellular subflow open from the start, then break-before-make (no cellular subflow until
+//! WiFi's times out) with a four-packet MP_JOIN and with FAST_JOIN. Prints every burst's
+//! response delay, the worst one, and the packets that crossed the cellular path.
 //!
 //! Run: `cargo run --release -p mpsim --example failover`
 
@@ -11,12 +13,19 @@ use mpsim::{ms, multimob_paths, PathEvent, Sim};
 fn main() {
     println!("WiFi 15 ms + cellular 25 ms, 10 Mbit/s each; WiFi fails 1 s before request 2.");
     println!(
-        "{:<14} {:>9} {:>9} {:>11}  delays of request 2 (ms, per burst)",
+        "{:<17} {:>9} {:>9} {:>11}  delays of request 2 (ms, per burst)",
         "server", "req 1 max", "req 2 max", "cell pkts"
     );
-    for sched in ["lowest-rtt", "last-received", "round-robin", "redundant", "ecf"] {
-        let client = Config { path_manager: PathManager::Fullmesh, keep_alive: 0, ..Config::default() };
-        let server = Config { scheduler: sched.into(), keep_alive: 0, ..Config::default() };
+    let runs = ["lowest-rtt", "last-received", "round-robin", "redundant", "ecf"]
+        .map(|sched| (sched.to_string(), PathManager::Fullmesh, false, sched))
+        .into_iter()
+        .chain([
+            ("on-demand+MP_JOIN".to_string(), PathManager::OnDemand, false, "last-received"),
+            ("on-demand+FAST".to_string(), PathManager::OnDemand, true, "last-received"),
+        ]);
+    for (label, path_manager, fast_join, sched) in runs {
+        let client = Config { path_manager, keep_alive: 0, fast_join, ..Config::default() };
+        let server = Config { scheduler: sched.into(), keep_alive: 0, fast_join, ..Config::default() };
         let Ok(mut sim) = Sim::new(1, client, server, multimob_paths()) else {
             eprintln!("bad configuration");
             std::process::exit(1);
@@ -26,7 +35,7 @@ fn main() {
         let second = app.results[0].start + ms(8 * 300) + ms(5_000);
         sim.at(second - ms(1_000), 0, PathEvent::Down);
         if !sim.run(ms(60_000), |s| app.drive(s)) {
-            println!("{sched:<14} did not finish");
+            println!("{label:<14} did not finish");
             continue;
         }
         let r = &app.results;
@@ -37,7 +46,7 @@ fn main() {
             .chain(r[1].delay.map(|d| format!("final {}", d / 1000)))
             .collect();
         println!(
-            "{sched:<14} {:>9} {:>9} {:>11}  {}",
+            "{label:<17} {:>9} {:>9} {:>11}  {}",
             r[0].max_burst_delay().unwrap_or(0) / 1000,
             r[1].max_burst_delay().unwrap_or(0) / 1000,
             sim.packets_on(1, None, 0),
