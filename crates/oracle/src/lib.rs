@@ -1,1 +1,22 @@
-//! `oracle`: see ARCHITECTURE.md. This crate is built under issue 6; it holds no code yet.
+//! MultiMob's oracle, sans-IO: counters and `now` in, decisions out.
+//!
+//! - [`vema`]: the volume-weighted EMA of the loss and retransmission rates.
+//! - [`netpath`]: the table of netpaths (source IP, destination IP, interface) aggregating
+//!   every subflow of every connection of an endpoint, evaluated every period Ts against the
+//!   thresholds, with rising-edge triggers.
+//! - [`idle`]: the client's receive idle timer (MP_IDLE and the server's RTO).
+//! - [`energy`]: the cellular energy estimate (Huang et al.'s LTE model) from a packet log.
+//!
+//! `mpcore`'s `multimob` path manager drives these from the connection state.
+
+pub mod energy;
+pub mod idle;
+pub mod netpath;
+pub mod vema;
+
+pub use idle::IdleTimer;
+pub use netpath::{Action, Config, Netpath, Oracle, Sample, Stats, Trigger, Verdict};
+pub use vema::Vema;
+
+/// Microseconds, as everywhere in the workspace.
+pub type Time = u64;

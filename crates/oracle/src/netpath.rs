@@ -1,0 +1,383 @@
+//! The netpath table and its periodic evaluation (MultiMob §III-B).
+//!
+//! "Our oracle maintains a monitoring table of netpaths. A netpath is a tuple (IP_src, IP_dst,
+//! network interface)." Every period Ts the oracle smooths, per netpath and over all subflows
+//! of all connections on it, the loss rate and the retransmission rate (V-EMA), and takes the
+//! maximum RTO. The rules (BRIEF.md, from the published module):
+//!
+//! - a smoothed loss rate at or above 25%, or a smoothed retransmission rate at or above 50%,
+//!   that rises to its threshold marks the netpath bad: its regular subflows become potentially
+//!   failed and "was bad", and every connection on it opens its backup subflows;
+//! - otherwise a maximum RTO of 1.5 s or more opens the backup subflows without declaring the
+//!   netpath bad;
+//! - otherwise a bad netpath is cleared.
+//!
+//! "Rising" is an edge with hysteresis: a trigger fires when its value reaches the threshold
+//! and then stays quiet until the value has fallen below `threshold - hysteresis`, so a path
+//! hovering at the threshold does not fire every period.
+
+use crate::vema::Vema;
+use crate::Time;
+use std::net::IpAddr;
+
+/// (source IP, destination IP, interface): what the oracle aggregates over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Netpath {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// The local interface (the endpoint's path index).
+    pub iface: u8,
+}
+
+/// The oracle's parameters. Times in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    /// The period Ts (MultiMob: 500 ms).
+    pub period: Time,
+    /// Smoothed loss rate that marks a netpath bad (MultiMob's `sloss`: 25%).
+    pub loss_threshold: f64,
+    /// Smoothed retransmission rate that marks a netpath bad (50%).
+    pub retrans_threshold: f64,
+    /// A maximum RTO at or above this opens backup subflows (1.5 s).
+    pub rto_threshold: Time,
+    /// How far below its threshold a rate must fall before its trigger may fire again.
+    pub hysteresis: f64,
+    /// The V-EMA weight (0.5, as in Android).
+    pub alpha: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            period: 500_000,
+            loss_threshold: 0.25,
+            retrans_threshold: 0.5,
+            rto_threshold: 1_500_000,
+            hysteresis: 0.05,
+            alpha: 0.5,
+        }
+    }
+}
+
+/// What one subflow did since its last report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// Packets sent (new and retransmitted).
+    pub sent: u64,
+    /// Packets declared lost, tail loss probes included (MultiMob counts a TLP as a loss).
+    pub lost: u64,
+    /// Packets that carried retransmitted or reinjected data.
+    pub retransmitted: u64,
+    /// The subflow's current RTO.
+    pub rto: Time,
+}
+
+/// What the oracle decided for a netpath at the end of a period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Loss or retransmissions crossed their threshold: mark the netpath's regular subflows
+    /// potentially failed and was-bad, and open backup subflows for every connection on it.
+    Bad,
+    /// The maximum RTO crossed its threshold: open backup subflows (flag the subflows
+    /// high-RTO), without declaring the netpath bad.
+    HighRto,
+    /// The netpath was bad (or high-RTO) and no longer is: clear the flags.
+    Clear,
+}
+
+/// One decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Action {
+    pub netpath: Netpath,
+    pub verdict: Verdict,
+}
+
+/// A rising-edge trigger with hysteresis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trigger {
+    armed: bool,
+}
+
+impl Default for Trigger {
+    fn default() -> Self {
+        Self { armed: true }
+    }
+}
+
+impl Trigger {
+    /// True when `value` reaches `threshold` while armed; re-arms below
+    /// `threshold - hysteresis`.
+    pub fn update(&mut self, value: f64, threshold: f64, hysteresis: f64) -> bool {
+        if value >= threshold {
+            let fire = self.armed;
+            self.armed = false;
+            fire
+        } else {
+            if value < threshold - hysteresis {
+                self.armed = true;
+            }
+            false
+        }
+    }
+}
+
+/// The smoothed state of one netpath.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    pub loss: f64,
+    pub retrans: f64,
+    pub max_rto: Time,
+    pub bad: bool,
+    pub high_rto: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    netpath: Netpath,
+    period: Sample,
+    loss: Vema,
+    retrans: Vema,
+    loss_trigger: Trigger,
+    retrans_trigger: Trigger,
+    rto_trigger: bool,
+    max_rto: Time,
+    bad: bool,
+    high_rto: bool,
+}
+
+/// The oracle: the netpath table, fed with samples, evaluated every period.
+#[derive(Debug, Clone)]
+pub struct Oracle {
+    config: Config,
+    table: Vec<Entry>,
+    next: Option<Time>,
+}
+
+impl Oracle {
+    pub fn new(config: Config) -> Self {
+        Self { config, table: Vec::new(), next: None }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn entry(&mut self, netpath: Netpath) -> &mut Entry {
+        let i = match self.table.iter().position(|e| e.netpath == netpath) {
+            Some(i) => i,
+            None => {
+                let a = self.config.alpha;
+                self.table.push(Entry {
+                    netpath,
+                    period: Sample::default(),
+                    loss: Vema::new(a),
+                    retrans: Vema::new(a),
+                    loss_trigger: Trigger::default(),
+                    retrans_trigger: Trigger::default(),
+                    rto_trigger: false,
+                    max_rto: 0,
+                    bad: false,
+                    high_rto: false,
+                });
+                self.table.len() - 1
+            }
+        };
+        &mut self.table[i]
+    }
+
+    /// Adds one subflow's activity in the current period to its netpath.
+    pub fn record(&mut self, netpath: Netpath, s: Sample) {
+        let e = self.entry(netpath);
+        e.period.sent += s.sent;
+        e.period.lost += s.lost;
+        e.period.retransmitted += s.retransmitted;
+        e.period.rto = e.period.rto.max(s.rto);
+    }
+
+    /// When the next period ends (the first call starts the clock).
+    pub fn poll_timeout(&mut self, now: Time) -> Time {
+        *self.next.get_or_insert(now + self.config.period)
+    }
+
+    /// Ends the period if it is due: smooths every netpath's samples and reports the
+    /// decisions into `out`. Returns whether a period ended.
+    pub fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) -> bool {
+        let due = self.poll_timeout(now);
+        if now < due {
+            return false;
+        }
+        self.next = Some(now + self.config.period);
+        for k in 0..self.table.len() {
+            if let Some(a) = self.evaluate(k) {
+                out.push(a);
+            }
+        }
+        true
+    }
+
+    /// Ends the period of one netpath now, out of turn (a subflow on it timed out with data
+    /// pending: waiting for the period would delay the failover).
+    pub fn evaluate_now(&mut self, netpath: Netpath) -> Option<Action> {
+        let k = self.table.iter().position(|e| e.netpath == netpath)?;
+        self.evaluate(k)
+    }
+
+    fn evaluate(&mut self, k: usize) -> Option<Action> {
+        let c = self.config;
+        let e = &mut self.table[k];
+        let p = std::mem::take(&mut e.period);
+        if p.sent > 0 {
+            let sent = p.sent as f64;
+            e.loss.update((p.lost as f64 / sent).min(1.0), sent);
+            e.retrans.update((p.retransmitted as f64 / sent).min(1.0), sent);
+        }
+        e.max_rto = p.rto;
+        let loss_fires = e.loss_trigger.update(e.loss.value(), c.loss_threshold, c.hysteresis);
+        let retrans_fires = e.retrans_trigger.update(e.retrans.value(), c.retrans_threshold, c.hysteresis);
+        let rto_high = p.rto >= c.rto_threshold;
+        let rto_fires = rto_high && !e.rto_trigger;
+        e.rto_trigger = rto_high;
+        let above = e.loss.value() >= c.loss_threshold || e.retrans.value() >= c.retrans_threshold;
+        let verdict = if loss_fires || retrans_fires {
+            e.bad = true;
+            Some(Verdict::Bad)
+        } else if !above && rto_fires {
+            e.high_rto = true;
+            Some(Verdict::HighRto)
+        } else if !above && !rto_high && (e.bad || e.high_rto) {
+            e.bad = false;
+            e.high_rto = false;
+            Some(Verdict::Clear)
+        } else {
+            None
+        };
+        verdict.map(|verdict| Action { netpath: e.netpath, verdict })
+    }
+
+    /// The smoothed state of a netpath.
+    pub fn stats(&self, netpath: Netpath) -> Option<Stats> {
+        self.table.iter().find(|e| e.netpath == netpath).map(|e| Stats {
+            loss: e.loss.value(),
+            retrans: e.retrans.value(),
+            max_rto: e.max_rto,
+            bad: e.bad,
+            high_rto: e.high_rto,
+        })
+    }
+
+    /// Whether a netpath is currently declared bad.
+    pub fn is_bad(&self, netpath: Netpath) -> bool {
+        self.stats(netpath).is_some_and(|s| s.bad)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn np(i: u8) -> Netpath {
+        Netpath { src: [10, 0, i, 2].into(), dst: [10, 0, 0, 1].into(), iface: i }
+    }
+
+    fn period(o: &mut Oracle, now: &mut Time, samples: &[(Netpath, Sample)]) -> Vec<Action> {
+        for &(n, s) in samples {
+            o.record(n, s);
+        }
+        *now += o.config().period;
+        let mut out = Vec::new();
+        assert!(o.handle_timeout(*now, &mut out));
+        out
+    }
+
+    fn s(sent: u64, lost: u64, retransmitted: u64, rto_ms: u64) -> Sample {
+        Sample { sent, lost, retransmitted, rto: rto_ms * 1000 }
+    }
+
+    #[test]
+    fn trigger_fires_on_the_rising_edge_and_rearms_below_the_band() {
+        let mut t = Trigger::default();
+        assert!(!t.update(0.2, 0.25, 0.05));
+        assert!(t.update(0.25, 0.25, 0.05));
+        assert!(!t.update(0.4, 0.25, 0.05), "stays quiet while above");
+        assert!(!t.update(0.22, 0.25, 0.05), "inside the band: still disarmed");
+        assert!(!t.update(0.3, 0.25, 0.05), "so no second firing");
+        assert!(!t.update(0.19, 0.25, 0.05), "below the band: re-armed");
+        assert!(t.update(0.26, 0.25, 0.05));
+    }
+
+    #[test]
+    fn loss_on_a_netpath_marks_it_bad_once_then_clears() {
+        let mut o = Oracle::new(Config::default());
+        let mut now = 0;
+        o.poll_timeout(now);
+        // Healthy periods: nothing.
+        assert!(period(&mut o, &mut now, &[(np(0), s(100, 1, 1, 200))]).is_empty());
+        // Two connections on netpath 0 lose 30% of their packets. V-EMA: prod = .5*30 + .5*.5,
+        // vol = .5*100 + .5*50: 0.203, under 25%.
+        let a = period(&mut o, &mut now, &[(np(0), s(50, 15, 15, 200)), (np(0), s(50, 15, 15, 200))]);
+        assert!(a.is_empty(), "{a:?} {:?}", o.stats(np(0)));
+        // Half lost: 0.373. One decision for the netpath, whatever the number of connections.
+        let a = period(&mut o, &mut now, &[(np(0), s(100, 50, 30, 200))]);
+        assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::Bad }]);
+        assert!(o.is_bad(np(0)));
+        // Still lossy: no repeated decision.
+        assert!(period(&mut o, &mut now, &[(np(0), s(100, 60, 0, 200))]).is_empty());
+        // Recovery: cleared once the smoothed rates fall under the thresholds.
+        let mut cleared = false;
+        for _ in 0..6 {
+            let a = period(&mut o, &mut now, &[(np(0), s(100, 0, 0, 200))]);
+            cleared |= a == vec![Action { netpath: np(0), verdict: Verdict::Clear }];
+        }
+        assert!(cleared && !o.is_bad(np(0)));
+        // Another netpath never was touched.
+        assert!(o.stats(np(1)).is_none());
+    }
+
+    #[test]
+    fn retransmissions_alone_mark_bad() {
+        let mut o = Oracle::new(Config::default());
+        let mut now = 0;
+        o.poll_timeout(now);
+        let a = period(&mut o, &mut now, &[(np(0), s(10, 0, 6, 200))]);
+        assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::Bad }]);
+    }
+
+    #[test]
+    fn a_high_rto_opens_backups_without_declaring_bad() {
+        let mut o = Oracle::new(Config::default());
+        let mut now = 0;
+        o.poll_timeout(now);
+        let a = period(&mut o, &mut now, &[(np(0), s(0, 0, 0, 1600))]);
+        assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::HighRto }]);
+        assert!(!o.is_bad(np(0)));
+        assert!(period(&mut o, &mut now, &[(np(0), s(0, 0, 0, 3200))]).is_empty(), "edge, not level");
+        let a = period(&mut o, &mut now, &[(np(0), s(1, 0, 0, 200))]);
+        assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::Clear }]);
+    }
+
+    #[test]
+    fn an_empty_period_keeps_the_smoothed_values() {
+        let mut o = Oracle::new(Config::default());
+        let mut now = 0;
+        o.poll_timeout(now);
+        period(&mut o, &mut now, &[(np(0), s(10, 1, 0, 200))]);
+        let before = o.stats(np(0)).unwrap();
+        period(&mut o, &mut now, &[]);
+        let after = o.stats(np(0)).unwrap();
+        assert_eq!(before.loss, after.loss);
+    }
+
+    #[test]
+    fn evaluate_now_ends_one_netpaths_period_early() {
+        let mut o = Oracle::new(Config::default());
+        o.poll_timeout(0);
+        o.record(np(0), s(3, 3, 0, 200));
+        o.record(np(1), s(3, 3, 0, 200));
+        assert_eq!(o.evaluate_now(np(0)), Some(Action { netpath: np(0), verdict: Verdict::Bad }));
+        assert!(!o.is_bad(np(1)), "the other netpath waits for the period");
+        let mut out = Vec::new();
+        assert!(!o.handle_timeout(100, &mut out), "the period is not over");
+        assert!(o.handle_timeout(500_000, &mut out));
+        assert_eq!(out, vec![Action { netpath: np(1), verdict: Verdict::Bad }]);
+    }
+}
