@@ -18,6 +18,13 @@ pub enum PathManager {
     /// failed; then the client joins from every other local path (by fast join where both
     /// ends offer it).
     OnDemand,
+    /// MultiMob's break-before-make (§III-B): no subflow on another path until the oracle
+    /// declares the path bad (every `Config::oracle.period`, over all connections of the
+    /// endpoint), the receive idle timer expires, or the primary subflow's first timeout (its
+    /// tail loss probe) finds no other usable subflow; then joins (fast where negotiated) from
+    /// the other paths. Once a regular subflow has been healthy again for
+    /// `Config::fail_back_hold`, those subflows are closed and traffic fails back.
+    MultiMob,
 }
 
 impl PathManager {
@@ -26,6 +33,7 @@ impl PathManager {
             "fullmesh" => Some(Self::Fullmesh),
             "backup" => Some(Self::Backup),
             "ondemand" | "on-demand" => Some(Self::OnDemand),
+            "multimob" => Some(Self::MultiMob),
             _ => None,
         }
     }
@@ -71,6 +79,11 @@ pub struct Config {
     pub cookie_lifetime: u64,
     /// Give up a handshake or a join after this many unanswered sends.
     pub max_handshake_attempts: u32,
+    /// The oracle of the `multimob` path manager (period, thresholds).
+    pub oracle: oracle::Config,
+    /// `multimob`: how long a regular subflow must stay healthy before the subflows opened for
+    /// a failover are closed.
+    pub fail_back_hold: u64,
     /// Deliberate protocol violations, for tests of the peer's defences. Never set outside
     /// tests.
     #[doc(hidden)]
@@ -110,6 +123,8 @@ impl Default for Config {
             require_retry: false,
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
+            oracle: oracle::Config::default(),
+            fail_back_hold: 3_000_000,
             faults: Faults::default(),
         }
     }

@@ -111,6 +111,9 @@ pub struct Endpoint {
     scratch: Vec<u8>,
     drops: Drops,
     rr: usize,
+    /// The `multimob` path manager's oracle over every connection of this (client) endpoint.
+    oracle: Option<oracle::Oracle>,
+    oracle_actions: Vec<oracle::Action>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -135,7 +138,6 @@ impl Endpoint {
         let retry_key = RetryTokenKey::generate().map_err(|_| ConfigError("no system randomness".into()))?;
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
-            config,
             paths,
             server,
             conns: Vec::new(),
@@ -151,6 +153,10 @@ impl Endpoint {
             scratch,
             drops: Drops::default(),
             rr: 0,
+            oracle: (config.path_manager == crate::PathManager::MultiMob && !server)
+                .then(|| oracle::Oracle::new(config.oracle)),
+            oracle_actions: Vec::new(),
+            config,
         })
     }
 
@@ -200,6 +206,9 @@ impl Endpoint {
         }
         let c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid)
             .map_err(|_| ConnectError::Crypto)?;
+        if let Some(o) = self.oracle.as_mut() {
+            o.start(now);
+        }
         Ok(self.insert(c))
     }
 
@@ -543,21 +552,72 @@ impl Endpoint {
         for idx in 0..self.conns.len() {
             let due = self.conns[idx].as_deref().and_then(|c| c.poll_timeout()).is_some_and(|t| t <= now);
             if due {
+                let mut alert = None;
                 if let Some(c) = self.conns[idx].as_deref_mut() {
                     c.handle_timeout(now);
+                    alert = c.take_alert();
                 }
                 self.sync(idx, now);
+                if let Some(np) = alert {
+                    self.declare_bad(now, np);
+                }
                 self.reap(idx, now);
             }
         }
         if !self.closed_cids.is_empty() {
             self.closed_cids.retain(|_, exp| *exp > now);
         }
+        self.run_oracle(now);
+    }
+
+    /// The oracle's period (MultiMob §III-B): every subflow of every connection reports to
+    /// its netpath, and each decision is applied to every connection on that netpath.
+    fn run_oracle(&mut self, now: Time) {
+        let Some(o) = self.oracle.as_mut() else { return };
+        if o.poll_timeout().is_none_or(|t| now < t) {
+            return;
+        }
+        for c in self.conns.iter_mut().flatten() {
+            c.oracle_samples(&mut |np, s| o.record(np, s));
+        }
+        self.oracle_actions.clear();
+        o.handle_timeout(now, &mut self.oracle_actions);
+        for k in 0..self.oracle_actions.len() {
+            let a = self.oracle_actions[k];
+            tracing::debug!(?a, "oracle");
+            self.apply_oracle(now, a);
+        }
+    }
+
+    /// A connection found `np` failed: the oracle declares it bad for every connection on it.
+    fn declare_bad(&mut self, now: Time, np: oracle::Netpath) {
+        let Some(a) = self.oracle.as_mut().and_then(|o| o.declare_bad(np)) else { return };
+        tracing::debug!(?a, "oracle: netpath declared bad by a timeout");
+        self.apply_oracle(now, a);
+    }
+
+    fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
+        for idx in 0..self.conns.len() {
+            if let Some(c) = self.conns[idx].as_deref_mut() {
+                c.apply_oracle(now, a);
+                self.sync(idx, now);
+            }
+        }
+    }
+
+    /// The oracle's view of a netpath (the `multimob` path manager's client only).
+    pub fn oracle(&self) -> Option<&oracle::Oracle> {
+        self.oracle.as_ref()
     }
 
     /// The earliest time `handle_timeout` must be called.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.conns.iter().filter_map(|c| c.as_deref()?.poll_timeout()).min()
+        let conns = self.conns.iter().filter_map(|c| c.as_deref()?.poll_timeout()).min();
+        let oracle = self.oracle.as_ref().filter(|_| self.live > 0).and_then(|o| o.poll_timeout());
+        match (conns, oracle) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The next datagram to send, written into `buf` (at least the configured datagram size).

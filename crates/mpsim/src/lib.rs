@@ -281,6 +281,19 @@ impl Sim {
     }
 
     /// Starts the client's connection on path 0.
+    /// The cellular energy (Huang et al.'s LTE model, `oracle::energy`) of the client's radio
+    /// on `path` over `[start, end]`: every datagram the client sent on it, and every one that
+    /// reached it.
+    pub fn radio_energy(&self, path: usize, start: Time, end: Time) -> oracle::energy::Energy {
+        let packets: Vec<oracle::energy::Packet> = self
+            .path_log(path)
+            .iter()
+            .filter(|e| e.dir == Dir::Up || matches!(e.verdict, Verdict::Delivered | Verdict::Duplicate))
+            .map(|e| oracle::energy::Packet { time: e.time, up: e.dir == Dir::Up, bytes: e.size })
+            .collect();
+        oracle::energy::estimate(&oracle::energy::Model::default(), &packets, start, end)
+    }
+
     pub fn connect(&mut self) -> mpcore::ConnHandle {
         let now = self.now;
         let addr = self.server_addr;

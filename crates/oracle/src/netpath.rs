@@ -194,15 +194,20 @@ impl Oracle {
         e.period.rto = e.period.rto.max(s.rto);
     }
 
-    /// When the next period ends (the first call starts the clock).
-    pub fn poll_timeout(&mut self, now: Time) -> Time {
-        *self.next.get_or_insert(now + self.config.period)
+    /// Starts the periods at `now` (once; later calls change nothing).
+    pub fn start(&mut self, now: Time) {
+        self.next.get_or_insert(now + self.config.period);
+    }
+
+    /// When the current period ends (`None` before [`start`](Self::start)).
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.next
     }
 
     /// Ends the period if it is due: smooths every netpath's samples and reports the
     /// decisions into `out`. Returns whether a period ended.
     pub fn handle_timeout(&mut self, now: Time, out: &mut Vec<Action>) -> bool {
-        let due = self.poll_timeout(now);
+        let Some(due) = self.next else { return false };
         if now < due {
             return false;
         }
@@ -213,13 +218,6 @@ impl Oracle {
             }
         }
         true
-    }
-
-    /// Ends the period of one netpath now, out of turn (a subflow on it timed out with data
-    /// pending: waiting for the period would delay the failover).
-    pub fn evaluate_now(&mut self, netpath: Netpath) -> Option<Action> {
-        let k = self.table.iter().position(|e| e.netpath == netpath)?;
-        self.evaluate(k)
     }
 
     fn evaluate(&mut self, k: usize) -> Option<Action> {
@@ -244,7 +242,8 @@ impl Oracle {
         } else if !above && rto_fires {
             e.high_rto = true;
             Some(Verdict::HighRto)
-        } else if !above && !rto_high && (e.bad || e.high_rto) {
+        } else if !above && !rto_high && (e.bad || e.high_rto) && p.sent > 0 {
+            // Cleared on evidence only: a period in which the netpath carried packets.
             e.bad = false;
             e.high_rto = false;
             Some(Verdict::Clear)
@@ -252,6 +251,19 @@ impl Oracle {
             None
         };
         verdict.map(|verdict| Action { netpath: e.netpath, verdict })
+    }
+
+    /// Declares a netpath bad at once, out of period: a connection on it timed out with data
+    /// pending and had nothing else to fall back on. Returns the decision for every
+    /// connection on it, unless the netpath already was bad. It is cleared by the ordinary
+    /// rule, on a later period that carries packets.
+    pub fn declare_bad(&mut self, netpath: Netpath) -> Option<Action> {
+        let e = self.entry(netpath);
+        if e.bad {
+            return None;
+        }
+        e.bad = true;
+        Some(Action { netpath, verdict: Verdict::Bad })
     }
 
     /// The smoothed state of a netpath.
@@ -309,7 +321,7 @@ mod tests {
     fn loss_on_a_netpath_marks_it_bad_once_then_clears() {
         let mut o = Oracle::new(Config::default());
         let mut now = 0;
-        o.poll_timeout(now);
+        o.start(now);
         // Healthy periods: nothing.
         assert!(period(&mut o, &mut now, &[(np(0), s(100, 1, 1, 200))]).is_empty());
         // Two connections on netpath 0 lose 30% of their packets. V-EMA: prod = .5*30 + .5*.5,
@@ -337,7 +349,7 @@ mod tests {
     fn retransmissions_alone_mark_bad() {
         let mut o = Oracle::new(Config::default());
         let mut now = 0;
-        o.poll_timeout(now);
+        o.start(now);
         let a = period(&mut o, &mut now, &[(np(0), s(10, 0, 6, 200))]);
         assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::Bad }]);
     }
@@ -346,7 +358,7 @@ mod tests {
     fn a_high_rto_opens_backups_without_declaring_bad() {
         let mut o = Oracle::new(Config::default());
         let mut now = 0;
-        o.poll_timeout(now);
+        o.start(now);
         let a = period(&mut o, &mut now, &[(np(0), s(0, 0, 0, 1600))]);
         assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::HighRto }]);
         assert!(!o.is_bad(np(0)));
@@ -359,7 +371,7 @@ mod tests {
     fn an_empty_period_keeps_the_smoothed_values() {
         let mut o = Oracle::new(Config::default());
         let mut now = 0;
-        o.poll_timeout(now);
+        o.start(now);
         period(&mut o, &mut now, &[(np(0), s(10, 1, 0, 200))]);
         let before = o.stats(np(0)).unwrap();
         period(&mut o, &mut now, &[]);
@@ -368,16 +380,16 @@ mod tests {
     }
 
     #[test]
-    fn evaluate_now_ends_one_netpaths_period_early() {
+    fn a_declared_bad_netpath_clears_only_on_a_period_with_packets() {
         let mut o = Oracle::new(Config::default());
-        o.poll_timeout(0);
-        o.record(np(0), s(3, 3, 0, 200));
-        o.record(np(1), s(3, 3, 0, 200));
-        assert_eq!(o.evaluate_now(np(0)), Some(Action { netpath: np(0), verdict: Verdict::Bad }));
-        assert!(!o.is_bad(np(1)), "the other netpath waits for the period");
-        let mut out = Vec::new();
-        assert!(!o.handle_timeout(100, &mut out), "the period is not over");
-        assert!(o.handle_timeout(500_000, &mut out));
-        assert_eq!(out, vec![Action { netpath: np(1), verdict: Verdict::Bad }]);
+        let mut now = 0;
+        o.start(now);
+        period(&mut o, &mut now, &[(np(0), s(100, 0, 0, 200))]);
+        assert_eq!(o.declare_bad(np(0)), Some(Action { netpath: np(0), verdict: Verdict::Bad }));
+        assert_eq!(o.declare_bad(np(0)), None, "once");
+        assert!(period(&mut o, &mut now, &[]).is_empty(), "no packets, no evidence");
+        assert!(o.is_bad(np(0)));
+        let a = period(&mut o, &mut now, &[(np(0), s(10, 0, 0, 200))]);
+        assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::Clear }]);
     }
 }

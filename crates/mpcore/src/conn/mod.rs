@@ -253,6 +253,13 @@ pub struct Connection {
     /// The DATA_ACK edge at which we last sent a FAST_JOIN_OUT: one per edge, since the peer
     /// accepts each DSN once.
     fjo_sent_at: Option<u64>,
+    /// `multimob`: the receive idle timer (MultiMob §III-B).
+    idle_timer: oracle::IdleTimer,
+    /// `multimob`: a netpath this connection found failed, for the endpoint's oracle.
+    alert: Option<oracle::Netpath>,
+    /// `multimob`: since when a regular subflow has been usable while failover subflows are
+    /// open (fail-back after `Config::fail_back_hold`).
+    healthy_since: Option<Time>,
     pm_ran: bool,
     drained: bool,
     token_registered: bool,
@@ -328,6 +335,9 @@ impl Connection {
             fastclose: false,
             fj_window: fastjoin::ReplayWindow::new(remote_dsn),
             fjo_sent_at: None,
+            idle_timer: oracle::IdleTimer::default(),
+            alert: None,
+            healthy_since: None,
             pm_ran: false,
             drained: false,
             token_registered: false,
@@ -1030,6 +1040,7 @@ impl Connection {
             self.pm_ran = true;
             self.run_path_manager(now);
         }
+        self.check_fail_back(now);
         self.check_close(now);
     }
 
@@ -1037,6 +1048,13 @@ impl Connection {
         let (first, remote) = (self.subflows[0].local_path, self.subflows[0].remote);
         let backup_all = match self.config.path_manager {
             PathManager::OnDemand => return,
+            PathManager::MultiMob => {
+                // The idle timer's length needs the server's RTO: ask for it (§5.16 RTO).
+                if self.config.mp_idle {
+                    self.subflows[0].ctrl_pending |= ctrl::RTO_REQ;
+                }
+                return;
+            }
             PathManager::Backup => true,
             PathManager::Fullmesh => false,
         };
@@ -1055,19 +1073,158 @@ impl Connection {
     /// address subflow 0 uses, by fast join where negotiated. It does not wait for an oracle
     /// period: "a client whose primary subflow times out with data pending" opens at once.
     fn open_on_demand(&mut self, now: Time) {
-        if self.side != Side::Client || self.config.path_manager != PathManager::OnDemand || self.is_closed() {
+        if self.config.path_manager != PathManager::OnDemand {
             return;
         }
         if self.subflows.iter().any(|s| s.is_open() && !s.pf) {
             return;
         }
+        self.open_other_paths(now);
+    }
+
+    /// The client joins from every local path without an open subflow, towards the address
+    /// subflow 0 uses (by fast join where negotiated). Returns how many joins it started.
+    fn open_other_paths(&mut self, now: Time) -> usize {
+        if self.side != Side::Client || self.is_closed() || self.subflows.is_empty() {
+            return 0;
+        }
         let remote = self.subflows[0].remote;
+        let mut opened = 0;
         for p in 0..self.paths.len() {
             let path = PathId(p as u8);
-            if !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
-                let backup = self.paths[p].backup;
-                self.open_subflow(now, path, remote, backup);
+            if self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+                continue;
             }
+            let backup = self.paths[p].backup;
+            if let Some(id) = self.open_subflow(now, path, remote, backup) {
+                if let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id) {
+                    sf.failover = true;
+                }
+                opened += 1;
+            }
+        }
+        opened
+    }
+
+    /// A local path has no open subflow: a failover could open one.
+    fn has_unused_path(&self) -> bool {
+        (0..self.paths.len()).any(|p| !self.subflows.iter().any(|s| s.local_path.0 == p as u8 && s.is_open()))
+    }
+
+    /// `multimob`: the regular subflows `on` are declared potentially failed (and was-bad, on
+    /// the oracle's or the idle timer's verdict), their data is queued for the other paths,
+    /// and those are joined.
+    fn fail_over(&mut self, now: Time, was_bad: bool, on: impl Fn(usize, &Subflow) -> bool) {
+        for i in 0..self.subflows.len() {
+            let sf = &mut self.subflows[i];
+            if sf.is_open() && !sf.backup && on(i, sf) {
+                sf.was_bad |= was_bad;
+                if !sf.pf {
+                    sf.pf = true;
+                    let id = sf.id;
+                    self.emit(Event::SubflowFailed { id });
+                }
+                // Its data is queued again for the new subflows, but stays in flight here: the
+                // retransmission timer keeps probing the path, and the first new ACK tells it
+                // works again (the fail-back).
+                self.copy_in_flight_for_reinjection(i);
+            }
+        }
+        self.open_other_paths(now);
+        tracing::debug!(side = ?self.side, "multimob failover");
+    }
+
+    /// `multimob` fail-back: once a regular subflow has been healthy (usable, not declared bad
+    /// by the oracle, no loss or timeout) for the hold time while failover subflows are open,
+    /// close those (the radio may sleep) and clear the flags.
+    fn check_fail_back(&mut self, now: Time) {
+        if self.config.path_manager != PathManager::MultiMob || self.side != Side::Client || self.is_closed() {
+            return;
+        }
+        let failover_open = self.subflows.iter().any(|s| s.failover && s.is_open());
+        let healthy = |s: &&Subflow| s.established() && !s.backup && !s.failover && !s.pf && !s.was_bad;
+        let last_loss = self.subflows.iter().filter(healthy).map(|s| s.last_loss_at).max();
+        let (true, Some(last_loss)) = (failover_open, last_loss) else {
+            self.healthy_since = None;
+            return;
+        };
+        let since = *self.healthy_since.get_or_insert(now);
+        let since = since.max(last_loss);
+        self.healthy_since = Some(since);
+        if now < since + self.config.fail_back_hold {
+            return;
+        }
+        self.healthy_since = None;
+        for i in 0..self.subflows.len() {
+            let sf = &mut self.subflows[i];
+            sf.was_bad = false;
+            sf.high_rto = false;
+            if sf.failover && sf.is_open() {
+                let id = sf.id;
+                self.close_subflow(now, id, reason::UNSPECIFIED);
+            }
+        }
+        tracing::debug!("multimob fail-back");
+    }
+
+    /// The peer's RTO as last reported on any subflow (MultiMob's RTO option).
+    fn peer_rto(&self) -> Option<Time> {
+        self.subflows.iter().filter_map(|s| s.peer_rto_ms).max().map(|ms| ms * 1000)
+    }
+
+    /// `multimob` client: the idle timer runs only while a failover could follow.
+    fn idle_timer_applies(&self) -> bool {
+        self.config.path_manager == PathManager::MultiMob && self.side == Side::Client && self.has_unused_path()
+    }
+
+    /// The netpath of subflow `i`: (local address, remote address, local path).
+    fn netpath(&self, i: usize) -> Option<oracle::Netpath> {
+        let sf = &self.subflows[i];
+        let lp = self.paths.get(usize::from(sf.local_path.0))?;
+        Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote.ip(), iface: sf.local_path.0 })
+    }
+
+    /// A netpath this connection found failed since the last call.
+    pub(crate) fn take_alert(&mut self) -> Option<oracle::Netpath> {
+        self.alert.take()
+    }
+
+    /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
+    pub(crate) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
+        for i in 0..self.subflows.len() {
+            let Some(np) = self.netpath(i).filter(|_| self.subflows[i].is_open()) else { continue };
+            let sf = &mut self.subflows[i];
+            let c = sf.counters;
+            let now = [c.packets_sent, c.packets_lost + c.tlp_count, c.packets_retransmitted];
+            let d = [now[0] - sf.reported[0], now[1] - sf.reported[1], now[2] - sf.reported[2]];
+            sf.reported = now;
+            out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto: sf.rtt.rto() });
+        }
+    }
+
+    /// Applies an oracle decision to this connection's subflows on that netpath.
+    pub(crate) fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
+        let on = (0..self.subflows.len().min(64))
+            .filter(|&k| self.subflows[k].is_open() && self.netpath(k) == Some(a.netpath))
+            .fold(0u64, |m, k| m | 1 << k);
+        if on == 0 || self.is_closed() {
+            return;
+        }
+        let mut set_flags = |bad: Option<bool>, high_rto: Option<bool>| {
+            for (k, sf) in self.subflows.iter_mut().enumerate().take(64) {
+                if on & (1 << k) != 0 {
+                    sf.was_bad = bad.unwrap_or(sf.was_bad);
+                    sf.high_rto = high_rto.unwrap_or(sf.high_rto);
+                }
+            }
+        };
+        match a.verdict {
+            oracle::Verdict::Bad => self.fail_over(now, true, |k, _| on & (1 << k) != 0),
+            oracle::Verdict::HighRto => {
+                set_flags(None, Some(true));
+                self.open_other_paths(now);
+            }
+            oracle::Verdict::Clear => set_flags(Some(false), Some(false)),
         }
     }
 
@@ -1428,6 +1585,10 @@ impl Connection {
             let new = self.recv.insert(dsn, data);
             if new > 0 {
                 self.subflows[i].last_original_rx = now;
+                if self.idle_timer_applies() {
+                    let rto = self.peer_rto();
+                    self.idle_timer.on_data(now, d.idle, rto);
+                }
             }
             if self.recv.readable() > before {
                 self.emit(Event::Readable);
@@ -1468,6 +1629,8 @@ impl Connection {
             let n = self.send.ack(ack.min(data_end));
             self.counters.bytes_acked += n;
             self.subflows[i].last_original_rx = now;
+            let rto = self.peer_rto();
+            self.idle_timer.on_data_ack(now, rto);
             if fin_end == Some(ack) {
                 self.fin_acked = true;
             }
@@ -1705,6 +1868,12 @@ impl Connection {
         if self.config.idle_timeout > 0 && !self.is_closed() {
             min(Some(self.last_rx + self.config.idle_timeout));
         }
+        if self.idle_timer_applies() && !self.is_closed() {
+            min(self.idle_timer.deadline());
+        }
+        if let Some(t) = self.healthy_since {
+            min(Some(t + self.config.fail_back_hold));
+        }
         for sf in &self.subflows {
             if !sf.is_open() {
                 continue;
@@ -1749,6 +1918,21 @@ impl Connection {
             self.drained = true;
             return;
         }
+        if self.idle_timer.expired(now) && self.idle_timer_applies() {
+            // Nothing arrived for an idle-timer period while the server had more to send
+            // (its last data did not carry MP_IDLE): the paths in use are declared bad.
+            self.fail_over(now, true, |_, s| !s.failover);
+        }
+        self.check_fail_back(now);
+        if self.config.path_manager == PathManager::MultiMob && self.side == Side::Client && !self.is_closed() {
+            // A failed path with nothing in flight gets a PING, so that its retransmission
+            // timer probes it (with backoff) until it answers.
+            for sf in self.subflows.iter_mut() {
+                if sf.pf && sf.established() && !sf.backup && sf.ack_eliciting_in_flight == 0 && sf.probe.is_none() {
+                    sf.ctrl_pending |= ctrl::PING;
+                }
+            }
+        }
         let pmad = self.peer_max_ack_delay();
         for i in 0..self.subflows.len() {
             if !self.subflows[i].is_open() {
@@ -1785,6 +1969,23 @@ impl Connection {
             sf.probe = Some(Probe::Tail);
             sf.counters.tlp_count += 1;
             sf.rto_start = now;
+            // MultiMob counts a tail loss probe as a loss.
+            sf.last_loss_at = now;
+            // multimob: the primary's first timeout with data pending and nothing else to fall
+            // back on opens the other paths at once, without waiting for the oracle's period.
+            let id = sf.id;
+            let alone = !self.subflows.iter().any(|s| s.id != id && s.is_open() && !s.pf);
+            if self.config.path_manager == PathManager::MultiMob
+                && self.side == Side::Client
+                && !self.subflows[i].backup
+                && alone
+                && self.has_unused_path()
+            {
+                // The endpoint's oracle hears of it too, and declares the netpath bad for
+                // every connection on it ("one connection experiences issues, others react").
+                self.alert = self.netpath(i);
+                self.fail_over(now, true, |_, s| s.id == id);
+            }
             return;
         }
         sf.counters.rto_count += 1;
@@ -2288,6 +2489,7 @@ impl Connection {
             let retrans = data.is_some_and(|x| x.1);
             if retrans {
                 sf.counters.bytes_retransmitted += u64::from(d.len);
+                sf.counters.packets_retransmitted += 1;
             }
             let is_new = data.is_some_and(|x| x.2);
             if is_new {

@@ -156,6 +156,8 @@ pub struct SubflowCounters {
     pub packets_lost: u64,
     /// Data bytes sent again (after loss, on a probe, or as a reinjection).
     pub bytes_retransmitted: u64,
+    /// Packets that carried data sent again.
+    pub packets_retransmitted: u64,
     /// Data bytes first sent on another subflow and sent here too.
     pub bytes_reinjected: u64,
     pub data_bytes_sent: u64,
@@ -180,6 +182,11 @@ pub struct Subflow {
     pub nonce_local: u32,
     pub nonce_remote: u32,
     pub join: JoinKind,
+    /// Opened by the path manager for a failover (closed again on fail-back).
+    pub failover: bool,
+    /// Counters already reported to the oracle: packets sent, lost (TLPs included),
+    /// retransmitted.
+    pub reported: [u64; 3],
     /// Responder of a fast join: the FAST_JOIN_REPLY rides in every packet until the peer
     /// acknowledges one, so that no packet of ours arrives before the peer can use it.
     pub reply_unacked: bool,
@@ -276,6 +283,8 @@ impl Subflow {
             nonce_local: 0,
             nonce_remote: 0,
             join: JoinKind::Regular,
+            failover: false,
+            reported: [0; 3],
             reply_unacked: false,
             next_pn: 0,
             largest_acked: None,
