@@ -81,6 +81,11 @@ pub struct Config {
     pub max_handshake_attempts: u32,
     /// The oracle of the `multimob` path manager (period, thresholds).
     pub oracle: oracle::Config,
+    /// `multimob`: a primary subflow's first timeout (its tail loss probe) with data pending
+    /// and no other usable subflow declares its netpath bad at once, without waiting for the
+    /// oracle's period. Off, only the oracle's statistics and the idle timer open subflows, as
+    /// in MultiMob's kernel module.
+    pub failover_on_timeout: bool,
     /// `multimob`: how long a regular subflow must stay healthy before the subflows opened for
     /// a failover are closed.
     pub fail_back_hold: u64,
@@ -124,6 +129,7 @@ impl Default for Config {
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
             oracle: oracle::Config::default(),
+            failover_on_timeout: true,
             fail_back_hold: 3_000_000,
             faults: Faults::default(),
         }

@@ -1976,6 +1976,7 @@ impl Connection {
             let id = sf.id;
             let alone = !self.subflows.iter().any(|s| s.id != id && s.is_open() && !s.pf);
             if self.config.path_manager == PathManager::MultiMob
+                && self.config.failover_on_timeout
                 && self.side == Side::Client
                 && !self.subflows[i].backup
                 && alone

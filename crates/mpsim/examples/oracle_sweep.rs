@@ -1,0 +1,109 @@
+//! The oracle's trade-off between latency and cellular energy (MultiMob §IV-c, §IV-d), as a
+//! table: Siri requests next to a light background connection (1,200 bytes every 100 ms) on
+//! the MultiMob configuration; WiFi turns lossy (random loss, 15% by default) while the user is
+//! between the first and second of four requests. For each loss threshold (Ts = 500 ms) and
+//! each period Ts (threshold 25%): the worst response delay over the requests after the loss
+//! starts, the cellular energy above idle, and how many subflows the Siri connection opened.
+//! Means over seeds 1 to 3.
+//!
+//! Run: `cargo run --release -p mpsim --example oracle_sweep [loss]`
+
+use mpcore::{Config, ConnHandle, PathManager};
+use mpsim::apps::{Siri, SiriConfig};
+use mpsim::{ms, multimob_paths, Flow, PathEvent, Sim};
+
+fn run(seed: u64, loss: f64, oracle: oracle::Config, failover_on_timeout: bool) -> (f64, f64, f64) {
+    let client = Config {
+        path_manager: PathManager::MultiMob,
+        scheduler: "priority".into(),
+        fast_join: true,
+        mp_idle: true,
+        keep_alive: 0,
+        oracle,
+        failover_on_timeout,
+        ..Config::default()
+    };
+    let server = Config {
+        scheduler: "last-received".into(),
+        fast_join: true,
+        mp_idle: true,
+        keep_alive: 0,
+        ..Config::default()
+    };
+    let mut paths = multimob_paths();
+    paths[1].backup = true;
+    let Ok(mut sim) = Sim::new(seed, client, server, paths) else {
+        eprintln!("bad configuration");
+        std::process::exit(1);
+    };
+    let bg = sim.connect();
+    let mut bg_server: Option<ConnHandle> = None;
+    let mut next = 0;
+    let mut buf = vec![0u8; 65_536];
+    let mut app = Siri::new(SiriConfig { requests: 4, ..SiriConfig::default() }, seed);
+    // Loss starts 1 s after the first request's last burst.
+    let loss_at = ms(200 + 8 * 300 + 1_000);
+    sim.at(loss_at, 0, PathEvent::Loss(loss));
+    let done = sim.run(ms(120_000), |s| {
+        if bg_server.is_none() {
+            bg_server = s.server.accept();
+        }
+        if s.now >= next {
+            next = s.now + ms(100);
+            if let Some(c) = s.client.conn_mut(bg) {
+                let _ = c.write(&[0x5a; 1200]);
+            }
+        }
+        if let Some(c) = bg_server.and_then(|h| s.server.conn_mut(h)) {
+            while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+        }
+        match app.drive(s) {
+            Flow::Done => Flow::Done,
+            Flow::Wake(t) => Flow::Wake(Some(t.unwrap_or(u64::MAX).min(next))),
+        }
+    });
+    if !done {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let max = app.results.iter().filter(|r| r.start > loss_at).filter_map(|r| r.max_burst_delay()).max().unwrap_or(0);
+    let e = sim.radio_energy(1, 0, sim.now);
+    let opened = app.client.and_then(|h| sim.client.conn(h)).map_or(0, |c| c.stats().subflows.len() - 1);
+    (max as f64 / 1e3, e.above_idle_joules, opened as f64)
+}
+
+fn mean(loss: f64, oracle: oracle::Config, on_timeout: bool) -> (f64, f64, f64) {
+    let r: Vec<_> = (1..=3).map(|seed| run(seed, loss, oracle, on_timeout)).collect();
+    let n = r.len() as f64;
+    (
+        r.iter().map(|x| x.0).sum::<f64>() / n,
+        r.iter().map(|x| x.1).sum::<f64>() / n,
+        r.iter().map(|x| x.2).sum::<f64>() / n,
+    )
+}
+
+fn main() {
+    let loss = match std::env::args().nth(1).map(|a| a.parse::<f64>()) {
+        None => 0.15,
+        Some(Ok(l)) if (0.0..=1.0).contains(&l) => l,
+        Some(_) => {
+            eprintln!("usage: oracle_sweep [loss between 0 and 1]");
+            std::process::exit(2);
+        }
+    };
+    println!("WiFi loss {:.0}% from 3.6 s; 4 Siri requests + 12 KB/s background; means of 3 seeds", loss * 100.0);
+    println!("Oracle alone (failover_on_timeout off, as MultiMob's module), then with it on (our default).");
+    println!("| timeout trigger | loss threshold | Ts | max delay after loss | cellular energy above idle | Siri subflows opened |");
+    println!("|---|---|---|---|---|---|");
+    let base = oracle::Config::default();
+    for on_timeout in [false, true] {
+        let label = if on_timeout { "on" } else { "off" };
+        for t in [0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40] {
+            let (d, e, o) = mean(loss, oracle::Config { loss_threshold: t, ..base }, on_timeout);
+            println!("| {label} | {:.0}% | 500 ms | {d:.1} ms | {e:.1} J | {o:.1} |", t * 100.0);
+        }
+        for ts in [1u64, 10, 50, 100, 250, 1_000] {
+            let (d, e, o) = mean(loss, oracle::Config { period: ms(ts), ..base }, on_timeout);
+            println!("| {label} | 25% | {ts} ms | {d:.1} ms | {e:.1} J | {o:.1} |");
+        }
+    }
+}
