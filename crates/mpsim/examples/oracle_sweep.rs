@@ -8,55 +8,23 @@
 //!
 //! Run: `cargo run --release -p mpsim --example oracle_sweep [loss]`
 
-use mpcore::{Config, ConnHandle, PathManager};
-use mpsim::apps::{Siri, SiriConfig};
-use mpsim::{ms, multimob_paths, Flow, PathEvent, Sim};
+use mpcore::Config;
+use mpsim::apps::{Siri, SiriConfig, Trickle};
+use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, Flow, PathEvent, Sim};
 
 fn run(seed: u64, loss: f64, oracle: oracle::Config, failover_on_timeout: bool) -> (f64, f64, f64) {
-    let client = Config {
-        path_manager: PathManager::MultiMob,
-        scheduler: "priority".into(),
-        fast_join: true,
-        mp_idle: true,
-        keep_alive: 0,
-        oracle,
-        failover_on_timeout,
-        ..Config::default()
-    };
-    let server = Config {
-        scheduler: "last-received".into(),
-        fast_join: true,
-        mp_idle: true,
-        keep_alive: 0,
-        ..Config::default()
-    };
-    let mut paths = multimob_paths();
-    paths[1].backup = true;
-    let Ok(mut sim) = Sim::new(seed, client, server, paths) else {
+    let client = Config { failover_on_timeout, ..multimob_client(oracle) };
+    let Ok(mut sim) = Sim::new(seed, client, multimob_server(), multimob_backup_paths()) else {
         eprintln!("bad configuration");
         std::process::exit(1);
     };
-    let bg = sim.connect();
-    let mut bg_server: Option<ConnHandle> = None;
-    let mut next = 0;
-    let mut buf = vec![0u8; 65_536];
+    let mut background = Trickle::new(&mut sim);
     let mut app = Siri::new(SiriConfig { requests: 4, ..SiriConfig::default() }, seed);
     // Loss starts 1 s after the first request's last burst.
     let loss_at = ms(200 + 8 * 300 + 1_000);
     sim.at(loss_at, 0, PathEvent::Loss(loss));
     let done = sim.run(ms(120_000), |s| {
-        if bg_server.is_none() {
-            bg_server = s.server.accept();
-        }
-        if s.now >= next {
-            next = s.now + ms(100);
-            if let Some(c) = s.client.conn_mut(bg) {
-                let _ = c.write(&[0x5a; 1200]);
-            }
-        }
-        if let Some(c) = bg_server.and_then(|h| s.server.conn_mut(h)) {
-            while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
-        }
+        let next = background.step(s);
         match app.drive(s) {
             Flow::Done => Flow::Done,
             Flow::Wake(t) => Flow::Wake(Some(t.unwrap_or(u64::MAX).min(next))),

@@ -372,3 +372,37 @@ impl Siri {
         }
     }
 }
+
+/// A light background connection: the client writes 1,200 bytes every 100 ms (12 KB/s, as in
+/// MultiMob's threshold experiment); the server reads and discards. Connects on creation, so
+/// create it before any other application connects.
+#[derive(Debug)]
+pub struct Trickle {
+    pub client: ConnHandle,
+    pub server: Option<ConnHandle>,
+    next: Time,
+    buf: Vec<u8>,
+}
+
+impl Trickle {
+    pub fn new(sim: &mut Sim) -> Self {
+        Self { client: sim.connect(), server: None, next: 0, buf: vec![0; 65_536] }
+    }
+
+    /// Writes when due and reads what arrived; returns when it next wants to run.
+    pub fn step(&mut self, sim: &mut Sim) -> Time {
+        if self.server.is_none() {
+            self.server = sim.server.accept();
+        }
+        if sim.now >= self.next {
+            self.next = sim.now + 100_000;
+            if let Some(c) = sim.client.conn_mut(self.client) {
+                let _ = c.write(&[0x5a; 1200]);
+            }
+        }
+        if let Some(c) = self.server.and_then(|h| sim.server.conn_mut(h)) {
+            while matches!(c.read(&mut self.buf), Ok(n) if n > 0) {}
+        }
+        self.next
+    }
+}

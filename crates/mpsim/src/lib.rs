@@ -228,6 +228,32 @@ pub fn multimob_paths() -> Vec<PathConfig> {
     vec![PathConfig::new(client_addr(0), Iface::Wifi, 15, 10), PathConfig::new(client_addr(1), Iface::Cellular, 25, 10)]
 }
 
+/// [`multimob_paths`] with the cellular path a backup path, as MultiMob's phones have it.
+pub fn multimob_backup_paths() -> Vec<PathConfig> {
+    let mut p = multimob_paths();
+    p[1].backup = true;
+    p
+}
+
+/// The MultiMob client: the `multimob` path manager with this oracle, the `priority`
+/// scheduler, FAST_JOIN and MP_IDLE, no keep-alives.
+pub fn multimob_client(oracle: oracle::Config) -> Config {
+    Config {
+        path_manager: mpcore::PathManager::MultiMob,
+        scheduler: "priority".into(),
+        fast_join: true,
+        mp_idle: true,
+        keep_alive: 0,
+        oracle,
+        ..Config::default()
+    }
+}
+
+/// The MultiMob server: `last-received`, FAST_JOIN and MP_IDLE, no keep-alives.
+pub fn multimob_server() -> Config {
+    Config { scheduler: "last-received".into(), fast_join: true, mp_idle: true, keep_alive: 0, ..Config::default() }
+}
+
 impl Sim {
     /// A client and a server with these configurations over `paths`.
     pub fn new(seed: u64, client: Config, server: Config, paths: Vec<PathConfig>) -> Result<Self, ConfigError> {

@@ -75,6 +75,13 @@ fn the_data_in_a_fast_join_is_delivered_at_once() {
     assert!(first_up.size > 1000, "the FAST_JOIN_OUT carries a full packet of data: {first_up:?}");
     let sv = sim.server.drops();
     assert_eq!(sv.refused + sv.bad_hmac + sv.replayed_join, 0, "{sv:?}");
+    // Until the client's next packet on cellular validates the address, the server sends at
+    // most three times what it received there (§10).
+    let log = sim.path_log(1);
+    let k = log.iter().position(|e| e.dir == Dir::Up).unwrap();
+    let next_up = log[k + 1..].iter().position(|e| e.dir == Dir::Up).map_or(log.len(), |p| k + 1 + p);
+    let down: usize = log[k..next_up].iter().filter(|e| e.dir == Dir::Down).map(|e| e.size).sum();
+    assert!(down > 0 && down <= 3 * log[k].size, "{down} bytes answered {} received", log[k].size);
 }
 
 type Captured = std::rc::Rc<std::cell::RefCell<Vec<(usize, Dir, Vec<u8>)>>>;

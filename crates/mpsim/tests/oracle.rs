@@ -6,37 +6,15 @@
 //! both, keep-alives off.
 #![allow(clippy::unwrap_used)]
 
-use mpcore::{Config, ConnHandle, Event, PathManager};
-use mpsim::apps::{pattern, Bulk, Siri, SiriConfig};
-use mpsim::{ms, multimob_paths, Flow, PathConfig, PathEvent, Sim};
+use mpcore::{ConnHandle, Event};
+use mpsim::apps::{pattern, Bulk, Siri, SiriConfig, Trickle};
+use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, Flow, PathEvent, Sim};
 
 const WIFI: usize = 0;
 const CELL: usize = 1;
 
-pub fn client_config(oracle: oracle::Config) -> Config {
-    Config {
-        path_manager: PathManager::MultiMob,
-        scheduler: "priority".into(),
-        fast_join: true,
-        mp_idle: true,
-        keep_alive: 0,
-        oracle,
-        ..Config::default()
-    }
-}
-
-pub fn server_config() -> Config {
-    Config { scheduler: "last-received".into(), fast_join: true, mp_idle: true, keep_alive: 0, ..Config::default() }
-}
-
-pub fn paths() -> Vec<PathConfig> {
-    let mut p = multimob_paths();
-    p[CELL].backup = true;
-    p
-}
-
 fn sim(seed: u64) -> Sim {
-    Sim::new(seed, client_config(oracle::Config::default()), server_config(), paths()).unwrap()
+    Sim::new(seed, multimob_client(oracle::Config::default()), multimob_server(), multimob_backup_paths()).unwrap()
 }
 
 /// Subflows the client opened beyond the first (each one a wake-up of the cellular path).
@@ -59,37 +37,10 @@ fn a_without_losses_the_cellular_path_stays_silent() {
     println!("(a) {} requests, 0 cellular packets, {:.3} J above idle", app.results.len(), e.above_idle_joules);
 }
 
-/// A light background connection (1,200 bytes every 100 ms, 12 KB/s, as in MultiMob's
-/// threshold experiment) next to the Siri one, on the same endpoints.
-struct Background {
-    client: ConnHandle,
-    server: Option<ConnHandle>,
-    next: u64,
-    buf: Vec<u8>,
-}
-
-impl Background {
-    fn step(&mut self, sim: &mut Sim) {
-        if self.server.is_none() {
-            self.server = sim.server.accept();
-        }
-        if sim.now >= self.next {
-            self.next = sim.now + ms(100);
-            if let Some(c) = sim.client.conn_mut(self.client) {
-                let _ = c.write(&[0x5a; 1200]);
-            }
-        }
-        if let Some(c) = self.server.and_then(|h| sim.server.conn_mut(h)) {
-            while matches!(c.read(&mut self.buf), Ok(n) if n > 0) {}
-        }
-    }
-}
-
 #[test]
 fn b_one_connection_meets_losses_and_the_others_react() {
     let mut sim = sim(2);
-    let bg = sim.connect();
-    let mut background = Background { client: bg, server: None, next: 0, buf: vec![0; 65_536] };
+    let mut background = Trickle::new(&mut sim);
     let mut app = Siri::new(SiriConfig { requests: 2, ..SiriConfig::default() }, 2);
     sim.run(ms(1_000), |s| {
         background.step(s);
@@ -158,7 +109,7 @@ fn c_a_silent_download_is_rescued_by_the_idle_timer() {
 /// The whole MultiMob configuration, WiFi blacked out while the client is between two Siri
 /// requests: the worst delay over every burst of the next request.
 pub fn blackout_max_delay(seed: u64, oracle: oracle::Config) -> (u64, u64, f64) {
-    let mut sim = Sim::new(seed, client_config(oracle), server_config(), paths()).unwrap();
+    let mut sim = Sim::new(seed, multimob_client(oracle), multimob_server(), multimob_backup_paths()).unwrap();
     let mut app = Siri::new(SiriConfig { requests: 2, ..SiriConfig::default() }, seed);
     sim.run(ms(7_000), |s| app.drive(s));
     let second = app.results[0].start + ms(8 * 300 + 5_000);
