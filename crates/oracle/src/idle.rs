@@ -42,11 +42,6 @@ impl IdleTimer {
         }
     }
 
-    /// Stops the timer (its alarm was raised, or there is nothing left to open).
-    pub fn stop(&mut self) {
-        self.deadline = None;
-    }
-
     pub fn deadline(&self) -> Option<Time> {
         self.deadline
     }
