@@ -1045,7 +1045,6 @@ impl Connection {
     }
 
     fn run_path_manager(&mut self, now: Time) {
-        let (first, remote) = (self.subflows[0].local_path, self.subflows[0].remote);
         let backup_all = match self.config.path_manager {
             PathManager::OnDemand => return,
             PathManager::MultiMob => {
@@ -1058,14 +1057,7 @@ impl Connection {
             PathManager::Backup => true,
             PathManager::Fullmesh => false,
         };
-        for p in 0..self.paths.len() {
-            let path = PathId(p as u8);
-            if path == first || self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
-                continue;
-            }
-            let backup = backup_all || self.paths[p].backup;
-            self.open_subflow(now, path, remote, backup);
-        }
+        self.open_other_paths(now, backup_all, false);
     }
 
     /// The on-demand path manager (break-before-make): once no open subflow is left that is
@@ -1079,31 +1071,29 @@ impl Connection {
         if self.subflows.iter().any(|s| s.is_open() && !s.pf) {
             return;
         }
-        self.open_other_paths(now);
+        self.open_other_paths(now, false, true);
     }
 
     /// The client joins from every local path without an open subflow, towards the address
-    /// subflow 0 uses (by fast join where negotiated). Returns how many joins it started.
-    fn open_other_paths(&mut self, now: Time) -> usize {
+    /// subflow 0 uses (by fast join where negotiated); as backup subflows if `backup_all` or
+    /// the path is marked backup, and marked `failover` (closed again on fail-back).
+    fn open_other_paths(&mut self, now: Time, backup_all: bool, failover: bool) {
         if self.side != Side::Client || self.is_closed() || self.subflows.is_empty() {
-            return 0;
+            return;
         }
         let remote = self.subflows[0].remote;
-        let mut opened = 0;
         for p in 0..self.paths.len() {
             let path = PathId(p as u8);
             if self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
                 continue;
             }
-            let backup = self.paths[p].backup;
-            if let Some(id) = self.open_subflow(now, path, remote, backup) {
-                if let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id) {
-                    sf.failover = true;
+            let backup = backup_all || self.paths[p].backup;
+            if self.open_subflow(now, path, remote, backup).is_some() {
+                if let Some(sf) = self.subflows.last_mut() {
+                    sf.failover = failover;
                 }
-                opened += 1;
             }
         }
-        opened
     }
 
     /// A local path has no open subflow: a failover could open one.
@@ -1130,7 +1120,7 @@ impl Connection {
                 self.copy_in_flight_for_reinjection(i);
             }
         }
-        self.open_other_paths(now);
+        self.open_other_paths(now, false, true);
         tracing::debug!(side = ?self.side, "multimob failover");
     }
 
@@ -1222,7 +1212,7 @@ impl Connection {
             oracle::Verdict::Bad => self.fail_over(now, true, |k, _| on & (1 << k) != 0),
             oracle::Verdict::HighRto => {
                 set_flags(None, Some(true));
-                self.open_other_paths(now);
+                self.open_other_paths(now, false, true);
             }
             oracle::Verdict::Clear => set_flags(Some(false), Some(false)),
         }
