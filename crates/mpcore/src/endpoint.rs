@@ -114,6 +114,8 @@ pub struct Endpoint {
     /// The `multimob` path manager's oracle over every connection of this (client) endpoint.
     oracle: Option<oracle::Oracle>,
     oracle_actions: Vec<oracle::Action>,
+    /// Per local path: reported down by the driver.
+    path_down: Vec<bool>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -138,6 +140,7 @@ impl Endpoint {
         let retry_key = RetryTokenKey::generate().map_err(|_| ConfigError("no system randomness".into()))?;
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
+            path_down: vec![false; paths.len()],
             paths,
             server,
             conns: Vec::new(),
@@ -212,7 +215,10 @@ impl Endpoint {
         Ok(self.insert(c))
     }
 
-    fn insert(&mut self, c: Connection) -> ConnHandle {
+    fn insert(&mut self, mut c: Connection) -> ConnHandle {
+        for (p, _) in self.path_down.iter().enumerate().filter(|(_, d)| **d) {
+            c.path_down(0, PathId(p as u8));
+        }
         let idx = self.conns.len();
         self.conns.push(Some(Box::new(c)));
         self.live += 1;
@@ -608,6 +614,29 @@ impl Endpoint {
     /// The oracle's view of a netpath (the `multimob` path manager's client only).
     pub fn oracle(&self) -> Option<&oracle::Oracle> {
         self.oracle.as_ref()
+    }
+
+    /// Tells every connection that local path `path`'s interface went down or came back
+    /// (`Connection::path_down` / `path_up`); later connections start with the same view.
+    pub fn set_path_up(&mut self, now: Time, path: PathId, up: bool) {
+        let Some(d) = self.path_down.get_mut(usize::from(path.0)) else { return };
+        *d = !up;
+        for idx in 0..self.conns.len() {
+            if let Some(c) = self.conns[idx].as_deref_mut() {
+                if up {
+                    c.path_up(now, path);
+                } else {
+                    c.path_down(now, path);
+                }
+                self.sync(idx, now);
+                self.reap(idx, now);
+            }
+        }
+    }
+
+    /// Whether local path `path` was last reported down with `set_path_up`.
+    pub fn is_path_up(&self, path: PathId) -> bool {
+        !self.path_down.get(usize::from(path.0)).copied().unwrap_or(false)
     }
 
     /// The earliest time `handle_timeout` must be called.

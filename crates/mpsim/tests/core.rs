@@ -1,6 +1,7 @@
 //! The connection state machine proven in the simulator (issue 3's "must show").
 #![allow(clippy::unwrap_used)]
 
+use mpcore::Time;
 use mpcore::{Config, Event, PathManager, SubflowState};
 use mpsim::apps::{pattern, Bulk};
 use mpsim::{ms, multimob_paths, Flow, Sim};
@@ -464,4 +465,91 @@ fn keep_alives_notice_an_idle_path_failing() {
     let failed = app.events.iter().find(|e| e.1 && e.2 == Event::SubflowFailed { id: 1 }).map(|e| e.0);
     assert!(failed.is_some_and(|t| t < ms(8_000) + ms(7_000)), "idle path failure noticed at {failed:?}");
     assert!(!app.events.iter().any(|e| e.2 == Event::SubflowFailed { id: 0 }), "the healthy path stays up");
+}
+
+/// The driver reports an interface going down and coming back (`Endpoint::set_path_up`) at the
+/// moment the simulated link fails and returns.
+fn link_script(down: Time, up: Time, path: usize) -> impl FnMut(&mut Sim) {
+    let mut state = 0;
+    move |s: &mut Sim| {
+        if state == 0 && s.now >= down {
+            s.client.set_path_up(s.now, mpcore::PathId(path as u8), false);
+            state = 1;
+        }
+        if state == 1 && s.now >= up {
+            s.client.set_path_up(s.now, mpcore::PathId(path as u8), true);
+            state = 2;
+        }
+    }
+}
+
+#[test]
+fn interface_down_moves_data_at_once_and_interface_up_rejoins() {
+    let mut sim = Sim::new(4, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();
+    let data = pattern(12 << 20, 5);
+    let mut app = Bulk::new(data.clone(), false);
+    let (down, up) = (ms(2_000), ms(5_000));
+    sim.at(down, 0, mpsim::PathEvent::Down);
+    sim.at(up, 0, mpsim::PathEvent::Up);
+    let mut script = link_script(down, up, 0);
+    let done = sim.run(ms(60_000), |s| {
+        script(s);
+        let f = app.drive(s);
+        match f {
+            Flow::Wake(None) => Flow::Wake([down, up].into_iter().find(|&t| t > s.now)),
+            f => f,
+        }
+    });
+    assert!(done);
+    assert_eq!(sha256(&app.received), sha256(&data));
+    // Without waiting for an RTO the stall is a couple of round trips of the other path, far
+    // below the timeout-driven failover of `primary_outage_mid_transfer_then_restoration`.
+    let stall = app.longest_stall(down);
+    assert!(stall < ms(200), "stall of {} ms after the interface went down", stall / 1000);
+    let closed = app.events.iter().any(|e| e.1 && matches!(e.2, Event::SubflowClosed { id: 0, .. }));
+    assert!(closed, "subflow 0 was closed when its interface went down");
+    let h = app.client.unwrap();
+    let st = sim.client.stats(h).unwrap();
+    let again = st.subflows.iter().find(|s| s.path == mpcore::PathId(0) && s.id != 0).expect("a new subflow on path 0");
+    assert_eq!(again.state, SubflowState::Established);
+    assert!(again.counters.data_bytes_sent > 1 << 20, "path 0 carries data again: {again:?}");
+    println!("stall {} ms, finished at {} ms", stall / 1000, app.finished_at.unwrap() / 1000);
+}
+
+#[test]
+fn multimob_interface_events() {
+    let client = mpsim::multimob_client(oracle::Config::default());
+    let mut sim = Sim::new(7, client, mpsim::multimob_server(), mpsim::multimob_backup_paths()).unwrap();
+    let mut app = mpsim::apps::Trickle::new(&mut sim);
+    let h = app.client;
+    // The unused cellular interface flaps: no subflow is opened on it.
+    sim.at(ms(1_000), 1, mpsim::PathEvent::Down);
+    sim.at(ms(1_500), 1, mpsim::PathEvent::Up);
+    let mut flap = link_script(ms(1_000), ms(1_500), 1);
+    sim.run(ms(1_900), |s| {
+        flap(s);
+        Flow::Wake(Some(app.step(s)))
+    });
+    assert_eq!(sim.client.stats(h).unwrap().subflows.len(), 1, "cellular stays unused");
+    assert_eq!(sim.packets_on(1, None, 0), 0);
+    // WiFi goes down: cellular is joined at once, not after an oracle period or a timeout.
+    let (down, up) = (ms(2_000), ms(3_000));
+    sim.at(down, 0, mpsim::PathEvent::Down);
+    sim.at(up, 0, mpsim::PathEvent::Up);
+    let mut script = link_script(down, up, 0);
+    sim.run(ms(9_000), |s| {
+        script(s);
+        let next = app.step(s);
+        Flow::Wake(Some([down, up].into_iter().filter(|&t| t > s.now).fold(next, Time::min)))
+    });
+    let first_cell = sim.path_log(1).first().map(|e| e.time).unwrap();
+    assert_eq!(first_cell, down, "the join leaves when the interface goes down");
+    let st = sim.client.stats(h).unwrap();
+    // WiFi is joined again when it returns, and the fail-back closes the cellular subflow.
+    let wifi_again = st.subflows.iter().find(|s| s.path == mpcore::PathId(0) && s.id != 0).expect("WiFi rejoined");
+    assert_eq!(wifi_again.state, SubflowState::Established);
+    let cell = st.subflows.iter().find(|s| s.path == mpcore::PathId(1)).unwrap();
+    assert_eq!(cell.state, SubflowState::Closed, "failed back: {st:#?}");
+    let last_cell = sim.path_log(1).last().map(|e| e.time).unwrap();
+    println!("cellular used from {} ms to {} ms", first_cell / 1000, last_cell / 1000);
 }

@@ -263,6 +263,10 @@ pub struct Connection {
     pm_ran: bool,
     drained: bool,
     token_registered: bool,
+    /// Per local path: its interface is down (the driver said so with `path_down`).
+    path_down: Vec<bool>,
+    /// Per local path: `path_down` closed a subflow there, so `path_up` opens one again.
+    reopen: Vec<bool>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -341,6 +345,8 @@ impl Connection {
             pm_ran: false,
             drained: false,
             token_registered: false,
+            path_down: vec![false; paths.len()],
+            reopen: vec![false; paths.len()],
         }
     }
 
@@ -1084,7 +1090,7 @@ impl Connection {
         let remote = self.subflows[0].remote;
         for p in 0..self.paths.len() {
             let path = PathId(p as u8);
-            if self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+            if self.path_down[p] || self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
                 continue;
             }
             let backup = backup_all || self.paths[p].backup;
@@ -1098,7 +1104,68 @@ impl Connection {
 
     /// A local path has no open subflow: a failover could open one.
     fn has_unused_path(&self) -> bool {
-        (0..self.paths.len()).any(|p| !self.subflows.iter().any(|s| s.local_path.0 == p as u8 && s.is_open()))
+        (0..self.paths.len())
+            .any(|p| !self.path_down[p] && !self.subflows.iter().any(|s| s.local_path.0 == p as u8 && s.is_open()))
+    }
+
+    /// The interface of local path `path` went down (the driver watches the links). A client
+    /// first joins from every other path that is up and has no subflow (make-before-break
+    /// made instant: the link is gone), then closes its subflows on `path`, reinjecting their
+    /// data; `path_up` opens them again. Where no other subflow could carry the connection,
+    /// and on the server (which cannot open subflows), the subflows stay open, marked
+    /// potentially failed, and their retransmission timers probe the path.
+    pub fn path_down(&mut self, now: Time, path: PathId) {
+        let p = usize::from(path.0);
+        if p >= self.paths.len() || self.path_down[p] {
+            return;
+        }
+        self.path_down[p] = true;
+        if self.is_closed() {
+            return;
+        }
+        let on_path = |s: &Subflow| s.local_path == path && s.is_open();
+        if self.side == Side::Client && self.state == State::Established {
+            self.open_other_paths(now, false, true);
+        }
+        let elsewhere = self.subflows.iter().any(|s| s.is_open() && s.local_path != path);
+        for i in 0..self.subflows.len() {
+            if !on_path(&self.subflows[i]) {
+                continue;
+            }
+            if elsewhere && self.side == Side::Client {
+                self.reopen[p] = true;
+                self.shut_subflow(now, i, crate::wire::frame::reason::UNSPECIFIED);
+            } else {
+                let id = self.subflows[i].id;
+                self.mark_potentially_failed(now, id);
+            }
+        }
+        tracing::debug!(side = ?self.side, path = p, "local path down");
+    }
+
+    /// The interface of local path `path` is up again: a client opens a subflow there again
+    /// if `path_down` closed one (a path that had none, such as an unused cellular backup
+    /// under `multimob`, stays unused).
+    pub fn path_up(&mut self, now: Time, path: PathId) {
+        let p = usize::from(path.0);
+        if p >= self.paths.len() || !self.path_down[p] {
+            return;
+        }
+        self.path_down[p] = false;
+        if !std::mem::take(&mut self.reopen[p]) || self.side != Side::Client || self.subflows.is_empty() {
+            return;
+        }
+        if !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+            let remote = self.subflows[0].remote;
+            let backup = self.paths[p].backup;
+            self.open_subflow(now, path, remote, backup);
+        }
+        tracing::debug!(side = ?self.side, path = p, "local path up");
+    }
+
+    /// Whether local path `path` is marked down.
+    pub fn is_path_down(&self, path: PathId) -> bool {
+        self.path_down.get(usize::from(path.0)).copied().unwrap_or(false)
     }
 
     /// `multimob`: the regular subflows `on` are declared potentially failed (and was-bad, on
