@@ -1,0 +1,627 @@
+//! The driver: one tokio task per endpoint owns the sockets and a clock and runs the sans-IO
+//! `mpcore::Endpoint`; the application's handles share the endpoint behind a mutex and wake
+//! the task when they change what it has to send (quinn's design).
+//!
+//! Each poll of the task repeats, until nothing moves: receive a batch of datagrams from every
+//! socket (recvmmsg, GRO super-datagrams split at their stride), run the timers that are due,
+//! check the links (sysfs, every `monitor_interval`), hand events to the waiting handles, and
+//! send what the endpoint has (consecutive datagrams to the same peer on the same socket go out
+//! as one UDP GSO batch). Every buffer is allocated when the endpoint is built, none per packet.
+
+use crate::error::{Error, Result};
+use crate::iface::LinkWatch;
+use crate::options::{Interface, Options};
+use bytes::BytesMut;
+use mpcore::{CloseReason, ConnHandle, Endpoint, Event, Iface, LocalPath, PathId, Time, Transmit};
+use quinn_udp::{RecvMeta, UdpSocketState};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io::{self, IoSliceMut};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+use tokio::io::Interest;
+use tokio::time::Sleep;
+
+/// Datagrams (or GRO super-datagrams) read by one recvmmsg call.
+const BATCH: usize = 32;
+/// Room for one GRO super-datagram.
+const CHUNK: usize = 65_536;
+/// recvmmsg calls on one socket before the others get their turn.
+const RECV_ROUNDS: usize = 4;
+/// Datagrams built per round before receiving again.
+const TX_BUDGET: usize = 128;
+/// Rounds per poll before the task yields to the runtime.
+const ROUNDS: usize = 16;
+/// The most a GSO batch carries (the kernel's limit is 64 KiB of payload).
+const GSO_BYTES: usize = 65_000;
+
+/// Datagrams and bytes through one local path's socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    pub datagrams_sent: u64,
+    pub bytes_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_received: u64,
+    /// sendmsg calls (one per GSO batch).
+    pub send_calls: u64,
+    /// recvmmsg calls that returned data.
+    pub recv_calls: u64,
+    /// Datagrams the kernel refused to send (the link is down, no route): lost, like a drop
+    /// on the path, and recovered by the protocol.
+    pub send_errors: u64,
+    /// Errors reading the socket (ICMP errors reported on it, among others).
+    pub recv_errors: u64,
+    /// Up/down transitions of the interface seen by the driver.
+    pub link_changes: u64,
+}
+
+/// One local path as the driver sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathInfo {
+    /// The device the socket is bound to (`SO_BINDTODEVICE`), if any.
+    pub device: Option<String>,
+    /// The socket's local address.
+    pub addr: SocketAddr,
+    pub kind: Iface,
+    pub backup: bool,
+    /// The link was up at the last check.
+    pub up: bool,
+    pub io: IoCounters,
+}
+
+/// What the application's handles and the driver share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    state: Mutex<State>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the endpoint as consistent as mpcore left it;
+        // the state machine itself never panics on input.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Wakers and news of one connection.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    pub(crate) read: Option<Waker>,
+    pub(crate) write: Option<Waker>,
+    pub(crate) connect: Option<Waker>,
+    pub(crate) close: Option<Waker>,
+    pub(crate) connected: bool,
+    pub(crate) closed: Option<CloseReason>,
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) ep: Endpoint,
+    epoch: Instant,
+    slots: Vec<Slot>,
+    driver: Option<Waker>,
+    pub(crate) accepted: VecDeque<ConnHandle>,
+    pub(crate) accept_waker: Option<Waker>,
+    /// Application handles alive (endpoints, listeners, streams); the driver ends when none
+    /// is left and every connection has drained.
+    pub(crate) refs: usize,
+    pub(crate) paths: Vec<PathInfo>,
+    /// The driver task has ended.
+    pub(crate) stopped: bool,
+    pub(crate) idle_waker: Option<Waker>,
+    writers_waiting: usize,
+    /// Live connections at the last `dispatch`.
+    live: usize,
+}
+
+impl State {
+    /// Microseconds since the endpoint was built: the core's clock.
+    pub(crate) fn now(&self) -> Time {
+        self.epoch.elapsed().as_micros() as Time
+    }
+
+    fn instant(&self, t: Time) -> Instant {
+        self.epoch + Duration::from_micros(t)
+    }
+
+    pub(crate) fn wake_driver(&self) {
+        if let Some(w) = &self.driver {
+            w.wake_by_ref();
+        }
+    }
+
+    pub(crate) fn slot(&mut self, h: ConnHandle) -> &mut Slot {
+        if self.slots.len() <= h.0 {
+            self.slots.resize_with(h.0 + 1, Slot::default);
+        }
+        &mut self.slots[h.0]
+    }
+
+    pub(crate) fn wait_write(&mut self, h: ConnHandle, w: &Waker) {
+        let slot = self.slot(h);
+        let was = slot.write.is_some();
+        store(&mut slot.write, w);
+        if !was {
+            self.writers_waiting += 1;
+        }
+    }
+
+    /// Hands the endpoint's events and accepted connections to the handles waiting for them.
+    fn dispatch(&mut self) {
+        while let Some((h, ev)) = self.ep.poll_event() {
+            let slot = self.slot(h);
+            match ev {
+                Event::Connected => {
+                    slot.connected = true;
+                    wake(&mut slot.connect);
+                }
+                Event::Readable | Event::Finished => wake(&mut slot.read),
+                Event::Closed { reason } => {
+                    slot.closed = Some(reason);
+                    for w in [&mut slot.read, &mut slot.write, &mut slot.connect, &mut slot.close] {
+                        wake(w);
+                    }
+                }
+                other => tracing::debug!(conn = h.0, event = ?other, "connection event"),
+            }
+        }
+        // A connection drained (the endpoint forgot it): whoever waits for idleness checks.
+        let live = self.ep.live_connections();
+        if live < self.live {
+            wake(&mut self.idle_waker);
+        }
+        self.live = live;
+        while let Some(h) = self.ep.accept() {
+            self.accepted.push_back(h);
+            if let Some(w) = self.accept_waker.take() {
+                w.wake();
+            }
+        }
+        if self.writers_waiting > 0 {
+            for i in 0..self.slots.len() {
+                if self.slots[i].write.is_none() {
+                    continue;
+                }
+                let room = self.ep.conn(ConnHandle(i)).is_none_or(|c| c.write_room() > 0 || c.is_closed());
+                if room {
+                    wake(&mut self.slots[i].write);
+                    self.writers_waiting -= 1;
+                }
+            }
+        }
+    }
+
+    fn wake_all(&mut self) {
+        for s in &mut self.slots {
+            for w in [&mut s.read, &mut s.write, &mut s.connect, &mut s.close] {
+                wake(w);
+            }
+        }
+        for w in [&mut self.accept_waker, &mut self.idle_waker] {
+            wake(w);
+        }
+    }
+}
+
+/// Keeps `w` in `slot` without cloning it again when it is the same task.
+pub(crate) fn store(slot: &mut Option<Waker>, w: &Waker) {
+    match slot {
+        Some(old) if old.will_wake(w) => {}
+        _ => *slot = Some(w.clone()),
+    }
+}
+
+fn wake(slot: &mut Option<Waker>) {
+    if let Some(w) = slot.take() {
+        w.wake();
+    }
+}
+
+/// One local path's socket.
+#[derive(Debug)]
+struct PathSocket {
+    io: tokio::net::UdpSocket,
+    state: UdpSocketState,
+    watch: Option<LinkWatch>,
+    /// Datagrams per GSO batch on this socket (1: no GSO).
+    max_segments: usize,
+}
+
+/// The datagrams being gathered into one GSO send.
+#[derive(Debug)]
+struct TxBatch {
+    buf: BytesMut,
+    /// Bytes of the batch at the start of `buf`.
+    len: usize,
+    /// Segment size (the first datagram's length); every one but the last has it.
+    seg: usize,
+    count: usize,
+    path: PathId,
+    remote: SocketAddr,
+    /// A datagram built after the batch that could not join it; it sits at `buf[len..]`.
+    next: Option<Transmit>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flush {
+    Done,
+    Blocked,
+}
+
+/// The endpoint's task.
+#[derive(Debug)]
+pub(crate) struct Driver {
+    shared: Arc<Shared>,
+    sockets: Vec<PathSocket>,
+    rx: BytesMut,
+    meta: [RecvMeta; BATCH],
+    tx: TxBatch,
+    timer: Pin<Box<Sleep>>,
+    armed: Option<Instant>,
+    next_monitor: Instant,
+    monitor_interval: Duration,
+}
+
+/// Builds the sockets and the endpoint and spawns the driver. Must run inside a tokio runtime.
+pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared>> {
+    opts.validate()?;
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(Error::Config("mpudp endpoints must be created inside a tokio runtime".into()));
+    }
+    let ifaces = if opts.interfaces.is_empty() {
+        let any: SocketAddr = if v6 { "[::]:0" } else { "0.0.0.0:0" }.parse().expect("a literal address");
+        vec![Interface::unbound(any)]
+    } else {
+        opts.interfaces.clone()
+    };
+    let mut sockets = Vec::with_capacity(ifaces.len());
+    let mut paths = Vec::with_capacity(ifaces.len());
+    let mut infos = Vec::with_capacity(ifaces.len());
+    for i in &ifaces {
+        let addr = i.resolve(v6)?;
+        let (io, state) = open_socket(i, addr, opts.socket_buffer)?;
+        let local =
+            io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
+        let watch = i.device.as_deref().and_then(LinkWatch::new);
+        let max_segments = state.max_gso_segments().clamp(1, GSO_BYTES / opts.config.max_datagram_size.max(1200));
+        let mut info = PathInfo {
+            device: i.device.clone(),
+            addr: local,
+            kind: i.role(),
+            backup: i.backup,
+            up: true,
+            io: IoCounters::default(),
+        };
+        let mut watch = watch;
+        if let Some(w) = watch.as_mut() {
+            info.up = w.is_up();
+        }
+        paths.push(LocalPath { addr: local, iface: info.kind, backup: i.backup });
+        infos.push(info);
+        sockets.push(PathSocket { io, state, watch, max_segments });
+    }
+    let mut ep = Endpoint::new(opts.config.clone(), paths, server).map_err(|e| Error::Config(e.to_string()))?;
+    let epoch = Instant::now();
+    for (p, info) in infos.iter().enumerate() {
+        if !info.up {
+            ep.set_path_up(0, PathId(p as u8), false);
+        }
+    }
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            ep,
+            epoch,
+            slots: Vec::new(),
+            driver: None,
+            accepted: VecDeque::new(),
+            accept_waker: None,
+            refs: 0,
+            paths: infos,
+            stopped: false,
+            idle_waker: None,
+            writers_waiting: 0,
+            live: 0,
+        }),
+    });
+    let driver = Driver {
+        shared: shared.clone(),
+        sockets,
+        rx: BytesMut::zeroed(BATCH * CHUNK),
+        meta: [RecvMeta::default(); BATCH],
+        tx: TxBatch {
+            buf: BytesMut::zeroed(GSO_BYTES + CHUNK),
+            len: 0,
+            seg: 0,
+            count: 0,
+            path: PathId(0),
+            remote: SocketAddr::from(([0, 0, 0, 0], 0)),
+            next: None,
+        },
+        timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
+        armed: None,
+        next_monitor: epoch + opts.monitor_interval,
+        monitor_interval: opts.monitor_interval,
+    };
+    tokio::spawn(driver);
+    Ok(shared)
+}
+
+fn open_socket(i: &Interface, addr: SocketAddr, buffer: usize) -> Result<(tokio::net::UdpSocket, UdpSocketState)> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let dev = i.device.as_deref();
+    let ctx = |what: &str| match dev {
+        Some(d) => format!("{what} on interface {d} ({addr})"),
+        None => format!("{what} ({addr})"),
+    };
+    let io_err = |e: io::Error, what: &str| Error::from_io(e, ctx(what), dev, addr);
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(|e| io_err(e, "creating a UDP socket"))?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true).map_err(|e| io_err(e, "setting IPV6_V6ONLY"))?;
+    }
+    if let Some(d) = dev {
+        if !crate::iface::exists(d) {
+            return Err(Error::NoSuchDevice { name: d.into() });
+        }
+        s.bind_device(Some(d.as_bytes())).map_err(|e| io_err(e, "binding to the device"))?;
+    }
+    // Larger kernel buffers absorb bursts; the kernel caps them at its own maxima.
+    let _ = s.set_recv_buffer_size(buffer);
+    let _ = s.set_send_buffer_size(buffer);
+    s.bind(&addr.into()).map_err(|e| io_err(e, "binding"))?;
+    s.set_nonblocking(true).map_err(|e| io_err(e, "setting non-blocking mode"))?;
+    let std: std::net::UdpSocket = s.into();
+    let state = UdpSocketState::new((&std).into()).map_err(|e| io_err(e, "configuring the socket"))?;
+    let io = tokio::net::UdpSocket::from_std(std).map_err(|e| io_err(e, "registering the socket with tokio"))?;
+    Ok((io, state))
+}
+
+impl Future for Driver {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let shared = this.shared.clone();
+        let mut st = shared.lock();
+        store(&mut st.driver, cx.waker());
+        for _ in 0..ROUNDS {
+            let now = st.now();
+            let mut progress = this.receive(cx, &mut st, now);
+            if st.ep.poll_timeout().is_some_and(|t| t <= now) {
+                st.ep.handle_timeout(now);
+                progress = true;
+            }
+            this.monitor(&mut st, now);
+            progress |= this.transmit(cx, &mut st, now);
+            st.dispatch();
+            if st.refs == 0 && st.ep.live_connections() == 0 {
+                st.stopped = true;
+                st.driver = None;
+                st.wake_all();
+                return Poll::Ready(());
+            }
+            let deadline =
+                st.ep.poll_timeout().map(|t| st.instant(t)).unwrap_or(this.next_monitor).min(this.next_monitor);
+            if this.armed != Some(deadline) {
+                this.timer.as_mut().reset(deadline.into());
+                this.armed = Some(deadline);
+            }
+            let fired = this.timer.as_mut().poll(cx).is_ready();
+            if fired {
+                this.armed = None;
+            }
+            if !progress && !fired {
+                return Poll::Pending;
+            }
+        }
+        // Still busy: let other tasks run, then go on.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl Driver {
+    /// Reads what every socket has (a bounded number of batches each) into the endpoint.
+    fn receive(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
+        let Driver { sockets, rx, meta, .. } = self;
+        let mut progress = false;
+        for (i, sock) in sockets.iter().enumerate() {
+            for _ in 0..RECV_ROUNDS {
+                match sock.io.poll_recv_ready(cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(Err(e)) => {
+                        tracing::warn!(path = i, error = %e, "socket not readable");
+                        break;
+                    }
+                    Poll::Ready(Ok(())) => {}
+                }
+                let res = {
+                    let mut chunks = rx.chunks_mut(CHUNK);
+                    let mut bufs: [IoSliceMut<'_>; BATCH] =
+                        std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or(&mut [])));
+                    sock.io.try_io(Interest::READABLE, || sock.state.recv((&sock.io).into(), &mut bufs, meta))
+                };
+                let io = &mut st.paths[i].io;
+                match res {
+                    Ok(n) => {
+                        io.recv_calls += 1;
+                        progress = true;
+                        for (k, m) in meta.iter().enumerate().take(n) {
+                            let data = &rx[k * CHUNK..k * CHUNK + m.len.min(CHUNK)];
+                            let stride = if m.stride == 0 { m.len } else { m.stride };
+                            for d in data.chunks(stride.max(1)) {
+                                st.paths[i].io.datagrams_received += 1;
+                                st.paths[i].io.bytes_received += d.len() as u64;
+                                st.ep.handle_datagram(now, PathId(i as u8), unmap(m.addr), d);
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) => {
+                        io.recv_errors += 1;
+                        tracing::debug!(path = i, error = %e, "receive error");
+                        break;
+                    }
+                }
+            }
+        }
+        progress
+    }
+
+    /// Checks the links every `monitor_interval`; an interface that went down or came back is
+    /// reported to the endpoint (`Endpoint::set_path_up`).
+    fn monitor(&mut self, st: &mut State, now: Time) {
+        let at = st.instant(now);
+        if at < self.next_monitor {
+            return;
+        }
+        self.next_monitor = at + self.monitor_interval;
+        for (i, sock) in self.sockets.iter_mut().enumerate() {
+            let Some(w) = sock.watch.as_mut() else { continue };
+            let up = w.is_up();
+            if up != st.paths[i].up {
+                st.paths[i].up = up;
+                st.paths[i].io.link_changes += 1;
+                tracing::info!(path = i, device = ?st.paths[i].device, up, "link state changed");
+                st.ep.set_path_up(now, PathId(i as u8), up);
+            }
+        }
+    }
+
+    /// Sends what the endpoint has; returns whether anything was sent.
+    fn transmit(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
+        let mut progress = false;
+        if self.tx.count > 0 {
+            if self.flush(cx, st) == Flush::Blocked {
+                return false;
+            }
+            progress = true;
+        }
+        for _ in 0..TX_BUDGET {
+            let off = self.tx.len;
+            let Some(t) = st.ep.poll_transmit(now, &mut self.tx.buf[off..]) else { break };
+            progress = true;
+            let max = self.sockets.get(usize::from(t.path.0)).map_or(1, |s| s.max_segments);
+            let tx = &mut self.tx;
+            let joins = tx.count == 0
+                || (t.path == tx.path
+                    && t.remote == tx.remote
+                    && tx.count < max
+                    && t.len <= tx.seg
+                    && tx.len + t.len <= GSO_BYTES
+                    && tx.len == tx.count * tx.seg);
+            if joins {
+                if tx.count == 0 {
+                    tx.path = t.path;
+                    tx.remote = t.remote;
+                    tx.seg = t.len;
+                }
+                tx.len += t.len;
+                tx.count += 1;
+                // A full batch, or one ended by a short datagram, leaves at once.
+                if (tx.count == max || t.len < tx.seg) && self.flush(cx, st) == Flush::Blocked {
+                    return progress;
+                }
+            } else {
+                tx.next = Some(t);
+                if self.flush(cx, st) == Flush::Blocked {
+                    return progress;
+                }
+            }
+        }
+        if self.tx.count > 0 {
+            self.flush(cx, st);
+        }
+        progress
+    }
+
+    /// Sends the gathered batch (unless the socket is full: then it stays, and the socket's
+    /// write readiness wakes the task), then starts the next batch with the datagram that did
+    /// not fit.
+    fn flush(&mut self, cx: &mut Context<'_>, st: &mut State) -> Flush {
+        let tx = &mut self.tx;
+        let p = usize::from(tx.path.0);
+        let Some(sock) = self.sockets.get_mut(p) else {
+            tx.count = 0;
+            tx.len = 0;
+            tx.next = None;
+            return Flush::Done;
+        };
+        loop {
+            match sock.io.poll_send_ready(cx) {
+                Poll::Pending => return Flush::Blocked,
+                Poll::Ready(Err(e)) => {
+                    tracing::warn!(path = p, error = %e, "socket not writable");
+                    st.paths[p].io.send_errors += tx.count as u64;
+                    break;
+                }
+                Poll::Ready(Ok(())) => {}
+            }
+            let t = quinn_udp::Transmit {
+                destination: tx.remote,
+                ecn: None,
+                contents: &tx.buf[..tx.len],
+                segment_size: (tx.count > 1).then_some(tx.seg),
+                src_ip: None,
+            };
+            let io = &mut st.paths[p].io;
+            match sock.io.try_io(Interest::WRITABLE, || sock.state.try_send((&sock.io).into(), &t)) {
+                Ok(()) => {
+                    io.send_calls += 1;
+                    io.datagrams_sent += tx.count as u64;
+                    io.bytes_sent += tx.len as u64;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => {
+                    io.send_errors += tx.count as u64;
+                    // EIO: the device cannot segment (no GSO after all); send one by one.
+                    if e.raw_os_error() == Some(5) && tx.count > 1 {
+                        sock.max_segments = 1;
+                    }
+                    tracing::debug!(path = p, remote = %tx.remote, error = %e, "send failed");
+                    break;
+                }
+            }
+        }
+        let old = tx.len;
+        tx.len = 0;
+        tx.count = 0;
+        if let Some(n) = tx.next.take() {
+            tx.buf.copy_within(old..old + n.len, 0);
+            tx.len = n.len;
+            tx.count = 1;
+            tx.seg = n.len;
+            tx.path = n.path;
+            tx.remote = n.remote;
+        }
+        Flush::Done
+    }
+}
+
+/// IPv4 peers on an IPv6 socket appear as `::ffff:a.b.c.d`; the endpoint sees them as IPv4.
+fn unmap(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
+            None => a,
+        },
+        a => a,
+    }
+}
+
+/// A handle's share of the endpoint: counts in `refs` while alive.
+pub(crate) fn attach(shared: &Arc<Shared>) -> Arc<Shared> {
+    shared.lock().refs += 1;
+    shared.clone()
+}
+
+/// Drops a handle's share; the driver ends once none is left and every connection drained.
+pub(crate) fn detach(shared: &Shared) {
+    let mut st = shared.lock();
+    st.refs = st.refs.saturating_sub(1);
+    st.wake_driver();
+}

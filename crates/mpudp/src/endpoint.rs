@@ -1,0 +1,234 @@
+//! `MpEndpoint` (sockets + driver, any number of connections) and `MpListener`.
+
+use crate::driver::{self, store, PathInfo, Shared};
+use crate::error::{Error, Result};
+use crate::{Interface, MpStream, Options};
+use mpcore::{CloseReason, Drops, PathId};
+use std::future::poll_fn;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+/// A set of local paths (one UDP socket per interface) with the task that drives every
+/// connection on them. A client endpoint can open many connections, which then share the
+/// `multimob` oracle's view of each interface; a server endpoint accepts them.
+///
+/// Create it inside a tokio runtime. Clones share the endpoint; its task ends once every
+/// handle (endpoints, listeners, streams) is dropped and every connection has closed.
+///
+/// ```no_run
+/// use mpudp::{Interface, MpEndpoint, Options};
+/// # async fn f() -> mpudp::Result<()> {
+/// let ep = MpEndpoint::client(Options::new().interface(Interface::new("wlan0")))?;
+/// let a = ep.connect("192.0.2.1:5201".parse().unwrap()).await?;
+/// let b = ep.connect("192.0.2.1:5201".parse().unwrap()).await?;
+/// # let _ = (a, b); Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct MpEndpoint {
+    shared: Arc<Shared>,
+    connect_timeout: Duration,
+}
+
+impl Clone for MpEndpoint {
+    fn clone(&self) -> Self {
+        Self { shared: driver::attach(&self.shared), connect_timeout: self.connect_timeout }
+    }
+}
+
+impl Drop for MpEndpoint {
+    fn drop(&mut self) {
+        driver::detach(&self.shared);
+    }
+}
+
+impl MpEndpoint {
+    /// A client endpoint on `opts`'s interfaces (IPv4 addresses unless `Options::ipv6`).
+    pub fn client(opts: Options) -> Result<Self> {
+        let v6 = opts.ipv6;
+        Self::client_for(opts, v6)
+    }
+
+    pub(crate) fn client_for(opts: Options, v6: bool) -> Result<Self> {
+        let shared = driver::start(&opts, false, v6)?;
+        Ok(Self { shared: driver::attach(&shared), connect_timeout: opts.connect_timeout })
+    }
+
+    /// A server endpoint on `opts`'s interfaces; with none, one socket bound to `addr`.
+    /// Interfaces without a port take `addr`'s.
+    pub fn server(addr: SocketAddr, opts: Options) -> Result<Self> {
+        let mut opts = opts;
+        if opts.interfaces.is_empty() {
+            opts.interfaces.push(Interface::unbound(addr));
+        }
+        for i in &mut opts.interfaces {
+            if i.port == 0 {
+                i.port = addr.port();
+            }
+        }
+        let shared = driver::start(&opts, true, addr.is_ipv6())?;
+        Ok(Self { shared: driver::attach(&shared), connect_timeout: opts.connect_timeout })
+    }
+
+    /// Opens a connection to `remote` from the primary path. Resolves when the handshake
+    /// completes; [`Error::Unreachable`] after the connect timeout (`Options::connect_timeout`)
+    /// without an answer.
+    pub async fn connect(&self, remote: SocketAddr) -> Result<MpStream> {
+        let (h, attempts) = {
+            let mut st = self.shared.lock();
+            if st.stopped {
+                return Err(Error::EndpointClosed);
+            }
+            let now = st.now();
+            let h = st.ep.connect(now, PathId(0), remote).map_err(|e| Error::Config(format!("{e:?}")))?;
+            st.wake_driver();
+            (h, st.ep.config().max_handshake_attempts)
+        };
+        let stream = MpStream::new(&self.shared, h, remote);
+        let handshake = poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            let stopped = st.stopped;
+            let slot = st.slot(h);
+            if slot.connected {
+                return Poll::Ready(Ok(()));
+            }
+            match slot.closed {
+                Some(CloseReason::HandshakeTimeout) => Poll::Ready(Err(Error::Unreachable { addr: remote, attempts })),
+                Some(r) => Poll::Ready(Err(Error::Closed(r))),
+                None if stopped => Poll::Ready(Err(Error::EndpointClosed)),
+                None => {
+                    store(&mut slot.connect, cx.waker());
+                    Poll::Pending
+                }
+            }
+        });
+        match tokio::time::timeout(self.connect_timeout, handshake).await {
+            Ok(Ok(())) => Ok(stream),
+            Ok(Err(e)) => Err(e),
+            Err(_) => {
+                stream.abort();
+                let sent = stream.paths().first().map_or(0, |p| p.io.datagrams_sent) as u32;
+                Err(Error::Unreachable { addr: remote, attempts: sent.max(1) })
+            }
+        }
+    }
+
+    /// The next connection a client opened to this (server) endpoint, with the client's
+    /// address.
+    pub async fn accept(&self) -> Result<(MpStream, SocketAddr)> {
+        let h = poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            if let Some(h) = st.accepted.pop_front() {
+                return Poll::Ready(Ok(h));
+            }
+            if st.stopped {
+                return Poll::Ready(Err(Error::EndpointClosed));
+            }
+            store(&mut st.accept_waker, cx.waker());
+            Poll::Pending
+        })
+        .await?;
+        let remote = {
+            let st = self.shared.lock();
+            st.ep.stats(h).and_then(|s| s.subflows.first().map(|f| f.remote))
+        };
+        let remote = remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+        Ok((MpStream::new(&self.shared, h, remote), remote))
+    }
+
+    /// The local paths: interface, bound address, link state and datagram counters.
+    pub fn paths(&self) -> Vec<PathInfo> {
+        self.shared.lock().paths.clone()
+    }
+
+    /// The primary path's bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.lock().paths[0].addr
+    }
+
+    /// Datagrams the endpoint dropped (malformed, forged, replayed, unknown), by reason.
+    pub fn drops(&self) -> Drops {
+        *self.shared.lock().ep.drops()
+    }
+
+    /// Connections not yet drained.
+    pub fn live_connections(&self) -> usize {
+        self.shared.lock().ep.live_connections()
+    }
+
+    /// Aborts every connection (MP_FASTCLOSE); the task ends once they are drained and every
+    /// handle is dropped.
+    pub fn close(&self) {
+        let mut st = self.shared.lock();
+        let now = st.now();
+        let handles: Vec<_> = st.ep.handles().collect();
+        for h in handles {
+            if let Some(c) = st.ep.conn_mut(h) {
+                c.abort(now);
+            }
+        }
+        st.wake_driver();
+    }
+
+    /// Waits until no connection is left (each closed and drained).
+    pub async fn wait_idle(&self) {
+        poll_fn(|cx| {
+            let mut st = self.shared.lock();
+            if st.ep.live_connections() == 0 || st.stopped {
+                return Poll::Ready(());
+            }
+            store(&mut st.idle_waker, cx.waker());
+            st.wake_driver();
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// A server: accepts multipath connections on one address, or on several interfaces.
+///
+/// ```no_run
+/// use mpudp::{MpListener, Options};
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// # async fn f() -> mpudp::Result<()> {
+/// let listener = MpListener::bind("0.0.0.0:5201".parse().unwrap(), Options::new())?;
+/// loop {
+///     let (mut s, peer) = listener.accept().await?;
+///     tokio::spawn(async move {
+///         let mut buf = vec![0; 4096];
+///         while let Ok(n) = s.read(&mut buf).await {
+///             if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+///                 break;
+///             }
+///         }
+///     });
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct MpListener {
+    ep: MpEndpoint,
+}
+
+impl MpListener {
+    /// Listens on `addr` (with `opts`'s interfaces, each on `addr`'s port).
+    pub fn bind(addr: SocketAddr, opts: Options) -> Result<Self> {
+        Ok(Self { ep: MpEndpoint::server(addr, opts)? })
+    }
+
+    /// The next connection, with the client's address.
+    pub async fn accept(&self) -> Result<(MpStream, SocketAddr)> {
+        self.ep.accept().await
+    }
+
+    /// The primary path's bound address (with the port picked, when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.ep.local_addr()
+    }
+
+    /// The endpoint underneath (paths, drops, close).
+    pub fn endpoint(&self) -> &MpEndpoint {
+        &self.ep
+    }
+}

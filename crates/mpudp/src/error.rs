@@ -1,0 +1,114 @@
+//! Typed errors whose messages say what to do.
+
+use mpcore::CloseReason;
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+
+/// What can go wrong setting up or using a multipath connection.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// No network interface has this name.
+    NoSuchDevice { name: String },
+    /// The interface has no address of the family the peer uses.
+    NoAddress { name: String, family: &'static str },
+    /// Binding a socket to a device (`SO_BINDTODEVICE`) was refused.
+    PermissionDenied { name: String },
+    /// Another socket holds this address and port.
+    AddrInUse { addr: SocketAddr },
+    /// The address is not one of this host's (or not on the interface).
+    AddrNotAvailable { addr: SocketAddr },
+    /// The peer did not answer the handshake, or no route leads to it.
+    Unreachable { addr: SocketAddr, attempts: u32 },
+    /// The configuration is inconsistent.
+    Config(String),
+    /// The connection closed, for this reason.
+    Closed(CloseReason),
+    /// The endpoint's driver stopped (the endpoint was closed, or its runtime shut down).
+    EndpointClosed,
+    /// Any other I/O failure, with what was being done.
+    Io { context: String, source: io::Error },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoSuchDevice { name } => {
+                write!(f, "interface {name:?} does not exist (list the interfaces with `ip link`)")
+            }
+            Error::NoAddress { name, family } => write!(
+                f,
+                "interface {name:?} has no {family} address (give one with `ip addr add`, or name the address explicitly)"
+            ),
+            Error::PermissionDenied { name } => write!(
+                f,
+                "binding a socket to interface {name:?} needs CAP_NET_RAW: run as root, grant it with `setcap cap_net_raw+ep`, or use unbound interfaces"
+            ),
+            Error::AddrInUse { addr } => {
+                write!(f, "address {addr} is in use: pick another port, or stop the program that holds it")
+            }
+            Error::AddrNotAvailable { addr } => {
+                write!(f, "address {addr} is not an address of this host (see `ip addr`)")
+            }
+            Error::Unreachable { addr, attempts } => write!(
+                f,
+                "no answer from {addr} after {attempts} attempts: check that the server runs, its port, and that a route leads there"
+            ),
+            Error::Config(msg) => write!(f, "invalid configuration: {msg}"),
+            Error::Closed(reason) => write!(f, "connection closed: {reason:?}"),
+            Error::EndpointClosed => write!(f, "the endpoint is closed"),
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> Self {
+        let kind = match &e {
+            Error::NoSuchDevice { .. } | Error::NoAddress { .. } => io::ErrorKind::NotFound,
+            Error::PermissionDenied { .. } => io::ErrorKind::PermissionDenied,
+            Error::AddrInUse { .. } => io::ErrorKind::AddrInUse,
+            Error::AddrNotAvailable { .. } => io::ErrorKind::AddrNotAvailable,
+            Error::Unreachable { .. } => io::ErrorKind::TimedOut,
+            Error::Config(_) => io::ErrorKind::InvalidInput,
+            Error::Closed(CloseReason::Aborted | CloseReason::PeerAborted) => io::ErrorKind::ConnectionReset,
+            Error::Closed(_) | Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
+            Error::Io { source, .. } => source.kind(),
+        };
+        io::Error::new(kind, e)
+    }
+}
+
+impl Error {
+    /// An I/O error on `what` (an interface or address), mapped to the typed variants where the
+    /// kernel's answer has a known remedy.
+    pub(crate) fn from_io(e: io::Error, context: impl Into<String>, device: Option<&str>, addr: SocketAddr) -> Self {
+        match (e.raw_os_error(), e.kind()) {
+            (Some(19), _) => match device {
+                // ENODEV
+                Some(name) => Error::NoSuchDevice { name: name.to_string() },
+                None => Error::Io { context: context.into(), source: e },
+            },
+            (_, io::ErrorKind::PermissionDenied) => match device {
+                Some(name) => Error::PermissionDenied { name: name.to_string() },
+                None => Error::Io { context: context.into(), source: e },
+            },
+            (_, io::ErrorKind::AddrInUse) => Error::AddrInUse { addr },
+            (_, io::ErrorKind::AddrNotAvailable) => Error::AddrNotAvailable { addr },
+            _ => Error::Io { context: context.into(), source: e },
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

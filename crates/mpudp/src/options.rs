@@ -1,0 +1,229 @@
+//! What an endpoint is built from: its interfaces and the protocol's configuration.
+
+use crate::error::{Error, Result};
+use crate::iface;
+use mpcore::{Config, Iface, PathManager};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+/// One local path: a UDP socket on a network interface.
+///
+/// ```
+/// use mpudp::{Interface, Iface};
+/// // WiFi first (the primary path), then the cellular modem as a backup path.
+/// let wifi = Interface::new("wlan0").kind(Iface::Wifi);
+/// let cell = Interface::new("rmnet0").kind(Iface::Cellular).backup(true);
+/// // No device binding (no privilege needed): a socket on one address.
+/// let plain = Interface::unbound("127.0.0.1:0".parse().unwrap());
+/// # let _ = (wifi, cell, plain);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interface {
+    pub(crate) device: Option<String>,
+    pub(crate) ip: Option<IpAddr>,
+    pub(crate) port: u16,
+    pub(crate) kind: Option<Iface>,
+    pub(crate) backup: bool,
+}
+
+impl Interface {
+    /// The interface named `device` (as `ip link` shows it). Its socket is bound to the device
+    /// with `SO_BINDTODEVICE` (root or CAP_NET_RAW), so its packets leave through it whatever
+    /// the routing table prefers; the address is the interface's first one of the peer's family
+    /// unless [`ip`](Self::ip) names one. The role is guessed from the name
+    /// ([`guess_kind`](crate::guess_kind)) unless [`kind`](Self::kind) sets it.
+    pub fn new(device: impl Into<String>) -> Self {
+        Self { device: Some(device.into()), ip: None, port: 0, kind: None, backup: false }
+    }
+
+    /// A socket bound to `addr` without a device binding: the routing table picks the way out.
+    /// Needs no privilege; the choice for loopback tests and for hosts with one interface.
+    pub fn unbound(addr: SocketAddr) -> Self {
+        Self { device: None, ip: Some(addr.ip()), port: addr.port(), kind: None, backup: false }
+    }
+
+    /// The local address to bind (one of the interface's).
+    pub fn ip(mut self, ip: IpAddr) -> Self {
+        self.ip = Some(ip);
+        self
+    }
+
+    /// The local port (0: any free one; a server gives its listening port).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// The interface's role, which the schedulers and the oracle use (WiFi, cellular, wired).
+    pub fn kind(mut self, kind: Iface) -> Self {
+        self.kind = Some(kind);
+        self
+    }
+
+    /// Subflows on this interface are backup subflows (MP_PRIO): used only when no regular
+    /// subflow can carry data.
+    pub fn backup(mut self, backup: bool) -> Self {
+        self.backup = backup;
+        self
+    }
+
+    /// The device name, if the socket is bound to one.
+    pub fn device(&self) -> Option<&str> {
+        self.device.as_deref()
+    }
+
+    pub(crate) fn role(&self) -> Iface {
+        self.kind.unwrap_or_else(|| self.device.as_deref().map(iface::guess_kind).unwrap_or_default())
+    }
+
+    /// The address to bind: the one given, else the device's first address of the family.
+    pub(crate) fn resolve(&self, v6: bool) -> Result<SocketAddr> {
+        let family = if v6 { "IPv6" } else { "IPv4" };
+        let unspecified = if v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
+        if let Some(ip) = self.ip {
+            return Ok(SocketAddr::new(ip, self.port));
+        }
+        let Some(name) = self.device.as_deref() else { return Ok(SocketAddr::new(unspecified, self.port)) };
+        if !iface::exists(name) {
+            return Err(Error::NoSuchDevice { name: name.into() });
+        }
+        let all = iface::interfaces()?;
+        let info = all.iter().find(|i| i.name == name);
+        // IPv6 link-local addresses need a scope on every send: skip them.
+        let usable = |a: &&IpAddr| match a {
+            IpAddr::V4(_) => !v6,
+            IpAddr::V6(a) => v6 && (a.segments()[0] & 0xffc0) != 0xfe80,
+        };
+        match info.and_then(|i| i.addrs.iter().find(usable)) {
+            Some(ip) => Ok(SocketAddr::new(*ip, self.port)),
+            None => Err(Error::NoAddress { name: name.into(), family }),
+        }
+    }
+}
+
+/// Options of an endpoint: its interfaces (the first is the primary path) and the protocol's
+/// configuration (scheduler, path manager, oracle, fast join, buffers, timers).
+///
+/// ```
+/// use mpudp::{Interface, Options, PathManager};
+/// let opts = Options::new()
+///     .interface(Interface::new("wlan0"))
+///     .interface(Interface::new("rmnet0").backup(true))
+///     .scheduler("last-received")
+///     .path_manager(PathManager::MultiMob)
+///     .fast_join(true);
+/// assert_eq!(opts.config().scheduler, "last-received");
+/// ```
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub(crate) interfaces: Vec<Interface>,
+    pub(crate) config: Config,
+    pub(crate) monitor_interval: Duration,
+    pub(crate) socket_buffer: usize,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) ipv6: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Options {
+    /// No interface yet (an endpoint without any gets one unbound socket on the wildcard
+    /// address) and mpcore's default configuration.
+    pub fn new() -> Self {
+        Self {
+            interfaces: Vec::new(),
+            config: Config::default(),
+            monitor_interval: Duration::from_millis(200),
+            socket_buffer: 4 << 20,
+            connect_timeout: Duration::from_secs(10),
+            ipv6: false,
+        }
+    }
+
+    /// Adds a local path; the first one added is the primary path.
+    pub fn interface(mut self, i: Interface) -> Self {
+        self.interfaces.push(i);
+        self
+    }
+
+    /// The packet scheduler by name (`scheduler::NAMES`: lowest-rtt, last-received, priority,
+    /// round-robin, redundant, ecf).
+    pub fn scheduler(mut self, name: &str) -> Self {
+        self.config.scheduler = name.to_string();
+        self
+    }
+
+    /// How the client opens subflows (fullmesh, backup, on-demand, multimob).
+    pub fn path_manager(mut self, pm: PathManager) -> Self {
+        self.config.path_manager = pm;
+        self
+    }
+
+    /// The `multimob` path manager's oracle: period and thresholds.
+    pub fn oracle(mut self, o: oracle::Config) -> Self {
+        self.config.oracle = o;
+        self
+    }
+
+    /// Offers FAST_JOIN (data in the first packet of a new subflow) and MP_IDLE.
+    pub fn fast_join(mut self, on: bool) -> Self {
+        self.config.fast_join = on;
+        self.config.mp_idle = on;
+        self
+    }
+
+    /// Replaces the whole protocol configuration.
+    pub fn config_all(mut self, c: Config) -> Self {
+        self.config = c;
+        self
+    }
+
+    /// The protocol configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The protocol configuration, to change any field.
+    pub fn config_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+
+    /// How often the driver checks whether each interface is up (default 200 ms).
+    pub fn monitor_interval(mut self, d: Duration) -> Self {
+        self.monitor_interval = d.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Socket send and receive buffer sizes asked from the kernel (default 4 MiB).
+    pub fn socket_buffer(mut self, bytes: usize) -> Self {
+        self.socket_buffer = bytes;
+        self
+    }
+
+    /// How long `connect` waits for the handshake before giving up with
+    /// [`Error::Unreachable`] (default 10 s).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+
+    /// Interfaces named by device take their IPv6 address rather than their IPv4 one (for
+    /// [`MpEndpoint::client`](crate::MpEndpoint::client); `MpStream::connect` follows the
+    /// peer's family).
+    pub fn ipv6(mut self, on: bool) -> Self {
+        self.ipv6 = on;
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        self.config.validate().map_err(|e| Error::Config(e.to_string()))?;
+        if self.interfaces.len() > 64 {
+            return Err(Error::Config("at most 64 interfaces".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,277 @@
+//! `MpStream`: one multipath connection as a tokio byte stream.
+
+use crate::driver::{self, store, PathInfo, Shared};
+use crate::error::{Error, Result};
+use crate::Options;
+use mpcore::{CloseReason, ConnHandle, ConnStats, ReadError, WriteError};
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The connection behind a stream or its halves. The last one dropped ends the stream in our
+/// direction (DATA_FIN after everything written); the driver delivers what is buffered.
+#[derive(Debug)]
+pub(crate) struct ConnRef {
+    shared: Arc<Shared>,
+    h: ConnHandle,
+    remote: SocketAddr,
+}
+
+impl Drop for ConnRef {
+    fn drop(&mut self) {
+        {
+            let mut st = self.shared.lock();
+            if let Some(c) = st.ep.conn_mut(self.h) {
+                c.close();
+            }
+        }
+        driver::detach(&self.shared);
+    }
+}
+
+impl ConnRef {
+    fn poll_read(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let mut st = self.shared.lock();
+        let res = match st.ep.conn_mut(self.h) {
+            Some(c) => c.read(buf.initialize_unfilled()),
+            // Drained and forgotten by the endpoint: its end is known.
+            None => match st.slot(self.h).closed {
+                Some(CloseReason::Graceful) => Ok(0),
+                Some(r) => Err(ReadError::Closed(r)),
+                None => Err(ReadError::Closed(CloseReason::NoSubflow)),
+            },
+        };
+        match res {
+            Ok(n) => {
+                buf.advance(n);
+                if n > 0 {
+                    // The window may have reopened: the driver decides whether to say so.
+                    st.wake_driver();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Err(ReadError::Blocked) if st.stopped => Poll::Ready(Err(Error::EndpointClosed.into())),
+            Err(ReadError::Blocked) => {
+                store(&mut st.slot(self.h).read, cx.waker());
+                Poll::Pending
+            }
+            Err(ReadError::Closed(r)) => Poll::Ready(Err(Error::Closed(r).into())),
+        }
+    }
+
+    fn poll_write(&self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let mut st = self.shared.lock();
+        let Some(c) = st.ep.conn_mut(self.h) else {
+            let r = st.slot(self.h).closed.unwrap_or(CloseReason::NoSubflow);
+            return Poll::Ready(Err(Error::Closed(r).into()));
+        };
+        match c.write(data) {
+            Ok(n) => {
+                st.wake_driver();
+                Poll::Ready(Ok(n))
+            }
+            Err(WriteError::Blocked) if st.stopped => Poll::Ready(Err(Error::EndpointClosed.into())),
+            Err(WriteError::Blocked) => {
+                st.wait_write(self.h, cx.waker());
+                Poll::Pending
+            }
+            Err(WriteError::Finished) => {
+                Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "write after shutdown")))
+            }
+            Err(WriteError::Closed(r)) => Poll::Ready(Err(Error::Closed(r).into())),
+        }
+    }
+
+    fn shutdown(&self) {
+        let mut st = self.shared.lock();
+        if let Some(c) = st.ep.conn_mut(self.h) {
+            c.close();
+        }
+        st.wake_driver();
+    }
+
+    fn stats(&self) -> Option<ConnStats> {
+        self.shared.lock().ep.stats(self.h)
+    }
+}
+
+/// A multipath connection: a reliable, ordered byte stream over subflows on several
+/// interfaces. Implements tokio's [`AsyncRead`] and [`AsyncWrite`]; [`into_split`]
+/// gives halves for two tasks. Dropping it ends our direction gracefully (like closing a TCP
+/// socket): the driver still delivers what was written.
+///
+/// [`into_split`]: MpStream::into_split
+///
+/// ```no_run
+/// use mpudp::{Interface, MpStream, Options};
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// let opts = Options::new()
+///     .interface(Interface::new("wlan0"))
+///     .interface(Interface::new("rmnet0").backup(true));
+/// let mut s = MpStream::connect("192.0.2.1:5201".parse()?, opts).await?;
+/// s.write_all(b"hello").await?;
+/// s.shutdown().await?;
+/// let mut reply = Vec::new();
+/// s.read_to_end(&mut reply).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct MpStream {
+    conn: Arc<ConnRef>,
+}
+
+impl MpStream {
+    pub(crate) fn new(shared: &Arc<Shared>, h: ConnHandle, remote: SocketAddr) -> Self {
+        Self { conn: Arc::new(ConnRef { shared: driver::attach(shared), h, remote }) }
+    }
+
+    /// Opens a connection to `remote` from a new client endpoint with `opts`'s interfaces (the
+    /// first is the primary path; with none, one unbound socket). Resolves once the handshake
+    /// completes; fails with [`Error::Unreachable`] if the server does not answer within the
+    /// connect timeout (see [`MpEndpoint::connect`](crate::MpEndpoint::connect)).
+    pub async fn connect(remote: SocketAddr, opts: Options) -> Result<MpStream> {
+        let ep = crate::MpEndpoint::client_for(opts, remote.is_ipv6())?;
+        ep.connect(remote).await
+    }
+
+    /// The peer's address on the first subflow.
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.conn.remote
+    }
+
+    /// A snapshot of the connection and each subflow (RTT, window, counters), or `None` once
+    /// the endpoint has forgotten the connection.
+    pub fn stats(&self) -> Option<ConnStats> {
+        self.conn.stats()
+    }
+
+    /// The endpoint's local paths: interface, address, link state and datagram counters.
+    pub fn paths(&self) -> Vec<PathInfo> {
+        self.conn.shared.lock().paths.clone()
+    }
+
+    /// Aborts the connection at once (MP_FASTCLOSE): unsent data is discarded.
+    pub fn abort(&self) {
+        let mut st = self.conn.shared.lock();
+        let now = st.now();
+        if let Some(c) = st.ep.conn_mut(self.conn.h) {
+            c.abort(now);
+        }
+        st.wake_driver();
+    }
+
+    /// Waits until the connection has closed, for whatever reason (after a graceful close both
+    /// sides' DATA_FINs were acknowledged). Use it after `shutdown` to know the peer got
+    /// everything.
+    pub async fn closed(&self) -> CloseReason {
+        closed(&self.conn).await
+    }
+
+    /// Splits into a read half and a write half that can move to different tasks. Dropping the
+    /// write half ends our direction (DATA_FIN), as `shutdown` does.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        (OwnedReadHalf { conn: self.conn.clone() }, OwnedWriteHalf { conn: self.conn })
+    }
+}
+
+async fn closed(conn: &ConnRef) -> CloseReason {
+    poll_fn(|cx| {
+        let mut st = conn.shared.lock();
+        let stopped = st.stopped;
+        let slot = st.slot(conn.h);
+        match slot.closed {
+            Some(r) => Poll::Ready(r),
+            None if stopped => Poll::Ready(CloseReason::Aborted),
+            None => {
+                store(&mut slot.close, cx.waker());
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+impl AsyncRead for MpStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        self.conn.poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for MpStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.conn.poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Written bytes are in the connection's send buffer; the driver sends them on its own.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.conn.shutdown();
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// The read half of an [`MpStream`].
+#[derive(Debug)]
+pub struct OwnedReadHalf {
+    conn: Arc<ConnRef>,
+}
+
+/// The write half of an [`MpStream`]; dropping it ends our direction (DATA_FIN).
+#[derive(Debug)]
+pub struct OwnedWriteHalf {
+    conn: Arc<ConnRef>,
+}
+
+impl OwnedReadHalf {
+    /// See [`MpStream::stats`].
+    pub fn stats(&self) -> Option<ConnStats> {
+        self.conn.stats()
+    }
+}
+
+impl OwnedWriteHalf {
+    /// See [`MpStream::stats`].
+    pub fn stats(&self) -> Option<ConnStats> {
+        self.conn.stats()
+    }
+
+    /// See [`MpStream::closed`].
+    pub async fn closed(&self) -> CloseReason {
+        closed(&self.conn).await
+    }
+}
+
+impl Drop for OwnedWriteHalf {
+    fn drop(&mut self) {
+        self.conn.shutdown();
+    }
+}
+
+impl AsyncRead for OwnedReadHalf {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        self.conn.poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for OwnedWriteHalf {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.conn.poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.conn.shutdown();
+        Poll::Ready(Ok(()))
+    }
+}

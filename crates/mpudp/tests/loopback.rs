@@ -1,0 +1,162 @@
+//! The driver over loopback: two local paths (127.0.0.1 and 127.0.0.2), no privilege needed.
+#![allow(clippy::unwrap_used)]
+
+use mpudp::{Error, Interface, MpEndpoint, MpListener, MpStream, Options, PathManager};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn two_paths() -> Options {
+    Options::new()
+        .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()))
+        .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()))
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn sha256(b: &[u8]) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, b).as_ref().to_vec()
+}
+
+async fn echo_server(opts: Options) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), opts).unwrap();
+    let addr = l.local_addr();
+    let task = tokio::spawn(async move {
+        let (s, _) = l.accept().await.unwrap();
+        let (mut r, mut w) = s.into_split();
+        tokio::io::copy(&mut r, &mut w).await.unwrap();
+        w.shutdown().await.unwrap();
+        w.closed().await;
+    });
+    (addr, task)
+}
+
+#[tokio::test]
+async fn echo_over_two_paths() {
+    let (addr, server) = echo_server(Options::new()).await;
+    let mut s = MpStream::connect(addr, two_paths()).await.unwrap();
+    assert_eq!(s.peer_addr(), addr);
+    s.write_all(b"hello over two loopback paths").await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).await.unwrap();
+    assert_eq!(back, b"hello over two loopback paths");
+    assert_eq!(s.closed().await, mpudp::CloseReason::Graceful);
+    // fullmesh: the second path was joined.
+    let st = s.stats().unwrap();
+    assert_eq!(st.subflows.len(), 2, "{st:#?}");
+    assert_eq!(st.subflows[1].path, mpcore::PathId(1), "{st:#?}");
+    let paths = s.paths();
+    assert_eq!(paths.len(), 2);
+    assert!(paths.iter().all(|p| p.io.datagrams_sent > 0 && p.io.datagrams_received > 0), "{paths:#?}");
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn bulk_transfer_is_intact_and_uses_both_paths() {
+    let (addr, server) = echo_server(Options::new()).await;
+    let data = pattern(24 << 20);
+    let s = MpStream::connect(addr, two_paths()).await.unwrap();
+    let (mut r, mut w) = s.into_split();
+    let sent = data.clone();
+    let writer = tokio::spawn(async move {
+        w.write_all(&sent).await.unwrap();
+        w.shutdown().await.unwrap();
+        w
+    });
+    let mut back = Vec::with_capacity(data.len());
+    tokio::time::timeout(Duration::from_secs(120), r.read_to_end(&mut back)).await.unwrap().unwrap();
+    assert_eq!(back.len(), data.len());
+    assert_eq!(sha256(&back), sha256(&data));
+    let w = writer.await.unwrap();
+    let st = w.stats().unwrap();
+    for f in &st.subflows {
+        assert!(f.counters.data_bytes_sent > 0, "every subflow carried data: {st:#?}");
+    }
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn many_connections_on_one_endpoint() {
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::new()).unwrap();
+    let addr = l.local_addr();
+    let server = tokio::spawn(async move {
+        for _ in 0..8 {
+            let (s, _) = l.accept().await.unwrap();
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.into_split();
+                tokio::io::copy(&mut r, &mut w).await.unwrap();
+            });
+        }
+    });
+    let ep = MpEndpoint::client(two_paths().path_manager(PathManager::Backup)).unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..8u8 {
+        let ep = ep.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut s = ep.connect(addr).await.unwrap();
+            let msg = vec![i; 10_000 + usize::from(i) * 1000];
+            s.write_all(&msg).await.unwrap();
+            s.shutdown().await.unwrap();
+            let mut back = Vec::new();
+            s.read_to_end(&mut back).await.unwrap();
+            assert_eq!(back, msg);
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(30), t).await.unwrap().unwrap();
+    }
+    server.await.unwrap();
+    // Graceful closes, then the drain period: three times the largest RTO of the subflows, and
+    // the idle backup subflows have no RTT sample (RTO 1 s).
+    let t0 = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(15), ep.wait_idle()).await.unwrap();
+    println!("drained in {:?}", t0.elapsed());
+    assert_eq!(ep.live_connections(), 0);
+}
+
+#[tokio::test]
+async fn clear_errors() {
+    // Nobody listens: the connect timeout names the address.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let opts = Options::new().connect_timeout(Duration::from_millis(300));
+    let e = MpStream::connect(addr, opts).await.unwrap_err();
+    assert!(matches!(e, Error::Unreachable { addr: a, .. } if a == addr), "{e:?}");
+    assert!(e.to_string().contains(&addr.to_string()) && e.to_string().contains("check that the server runs"), "{e}");
+    // An address in use.
+    let e = MpListener::bind(addr, Options::new()).unwrap_err();
+    assert!(matches!(e, Error::AddrInUse { .. }), "{e:?}");
+    assert!(e.to_string().contains("in use"), "{e}");
+    // A device that does not exist.
+    let opts = Options::new().interface(Interface::new("nosuchif0"));
+    let e = MpStream::connect(addr, opts).await.unwrap_err();
+    assert!(matches!(&e, Error::NoSuchDevice { name } if name == "nosuchif0"), "{e:?}");
+    assert!(e.to_string().contains("ip link"), "{e}");
+    // An address that is not ours.
+    let opts = Options::new().interface(Interface::unbound("192.0.2.1:0".parse().unwrap()));
+    let e = MpStream::connect(addr, opts).await.unwrap_err();
+    assert!(matches!(e, Error::AddrNotAvailable { .. }), "{e:?}");
+    // A configuration mpcore refuses.
+    let e = MpStream::connect(addr, Options::new().scheduler("fastest-ever")).await.unwrap_err();
+    assert!(matches!(e, Error::Config(_)), "{e:?}");
+    // Converted for io::Result users.
+    let io: std::io::Error = Error::AddrInUse { addr }.into();
+    assert_eq!(io.kind(), std::io::ErrorKind::AddrInUse);
+}
+
+#[test]
+fn outside_a_runtime_is_an_error_not_a_panic() {
+    let e = MpEndpoint::client(Options::new()).unwrap_err();
+    assert!(e.to_string().contains("tokio runtime"), "{e}");
+}
