@@ -1,0 +1,116 @@
+//! A steady bulk transfer through the driver allocates nothing per packet: every allocation in
+//! the process (both endpoints' drivers, the sockets' I/O, the protocol, the application's
+//! reads and writes) is counted while 16 MiB flow over two loopback paths, after a warm-up
+//! that lets buffers reach their working size.
+//!
+//! `MPUDP_ALLOC_TRACE=1` prints a backtrace of the first allocations in the measured window.
+#![allow(clippy::unwrap_used)]
+#![allow(unsafe_code)] // a global allocator is an unsafe trait; this one only counts
+
+use mpudp::{Interface, MpListener, MpStream, Options};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+static TRACED: AtomicU64 = AtomicU64::new(0);
+static READS_MEASURED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static IN_TRACE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn note() {
+    if !COUNTING.load(Ordering::Relaxed) {
+        return;
+    }
+    ALLOCS.fetch_add(1, Ordering::Relaxed);
+    if std::env::var_os("MPUDP_ALLOC_TRACE").is_some() && TRACED.fetch_add(1, Ordering::Relaxed) < 5 {
+        IN_TRACE.with(|t| {
+            if !t.replace(true) {
+                eprintln!("allocation:\n{}", std::backtrace::Backtrace::force_capture());
+                t.set(false);
+            }
+        });
+    }
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        note();
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        note();
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        note();
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn steady_bulk_transfer_allocates_nothing_per_packet() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::new()).unwrap();
+        let addr = l.local_addr();
+        const WARM: usize = 16 << 20;
+        const MEASURED: usize = 16 << 20;
+        let server = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = vec![0u8; 64 << 10];
+            let mut got = 0usize;
+            loop {
+                let n = s.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got += n;
+                if COUNTING.load(Ordering::Relaxed) {
+                    READS_MEASURED.fetch_add(1, Ordering::Relaxed);
+                }
+                if got >= WARM && !COUNTING.load(Ordering::Relaxed) && got < WARM + MEASURED {
+                    COUNTING.store(true, Ordering::Relaxed);
+                }
+                if got >= WARM + MEASURED {
+                    COUNTING.store(false, Ordering::Relaxed);
+                }
+            }
+            (got, s.paths())
+        });
+        let opts = Options::new()
+            .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()))
+            .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()));
+        let mut c = MpStream::connect(addr, opts).await.unwrap();
+        let chunk = vec![0x42u8; 64 << 10];
+        let mut sent = 0;
+        while sent < WARM + MEASURED + (4 << 20) {
+            c.write_all(&chunk).await.unwrap();
+            sent += chunk.len();
+        }
+        c.shutdown().await.unwrap();
+        let (got, paths) = server.await.unwrap();
+        assert_eq!(got, sent);
+        let packets: u64 = paths.iter().map(|p| p.io.datagrams_received).sum();
+        let allocs = ALLOCS.load(Ordering::Relaxed);
+        println!(
+            "{allocs} allocations while {} MiB moved ({packets} datagrams received by the server in all)",
+            MEASURED >> 20
+        );
+        assert!(READS_MEASURED.load(Ordering::Relaxed) > 100, "the measured window saw the transfer");
+        assert_eq!(allocs, 0, "allocations in the steady state (run with MPUDP_ALLOC_TRACE=1 to see where)");
+    });
+}
