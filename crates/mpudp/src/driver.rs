@@ -266,6 +266,8 @@ pub(crate) struct Driver {
 }
 
 /// Builds the sockets and the endpoint and spawns the driver. Must run inside a tokio runtime.
+/// The returned share already counts as one handle (see `attach`), so that the driver cannot
+/// see no handle and stop before the caller holds it.
 pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared>> {
     opts.validate()?;
     if tokio::runtime::Handle::try_current().is_err() {
@@ -318,7 +320,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
             driver: None,
             accepted: VecDeque::new(),
             accept_waker: None,
-            refs: 0,
+            refs: 1,
             paths: infos,
             stopped: false,
             idle_waker: None,

@@ -52,7 +52,7 @@ impl MpEndpoint {
 
     pub(crate) fn client_for(opts: Options, v6: bool) -> Result<Self> {
         let shared = driver::start(&opts, false, v6)?;
-        Ok(Self { shared: driver::attach(&shared), connect_timeout: opts.connect_timeout })
+        Ok(Self { shared, connect_timeout: opts.connect_timeout })
     }
 
     /// A server endpoint on `opts`'s interfaces; with none, one socket bound to `addr`.
@@ -68,7 +68,7 @@ impl MpEndpoint {
             }
         }
         let shared = driver::start(&opts, true, addr.is_ipv6())?;
-        Ok(Self { shared: driver::attach(&shared), connect_timeout: opts.connect_timeout })
+        Ok(Self { shared, connect_timeout: opts.connect_timeout })
     }
 
     /// Opens a connection to `remote` from the primary path. Resolves when the handshake

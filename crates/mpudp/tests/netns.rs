@@ -1,0 +1,284 @@
+//! Two hosts in two network namespaces joined by two veth pairs, set up by the test itself
+//! (root only; elsewhere the test says why it skips). The client's sockets are bound to its two
+//! veths with SO_BINDTODEVICE; the server has one address (on its loopback), reachable over
+//! both links, as a phone reaches one server over WiFi and cellular.
+//!
+//! ```text
+//!  client ns                           server ns
+//!  c0 10.91.1.1/24  <--veth-->  s0 10.91.1.2/24
+//!  c1 10.91.2.1/24  <--veth-->  s1 10.91.2.2/24      lo 10.91.9.1/32 (the server)
+//! ```
+//!
+//! The test re-runs its own binary in each namespace (`ip netns exec`), as the ignored
+//! helper `netns_peer`, and steers the client through stdin/stdout: handshake, join on the
+//! second interface, 50 MB uploaded and hashed by the server, c0 taken down mid-transfer (the
+//! transfer goes on over c1), brought back up (the client joins it again and sends on it).
+#![allow(clippy::unwrap_used)]
+
+use mpudp::{Iface, Interface, MpListener, MpStream, Options};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+const TOTAL_MB: usize = 50;
+const SERVER: &str = "10.91.9.1:5201";
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
+        .unwrap_or(false)
+}
+
+fn ip(args: &str) -> Result<(), String> {
+    let out = Command::new("ip").args(args.split_whitespace()).output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip {args}: {}", String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// The two namespaces and their links; deleted on drop.
+struct Testbed {
+    client: String,
+    server: String,
+}
+
+impl Testbed {
+    fn new() -> Result<Self, String> {
+        let id = std::process::id();
+        let t = Testbed { client: format!("mpudp-c{id}"), server: format!("mpudp-s{id}") };
+        let (c, s) = (&t.client, &t.server);
+        ip(&format!("netns add {c}"))?;
+        ip(&format!("netns add {s}"))?;
+        for n in [c, s] {
+            ip(&format!("-n {n} link set lo up"))?;
+        }
+        for k in 0..2 {
+            ip(&format!("link add c{k} netns {c} type veth peer name s{k} netns {s}"))?;
+            ip(&format!("-n {c} addr add 10.91.{}.1/24 dev c{k}", k + 1))?;
+            ip(&format!("-n {s} addr add 10.91.{}.2/24 dev s{k}", k + 1))?;
+            ip(&format!("-n {c} link set c{k} up"))?;
+            ip(&format!("-n {s} link set s{k} up"))?;
+        }
+        ip(&format!("-n {s} addr add 10.91.9.1/32 dev lo"))?;
+        // The server's address is reachable over either link; a socket bound to a device
+        // takes the route through that device.
+        t.route(0)?;
+        t.route(1)?;
+        Ok(t)
+    }
+
+    fn route(&self, k: usize) -> Result<(), String> {
+        ip(&format!("-n {} route replace 10.91.9.1/32 dev c{k} metric {}", self.client, 10 + k))
+    }
+
+    fn exec(&self, ns: &str, role: &str) -> Child {
+        let exe = std::env::current_exe().unwrap();
+        Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(exe)
+            .args(["--ignored", "--exact", "netns_peer", "--nocapture", "--test-threads", "1"])
+            .env("MPUDP_NETNS_ROLE", role)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap()
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        let _ = ip(&format!("netns del {}", self.client));
+        let _ = ip(&format!("netns del {}", self.server));
+    }
+}
+
+/// Kills a helper that is still running when the test fails.
+struct Reap(Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn two_interfaces_in_namespaces() {
+    if !is_root() {
+        eprintln!("skipped: creating network namespaces and veth pairs needs root");
+        return;
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        eprintln!("skipped: iproute2's `ip` is not installed");
+        return;
+    }
+    let bed = Testbed::new().expect("setting up the namespaces");
+    let mut server = Reap(bed.exec(&bed.server, "server"));
+    let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
+    // The test harness prints its own lines first.
+    let mut line = String::new();
+    while line.trim() != "listening" {
+        line.clear();
+        assert!(server_out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
+    }
+
+    let mut client = Reap(bed.exec(&bed.client, "client"));
+    let mut to_client = client.0.stdin.take().unwrap();
+    let from_client = BufReader::new(client.0.stdout.take().unwrap());
+    let started = Instant::now();
+    let (mut joined, mut down_at, mut up_at) = (false, None, None);
+    let mut subflows = Vec::new();
+    let mut hashes = None;
+    let mut done = false;
+    for line in from_client.lines() {
+        let line = line.unwrap();
+        eprintln!("client: {line}");
+        assert!(started.elapsed() < Duration::from_secs(240), "the run took too long");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["joined"] => joined = true,
+            ["sent", mb] => {
+                let mb: usize = mb.parse().unwrap();
+                if mb == 10 {
+                    ip(&format!("-n {} link set c0 down", bed.client)).unwrap();
+                    down_at = Some(Instant::now());
+                }
+                if mb == 25 {
+                    ip(&format!("-n {} link set c0 up", bed.client)).unwrap();
+                    // Taking a link down flushes its routes; whoever configures the link (DHCP,
+                    // here the test) installs them again.
+                    bed.route(0).unwrap();
+                    up_at = Some(Instant::now());
+                }
+            }
+            ["waiting"] => {
+                // The client pauses until the driver has seen the link return and rejoined.
+                writeln!(to_client, "go").unwrap();
+            }
+            ["subflow", id, path, state, bytes] => {
+                subflows.push((id.to_string(), path.to_string(), state.to_string(), bytes.parse::<u64>().unwrap()))
+            }
+            ["hashes", mine, theirs] => hashes = Some((mine.to_string(), theirs.to_string())),
+            // Read on to the end: the harness still prints its summary.
+            ["done"] => done = true,
+            _ => {}
+        }
+    }
+    let status = client.0.wait().unwrap();
+    assert!(status.success() && done, "client helper failed");
+    assert!(joined, "the second interface was joined");
+    assert!(down_at.is_some() && up_at.is_some(), "the link went down and up during the transfer");
+    let (mine, theirs) = hashes.expect("the client reported both hashes");
+    assert_eq!(mine, theirs, "the server received the 50 MB intact");
+    // Subflow 0 on c0 was closed when c0 went down; c1 carried the transfer; a new subflow on
+    // c0 carried data after it came back.
+    let on = |path: &'static str| subflows.iter().filter(move |s| s.1 == path);
+    assert!(on("1").any(|s| s.3 > 1 << 20), "c1 carried data: {subflows:?}");
+    assert!(on("0").any(|s| s.0 == "0" && s.2 == "Closed"), "subflow 0 closed with its link: {subflows:?}");
+    assert!(on("0").any(|s| s.0 != "0" && s.3 > 1 << 20), "c0 used again after it came back: {subflows:?}");
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "server helper failed");
+}
+
+/// The processes of `two_interfaces_in_namespaces`; does nothing without its environment.
+#[test]
+#[ignore = "helper process of two_interfaces_in_namespaces"]
+fn netns_peer() {
+    let Ok(role) = std::env::var("MPUDP_NETNS_ROLE") else { return };
+    // The harness printed "test netns_peer ... " without a newline: start the protocol's lines
+    // on a line of their own.
+    println!();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    match role.as_str() {
+        "server" => rt.block_on(server()),
+        "client" => rt.block_on(client()),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+async fn server() {
+    let l = MpListener::bind(SERVER.parse().unwrap(), Options::new().scheduler("last-received")).unwrap();
+    println!("listening");
+    let (mut s, _) = l.accept().await.unwrap();
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = s.read(&mut buf).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+    }
+    s.write_all(hash.finish().as_ref()).await.unwrap();
+    s.shutdown().await.unwrap();
+    s.closed().await;
+}
+
+async fn client() {
+    let opts = Options::new()
+        .interface(Interface::new("c0").kind(Iface::Wifi))
+        .interface(Interface::new("c1").kind(Iface::Cellular))
+        .monitor_interval(Duration::from_millis(50));
+    let mut s = MpStream::connect(SERVER.parse().unwrap(), opts).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !s
+        .stats()
+        .unwrap()
+        .subflows
+        .iter()
+        .any(|f| f.path == mpcore::PathId(1) && f.state == mpcore::SubflowState::Established)
+    {
+        assert!(Instant::now() < deadline, "no subflow on c1");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    println!("joined");
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut chunk = vec![0u8; 1 << 20];
+    for mb in 1..=TOTAL_MB {
+        for b in chunk.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        hash.update(&chunk);
+        s.write_all(&chunk).await.unwrap();
+        // Paced (about 50 MB/s at most) so that the link events fall inside the transfer.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        println!("sent {mb}");
+        if mb == 30 {
+            // c0 came back at 25 MB: let the driver see it and rejoin before going on.
+            println!("waiting");
+            stdin.next_line().await.unwrap();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !s
+                .stats()
+                .unwrap()
+                .subflows
+                .iter()
+                .any(|f| f.path == mpcore::PathId(0) && f.id != 0 && f.state == mpcore::SubflowState::Established)
+            {
+                assert!(Instant::now() < deadline, "c0 was not joined again: {:#?}", s.stats());
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    }
+    s.shutdown().await.unwrap();
+    let mut theirs = Vec::new();
+    s.read_to_end(&mut theirs).await.unwrap();
+    let mine = hash.finish();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let st = s.stats().unwrap();
+    for f in &st.subflows {
+        println!("subflow {} {} {:?} {}", f.id, f.path.0, f.state, f.counters.data_bytes_sent);
+    }
+    println!("hashes {} {}", hex(mine.as_ref()), hex(&theirs));
+    println!("done");
+}
