@@ -26,13 +26,16 @@ use tokio::io::Interest;
 use tokio::time::Sleep;
 
 /// Datagrams (or GRO super-datagrams) read by one recvmmsg call.
-const BATCH: usize = 32;
+const BATCH: usize = 8;
 /// Room for one GRO super-datagram.
 const CHUNK: usize = 65_536;
 /// recvmmsg calls on one socket before the others get their turn.
-const RECV_ROUNDS: usize = 4;
+const RECV_ROUNDS: usize = 2;
 /// Datagrams built per round before receiving again.
 const TX_BUDGET: usize = 128;
+/// Datagrams handled between two sends (the ACKs they elicit leave without waiting for the
+/// rest of a receive batch).
+const ACK_EVERY: usize = 16;
 /// Rounds per poll before the task yields to the runtime.
 const ROUNDS: usize = 16;
 /// The most a GSO batch carries (the kernel's limit is 64 KiB of payload).
@@ -251,14 +254,20 @@ enum Flush {
     Blocked,
 }
 
+/// The sockets and the batch being gathered for them.
+#[derive(Debug)]
+struct Io {
+    sockets: Vec<PathSocket>,
+    tx: TxBatch,
+}
+
 /// The endpoint's task.
 #[derive(Debug)]
 pub(crate) struct Driver {
     shared: Arc<Shared>,
-    sockets: Vec<PathSocket>,
+    io: Io,
     rx: BytesMut,
     meta: [RecvMeta; BATCH],
-    tx: TxBatch,
     timer: Pin<Box<Sleep>>,
     armed: Option<Instant>,
     next_monitor: Instant,
@@ -330,17 +339,19 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
     });
     let driver = Driver {
         shared: shared.clone(),
-        sockets,
         rx: BytesMut::zeroed(BATCH * CHUNK),
         meta: [RecvMeta::default(); BATCH],
-        tx: TxBatch {
-            buf: BytesMut::zeroed(GSO_BYTES + CHUNK),
-            len: 0,
-            seg: 0,
-            count: 0,
-            path: PathId(0),
-            remote: SocketAddr::from(([0, 0, 0, 0], 0)),
-            next: None,
+        io: Io {
+            sockets,
+            tx: TxBatch {
+                buf: BytesMut::zeroed(GSO_BYTES + CHUNK),
+                len: 0,
+                seg: 0,
+                count: 0,
+                path: PathId(0),
+                remote: SocketAddr::from(([0, 0, 0, 0], 0)),
+                next: None,
+            },
         },
         timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
         armed: None,
@@ -397,7 +408,7 @@ impl Future for Driver {
                 progress = true;
             }
             this.monitor(&mut st, now);
-            progress |= this.transmit(cx, &mut st, now);
+            progress |= this.io.transmit(cx, &mut st, now);
             st.dispatch();
             if st.refs == 0 && st.ep.live_connections() == 0 {
                 st.stopped = true;
@@ -426,12 +437,19 @@ impl Future for Driver {
 }
 
 impl Driver {
-    /// Reads what every socket has (a bounded number of batches each) into the endpoint.
+    /// Reads what every socket has (a bounded number of batches each) into the endpoint. What
+    /// the endpoint has to send goes out every `ACK_EVERY` datagrams: a GRO batch holds dozens
+    /// of them, and the peer's congestion window needs the ACKs they elicit.
     fn receive(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
-        let Driver { sockets, rx, meta, .. } = self;
+        let Driver { io, rx, meta, .. } = self;
         let mut progress = false;
-        for (i, sock) in sockets.iter().enumerate() {
-            for _ in 0..RECV_ROUNDS {
+        let mut since_tx = 0;
+        for i in 0..io.sockets.len() {
+            let mut reads = 0;
+            // Until the socket is empty (a WouldBlock, then a Pending that registers the wakeup)
+            // or the budget is spent (then the next round comes back here).
+            while reads < RECV_ROUNDS {
+                let sock = &io.sockets[i];
                 match sock.io.poll_recv_ready(cx) {
                     Poll::Pending => break,
                     Poll::Ready(Err(e)) => {
@@ -446,26 +464,30 @@ impl Driver {
                         std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or(&mut [])));
                     sock.io.try_io(Interest::READABLE, || sock.state.recv((&sock.io).into(), &mut bufs, meta))
                 };
-                let io = &mut st.paths[i].io;
-                match res {
-                    Ok(n) => {
-                        io.recv_calls += 1;
-                        progress = true;
-                        for (k, m) in meta.iter().enumerate().take(n) {
-                            let data = &rx[k * CHUNK..k * CHUNK + m.len.min(CHUNK)];
-                            let stride = if m.stride == 0 { m.len } else { m.stride };
-                            for d in data.chunks(stride.max(1)) {
-                                st.paths[i].io.datagrams_received += 1;
-                                st.paths[i].io.bytes_received += d.len() as u64;
-                                st.ep.handle_datagram(now, PathId(i as u8), unmap(m.addr), d);
-                            }
-                        }
-                    }
+                let n = match res {
+                    Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                     Err(e) => {
-                        io.recv_errors += 1;
+                        st.paths[i].io.recv_errors += 1;
                         tracing::debug!(path = i, error = %e, "receive error");
                         break;
+                    }
+                };
+                reads += 1;
+                st.paths[i].io.recv_calls += 1;
+                progress = true;
+                for (k, m) in meta.iter().enumerate().take(n) {
+                    let data = &rx[k * CHUNK..k * CHUNK + m.len.min(CHUNK)];
+                    let stride = if m.stride == 0 { m.len } else { m.stride };
+                    for d in data.chunks(stride.max(1)) {
+                        st.paths[i].io.datagrams_received += 1;
+                        st.paths[i].io.bytes_received += d.len() as u64;
+                        st.ep.handle_datagram(now, PathId(i as u8), unmap(m.addr), d);
+                        since_tx += 1;
+                        if since_tx == ACK_EVERY {
+                            since_tx = 0;
+                            io.transmit(cx, st, now);
+                        }
                     }
                 }
             }
@@ -481,7 +503,7 @@ impl Driver {
             return;
         }
         self.next_monitor = at + self.monitor_interval;
-        for (i, sock) in self.sockets.iter_mut().enumerate() {
+        for (i, sock) in self.io.sockets.iter_mut().enumerate() {
             let Some(w) = sock.watch.as_mut() else { continue };
             let up = w.is_up();
             if up != st.paths[i].up {
@@ -492,7 +514,9 @@ impl Driver {
             }
         }
     }
+}
 
+impl Io {
     /// Sends what the endpoint has; returns whether anything was sent.
     fn transmit(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
         let mut progress = false;

@@ -19,9 +19,9 @@
 //! // Server: one address, every client subflow arrives there.
 //! let listener = MpListener::bind("0.0.0.0:5201".parse()?, Options::new().scheduler("last-received"))?;
 //! tokio::spawn(async move {
-//!     while let Ok((mut s, _peer)) = listener.accept().await {
+//!     while let Ok((s, _peer)) = listener.accept().await {
 //!         tokio::spawn(async move {
-//!             let (mut r, mut w) = s.split_ref();
+//!             let (mut r, mut w) = s.into_split();
 //!             let _ = tokio::io::copy(&mut r, &mut w).await;
 //!         });
 //!     }
@@ -48,6 +48,6 @@ pub use driver::{IoCounters, PathInfo};
 pub use endpoint::{MpEndpoint, MpListener};
 pub use error::{Error, Result};
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
-pub use mpcore::{CloseReason, Config, ConnStats, Drops, Iface, PathManager, SubflowStats};
+pub use mpcore::{CloseReason, Config, CongestionControl, ConnStats, Drops, Iface, PathManager, SubflowStats};
 pub use options::{Interface, Options};
 pub use stream::{MpStream, OwnedReadHalf, OwnedWriteHalf};
