@@ -35,6 +35,9 @@ struct Cli {
     /// Receive window in bytes (the connection-level flow control).
     #[arg(long, global = true, default_value_t = 8 << 20)]
     window: usize,
+    /// Largest UDP payload (1200 is safe everywhere; 1472 fills a 1500-byte MTU).
+    #[arg(long, global = true, default_value_t = 1200)]
+    max_datagram: usize,
 }
 
 #[derive(Subcommand, Debug)]
@@ -72,6 +75,7 @@ enum Role {
 fn options(cli: &Cli) -> Result<Options, String> {
     let mut o = Options::new().scheduler(&cli.scheduler);
     o.config_mut().recv_window = cli.window;
+    o.config_mut().max_datagram_size = cli.max_datagram;
     o.config_mut().congestion = match cli.cc.as_str() {
         "lia" => CongestionControl::Lia,
         "cubic" => CongestionControl::Cubic,
@@ -163,14 +167,18 @@ async fn upload(
     let ok = theirs == mine.as_ref();
     println!("sent {total} bytes in {secs:.2} s: {:.1} Mbit/s", total as f64 * 8.0 / secs / 1e6);
     println!("sha256 {} ({})", hex(mine.as_ref()), if ok { "the server has the same" } else { "MISMATCH" });
+    // On the wire each datagram also carries 8 bytes of UDP, 20 of IPv4 and 14 of Ethernet.
+    let wire: u64 = s.paths().iter().map(|p| p.io.bytes_sent + 42 * p.io.datagrams_sent).sum();
+    println!("wire {:.1} Mbit/s (datagrams with UDP/IPv4/Ethernet headers)", wire as f64 * 8.0 / secs / 1e6);
     for p in s.paths() {
         println!(
-            "  path {} {}: {} datagrams out, {} in, {} send errors, {} link changes",
+            "  path {} {}: {} datagrams out, {} in, {} send errors, {} queue drops, {} link changes",
             p.device.as_deref().unwrap_or("-"),
             p.addr,
             p.io.datagrams_sent,
             p.io.datagrams_received,
             p.io.send_errors,
+            p.io.queue_drops,
             p.io.link_changes
         );
     }

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::iface::LinkWatch;
 use crate::options::{Interface, Options};
 use bytes::BytesMut;
-use mpcore::{CloseReason, ConnHandle, Endpoint, Event, Iface, LocalPath, PathId, Time, Transmit};
+use mpcore::{CloseReason, ConnHandle, Endpoint, Event, Iface, LocalPath, PathId, Time};
 use quinn_udp::{RecvMeta, UdpSocketState};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -55,6 +55,9 @@ pub struct IoCounters {
     /// Datagrams the kernel refused to send (the link is down, no route): lost, like a drop
     /// on the path, and recovered by the protocol.
     pub send_errors: u64,
+    /// Datagrams dropped because the socket stayed full while more than a GSO batch waited
+    /// (a drop-tail queue in front of the socket; the protocol sees them as lost).
+    pub queue_drops: u64,
     /// Errors reading the socket (ICMP errors reported on it, among others).
     pub recv_errors: u64,
     /// Up/down transitions of the interface seen by the driver.
@@ -233,7 +236,9 @@ struct PathSocket {
     max_segments: usize,
 }
 
-/// The datagrams being gathered into one GSO send.
+/// One path's datagrams being gathered into one GSO send; while the socket is full it is
+/// that path's queue (at most `GSO_BYTES`; beyond, datagrams are dropped like at a full
+/// drop-tail queue, and the protocol's loss detection and congestion control react).
 #[derive(Debug)]
 struct TxBatch {
     buf: BytesMut,
@@ -242,10 +247,48 @@ struct TxBatch {
     /// Segment size (the first datagram's length); every one but the last has it.
     seg: usize,
     count: usize,
-    path: PathId,
     remote: SocketAddr,
-    /// A datagram built after the batch that could not join it; it sits at `buf[len..]`.
-    next: Option<Transmit>,
+    /// The socket said WouldBlock: wait for its write readiness.
+    blocked: bool,
+}
+
+impl TxBatch {
+    fn new() -> Self {
+        Self {
+            buf: BytesMut::zeroed(GSO_BYTES),
+            len: 0,
+            seg: 0,
+            count: 0,
+            remote: SocketAddr::from(([0, 0, 0, 0], 0)),
+            blocked: false,
+        }
+    }
+
+    /// Whether a datagram of `len` bytes to `remote` can join this batch.
+    fn accepts(&self, remote: SocketAddr, len: usize, max: usize) -> bool {
+        self.count == 0
+            || (remote == self.remote
+                && self.count < max
+                && len <= self.seg
+                && self.len + len <= GSO_BYTES
+                && self.len == self.count * self.seg)
+    }
+
+    fn push(&mut self, remote: SocketAddr, d: &[u8]) {
+        if self.count == 0 {
+            self.remote = remote;
+            self.seg = d.len();
+        }
+        self.buf[self.len..self.len + d.len()].copy_from_slice(d);
+        self.len += d.len();
+        self.count += 1;
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.count = 0;
+        self.blocked = false;
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,11 +297,12 @@ enum Flush {
     Blocked,
 }
 
-/// The sockets and the batch being gathered for them.
+/// The sockets, a batch per socket, and the buffer the endpoint writes each datagram into.
 #[derive(Debug)]
 struct Io {
     sockets: Vec<PathSocket>,
-    tx: TxBatch,
+    tx: Vec<TxBatch>,
+    scratch: BytesMut,
 }
 
 /// The endpoint's task.
@@ -293,7 +337,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
     let mut infos = Vec::with_capacity(ifaces.len());
     for i in &ifaces {
         let addr = i.resolve(v6)?;
-        let (io, state) = open_socket(i, addr, opts.socket_buffer)?;
+        let (io, state) = open_socket(i, addr, opts.socket_buffer, opts.send_buffer)?;
         let local =
             io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
         let watch = i.device.as_deref().and_then(LinkWatch::new);
@@ -341,18 +385,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         shared: shared.clone(),
         rx: BytesMut::zeroed(BATCH * CHUNK),
         meta: [RecvMeta::default(); BATCH],
-        io: Io {
-            sockets,
-            tx: TxBatch {
-                buf: BytesMut::zeroed(GSO_BYTES + CHUNK),
-                len: 0,
-                seg: 0,
-                count: 0,
-                path: PathId(0),
-                remote: SocketAddr::from(([0, 0, 0, 0], 0)),
-                next: None,
-            },
-        },
+        io: Io { tx: (0..sockets.len()).map(|_| TxBatch::new()).collect(), sockets, scratch: BytesMut::zeroed(CHUNK) },
         timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
         armed: None,
         next_monitor: epoch + opts.monitor_interval,
@@ -362,7 +395,12 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
     Ok(shared)
 }
 
-fn open_socket(i: &Interface, addr: SocketAddr, buffer: usize) -> Result<(tokio::net::UdpSocket, UdpSocketState)> {
+fn open_socket(
+    i: &Interface,
+    addr: SocketAddr,
+    rcvbuf: usize,
+    sndbuf: usize,
+) -> Result<(tokio::net::UdpSocket, UdpSocketState)> {
     use socket2::{Domain, Protocol, Socket, Type};
     let dev = i.device.as_deref();
     let ctx = |what: &str| match dev {
@@ -381,9 +419,10 @@ fn open_socket(i: &Interface, addr: SocketAddr, buffer: usize) -> Result<(tokio:
         }
         s.bind_device(Some(d.as_bytes())).map_err(|e| io_err(e, "binding to the device"))?;
     }
-    // Larger kernel buffers absorb bursts; the kernel caps them at its own maxima.
-    let _ = s.set_recv_buffer_size(buffer);
-    let _ = s.set_send_buffer_size(buffer);
+    // A large receive buffer absorbs bursts; the send buffer is the queue towards the link
+    // (`Options::send_buffer`). The kernel caps both at its own maxima.
+    let _ = s.set_recv_buffer_size(rcvbuf);
+    let _ = s.set_send_buffer_size(sndbuf);
     s.bind(&addr.into()).map_err(|e| io_err(e, "binding"))?;
     s.set_nonblocking(true).map_err(|e| io_err(e, "setting non-blocking mode"))?;
     let std: std::net::UdpSocket = s.into();
@@ -517,68 +556,52 @@ impl Driver {
 }
 
 impl Io {
-    /// Sends what the endpoint has; returns whether anything was sent.
+    /// Sends what the endpoint has; returns whether anything was sent. A path whose socket is
+    /// full does not hold up the others.
     fn transmit(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
         let mut progress = false;
-        if self.tx.count > 0 {
-            if self.flush(cx, st) == Flush::Blocked {
-                return false;
+        // Batches a full socket held back go first.
+        for p in 0..self.tx.len() {
+            if self.tx[p].count > 0 && self.flush(cx, st, p) == Flush::Done {
+                progress = true;
             }
-            progress = true;
         }
         for _ in 0..TX_BUDGET {
-            let off = self.tx.len;
-            let Some(t) = st.ep.poll_transmit(now, &mut self.tx.buf[off..]) else { break };
+            let Some(t) = st.ep.poll_transmit(now, &mut self.scratch) else { break };
             progress = true;
-            let max = self.sockets.get(usize::from(t.path.0)).map_or(1, |s| s.max_segments);
-            let tx = &mut self.tx;
-            let joins = tx.count == 0
-                || (t.path == tx.path
-                    && t.remote == tx.remote
-                    && tx.count < max
-                    && t.len <= tx.seg
-                    && tx.len + t.len <= GSO_BYTES
-                    && tx.len == tx.count * tx.seg);
-            if joins {
-                if tx.count == 0 {
-                    tx.path = t.path;
-                    tx.remote = t.remote;
-                    tx.seg = t.len;
-                }
-                tx.len += t.len;
-                tx.count += 1;
-                // A full batch, or one ended by a short datagram, leaves at once.
-                if (tx.count == max || t.len < tx.seg) && self.flush(cx, st) == Flush::Blocked {
-                    return progress;
-                }
-            } else {
-                tx.next = Some(t);
-                if self.flush(cx, st) == Flush::Blocked {
-                    return progress;
-                }
+            let p = usize::from(t.path.0);
+            let Some(max) = self.sockets.get(p).map(|s| s.max_segments) else { continue };
+            if !self.tx[p].accepts(t.remote, t.len, max)
+                && (self.tx[p].blocked || self.flush(cx, st, p) == Flush::Blocked)
+            {
+                st.paths[p].io.queue_drops += 1;
+                continue;
+            }
+            let b = &mut self.tx[p];
+            b.push(t.remote, &self.scratch[..t.len]);
+            // A full batch, or one ended by a short datagram, leaves at once.
+            if !b.blocked && (b.count == max || t.len < b.seg) {
+                self.flush(cx, st, p);
             }
         }
-        if self.tx.count > 0 {
-            self.flush(cx, st);
+        for p in 0..self.tx.len() {
+            if self.tx[p].count > 0 && !self.tx[p].blocked {
+                self.flush(cx, st, p);
+            }
         }
         progress
     }
 
-    /// Sends the gathered batch (unless the socket is full: then it stays, and the socket's
-    /// write readiness wakes the task), then starts the next batch with the datagram that did
-    /// not fit.
-    fn flush(&mut self, cx: &mut Context<'_>, st: &mut State) -> Flush {
-        let tx = &mut self.tx;
-        let p = usize::from(tx.path.0);
-        let Some(sock) = self.sockets.get_mut(p) else {
-            tx.count = 0;
-            tx.len = 0;
-            tx.next = None;
-            return Flush::Done;
-        };
+    /// Sends path `p`'s batch, unless its socket is full: then the batch stays, and the
+    /// socket's write readiness wakes the task.
+    fn flush(&mut self, cx: &mut Context<'_>, st: &mut State, p: usize) -> Flush {
+        let (Some(sock), Some(tx)) = (self.sockets.get_mut(p), self.tx.get_mut(p)) else { return Flush::Done };
         loop {
             match sock.io.poll_send_ready(cx) {
-                Poll::Pending => return Flush::Blocked,
+                Poll::Pending => {
+                    tx.blocked = true;
+                    return Flush::Blocked;
+                }
                 Poll::Ready(Err(e)) => {
                     tracing::warn!(path = p, error = %e, "socket not writable");
                     st.paths[p].io.send_errors += tx.count as u64;
@@ -613,17 +636,7 @@ impl Io {
                 }
             }
         }
-        let old = tx.len;
-        tx.len = 0;
-        tx.count = 0;
-        if let Some(n) = tx.next.take() {
-            tx.buf.copy_within(old..old + n.len, 0);
-            tx.len = n.len;
-            tx.count = 1;
-            tx.seg = n.len;
-            tx.path = n.path;
-            tx.remote = n.remote;
-        }
+        tx.clear();
         Flush::Done
     }
 }

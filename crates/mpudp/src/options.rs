@@ -120,6 +120,7 @@ pub struct Options {
     pub(crate) config: Config,
     pub(crate) monitor_interval: Duration,
     pub(crate) socket_buffer: usize,
+    pub(crate) send_buffer: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) ipv6: bool,
 }
@@ -139,6 +140,7 @@ impl Options {
             config: Config::default(),
             monitor_interval: Duration::from_millis(200),
             socket_buffer: 4 << 20,
+            send_buffer: 256 << 10,
             connect_timeout: Duration::from_secs(10),
             ipv6: false,
         }
@@ -198,9 +200,19 @@ impl Options {
         self
     }
 
-    /// Socket send and receive buffer sizes asked from the kernel (default 4 MiB).
+    /// The socket receive buffer asked from the kernel (default 4 MiB: room for bursts).
     pub fn socket_buffer(mut self, bytes: usize) -> Self {
         self.socket_buffer = bytes;
+        self
+    }
+
+    /// The socket send buffer asked from the kernel (default 256 KiB). It is the queue in
+    /// front of the interface: a qdisc counts a GSO batch as one packet, so its own limit does
+    /// not bound the bytes queued, and a large buffer here only adds delay (the kernel holds up
+    /// to twice this much). A full socket makes the driver queue one more batch per path,
+    /// then drop, which the congestion control sees as loss.
+    pub fn send_buffer(mut self, bytes: usize) -> Self {
+        self.send_buffer = bytes;
         self
     }
 
