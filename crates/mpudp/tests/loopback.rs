@@ -160,3 +160,29 @@ fn outside_a_runtime_is_an_error_not_a_panic() {
     let e = MpEndpoint::client(Options::new()).unwrap_err();
     assert!(e.to_string().contains("tokio runtime"), "{e}");
 }
+
+#[tokio::test]
+async fn ipv6_loopback() {
+    let Ok(l) = MpListener::bind("[::1]:0".parse().unwrap(), Options::new()) else {
+        eprintln!("skipped: no IPv6 loopback here");
+        return;
+    };
+    let addr = l.local_addr();
+    let server = tokio::spawn(async move {
+        let (mut s, peer) = l.accept().await.unwrap();
+        assert!(peer.is_ipv6());
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        s.write_all(&got).await.unwrap();
+        s.shutdown().await.unwrap();
+        s.closed().await;
+    });
+    let mut s = MpStream::connect(addr, Options::new()).await.unwrap();
+    s.write_all(&pattern(100_000)).await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).await.unwrap();
+    assert_eq!(back, pattern(100_000));
+    assert!(s.paths()[0].addr.is_ipv6());
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+}
