@@ -196,27 +196,43 @@ async fn closed(conn: &ConnRef) -> CloseReason {
     .await
 }
 
-impl AsyncRead for MpStream {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        self.conn.poll_read(cx, buf)
-    }
+/// `AsyncRead` for a type with a `conn: Arc<ConnRef>`.
+macro_rules! async_read {
+    ($t:ty) => {
+        impl AsyncRead for $t {
+            fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+                self.conn.poll_read(cx, buf)
+            }
+        }
+    };
 }
 
-impl AsyncWrite for MpStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.conn.poll_write(cx, buf)
-    }
+/// `AsyncWrite` for a type with a `conn: Arc<ConnRef>`. Flushing has nothing to do: written
+/// bytes are in the connection's send buffer and the driver sends them on its own; shutting
+/// down sends DATA_FIN after them.
+macro_rules! async_write {
+    ($t:ty) => {
+        impl AsyncWrite for $t {
+            fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+                self.conn.poll_write(cx, buf)
+            }
 
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Written bytes are in the connection's send buffer; the driver sends them on its own.
-        Poll::Ready(Ok(()))
-    }
+            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Poll::Ready(Ok(()))
+            }
 
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.conn.shutdown();
-        Poll::Ready(Ok(()))
-    }
+            fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                self.conn.shutdown();
+                Poll::Ready(Ok(()))
+            }
+        }
+    };
 }
+
+async_read!(MpStream);
+async_write!(MpStream);
+async_read!(OwnedReadHalf);
+async_write!(OwnedWriteHalf);
 
 /// The read half of an [`MpStream`].
 #[derive(Debug)]
@@ -252,26 +268,5 @@ impl OwnedWriteHalf {
 impl Drop for OwnedWriteHalf {
     fn drop(&mut self) {
         self.conn.shutdown();
-    }
-}
-
-impl AsyncRead for OwnedReadHalf {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        self.conn.poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for OwnedWriteHalf {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.conn.poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.conn.shutdown();
-        Poll::Ready(Ok(()))
     }
 }

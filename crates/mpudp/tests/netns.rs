@@ -225,17 +225,7 @@ async fn client() {
         .interface(Interface::new("c1").kind(Iface::Cellular))
         .monitor_interval(Duration::from_millis(50));
     let mut s = MpStream::connect(SERVER.parse().unwrap(), opts).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !s
-        .stats()
-        .unwrap()
-        .subflows
-        .iter()
-        .any(|f| f.path == mpcore::PathId(1) && f.state == mpcore::SubflowState::Established)
-    {
-        assert!(Instant::now() < deadline, "no subflow on c1");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    established_on(&s, 1, false).await;
     println!("joined");
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
@@ -257,17 +247,7 @@ async fn client() {
             // c0 came back at 25 MB: let the driver see it and rejoin before going on.
             println!("waiting");
             stdin.next_line().await.unwrap();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while !s
-                .stats()
-                .unwrap()
-                .subflows
-                .iter()
-                .any(|f| f.path == mpcore::PathId(0) && f.id != 0 && f.state == mpcore::SubflowState::Established)
-            {
-                assert!(Instant::now() < deadline, "c0 was not joined again: {:#?}", s.stats());
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+            established_on(&s, 0, true).await;
         }
     }
     s.shutdown().await.unwrap();
@@ -281,4 +261,19 @@ async fn client() {
     }
     println!("hashes {} {}", hex(mine.as_ref()), hex(&theirs));
     println!("done");
+}
+
+/// Waits (at most 5 s) for an established subflow on local path `path` (`rejoined`: not the
+/// first subflow).
+async fn established_on(s: &MpStream, path: u8, rejoined: bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let found = |st: mpudp::ConnStats| {
+        st.subflows.iter().any(|f| {
+            f.path == mpcore::PathId(path) && (!rejoined || f.id != 0) && f.state == mpcore::SubflowState::Established
+        })
+    };
+    while !s.stats().is_some_and(found) {
+        assert!(Instant::now() < deadline, "no established subflow on path {path}: {:#?}", s.stats());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
