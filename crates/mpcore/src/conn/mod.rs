@@ -537,6 +537,11 @@ impl Connection {
 
     /// Queues an event for the application and logs it (`tracing`, target `mpcore`).
     fn emit(&mut self, e: Event) {
+        // One `Readable` stands for any number of packets that arrived since the application
+        // last looked: the queue does not grow with the packet rate.
+        if e == Event::Readable && self.events.back() == Some(&Event::Readable) {
+            return;
+        }
         tracing::debug!(side = ?self.side, event = ?e, "connection event");
         self.events.push_back(e);
     }
