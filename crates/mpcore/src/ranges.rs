@@ -91,6 +91,14 @@ impl RangeSet {
         added
     }
 
+    /// Whether `[start, end)` can be inserted without forgetting a range: it touches one
+    /// already held (and merges), or there is room for one more.
+    pub fn can_insert(&self, start: u64, end: u64) -> bool {
+        self.ranges.len() < self.max_ranges
+            || start < self.floor
+            || self.ranges.iter().any(|&(s, e)| s <= end && start <= e)
+    }
+
     /// Forgets everything below `v` (it counts as present from now on).
     pub fn advance_floor(&mut self, v: u64) {
         if v <= self.floor {

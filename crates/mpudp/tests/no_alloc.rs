@@ -66,6 +66,11 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn steady_bulk_transfer_allocates_nothing_per_packet() {
+    // A thread of its own, with room on the stack for a backtrace taken inside the allocator.
+    std::thread::Builder::new().stack_size(64 << 20).spawn(measure).unwrap().join().unwrap();
+}
+
+fn measure() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     MEASURED.with(|m| m.set(true));
     rt.block_on(async {

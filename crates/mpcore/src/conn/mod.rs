@@ -177,6 +177,9 @@ pub struct ConnCounters {
     pub bytes_acked: u64,
     pub bytes_reinjected: u64,
     pub reinjections: u64,
+    /// Segments not stored because they would have opened more out-of-order ranges than the
+    /// receive buffer tracks.
+    pub reassembly_refused: u64,
 }
 
 /// A snapshot of one subflow.
@@ -1644,7 +1647,13 @@ impl Connection {
         let end = dsn.wrapping_add(data.len() as u64);
         if !data.is_empty() {
             let before = self.recv.readable();
-            let new = self.recv.insert(dsn, data);
+            let Some(new) = self.recv.insert(dsn, data) else {
+                // More holes than the reassembly tracks (segments far below 256 bytes on
+                // average): the data is not stored rather than risk delivering a hole.
+                self.counters.reassembly_refused += 1;
+                tracing::debug!(dsn, len = data.len(), "reassembly full: segment refused");
+                return;
+            };
             if new > 0 {
                 self.subflows[i].last_original_rx = now;
                 if self.idle_timer_applies() {

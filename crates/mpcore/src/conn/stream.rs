@@ -101,7 +101,10 @@ impl RecvBuf {
             ring: vec![0; window.max(1)],
             read: first_dsn,
             nxt: first_dsn,
-            ooo: RangeSet::with_floor(64, first_dsn),
+            // Forgetting a reassembly range would deliver the gap below it as data: the set
+            // holds as many ranges as segments of 256 bytes fit in the window, and data that
+            // would need one more is refused (`insert` returns `None`).
+            ooo: RangeSet::with_floor(window / 256 + 64, first_dsn),
             fin: false,
         }
     }
@@ -127,16 +130,20 @@ impl RecvBuf {
     }
 
     /// Stores `data` at `dsn`, clipped to the window; returns the number of bytes not
-    /// received before. (DSNs are compared as plain integers: a connection would need 2^64
+    /// received before, or `None` if the data would open more out-of-order ranges than the
+    /// buffer tracks (then nothing is stored). (DSNs are compared as plain integers: a connection would need 2^64
     /// bytes to wrap, and the first DSN is chosen far from the top by the caller's range check.)
-    pub fn insert(&mut self, dsn: u64, data: &[u8]) -> u64 {
+    pub fn insert(&mut self, dsn: u64, data: &[u8]) -> Option<u64> {
         if self.fin {
-            return 0;
+            return Some(0);
         }
         let end = dsn.saturating_add(data.len() as u64).min(self.limit());
         let start = dsn.max(self.nxt);
         if start >= end {
-            return 0;
+            return Some(0);
+        }
+        if !self.ooo.can_insert(start, end) {
+            return None;
         }
         // Write only the gaps: the first copy of every byte is the one kept (RFC 8684 §3.3.6
         // lets a receiver take either; keeping the first makes the outcome independent of
@@ -159,7 +166,7 @@ impl RecvBuf {
         let added = self.ooo.insert(start, end);
         self.nxt = self.ooo.contiguous_end(self.nxt);
         self.ooo.advance_floor(self.nxt);
-        added
+        Some(added)
     }
 
     /// Consumes one DSN (the DATA_FIN's) at `nxt`.
@@ -205,17 +212,41 @@ mod tests {
     #[test]
     fn receive_buffer_reassembles_out_of_order() {
         let mut r = RecvBuf::new(500, 32);
-        assert_eq!(r.insert(510, &[2; 10]), 10);
+        assert_eq!(r.insert(510, &[2; 10]), Some(10));
         assert_eq!(r.nxt(), 500);
-        assert_eq!(r.insert(500, &[1; 12]), 10, "two bytes overlap the first segment");
+        assert_eq!(r.insert(500, &[1; 12]), Some(10), "two bytes overlap the first segment");
         assert_eq!(r.nxt(), 520);
         assert_eq!(r.window(), 12);
         let mut out = [0u8; 64];
         assert_eq!(r.read(&mut out), 20);
         assert_eq!(&out[..20], &[[1u8; 10], [2u8; 10]].concat()[..]);
-        assert_eq!(r.insert(520, &[3; 40]), 32, "clipped to the window");
+        assert_eq!(r.insert(520, &[3; 40]), Some(32), "clipped to the window");
         assert_eq!(r.read(&mut out), 32);
         assert_eq!(out[..32], [3; 32]);
-        assert_eq!(r.insert(500, &[9; 10]), 0, "old data is not delivered twice");
+        assert_eq!(r.insert(500, &[9; 10]), Some(0), "old data is not delivered twice");
+    }
+
+    #[test]
+    fn reassembly_never_forgets_a_hole() {
+        // 1024-byte window: 68 ranges at most. One byte every other byte above a hole at 0.
+        let mut r = RecvBuf::new(0, 1024);
+        let mut refused = 0;
+        for k in 0..200u64 {
+            match r.insert(1 + 2 * k, &[7]) {
+                Some(1) => {}
+                None => refused += 1,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(refused > 0, "the range limit was reached");
+        assert_eq!(r.nxt(), 0, "the hole at 0 is still a hole");
+        assert_eq!(r.readable(), 0);
+        // The hole filled: everything up to the first refused byte is in order.
+        assert_eq!(r.insert(0, &[1]), Some(1));
+        assert_eq!(r.insert(2, &[2]), Some(1));
+        assert_eq!(r.nxt(), 4);
+        let mut out = [0u8; 4];
+        assert_eq!(r.read(&mut out), 4);
+        assert_eq!(out, [1, 7, 2, 7]);
     }
 }
