@@ -19,6 +19,8 @@ static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static TRACED: AtomicU64 = AtomicU64::new(0);
 static READS_MEASURED: AtomicU64 = AtomicU64::new(0);
+/// Sizes of the first allocations counted, for the failure message.
+static SIZES: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
 
 thread_local! {
     static IN_TRACE: Cell<bool> = const { Cell::new(false) };
@@ -27,11 +29,14 @@ thread_local! {
     static MEASURED: Cell<bool> = const { Cell::new(false) };
 }
 
-fn note() {
+fn note(size: usize) {
     if !COUNTING.load(Ordering::Relaxed) || !MEASURED.with(|m| m.get()) {
         return;
     }
-    ALLOCS.fetch_add(1, Ordering::Relaxed);
+    let k = ALLOCS.fetch_add(1, Ordering::Relaxed) as usize;
+    if let Some(slot) = SIZES.get(k) {
+        slot.store(size as u64, Ordering::Relaxed);
+    }
     if std::env::var_os("MPUDP_ALLOC_TRACE").is_some() && TRACED.fetch_add(1, Ordering::Relaxed) < 5 {
         IN_TRACE.with(|t| {
             if !t.replace(true) {
@@ -45,15 +50,15 @@ fn note() {
 // SAFETY: forwards every call to the system allocator unchanged; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        note();
+        note(l.size());
         unsafe { System.alloc(l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        note();
+        note(l.size());
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        note();
+        note(n);
         unsafe { System.realloc(p, l, n) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
@@ -120,6 +125,10 @@ fn measure() {
             MEASURED >> 20
         );
         assert!(READS_MEASURED.load(Ordering::Relaxed) > 100, "the measured window saw the transfer");
-        assert_eq!(allocs, 0, "allocations in the steady state (run with MPUDP_ALLOC_TRACE=1 to see where)");
+        let sizes: Vec<u64> = SIZES.iter().map(|s| s.load(Ordering::Relaxed)).take(allocs as usize).collect();
+        assert_eq!(
+            allocs, 0,
+            "allocations in the steady state, of {sizes:?} bytes (run with MPUDP_ALLOC_TRACE=1 to see where)"
+        );
     });
 }
