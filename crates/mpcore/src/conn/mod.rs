@@ -369,7 +369,13 @@ impl Connection {
             Side::Server => id & 0x8000_0000 != 0,
         };
         let backup = self.paths.get(usize::from(path.0)).is_some_and(|p| p.backup);
-        Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now)
+        let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
+        // Flow control bounds the data in flight by the peer's window (and ours, before its
+        // parameters are known): room for one record per 512 bytes of it, so that the record
+        // queue does not grow (allocate) in the middle of a transfer.
+        let window = self.config.recv_window.max(self.peer_params.initial_window as usize);
+        sf.sent.reserve((window / 512 + 64).min(4096));
+        sf
     }
 
     /// The client's side of a new connection: builds the INITIAL (sent by `poll_transmit`).
