@@ -217,7 +217,7 @@ impl Endpoint {
 
     fn insert(&mut self, mut c: Connection) -> ConnHandle {
         for (p, _) in self.path_down.iter().enumerate().filter(|(_, d)| **d) {
-            c.path_down(0, PathId(p as u8));
+            c.start_with_path_down(PathId(p as u8));
         }
         let idx = self.conns.len();
         self.conns.push(Some(Box::new(c)));
@@ -632,11 +632,6 @@ impl Endpoint {
                 self.reap(idx, now);
             }
         }
-    }
-
-    /// Whether local path `path` was last reported down with `set_path_up`.
-    pub fn is_path_up(&self, path: PathId) -> bool {
-        !self.path_down.get(usize::from(path.0)).copied().unwrap_or(false)
     }
 
     /// The earliest time `handle_timeout` must be called.

@@ -118,7 +118,6 @@ pub(crate) struct State {
     /// The driver task has ended.
     pub(crate) stopped: bool,
     pub(crate) idle_waker: Option<Waker>,
-    writers_waiting: usize,
     /// Live connections at the last `dispatch`.
     live: usize,
 }
@@ -144,15 +143,6 @@ impl State {
             self.slots.resize_with(h.0 + 1, Slot::default);
         }
         &mut self.slots[h.0]
-    }
-
-    pub(crate) fn wait_write(&mut self, h: ConnHandle, w: &Waker) {
-        let slot = self.slot(h);
-        let was = slot.write.is_some();
-        store(&mut slot.write, w);
-        if !was {
-            self.writers_waiting += 1;
-        }
     }
 
     /// Hands the endpoint's events and accepted connections to the handles waiting for them.
@@ -182,20 +172,12 @@ impl State {
         self.live = live;
         while let Some(h) = self.ep.accept() {
             self.accepted.push_back(h);
-            if let Some(w) = self.accept_waker.take() {
-                w.wake();
-            }
+            wake(&mut self.accept_waker);
         }
-        if self.writers_waiting > 0 {
-            for i in 0..self.slots.len() {
-                if self.slots[i].write.is_none() {
-                    continue;
-                }
-                let room = self.ep.conn(ConnHandle(i)).is_none_or(|c| c.write_room() > 0 || c.is_closed());
-                if room {
-                    wake(&mut self.slots[i].write);
-                    self.writers_waiting -= 1;
-                }
+        // Writers blocked on a full send buffer: acknowledgements may have made room.
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if slot.write.is_some() && self.ep.conn(ConnHandle(i)).is_none_or(|c| c.write_room() > 0 || c.is_closed()) {
+                wake(&mut slot.write);
             }
         }
     }
@@ -340,20 +322,16 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         let (io, state) = open_socket(i, addr, opts.socket_buffer, opts.send_buffer)?;
         let local =
             io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
-        let watch = i.device.as_deref().and_then(LinkWatch::new);
+        let mut watch = i.device.as_deref().and_then(LinkWatch::new);
         let max_segments = state.max_gso_segments().clamp(1, GSO_BYTES / opts.config.max_datagram_size.max(1200));
-        let mut info = PathInfo {
+        let info = PathInfo {
             device: i.device.clone(),
             addr: local,
             kind: i.role(),
             backup: i.backup,
-            up: true,
+            up: watch.as_mut().is_none_or(|w| w.is_up()),
             io: IoCounters::default(),
         };
-        let mut watch = watch;
-        if let Some(w) = watch.as_mut() {
-            info.up = w.is_up();
-        }
         paths.push(LocalPath { addr: local, iface: info.kind, backup: i.backup });
         infos.push(info);
         sockets.push(PathSocket { io, state, watch, max_segments });
@@ -377,7 +355,6 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
             paths: infos,
             stopped: false,
             idle_waker: None,
-            writers_waiting: 0,
             live: 0,
         }),
     });
@@ -455,8 +432,7 @@ impl Future for Driver {
                 st.wake_all();
                 return Poll::Ready(());
             }
-            let deadline =
-                st.ep.poll_timeout().map(|t| st.instant(t)).unwrap_or(this.next_monitor).min(this.next_monitor);
+            let deadline = st.ep.poll_timeout().map_or(this.next_monitor, |t| st.instant(t).min(this.next_monitor));
             if this.armed != Some(deadline) {
                 this.timer.as_mut().reset(deadline.into());
                 this.armed = Some(deadline);

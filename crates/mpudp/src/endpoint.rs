@@ -75,7 +75,8 @@ impl MpEndpoint {
     /// completes; [`Error::Unreachable`] after the connect timeout (`Options::connect_timeout`)
     /// without an answer.
     pub async fn connect(&self, remote: SocketAddr) -> Result<MpStream> {
-        let (h, attempts) = {
+        let started = std::time::Instant::now();
+        let h = {
             let mut st = self.shared.lock();
             if st.stopped {
                 return Err(Error::EndpointClosed);
@@ -83,8 +84,9 @@ impl MpEndpoint {
             let now = st.now();
             let h = st.ep.connect(now, PathId(0), remote).map_err(|e| Error::Config(format!("{e:?}")))?;
             st.wake_driver();
-            (h, st.ep.config().max_handshake_attempts)
+            h
         };
+        let unreachable = || Error::Unreachable { addr: remote, waited: started.elapsed() };
         let stream = MpStream::new(&self.shared, h, remote);
         let handshake = poll_fn(|cx| {
             let mut st = self.shared.lock();
@@ -94,7 +96,7 @@ impl MpEndpoint {
                 return Poll::Ready(Ok(()));
             }
             match slot.closed {
-                Some(CloseReason::HandshakeTimeout) => Poll::Ready(Err(Error::Unreachable { addr: remote, attempts })),
+                Some(CloseReason::HandshakeTimeout) => Poll::Ready(Err(unreachable())),
                 Some(r) => Poll::Ready(Err(Error::Closed(r))),
                 None if stopped => Poll::Ready(Err(Error::EndpointClosed)),
                 None => {
@@ -108,8 +110,7 @@ impl MpEndpoint {
             Ok(Err(e)) => Err(e),
             Err(_) => {
                 stream.abort();
-                let sent = stream.paths().first().map_or(0, |p| p.io.datagrams_sent) as u32;
-                Err(Error::Unreachable { addr: remote, attempts: sent.max(1) })
+                Err(unreachable())
             }
         }
     }

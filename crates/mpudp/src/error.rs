@@ -20,7 +20,7 @@ pub enum Error {
     /// The address is not one of this host's (or not on the interface).
     AddrNotAvailable { addr: SocketAddr },
     /// The peer did not answer the handshake, or no route leads to it.
-    Unreachable { addr: SocketAddr, attempts: u32 },
+    Unreachable { addr: SocketAddr, waited: std::time::Duration },
     /// The configuration is inconsistent.
     Config(String),
     /// The connection closed, for this reason.
@@ -51,9 +51,10 @@ impl fmt::Display for Error {
             Error::AddrNotAvailable { addr } => {
                 write!(f, "address {addr} is not an address of this host (see `ip addr`)")
             }
-            Error::Unreachable { addr, attempts } => write!(
+            Error::Unreachable { addr, waited } => write!(
                 f,
-                "no answer from {addr} after {attempts} attempts: check that the server runs, its port, and that a route leads there"
+                "no answer from {addr} in {:.1} s: check that the server runs, its port, and that a route leads there",
+                waited.as_secs_f64()
             ),
             Error::Config(msg) => write!(f, "invalid configuration: {msg}"),
             Error::Closed(reason) => write!(f, "connection closed: {reason:?}"),

@@ -84,11 +84,13 @@ impl Interface {
             return Ok(SocketAddr::new(ip, self.port));
         }
         let Some(name) = self.device.as_deref() else { return Ok(SocketAddr::new(unspecified, self.port)) };
-        if !iface::exists(name) {
+        let all = iface::interfaces()?;
+        // An interface without any address is not listed by getifaddrs: ask sysfs whether it
+        // exists at all.
+        let info = all.iter().find(|i| i.name == name);
+        if info.is_none() && !iface::exists(name) {
             return Err(Error::NoSuchDevice { name: name.into() });
         }
-        let all = iface::interfaces()?;
-        let info = all.iter().find(|i| i.name == name);
         // IPv6 link-local addresses need a scope on every send: skip them.
         let usable = |a: &&IpAddr| match a {
             IpAddr::V4(_) => !v6,

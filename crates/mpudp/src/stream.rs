@@ -76,7 +76,7 @@ impl ConnRef {
             }
             Err(WriteError::Blocked) if st.stopped => Poll::Ready(Err(Error::EndpointClosed.into())),
             Err(WriteError::Blocked) => {
-                st.wait_write(self.h, cx.waker());
+                store(&mut st.slot(self.h).write, cx.waker());
                 Poll::Pending
             }
             Err(WriteError::Finished) => {

@@ -1177,9 +1177,11 @@ impl Connection {
         tracing::debug!(side = ?self.side, path = p, "local path up");
     }
 
-    /// Whether local path `path` is marked down.
-    pub fn is_path_down(&self, path: PathId) -> bool {
-        self.path_down.get(usize::from(path.0)).copied().unwrap_or(false)
+    /// A new connection starts with the endpoint's view of its paths (nothing to close yet).
+    pub(crate) fn start_with_path_down(&mut self, path: PathId) {
+        if let Some(d) = self.path_down.get_mut(usize::from(path.0)) {
+            *d = true;
+        }
     }
 
     /// `multimob`: the regular subflows `on` are declared potentially failed (and was-bad, on

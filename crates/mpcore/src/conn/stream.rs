@@ -131,8 +131,9 @@ impl RecvBuf {
 
     /// Stores `data` at `dsn`, clipped to the window; returns the number of bytes not
     /// received before, or `None` if the data would open more out-of-order ranges than the
-    /// buffer tracks (then nothing is stored). (DSNs are compared as plain integers: a connection would need 2^64
-    /// bytes to wrap, and the first DSN is chosen far from the top by the caller's range check.)
+    /// buffer tracks (then nothing is stored). (DSNs are compared as plain integers: a
+    /// connection would need 2^64 bytes to wrap, and the first DSN is chosen far from the top
+    /// by the caller's range check.)
     pub fn insert(&mut self, dsn: u64, data: &[u8]) -> Option<u64> {
         if self.fin {
             return Some(0);
