@@ -13,6 +13,7 @@ use crate::iface::LinkWatch;
 use crate::options::{Interface, Options};
 use bytes::BytesMut;
 use mpcore::{CloseReason, ConnHandle, Endpoint, Event, Iface, LocalPath, PathId, Time};
+use oracle::energy::{Energy, Meter, Model};
 use quinn_udp::{RecvMeta, UdpSocketState};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -65,7 +66,7 @@ pub struct IoCounters {
 }
 
 /// One local path as the driver sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PathInfo {
     /// The device the socket is bound to (`SO_BINDTODEVICE`), if any.
     pub device: Option<String>,
@@ -76,6 +77,12 @@ pub struct PathInfo {
     /// The link was up at the last check.
     pub up: bool,
     pub io: IoCounters,
+    /// When the first datagram crossed this path, either way.
+    pub first_packet: Option<Instant>,
+    /// A cellular path's radio energy since the endpoint was built, by the LTE model of
+    /// Huang et al. ([`oracle::energy`]) over every datagram sent and received; `None` for
+    /// other kinds of interface.
+    pub radio: Option<Energy>,
 }
 
 /// What the application's handles and the driver share.
@@ -115,6 +122,9 @@ pub(crate) struct State {
     /// is left and every connection has drained.
     pub(crate) refs: usize,
     pub(crate) paths: Vec<PathInfo>,
+    /// Per path: every datagram's time and size, summed up by the energy model (cellular
+    /// paths only; `first_packet` is kept for every path).
+    meters: Vec<Meter>,
     /// The driver task has ended.
     pub(crate) stopped: bool,
     pub(crate) idle_waker: Option<Waker>,
@@ -130,6 +140,30 @@ impl State {
 
     fn instant(&self, t: Time) -> Instant {
         self.epoch + Duration::from_micros(t)
+    }
+
+    /// A snapshot of the paths, with their first packet and radio energy up to now.
+    pub(crate) fn path_infos(&self) -> Vec<PathInfo> {
+        let now = self.now();
+        let mut v = self.paths.clone();
+        for (info, meter) in v.iter_mut().zip(&self.meters) {
+            info.first_packet = meter.first_packet().map(|t| self.instant(t));
+            info.radio = (info.kind == Iface::Cellular).then(|| meter.estimate(now));
+        }
+        v
+    }
+
+    /// Counts `count` datagrams of `bytes` in all on path `p` at `now`.
+    fn count(&mut self, p: usize, now: Time, up: bool, count: usize, bytes: usize) {
+        let io = &mut self.paths[p].io;
+        if up {
+            io.datagrams_sent += count as u64;
+            io.bytes_sent += bytes as u64;
+        } else {
+            io.datagrams_received += count as u64;
+            io.bytes_received += bytes as u64;
+        }
+        self.meters[p].packet(now, up, bytes);
     }
 
     pub(crate) fn wake_driver(&self) {
@@ -331,6 +365,8 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
             backup: i.backup,
             up: watch.as_mut().is_none_or(|w| w.is_up()),
             io: IoCounters::default(),
+            first_packet: None,
+            radio: None,
         };
         paths.push(LocalPath { addr: local, iface: info.kind, backup: i.backup });
         infos.push(info);
@@ -352,6 +388,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
             accepted: VecDeque::new(),
             accept_waker: None,
             refs: 1,
+            meters: vec![Meter::new(Model::default(), 0); infos.len()],
             paths: infos,
             stopped: false,
             idle_waker: None,
@@ -495,8 +532,7 @@ impl Driver {
                     let data = &rx[k * CHUNK..k * CHUNK + m.len.min(CHUNK)];
                     let stride = if m.stride == 0 { m.len } else { m.stride };
                     for d in data.chunks(stride.max(1)) {
-                        st.paths[i].io.datagrams_received += 1;
-                        st.paths[i].io.bytes_received += d.len() as u64;
+                        st.count(i, now, false, 1, d.len());
                         st.ep.handle_datagram(now, PathId(i as u8), unmap(m.addr), d);
                         since_tx += 1;
                         if since_tx == ACK_EVERY {
@@ -592,17 +628,16 @@ impl Io {
                 segment_size: (tx.count > 1).then_some(tx.seg),
                 src_ip: None,
             };
-            let io = &mut st.paths[p].io;
             match sock.io.try_io(Interest::WRITABLE, || sock.state.try_send((&sock.io).into(), &t)) {
                 Ok(()) => {
-                    io.send_calls += 1;
-                    io.datagrams_sent += tx.count as u64;
-                    io.bytes_sent += tx.len as u64;
+                    st.paths[p].io.send_calls += 1;
+                    let now = st.now();
+                    st.count(p, now, true, tx.count, tx.len);
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => {
-                    io.send_errors += tx.count as u64;
+                    st.paths[p].io.send_errors += tx.count as u64;
                     // EIO: the device cannot segment (no GSO after all); send one by one.
                     if e.raw_os_error() == Some(5) && tx.count > 1 {
                         sock.max_segments = 1;

@@ -140,7 +140,7 @@ impl MpEndpoint {
 
     /// The local paths: interface, bound address, link state and datagram counters.
     pub fn paths(&self) -> Vec<PathInfo> {
-        self.shared.lock().paths.clone()
+        self.shared.lock().path_infos()
     }
 
     /// The primary path's bound address.

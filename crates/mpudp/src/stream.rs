@@ -152,7 +152,7 @@ impl MpStream {
 
     /// The endpoint's local paths: interface, address, link state and datagram counters.
     pub fn paths(&self) -> Vec<PathInfo> {
-        self.conn.shared.lock().paths.clone()
+        self.conn.shared.lock().path_infos()
     }
 
     /// Aborts the connection at once (MP_FASTCLOSE): unsent data is discarded.

@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 fn two_paths() -> Options {
     Options::new()
         .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()))
-        .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()))
+        .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()).kind(mpudp::Iface::Cellular))
 }
 
 fn pattern(len: usize) -> Vec<u8> {
@@ -59,6 +59,14 @@ async fn echo_over_two_paths() {
     let paths = s.paths();
     assert_eq!(paths.len(), 2);
     assert!(paths.iter().all(|p| p.io.datagrams_sent > 0 && p.io.datagrams_received > 0), "{paths:#?}");
+    // Both paths carried packets; only the cellular one has a radio energy, and the join on
+    // it cost one promotion from idle.
+    assert!(paths.iter().all(|p| p.first_packet.is_some()), "{paths:#?}");
+    assert!(paths[0].first_packet <= paths[1].first_packet, "the primary path comes first: {paths:#?}");
+    assert_eq!(paths[0].radio, None);
+    let radio = paths[1].radio.unwrap();
+    assert_eq!(radio.promotions, 1, "{radio:?}");
+    assert!(radio.above_idle_joules > 0.26 * 1.21, "{radio:?}");
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
 }
 

@@ -64,61 +64,121 @@ pub struct Energy {
 /// The energy of a cellular radio over `[start, end]` (µs), given the packets it carried
 /// (in any order; those outside the interval are ignored).
 pub fn estimate(model: &Model, packets: &[Packet], start: Time, end: Time) -> Energy {
-    let span = end.saturating_sub(start) as f64 / 1e6;
-    let mut times: Vec<f64> =
-        packets.iter().filter(|p| p.time >= start && p.time <= end).map(|p| (p.time - start) as f64 / 1e6).collect();
-    times.sort_by(f64::total_cmp);
-    let (mut up_bits, mut down_bits) = (0.0, 0.0);
-    for p in packets.iter().filter(|p| p.time >= start && p.time <= end) {
-        let bits = p.bytes as f64 * 8.0;
-        if p.up {
-            up_bits += bits;
-        } else {
-            down_bits += bits;
+    let mut inside: Vec<Packet> = packets.iter().filter(|p| p.time >= start && p.time <= end).copied().collect();
+    inside.sort_by_key(|p| p.time);
+    let mut meter = Meter::new(*model, start);
+    for p in &inside {
+        meter.packet(p.time, p.up, p.bytes);
+    }
+    meter.estimate(end)
+}
+
+/// The same estimate kept up to date packet by packet, in constant space, for a driver that
+/// sees packets as they cross the interface.
+///
+/// ```
+/// use oracle::energy::{Meter, Model};
+/// let mut m = Meter::new(Model::default(), 0);
+/// m.packet(1_000_000, true, 1_200);
+/// let e = m.estimate(60_000_000);
+/// assert_eq!(e.promotions, 1);
+/// assert_eq!(m.first_packet(), Some(1_000_000));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Meter {
+    model: Model,
+    start: Time,
+    /// Joules of the promotions, reception windows and elapsed tails so far.
+    joules: f64,
+    /// Seconds the radio was not idle, up to `active_end`.
+    busy: f64,
+    promotions: u32,
+    /// End of the current continuous-reception window, in seconds since `start`.
+    active_end: f64,
+    up_bits: f64,
+    down_bits: f64,
+    first: Option<Time>,
+    last: Time,
+}
+
+impl Meter {
+    /// A radio idle since `start` (µs).
+    pub fn new(model: Model, start: Time) -> Self {
+        Self {
+            model,
+            start,
+            joules: 0.0,
+            busy: 0.0,
+            promotions: 0,
+            active_end: f64::NEG_INFINITY,
+            up_bits: 0.0,
+            down_bits: 0.0,
+            first: None,
+            last: start,
         }
     }
-    let mut joules = 0.0;
-    let mut busy = 0.0; // seconds not spent idle
-    let mut promotions = 0;
-    // The end of the current continuous-reception window, and of the tail after it.
-    let mut active_end = f64::NEG_INFINITY;
-    for &t in &times {
-        let tail_end = active_end + model.tail_s;
-        if t >= tail_end {
+
+    /// One packet at `time` (µs), sent (`up`) or received. Times must not go backwards; an
+    /// earlier one counts as the latest seen.
+    pub fn packet(&mut self, time: Time, up: bool, bytes: usize) {
+        let time = time.max(self.last);
+        self.last = time;
+        self.first.get_or_insert(time);
+        let m = &self.model;
+        let bits = bytes as f64 * 8.0;
+        if up {
+            self.up_bits += bits;
+        } else {
+            self.down_bits += bits;
+        }
+        let t = (time - self.start) as f64 / 1e6;
+        if t >= self.active_end + m.tail_s {
             // Idle: close the previous burst (its full tail), then promote.
-            if active_end.is_finite() {
-                joules += model.tail_w * model.tail_s;
-                busy += model.tail_s;
+            if self.active_end.is_finite() {
+                self.joules += m.tail_w * m.tail_s;
+                self.busy += m.tail_s;
             }
-            promotions += 1;
-            joules += model.promotion_w * model.promotion_s;
-            busy += model.promotion_s;
-            active_end = t;
-        } else if t > active_end {
+            self.promotions += 1;
+            self.joules += m.promotion_w * m.promotion_s;
+            self.busy += m.promotion_s;
+            self.active_end = t;
+        } else if t > self.active_end {
             // In the tail: the part of it that elapsed.
-            joules += model.tail_w * (t - active_end);
-            busy += t - active_end;
-            active_end = t;
+            self.joules += m.tail_w * (t - self.active_end);
+            self.busy += t - self.active_end;
+            self.active_end = t;
         }
         // Extend the continuous-reception window to t + active_s.
-        let new_end = t + model.active_s;
-        if new_end > active_end {
-            joules += model.active_w * (new_end - active_end);
-            busy += new_end - active_end;
-            active_end = new_end;
+        let new_end = t + m.active_s;
+        if new_end > self.active_end {
+            self.joules += m.active_w * (new_end - self.active_end);
+            self.busy += new_end - self.active_end;
+            self.active_end = new_end;
         }
     }
-    if active_end.is_finite() {
-        // The last tail, cut at the end of the interval.
-        let tail = (span - active_end).clamp(0.0, model.tail_s);
-        joules += model.tail_w * tail;
-        busy += tail;
+
+    /// When the first packet crossed (µs), if any did.
+    pub fn first_packet(&self) -> Option<Time> {
+        self.first
     }
-    joules += model.up_j_per_mbit * up_bits / 1e6 + model.down_j_per_mbit * down_bits / 1e6;
-    joules += model.idle_w * (span - busy).max(0.0);
-    let above_idle_joules = joules - model.idle_w * span;
-    let mean_mw = if span > 0.0 { joules / span * 1e3 } else { 0.0 };
-    Energy { joules, above_idle_joules: above_idle_joules.max(0.0), mean_mw, promotions }
+
+    /// The estimate over `[start, end]`: the last tail is cut at `end`, the rest of the time
+    /// is idle paging.
+    pub fn estimate(&self, end: Time) -> Energy {
+        let m = &self.model;
+        let span = end.saturating_sub(self.start) as f64 / 1e6;
+        let (mut joules, mut busy) = (self.joules, self.busy);
+        if self.active_end.is_finite() {
+            let tail = (span - self.active_end).clamp(0.0, m.tail_s);
+            joules += m.tail_w * tail;
+            busy += tail;
+        }
+        joules += m.up_j_per_mbit * self.up_bits / 1e6 + m.down_j_per_mbit * self.down_bits / 1e6;
+        joules += m.idle_w * (span - busy).max(0.0);
+        let above_idle_joules = joules - m.idle_w * span;
+        let mean_mw = if span > 0.0 { joules / span * 1e3 } else { 0.0 };
+        Energy { joules, above_idle_joules: above_idle_joules.max(0.0), mean_mw, promotions: self.promotions }
+    }
 }
 
 #[cfg(test)]
@@ -160,5 +220,31 @@ mod tests {
         let two = estimate(&m, &[p(S), p(S + 50_000)], 0, 60 * S);
         let one = estimate(&m, &[p(S)], 0, 60 * S);
         assert!((two.joules - one.joules - 0.05 * (1.2 - 0.02)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_meter_matches_the_batch_estimate_and_tolerates_late_packets() {
+        let m = Model::default();
+        let p = |t: Time, up: bool| Packet { time: t, up, bytes: 1_000 };
+        let log = [p(S, true), p(S + 30_000, false), p(4 * S, true), p(20 * S, false), p(21 * S, true)];
+        let mut meter = Meter::new(m, 0);
+        for q in &log {
+            meter.packet(q.time, q.up, q.bytes);
+        }
+        let batch = estimate(&m, &log, 0, 60 * S);
+        let live = meter.estimate(60 * S);
+        assert!((batch.joules - live.joules).abs() < 1e-9);
+        assert_eq!(batch.promotions, live.promotions);
+        assert_eq!(meter.first_packet(), Some(S));
+        // A packet stamped before the last one counts as at the last one: same as a packet at
+        // 21 s, never a negative interval.
+        let mut late = meter;
+        late.packet(2 * S, true, 0);
+        let mut same = meter;
+        same.packet(21 * S, true, 0);
+        assert_eq!(late, same);
+        // Estimating part-way does not change the meter.
+        let _ = meter.estimate(30 * S);
+        assert!((meter.estimate(60 * S).joules - live.joules).abs() < 1e-12);
     }
 }

@@ -5,7 +5,8 @@
 //!   every subflow of every connection of an endpoint, evaluated every period Ts against the
 //!   thresholds, with rising-edge triggers.
 //! - [`idle`]: the client's receive idle timer (MP_IDLE and the server's RTO).
-//! - [`energy`]: the cellular energy estimate (Huang et al.'s LTE model) from a packet log.
+//! - [`energy`]: the cellular energy estimate (Huang et al.'s LTE model), from a packet log
+//!   or kept up to date packet by packet ([`energy::Meter`]).
 //!
 //! `mpcore`'s `multimob` path manager drives these from the connection state.
 
