@@ -1,25 +1,42 @@
-//! `iperf-siri`: Siri-like request/response delay measurement (issue 8).
-//!
-//! The measurement tool needs the connection state machine and the driver, which are not built
-//! yet. Until then the binary reports its version and refuses every other invocation with a
-//! one-line message and exit code 2, never pretending to measure.
+//! `iperf-siri`: see the library's documentation and `iperf-siri --help`.
 
+use clap::Parser;
+use iperf_siri::cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("-v") | Some("--version") => {
-            println!(
-                "iperf-siri {} (protocol version {:#010x})",
-                env!("CARGO_PKG_VERSION"),
-                mpcore::wire::packet::VERSION_1
-            );
-            ExitCode::SUCCESS
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("iperf-siri: {}", iperf_siri::one_line(&e));
+            return ExitCode::from(1);
         }
-        _ => {
-            eprintln!("iperf-siri: the measurement modes are not implemented yet (see issue 8); try --version");
-            ExitCode::from(2)
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("iperf-siri: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = rt.block_on(async {
+        match &cli.command {
+            Some(Command::Demo(d)) => iperf_siri::demo::run(d).await,
+            None if cli.run.server => iperf_siri::server(&cli.run).await,
+            None if cli.run.client.is_some() => iperf_siri::client(&cli.run).await,
+            None => Err("say -s (server), -c HOST (client) or `demo`; see --help".into()),
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("iperf-siri: {message}");
+            ExitCode::from(1)
         }
     }
 }

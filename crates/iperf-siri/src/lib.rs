@@ -1,0 +1,182 @@
+//! `iperf-siri`: Siri-like request/response delay (and bulk throughput) over the multipath
+//! transport, in iperf3's conventions. The binary is `src/main.rs`; this library holds its
+//! parts so that tests and the demo run the same code.
+//!
+//! - [`cli`]: the command line and its translation into [`proto::Params`] and
+//!   `mpudp::Options`.
+//! - [`proto`]: the test protocol on the stream (HELLO with a version check, frames, results).
+//! - [`run`]: the client's workload and measurements, the server's answers.
+//! - [`report`]: the human summary and `-J` JSON; [`plot`]: the delay CDF as SVG.
+//! - [`emu`]: a userspace link emulator (delay, rate, queue, loss, outages) for one host.
+//! - [`demo`]: `iperf-siri demo`.
+
+pub mod cli;
+pub mod demo;
+pub mod emu;
+pub mod out;
+pub mod plot;
+pub mod proto;
+pub mod report;
+pub mod run;
+
+use cli::RunArgs;
+use mpudp::{MpEndpoint, MpListener, MpStream};
+use out::Out;
+use run::Context;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// This program and its version, as both sides report it.
+pub const VERSION: &str = concat!("iperf-siri ", env!("CARGO_PKG_VERSION"));
+
+fn output(args: &RunArgs) -> Result<Out, String> {
+    match &args.logfile {
+        Some(p) => Out::file(p).map_err(|e| format!("--logfile {}: {e}", p.display())),
+        None => Ok(Out::stdout()),
+    }
+}
+
+/// Prints a finished (or failed) test the way the flags ask.
+fn emit(out: &Out, args: &RunArgs, report: &report::Report) -> Result<(), String> {
+    if args.json {
+        out.line(&serde_json::to_string_pretty(&report::json(report)).map_err(|e| e.to_string())?);
+    } else {
+        out.line(report::summary(report).trim_end());
+    }
+    if let Some(path) = &args.plot {
+        let title = format!("{} request-response delay", report.params.test_id.as_deref().unwrap_or("iperf-siri"));
+        let svg = plot::cdf_svg(&title, &[(report.params.scheduler.clone(), report.delays())]);
+        std::fs::write(path, svg).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `iperf-siri -c HOST`.
+pub async fn client(args: &RunArgs) -> Result<(), String> {
+    let host = args.client.as_deref().unwrap_or_default();
+    let protocol = args.protocol_version.unwrap_or(proto::PROTOCOL);
+    let params = args.params(protocol)?;
+    let remote = resolve(host, args.port).await?;
+    let opts = args.options(true)?.ipv6(remote.is_ipv6());
+    let out = output(args)?;
+    if !args.json {
+        out.line(&format!("Connecting to host {host}, port {}", args.port));
+    }
+    let started = std::time::Instant::now();
+    let ep = Arc::new(MpEndpoint::client(opts).map_err(|e| e.to_string())?);
+    let stream = ep.connect(remote).await.map_err(|e| e.to_string())?;
+    let paths_ep = ep.clone();
+    let ctx = Context {
+        paths: Arc::new(move || paths_ep.paths()),
+        interval: args.interval,
+        live: (!args.json).then(|| out.clone()),
+        local: ep.local_addr(),
+        remote,
+        verbose: args.verbose,
+        scheduler: args.scheduler.clone(),
+        started,
+    };
+    let result = run::client(stream, params, protocol, ctx, None).await;
+    // Let the closing handshake finish, briefly.
+    let _ = tokio::time::timeout(Duration::from_secs(2), ep.wait_idle()).await;
+    match result {
+        Ok(report) => emit(&out, args, &report),
+        Err(f) => {
+            if let Some(partial) = &f.partial {
+                emit(&out, args, partial)?;
+            }
+            Err(f.message)
+        }
+    }
+}
+
+async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    let addrs: Vec<SocketAddr> =
+        tokio::net::lookup_host((host, port)).await.map_err(|e| format!("cannot resolve '{host}': {e}"))?.collect();
+    // IPv4 first, as the interfaces' addresses default to IPv4.
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("cannot resolve '{host}': no address"))
+}
+
+/// `iperf-siri -s`: one test at a time; a client arriving meanwhile is told the server is
+/// busy. With `-1`, exits after the first test (non-zero if it failed).
+pub async fn server(args: &RunArgs) -> Result<(), String> {
+    let ip = args.bind.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
+    let addr = SocketAddr::new(ip, args.port);
+    let out = output(args)?;
+    let listener = Arc::new(MpListener::bind(addr, args.options(false)?).map_err(|e| e.to_string())?);
+    let rule = "-----------------------------------------------------------";
+    if !args.json {
+        out.line(&format!(
+            "{rule}\nServer listening on {} (mpudp; scheduler {})\n{rule}",
+            listener.local_addr().port(),
+            args.scheduler
+        ));
+    }
+    let busy = Arc::new(AtomicBool::new(false));
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Result<(), String>>();
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => accepted.map_err(|e| e.to_string())?,
+            Some(result) = done_rx.recv() => {
+                if args.one_off {
+                    return result;
+                }
+                continue;
+            }
+        };
+        if busy.swap(true, Ordering::AcqRel) {
+            tokio::spawn(refuse_busy(stream));
+            continue;
+        }
+        let paths_l = listener.clone();
+        let ctx = Context {
+            paths: Arc::new(move || paths_l.endpoint().paths()),
+            interval: args.interval,
+            live: (!args.json).then(|| out.clone()),
+            local: listener.local_addr(),
+            remote: peer,
+            verbose: args.verbose,
+            scheduler: args.scheduler.clone(),
+            started: std::time::Instant::now(),
+        };
+        let (args, out, busy, done) = (args.clone(), out.clone(), busy.clone(), done_tx.clone());
+        tokio::spawn(async move {
+            let result = match run::server(stream, ctx, VERSION).await {
+                Ok(report) => emit(&out, &args, &report),
+                Err(f) => {
+                    if let Some(partial) = &f.partial {
+                        let _ = emit(&out, &args, partial);
+                    }
+                    // A server keeps serving after a failed test; it reports and goes on.
+                    eprintln!("iperf-siri: {}", f.message);
+                    Err(f.message)
+                }
+            };
+            if !args.json {
+                out.line(&format!("{rule}\nServer listening on {}\n{rule}", args.port));
+            }
+            busy.store(false, Ordering::Release);
+            let _ = done.send(result);
+        });
+    }
+}
+
+async fn refuse_busy(stream: MpStream) {
+    let (_r, mut w) = stream.into_split();
+    let _ = proto::write_answer(&mut w, proto::BUSY, "busy").await;
+    let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
+}
+
+/// The first line of a clap error, without its "error: " prefix.
+pub fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}

@@ -1,0 +1,217 @@
+//! The `iperf-siri` binary end to end over loopback: server and client as separate
+//! processes, as users run them.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_iperf-siri");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+/// A server on a free port (`-p 0`); returns it and its port, read from its first lines.
+fn server(extra: &[&str]) -> (Child, u16) {
+    let mut child = Command::new(BIN)
+        .args(["-s", "-p", "0", "-i", "0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let port = loop {
+        let line = lines.next().expect("the server prints its port").unwrap();
+        if let Some(p) = line.strip_prefix("Server listening on ") {
+            break p.split_whitespace().next().unwrap().parse().unwrap();
+        }
+    };
+    // Keep draining the server's output so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, port)
+}
+
+fn json(out: &Output) -> Value {
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn stderr_line(out: &Output) -> String {
+    let e = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "one line expected: {e}");
+    assert!(e.starts_with("iperf-siri: ") && !e.contains("panicked"), "{e}");
+    e
+}
+
+fn wait_exit(mut c: Child, limit: Duration) -> std::process::ExitStatus {
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            return s;
+        }
+        if t.elapsed() > limit {
+            let _ = c.kill();
+            panic!("the server did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_and_a_non_zero_exit() {
+    for (args, expect) in [
+        (&["-c", "127.0.0.1", "-p", "70000"][..], "--port"),
+        (&["-c", "127.0.0.1", "--scheduler", "fastest"], "unknown scheduler 'fastest'"),
+        (&["-c", "127.0.0.1", "--requests", "0"], "--requests"),
+        (&["-c", "127.0.0.1", "-t", "soon"], "not a duration"),
+        (&["-c", "127.0.0.1", "-m", "no-such-if0"], "no interface named 'no-such-if0'"),
+        (&["-c", "127.0.0.1", "-n", "1M"], "--mode bulk"),
+        (&["-c", "no-such-host.invalid"], "cannot resolve"),
+        (&["-c", "127.0.0.1", "-p", "9", "--connect-timeout", "0.5"], "no answer from 127.0.0.1:9"),
+        (&["--logfile", "/no/such/dir/log", "-c", "127.0.0.1"], "--logfile"),
+        (&[], "say -s"),
+        (&["demo", "--fail-after", "9", "--requests", "3"], "--fail-after"),
+    ] {
+        let e = stderr_line(&run(args));
+        assert!(e.contains(expect), "{args:?}: {e}");
+    }
+    let v = run(&["--version"]);
+    assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("iperf-siri "));
+}
+
+#[test]
+fn siri_over_two_loopback_paths_fills_the_json() {
+    let (srv, port) = server(&["-1", "--scheduler", "last-received"]);
+    let svg = std::env::temp_dir().join(format!("iperf-siri-test-{}.svg", std::process::id()));
+    let out = run(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-m",
+        "127.0.0.1,127.0.0.2",
+        "--requests",
+        "2",
+        "--burst-gap",
+        "50ms",
+        "--wait",
+        "0.2s",
+        "-i",
+        "0.2",
+        "-J",
+        "--test-id",
+        "loop-1",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let j = json(&out);
+    // iperf3's layout, in its order.
+    let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["start", "intervals", "requests", "end"]);
+    let start = &j["start"];
+    for k in ["connected", "version", "system_info", "timestamp", "test_start", "multipath", "connecting_to"] {
+        assert!(!start[k].is_null(), "start.{k} missing: {start}");
+    }
+    assert_eq!(start["test_id"], "loop-1");
+    assert_eq!(start["test_start"]["bursts"], 9);
+    assert_eq!(start["connecting_to"]["port"], port);
+    let intervals = j["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 3, "{intervals:?}");
+    for i in intervals {
+        assert!(i["sum"]["seconds"].as_f64().unwrap() > 0.0 && i["streams"].is_array());
+        assert_eq!(i["interfaces"].as_array().unwrap().len(), 2);
+    }
+    let requests = j["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 2);
+    for (k, r) in requests.iter().enumerate() {
+        assert_eq!(r["index"], k + 1);
+        assert!(r["delay_ms"].as_f64().unwrap() > 0.0, "{r}");
+        let irs = r["ir_delays_ms"].as_array().unwrap();
+        assert_eq!(irs.len(), 8, "{r}");
+        assert!(irs.iter().all(|d| d.as_f64().is_some_and(|d| d > 0.0)), "{r}");
+    }
+    let end = &j["end"];
+    assert_eq!(end["delay"]["requests_answered"], 2);
+    assert!(end["delay"]["max_ms"].as_f64().unwrap() >= end["delay"]["p50_ms"].as_f64().unwrap());
+    let ifs = end["interfaces"].as_array().unwrap();
+    assert_eq!((ifs[0]["kind"].as_str(), ifs[1]["kind"].as_str()), (Some("wifi"), Some("cellular")));
+    // fullmesh: both paths carried packets, and the cellular one has an energy estimate.
+    assert!(ifs.iter().all(|i| i["packets_sent"].as_u64().unwrap() > 0), "{ifs:?}");
+    let cell = &end["cellular"];
+    assert_eq!(cell["interface"], "127.0.0.2");
+    assert!(cell["energy_j"].as_f64().unwrap() > 0.3 && cell["promotions"] == 1, "{cell}");
+    assert_eq!(end["server_output"]["answered"], 2);
+    assert_eq!(end["server_output"]["scheduler"], "last-received");
+    assert_eq!(end["sum_received"]["bytes"], end["sum_sent"]["bytes"]);
+    assert!(j.get("error").is_none());
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg") && plot.contains("<path"), "{plot}");
+    let _ = std::fs::remove_file(&svg);
+    assert!(wait_exit(srv, Duration::from_secs(10)).success(), "-1: the server exits after one test");
+}
+
+#[test]
+fn bulk_both_ways_counts_every_byte() {
+    let (mut srv, port) = server(&[]);
+    let p = port.to_string();
+    let up = json(&run(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-n", "2M", "-J", "-i", "0"]));
+    assert_eq!(up["end"]["sum_received"]["bytes"], 2 << 20);
+    assert_eq!(up["end"]["sum_sent"]["bytes"], 2 << 20);
+    assert!(up["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() > 0.0);
+    assert!(up["requests"].as_array().unwrap().is_empty());
+    let down = json(&run(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-n", "1M", "-R", "-J", "-i", "0"]));
+    assert_eq!(down["end"]["sum_received"]["bytes"], 1 << 20);
+    assert_eq!(down["end"]["server_output"]["bytes_sent"], 1 << 20);
+    // By time, with the human output in a log file.
+    let log = std::env::temp_dir().join(format!("iperf-siri-log-{}.txt", std::process::id()));
+    let out = run(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-t", "0.5", "--logfile", log.to_str().unwrap()]);
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains(" sender") && text.contains(" receiver") && text.contains("iperf-siri Done."), "{text}");
+    let _ = std::fs::remove_file(&log);
+    srv.kill().unwrap();
+}
+
+#[test]
+fn a_busy_server_and_a_version_mismatch_are_refused_clearly() {
+    let (mut srv, port) = server(&[]);
+    let p = port.to_string();
+    let long = Command::new(BIN)
+        .args(["-c", "127.0.0.1", "-p", &p, "--requests", "1", "--burst-gap", "200ms", "-i", "0"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let busy = stderr_line(&run(&["-c", "127.0.0.1", "-p", &p, "--requests", "1"]));
+    assert!(busy.contains("busy"), "{busy}");
+    assert!(wait_exit(long, Duration::from_secs(20)).success());
+    let v = stderr_line(&run(&["-c", "127.0.0.1", "-p", &p, "--protocol-version", "99"]));
+    assert!(v.contains("version mismatch") && v.contains("99"), "{v}");
+    // The server is still serving after both.
+    let ok =
+        json(&run(&["-c", "127.0.0.1", "-p", &p, "--requests", "1", "--burst-gap", "10ms", "--bursts", "2", "-J"]));
+    assert_eq!(ok["end"]["delay"]["requests_answered"], 1);
+    srv.kill().unwrap();
+}
+
+#[test]
+fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure() {
+    let out = run(&["demo", "--requests", "2", "--wait", "0.6s", "--fail-after", "1", "--restore-after", "0", "-J"]);
+    let j = json(&out);
+    let runs = j["demo"].as_array().unwrap();
+    let labels: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["lowest-rtt + fullmesh", "backup", "MultiMob"]);
+    let first_cell = |k: usize| runs[k]["report"]["end"]["cellular"]["first_packet_s"].as_f64();
+    for r in runs {
+        assert_eq!(r["report"]["end"]["delay"]["requests_answered"], 2, "{}", r["run"]);
+    }
+    // fullmesh and backup join cellular at the start; MultiMob only once WiFi has failed,
+    // which is after the first request (2.4 s of bursts) and half the wait.
+    assert!(first_cell(0).unwrap() < 1.0, "{:?}", first_cell(0));
+    assert!(first_cell(1).unwrap() < 1.0, "{:?}", first_cell(1));
+    assert!(first_cell(2).unwrap() > 2.4 + 0.3, "{:?}", first_cell(2));
+}
