@@ -278,8 +278,20 @@ pub async fn run(args: &DemoArgs) -> Result<(), String> {
         print!("{}", table(args, &reports, took));
     }
     if let Some(path) = &args.plot {
-        let series: Vec<(String, Vec<f64>)> = reports.iter().map(|(s, r)| (s.label.to_string(), r.delays())).collect();
-        let svg = crate::plot::cdf_svg("iperf-siri demo: request-response delay, WiFi failing", &series);
+        // Every response, intermediate ones included: the failover shows in the first burst
+        // after the failure, which the final responses do not see.
+        let series: Vec<(String, Vec<f64>)> = reports
+            .iter()
+            .map(|(s, r)| {
+                let all = r.requests.iter().flat_map(|q| q.ir_delays_ms.iter().flatten().copied().chain(q.delay_ms));
+                (s.label.to_string(), all.collect())
+            })
+            .collect();
+        let svg = crate::plot::cdf_svg(
+            "iperf-siri demo: response delays, WiFi failing",
+            "delay of every response, intermediate and final (ms)",
+            &series,
+        );
         std::fs::write(path, svg).map_err(|e| format!("--plot {}: {e}", path.display()))?;
     }
     Ok(())

@@ -47,7 +47,11 @@ fn emit(out: &Out, args: &RunArgs, report: &report::Report) -> Result<(), String
     }
     if let Some(path) = &args.plot {
         let title = format!("{} request-response delay", report.params.test_id.as_deref().unwrap_or("iperf-siri"));
-        let svg = plot::cdf_svg(&title, &[(report.params.scheduler.clone(), report.delays())]);
+        let svg = plot::cdf_svg(
+            &title,
+            "request-response delay: end of the last burst to the final response (ms)",
+            &[(report.params.scheduler.clone(), report.delays())],
+        );
         std::fs::write(path, svg).map_err(|e| format!("--plot {}: {e}", path.display()))?;
     }
     Ok(())

@@ -23,9 +23,15 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// The SVG document: `series` are (label, delays in ms); empty series are listed in the
-/// legend as "no answer".
-pub fn cdf_svg(title: &str, series: &[(String, Vec<f64>)]) -> String {
+/// A tick label without float noise (0.30000000000000004 → 0.3).
+fn tick(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The SVG document: `series` are (label, delays in ms) plotted against `xlabel`; empty
+/// series are listed in the legend as "no answer".
+pub fn cdf_svg(title: &str, xlabel: &str, series: &[(String, Vec<f64>)]) -> String {
     let xmax = nice(series.iter().flat_map(|(_, v)| v.iter().copied()).fold(0.0, f64::max));
     let pw = W - LEFT - RIGHT;
     let ph = H - TOP - BOTTOM;
@@ -52,17 +58,19 @@ pub fn cdf_svg(title: &str, series: &[(String, Vec<f64>)]) -> String {
         let v = xmax * f;
         let _ = writeln!(
             s,
-            r##"<line x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{:.1}" stroke="#ddd"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{v}</text>"##,
+            r##"<line x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{:.1}" stroke="#ddd"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             H - BOTTOM,
             H - BOTTOM + 16.0,
+            tick(v),
             xx = x(v)
         );
     }
     let _ = writeln!(
         s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">request-response delay (ms)</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + pw / 2.0,
-        H - 10.0
+        H - 10.0,
+        escape(xlabel)
     );
     let _ = writeln!(
         s,
@@ -110,11 +118,13 @@ mod tests {
         assert_eq!(nice(430.0), 500.0);
         assert_eq!(nice(1000.0), 1000.0);
         assert_eq!(nice(0.0), 1.0);
+        assert_eq!(tick(0.1 * 3.0), "0.3");
+        assert_eq!(tick(20.0), "20");
     }
 
     #[test]
     fn one_step_per_delay_and_labels_escaped() {
-        let svg = cdf_svg("a <b>", &[("x&y".into(), vec![30.0, 10.0, 20.0]), ("none".into(), vec![])]);
+        let svg = cdf_svg("a <b>", "ms", &[("x&y".into(), vec![30.0, 10.0, 20.0]), ("none".into(), vec![])]);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(svg.matches(" H").count(), 3, "{svg}");
         assert!(svg.contains("a &lt;b&gt;") && svg.contains("x&amp;y") && svg.contains("none (no answer)"));

@@ -79,7 +79,8 @@ pub struct InterfaceReport {
     pub bytes_sent: u64,
     pub packets_received: u64,
     pub bytes_received: u64,
-    /// Seconds from the start of the test to the first datagram either way.
+    /// Seconds from the start of the test to the first datagram either way (0 when it came
+    /// earlier: a server's endpoint outlives its tests).
     pub first_packet_s: Option<f64>,
     pub radio: Option<RadioReport>,
 }
@@ -277,7 +278,7 @@ pub fn interfaces(start: &[PathInfo], end: &[PathInfo], t0: Instant) -> Vec<Inte
                 bytes_sent: p.io.bytes_sent - base.bytes_sent,
                 packets_received: p.io.datagrams_received - base.datagrams_received,
                 bytes_received: p.io.bytes_received - base.bytes_received,
-                first_packet_s: p.first_packet.map(|f| secs_between(t0, f)),
+                first_packet_s: p.first_packet.map(|f| f.saturating_duration_since(t0).as_secs_f64()),
                 radio: p.radio.map(|e| RadioReport {
                     energy_j: e.joules,
                     above_idle_j: e.above_idle_joules,
@@ -287,15 +288,6 @@ pub fn interfaces(start: &[PathInfo], end: &[PathInfo], t0: Instant) -> Vec<Inte
             }
         })
         .collect()
-}
-
-/// Signed seconds from `a` to `b`.
-fn secs_between(a: Instant, b: Instant) -> f64 {
-    if b >= a {
-        (b - a).as_secs_f64()
-    } else {
-        -(a - b).as_secs_f64()
-    }
 }
 
 pub fn interface_deltas(prev: &[PathInfo], cur: &[PathInfo]) -> Vec<IfDelta> {
