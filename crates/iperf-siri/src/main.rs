@@ -5,6 +5,17 @@ use iperf_siri::cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A bug must still end in one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!("iperf-siri: internal error{at}: {what} (please report it)");
+    }));
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -162,7 +162,10 @@ pub async fn read_answer<R: AsyncRead + Unpin>(r: &mut R, ours: u16) -> Result<S
     let theirs = read_magic(r).await?;
     let status = r.read_u8().await?;
     let len = r.read_u32().await?;
-    let text = String::from_utf8_lossy(&read_body(r, len.min(4096)).await?).into_owned();
+    if len > 4096 {
+        return Err(ProtoError::Malformed(format!("a {len}-byte answer (at most 4096)")));
+    }
+    let text = String::from_utf8_lossy(&read_body(r, len).await?).into_owned();
     match status {
         ACCEPTED if theirs == ours => Ok(text),
         BUSY => Err(ProtoError::Busy),

@@ -211,6 +211,18 @@ impl Report {
         DelayStats::of(&self.delays())
     }
 
+    /// Application bytes sent by the sending side and received by the other: client to
+    /// server, or server to client with `-R`.
+    pub fn transfer(&self) -> (u64, u64) {
+        let (client, server) = match self.role {
+            Role::Client => (Some(&self.side), self.peer.as_ref()),
+            Role::Server => (self.peer.as_ref(), Some(&self.side)),
+        };
+        let (from, to) =
+            if self.params.mode == Mode::Bulk && self.params.reverse { (server, client) } else { (client, server) };
+        (from.map_or(0, |s| s.bytes_sent), to.map_or(0, |s| s.bytes_received))
+    }
+
     /// The first cellular interface's report.
     pub fn cellular(&self) -> Option<&InterfaceReport> {
         self.side.interfaces.iter().find(|i| i.radio.is_some())
@@ -453,22 +465,7 @@ pub fn summary(r: &Report) -> String {
             }
         }
         Mode::Bulk => {
-            let (sent, received) = match r.role {
-                Role::Client => (r.side.bytes_sent.max(r.peer.as_ref().map_or(0, |p| p.bytes_sent)), 0),
-                Role::Server => (r.peer.as_ref().map_or(0, |p| p.bytes_sent).max(r.side.bytes_sent), 0),
-            };
-            let _ = received;
-            let got = if r.params.reverse {
-                if r.role == Role::Client {
-                    r.side.bytes_received
-                } else {
-                    r.peer.as_ref().map_or(0, |p| p.bytes_received)
-                }
-            } else if r.role == Role::Server {
-                r.side.bytes_received
-            } else {
-                r.peer.as_ref().map_or(0, |p| p.bytes_received)
-            };
+            let (sent, got) = r.transfer();
             let _ = writeln!(s, "[ ID] Interval           Transfer        Bitrate");
             let _ = writeln!(s, "[  5]   0.00-{secs:<6.2} sec  {:>14}  {:>16}  sender", bytes(sent), rate(sent, secs));
             let _ = writeln!(s, "[  5]   0.00-{secs:<6.2} sec  {:>14}  {:>16}  receiver", bytes(got), rate(got, secs));
@@ -629,14 +626,7 @@ pub fn json(r: &Report) -> Value {
             json!({ "streams": [stream], "sum": s, "interfaces": i.interfaces })
         })
         .collect();
-    let (client_side, server_side) = match r.role {
-        Role::Client => (Some(&r.side), r.peer.as_ref()),
-        Role::Server => (r.peer.as_ref(), Some(&r.side)),
-    };
-    let (sent, received) = match (p.mode, p.reverse) {
-        (Mode::Bulk, true) => (server_side.map_or(0, |s| s.bytes_sent), client_side.map_or(0, |s| s.bytes_received)),
-        _ => (client_side.map_or(0, |s| s.bytes_sent), server_side.map_or(0, |s| s.bytes_received)),
-    };
+    let (sent, received) = r.transfer();
     let delay = r.delay_stats();
     let mut end = json!({
         "sum_sent": sum(0.0, r.seconds, sent, true),
