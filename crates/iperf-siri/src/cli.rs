@@ -365,6 +365,7 @@ mod tests {
         let c = parse(&["-c", "host"]).expect("parses");
         assert_eq!(c.run.port, 5201);
         let p = c.run.params(1).expect("valid");
+        assert_eq!(p, Params::default());
         assert_eq!(p.mode, Mode::Siri);
         assert_eq!(p.requests, Some(10));
         assert_eq!((p.bursts, p.writes, p.write_min, p.write_max), (9, 9, 50, 500));

@@ -13,7 +13,7 @@
 
 use crate::cli::DemoArgs;
 use crate::emu::{Emulator, PathSpec};
-use crate::proto::{Mode, Params, PROTOCOL};
+use crate::proto::{Params, PROTOCOL};
 use crate::report::{DelayStats, Report};
 use crate::run::{self, Context};
 use mpudp::{Iface, Interface, MpEndpoint, MpListener, Options, PathManager};
@@ -67,28 +67,14 @@ fn ip(s: &str) -> IpAddr {
 /// The workload of the seeds, with the demo's number of requests and wait.
 pub fn params(args: &DemoArgs, s: &Setup) -> Params {
     Params {
-        protocol: PROTOCOL,
-        mode: Mode::Siri,
-        reverse: false,
         requests: Some(args.requests),
-        duration_s: None,
-        bytes: None,
-        bursts: 9,
-        writes: 9,
-        write_min: 50,
-        write_max: 500,
-        burst_bytes: None,
-        burst_gap_ms: 300.0,
         wait_ms: args.wait.as_secs_f64() * 1e3,
-        response_bytes: 750,
-        ir_bytes: 100,
-        ir: true,
-        seed: 1,
         test_id: Some(format!("demo {}", s.label)),
         scheduler: s.client_scheduler.into(),
         path_manager: format!("{:?}", s.path_manager).to_lowercase(),
         fast_join: s.fast_join,
         subflows: vec![format!("{WIFI}@wifi"), format!("{CELLULAR}@cellular")],
+        ..Params::default()
     }
 }
 

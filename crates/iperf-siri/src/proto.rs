@@ -83,6 +83,38 @@ pub struct Params {
     pub subflows: Vec<String>,
 }
 
+impl Default for Params {
+    /// The seeds' Siri workload (BRIEF.md): 10 requests of 9 bursts of 9 writes of 50..500
+    /// bytes, 300 ms apart, a 5 s wait, 750-byte final and 100-byte intermediate responses;
+    /// lowest-RTT and fullmesh.
+    fn default() -> Self {
+        Self {
+            protocol: PROTOCOL,
+            mode: Mode::Siri,
+            reverse: false,
+            requests: Some(10),
+            duration_s: None,
+            bytes: None,
+            bursts: 9,
+            writes: 9,
+            write_min: 50,
+            write_max: 500,
+            burst_bytes: None,
+            burst_gap_ms: 300.0,
+            wait_ms: 5000.0,
+            response_bytes: 750,
+            ir_bytes: 100,
+            ir: true,
+            seed: 1,
+            test_id: None,
+            scheduler: "lowest-rtt".into(),
+            path_manager: "fullmesh".into(),
+            fast_join: false,
+            subflows: Vec::new(),
+        }
+    }
+}
+
 /// Why the exchange failed.
 #[derive(Debug)]
 pub enum ProtoError {
@@ -249,30 +281,7 @@ mod tests {
     use super::*;
 
     fn params() -> Params {
-        Params {
-            protocol: PROTOCOL,
-            mode: Mode::Siri,
-            reverse: false,
-            requests: Some(3),
-            duration_s: None,
-            bytes: None,
-            bursts: 9,
-            writes: 9,
-            write_min: 50,
-            write_max: 500,
-            burst_bytes: None,
-            burst_gap_ms: 300.0,
-            wait_ms: 5000.0,
-            response_bytes: 750,
-            ir_bytes: 100,
-            ir: true,
-            seed: 1,
-            test_id: Some("t".into()),
-            scheduler: "lowest-rtt".into(),
-            path_manager: "fullmesh".into(),
-            fast_join: false,
-            subflows: vec![],
-        }
+        Params { requests: Some(3), test_id: Some("t".into()), ..Params::default() }
     }
 
     #[tokio::test]

@@ -19,106 +19,35 @@ use mpudp::{Iface, Interface, MpListener, MpStream, Options};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use testbed::{Reap, Testbed};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 const TOTAL_MB: usize = 50;
 const SERVER: &str = "10.91.9.1:5201";
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
-        .unwrap_or(false)
-}
-
-fn ip(args: &str) -> Result<(), String> {
-    let out = Command::new("ip").args(args.split_whitespace()).output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {args}: {}", String::from_utf8_lossy(&out.stderr).trim()))
-    }
-}
-
-/// The two namespaces and their links; deleted on drop.
-struct Testbed {
-    client: String,
-    server: String,
-}
-
-impl Testbed {
-    fn new() -> Result<Self, String> {
-        let id = std::process::id();
-        let t = Testbed { client: format!("mpudp-c{id}"), server: format!("mpudp-s{id}") };
-        let (c, s) = (&t.client, &t.server);
-        ip(&format!("netns add {c}"))?;
-        ip(&format!("netns add {s}"))?;
-        for n in [c, s] {
-            ip(&format!("-n {n} link set lo up"))?;
-        }
-        for k in 0..2 {
-            ip(&format!("link add c{k} netns {c} type veth peer name s{k} netns {s}"))?;
-            ip(&format!("-n {c} addr add 10.91.{}.1/24 dev c{k}", k + 1))?;
-            ip(&format!("-n {s} addr add 10.91.{}.2/24 dev s{k}", k + 1))?;
-            ip(&format!("-n {c} link set c{k} up"))?;
-            ip(&format!("-n {s} link set s{k} up"))?;
-        }
-        ip(&format!("-n {s} addr add 10.91.9.1/32 dev lo"))?;
-        // The server's address is reachable over either link; a socket bound to a device
-        // takes the route through that device.
-        t.route(0)?;
-        t.route(1)?;
-        Ok(t)
-    }
-
-    fn route(&self, k: usize) -> Result<(), String> {
-        ip(&format!("-n {} route replace 10.91.9.1/32 dev c{k} metric {}", self.client, 10 + k))
-    }
-
-    fn exec(&self, ns: &str, role: &str) -> Child {
-        let exe = std::env::current_exe().unwrap();
-        Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(exe)
-            .args(["--ignored", "--exact", "netns_peer", "--nocapture", "--test-threads", "1"])
-            .env("MPUDP_NETNS_ROLE", role)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap()
-    }
-}
-
-impl Drop for Testbed {
-    fn drop(&mut self) {
-        let _ = ip(&format!("netns del {}", self.client));
-        let _ = ip(&format!("netns del {}", self.server));
-    }
-}
-
-/// Kills a helper that is still running when the test fails.
-struct Reap(Child);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Runs this test binary in namespace `ns` as the ignored helper `netns_peer`.
+fn exec(ns: &str, role: &str) -> Child {
+    let exe = std::env::current_exe().unwrap();
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(exe)
+        .args(["--ignored", "--exact", "netns_peer", "--nocapture", "--test-threads", "1"])
+        .env("MPUDP_NETNS_ROLE", role)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
 }
 
 #[test]
 fn two_interfaces_in_namespaces() {
-    if !is_root() {
-        eprintln!("skipped: creating network namespaces and veth pairs needs root");
+    if let Some(why) = testbed::unavailable() {
+        eprintln!("skipped: {why}");
         return;
     }
-    if Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("skipped: iproute2's `ip` is not installed");
-        return;
-    }
-    let bed = Testbed::new().expect("setting up the namespaces");
-    let mut server = Reap(bed.exec(&bed.server, "server"));
+    let bed = Testbed::new("mpudp", 91).expect("setting up the namespaces");
+    let mut server = Reap(exec(&bed.server, "server"));
     let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
     // The test harness prints its own lines first.
     let mut line = String::new();
@@ -127,7 +56,7 @@ fn two_interfaces_in_namespaces() {
         assert!(server_out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
     }
 
-    let mut client = Reap(bed.exec(&bed.client, "client"));
+    let mut client = Reap(exec(&bed.client, "client"));
     let mut to_client = client.0.stdin.take().unwrap();
     let from_client = BufReader::new(client.0.stdout.take().unwrap());
     let started = Instant::now();
@@ -145,11 +74,11 @@ fn two_interfaces_in_namespaces() {
             ["sent", mb] => {
                 let mb: usize = mb.parse().unwrap();
                 if mb == 10 {
-                    ip(&format!("-n {} link set c0 down", bed.client)).unwrap();
+                    bed.set_link(0, false).unwrap();
                     down_at = Some(Instant::now());
                 }
                 if mb == 25 {
-                    ip(&format!("-n {} link set c0 up", bed.client)).unwrap();
+                    bed.set_link(0, true).unwrap();
                     // Taking a link down flushes its routes; whoever configures the link (DHCP,
                     // here the test) installs them again.
                     bed.route(0).unwrap();
