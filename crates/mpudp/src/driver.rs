@@ -15,10 +15,10 @@ use bytes::BytesMut;
 use mpcore::{CloseReason, ConnHandle, Endpoint, Event, Iface, LocalPath, PathId, Time};
 use oracle::energy::{Energy, Meter, Model};
 use quinn_udp::{RecvMeta, UdpSocketState};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::io::{self, IoSliceMut};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -250,6 +250,39 @@ struct PathSocket {
     watch: Option<LinkWatch>,
     /// Datagrams per GSO batch on this socket (1: no GSO).
     max_segments: usize,
+    /// A socket on the wildcard address answers each peer from the address the peer wrote to.
+    replies: Option<ReplyFrom>,
+}
+
+/// The local address each peer last wrote to, learnt from IP_PKTINFO on a socket bound to the
+/// wildcard address, so that answers leave from it rather than from whatever address the
+/// route back to the peer prefers (which the peer does not know: a multihomed server).
+#[derive(Debug)]
+struct ReplyFrom {
+    map: HashMap<SocketAddr, IpAddr>,
+}
+
+impl ReplyFrom {
+    /// Peers remembered; past this the table is emptied and relearnt from the next datagrams,
+    /// so it never grows (allocates) after the endpoint is built.
+    const ENTRIES: usize = 4096;
+
+    fn new() -> Self {
+        Self { map: HashMap::with_capacity(Self::ENTRIES) }
+    }
+
+    fn learn(&mut self, peer: SocketAddr, local: IpAddr) {
+        if self.map.get(&peer) != Some(&local) {
+            if self.map.len() >= Self::ENTRIES {
+                self.map.clear();
+            }
+            self.map.insert(peer, local);
+        }
+    }
+
+    fn source(&self, peer: SocketAddr) -> Option<IpAddr> {
+        self.map.get(&peer).copied()
+    }
 }
 
 /// One path's datagrams being gathered into one GSO send; while the socket is full it is
@@ -370,7 +403,8 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         };
         paths.push(LocalPath { addr: local, iface: info.kind, backup: i.backup });
         infos.push(info);
-        sockets.push(PathSocket { io, state, watch, max_segments });
+        let replies = local.ip().is_unspecified().then(ReplyFrom::new);
+        sockets.push(PathSocket { io, state, watch, max_segments, replies });
     }
     let mut ep = Endpoint::new(opts.config.clone(), paths, server).map_err(|e| Error::Config(e.to_string()))?;
     let epoch = Instant::now();
@@ -529,6 +563,9 @@ impl Driver {
                 st.paths[i].io.recv_calls += 1;
                 progress = true;
                 for (k, m) in meta.iter().enumerate().take(n) {
+                    if let (Some(r), Some(local)) = (io.sockets[i].replies.as_mut(), m.dst_ip) {
+                        r.learn(unmap(m.addr), local);
+                    }
                     let data = &rx[k * CHUNK..k * CHUNK + m.len.min(CHUNK)];
                     let stride = if m.stride == 0 { m.len } else { m.stride };
                     for d in data.chunks(stride.max(1)) {
@@ -626,7 +663,7 @@ impl Io {
                 ecn: None,
                 contents: &tx.buf[..tx.len],
                 segment_size: (tx.count > 1).then_some(tx.seg),
-                src_ip: None,
+                src_ip: sock.replies.as_ref().and_then(|r| r.source(tx.remote)),
             };
             match sock.io.try_io(Interest::WRITABLE, || sock.state.try_send((&sock.io).into(), &t)) {
                 Ok(()) => {
