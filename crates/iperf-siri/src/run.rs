@@ -152,7 +152,6 @@ pub async fn client(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let reader = tokio::spawn(client_reader(r, progress.clone(), tx));
     let ticker = spawn_intervals(&ctx, t0, progress.clone());
-    let paths_at_start = (ctx.paths)();
 
     let mut run = ClientRun { params: &params, w: &mut w, rx: &mut rx, progress: &progress, t0, records: Vec::new() };
     let outcome = match (params.mode, params.reverse) {
@@ -173,7 +172,8 @@ pub async fn client(
     if report.seconds == 0.0 {
         report.seconds = t0.elapsed().as_secs_f64();
     }
-    report.side = side_results(&ctx.scheduler, &lock(&progress), w.stats(), &paths_at_start, &(ctx.paths)(), t0);
+    // The client's endpoint was built for this test: its counters from zero are the test's.
+    report.side = side_results(&ctx.scheduler, &lock(&progress), w.stats(), &[], &(ctx.paths)(), t0);
     report.side.seconds = report.seconds;
     match outcome {
         Ok(()) => Ok(report),
@@ -195,9 +195,13 @@ async fn finish_client(
     let io = |e: std::io::Error| format!("connection lost: {e}");
     w.write_all(&proto::header(proto::END, 0)).await.map_err(io)?;
     w.flush().await.map_err(io)?;
+    // With -R the server is still sending for as long as the test lasts: wait for its END
+    // without a limit (a server that dies closes the connection at the idle timeout).
     let deadline = tokio::time::Instant::now() + EXCHANGE_TIMEOUT;
+    let reverse = report.params.mode == Mode::Bulk && report.params.reverse;
     loop {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
+        let ev = if reverse { Ok(rx.recv().await) } else { tokio::time::timeout_at(deadline, rx.recv()).await };
+        match ev {
             Ok(Some(Ev::End)) => break,
             Ok(Some(Ev::Response { .. })) => {}
             Ok(Some(Ev::Failed(m))) => return Err(m),
@@ -212,6 +216,7 @@ async fn finish_client(
     w.write_all(&proto::header(proto::RESULTS, json.len())).await.map_err(io)?;
     w.write_all(&json).await.map_err(io)?;
     w.flush().await.map_err(io)?;
+    let deadline = tokio::time::Instant::now() + EXCHANGE_TIMEOUT;
     match tokio::time::timeout_at(deadline, rx.recv()).await {
         Ok(Some(Ev::Results(theirs))) => report.peer = Some(*theirs),
         Ok(Some(Ev::Failed(m))) => return Err(m),
