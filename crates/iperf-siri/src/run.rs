@@ -523,6 +523,9 @@ async fn serve(
     w.write_all(&json).await.map_err(io)?;
     w.shutdown().await.map_err(io)?;
     report.peer = Some(theirs);
+    // Until the client has everything (its own close ends the connection): a one-off server
+    // exits next, and its results must not die with it.
+    let _ = tokio::time::timeout(Duration::from_secs(5), w.closed()).await;
     Ok(())
 }
 
