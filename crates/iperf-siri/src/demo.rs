@@ -92,16 +92,7 @@ pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
     let listener = Arc::new(listener);
     let server_ctx = {
         let l = listener.clone();
-        Context {
-            paths: Arc::new(move || l.endpoint().paths()),
-            interval: Duration::ZERO,
-            live: None,
-            local: listener.local_addr(),
-            remote: emu.addr(),
-            verbose: false,
-            scheduler: s.server_scheduler.into(),
-            started: Instant::now(),
-        }
+        Context::new(Arc::new(move || l.endpoint().paths()), listener.local_addr(), emu.addr(), s.server_scheduler)
     };
     let l = listener.clone();
     let server = tokio::spawn(async move {
@@ -121,14 +112,8 @@ pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
     let stream = ep.connect(emu.addr()).await.map_err(|e| format!("{}: {e}", s.label))?;
     let e = ep.clone();
     let ctx = Context {
-        paths: Arc::new(move || e.paths()),
-        interval: Duration::ZERO,
-        live: None,
-        local: ep.local_addr(),
-        remote: emu.addr(),
-        verbose: false,
-        scheduler: s.client_scheduler.into(),
         started,
+        ..Context::new(Arc::new(move || e.paths()), ep.local_addr(), emu.addr(), s.client_scheduler)
     };
     // The outage script follows the client's progress: WiFi fails halfway through the wait
     // after request `fail_after`, and returns halfway through the wait after `restore_after`.

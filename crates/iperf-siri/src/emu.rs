@@ -8,6 +8,7 @@
 //! drop-tail queue bounded in time, a one-way delay, random loss, and a switch that takes
 //! the path down (everything dropped, both ways) and up again.
 
+use crate::rng::Rng;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -60,25 +61,18 @@ struct Path {
 #[derive(Debug)]
 struct Pipe {
     busy_until: Option<Instant>,
-    rng: u64,
+    rng: Rng,
 }
 
 impl Pipe {
     fn new(seed: u64) -> Self {
-        Self { busy_until: None, rng: seed | 1 }
-    }
-
-    fn chance(&mut self) -> f64 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+        Self { busy_until: None, rng: Rng::new(seed) }
     }
 
     /// When a datagram of `len` bytes arriving now leaves the far end, or `None` if it is
     /// dropped (queue full or random loss).
     fn admit(&mut self, spec: &PathSpec, loss: f64, len: usize, now: Instant) -> Option<Instant> {
-        if loss > 0.0 && self.chance() < loss {
+        if loss > 0.0 && self.rng.chance() < loss {
             return None;
         }
         let start = self.busy_until.map_or(now, |b| b.max(now));
@@ -139,7 +133,14 @@ impl Emulator {
         // One delay line for every path and direction, released in order of due time.
         let (tx, rx) = mpsc::unbounded_channel::<Delayed>();
         let mut tasks = vec![tokio::spawn(release(rx))];
-        let relay = Relay { front: front.clone(), server, paths: paths.clone(), tx, upstream: HashMap::new() };
+        let relay = Relay {
+            front: front.clone(),
+            server,
+            paths: paths.clone(),
+            tx,
+            upstream: HashMap::new(),
+            downstream: Vec::new(),
+        };
         tasks.push(tokio::spawn(relay.run()));
         Ok(Self { front: addr, paths, tasks })
     }
@@ -231,12 +232,21 @@ struct Relay {
     tx: mpsc::UnboundedSender<Delayed>,
     /// Client source → its upstream socket towards the server.
     upstream: HashMap<SocketAddr, Arc<UdpSocket>>,
+    /// The tasks relaying each upstream socket's answers; they end with the relay.
+    downstream: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        for t in &self.downstream {
+            t.abort();
+        }
+    }
 }
 
 impl Relay {
     async fn run(mut self) {
         let mut buf = vec![0u8; 65_536];
-        let mut children = Vec::new();
         loop {
             let Ok((n, from)) = self.front.recv_from(&mut buf).await else { continue };
             let Some(k) = self.paths.iter().position(|p| p.source == from.ip()) else { continue };
@@ -249,7 +259,7 @@ impl Relay {
                     };
                     let s = Arc::new(s);
                     self.upstream.insert(from, s.clone());
-                    children.push(tokio::spawn(downstream(
+                    self.downstream.push(tokio::spawn(downstream(
                         s.clone(),
                         self.front.clone(),
                         from,

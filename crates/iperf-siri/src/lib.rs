@@ -17,6 +17,7 @@ pub mod out;
 pub mod plot;
 pub mod proto;
 pub mod report;
+mod rng;
 pub mod run;
 
 use cli::RunArgs;
@@ -73,14 +74,11 @@ pub async fn client(args: &RunArgs) -> Result<(), String> {
     let stream = ep.connect(remote).await.map_err(|e| e.to_string())?;
     let paths_ep = ep.clone();
     let ctx = Context {
-        paths: Arc::new(move || paths_ep.paths()),
         interval: args.interval,
         live: (!args.json).then(|| out.clone()),
-        local: ep.local_addr(),
-        remote,
         verbose: args.verbose,
-        scheduler: args.scheduler.clone(),
         started,
+        ..Context::new(Arc::new(move || paths_ep.paths()), ep.local_addr(), remote, &args.scheduler)
     };
     let result = run::client(stream, params, protocol, ctx, None).await;
     // Let the closing handshake finish, briefly.
@@ -140,15 +138,12 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             continue;
         }
         let paths_l = listener.clone();
+        let paths = Arc::new(move || paths_l.endpoint().paths());
         let ctx = Context {
-            paths: Arc::new(move || paths_l.endpoint().paths()),
             interval: args.interval,
             live: (!args.json).then(|| out.clone()),
-            local: listener.local_addr(),
-            remote: peer,
             verbose: args.verbose,
-            scheduler: args.scheduler.clone(),
-            started: std::time::Instant::now(),
+            ..Context::new(paths, listener.local_addr(), peer, &args.scheduler)
         };
         let (args, out, busy, done) = (args.clone(), out.clone(), busy.clone(), done_tx.clone());
         tokio::spawn(async move {

@@ -230,6 +230,12 @@ pub fn header(kind: u8, len: usize) -> [u8; 5] {
     [kind, l[0], l[1], l[2], l[3]]
 }
 
+/// Writes one frame: header and body.
+pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, kind: u8, body: &[u8]) -> io::Result<()> {
+    w.write_all(&header(kind, body.len())).await?;
+    w.write_all(body).await
+}
+
 /// Reads a frame header; `None` at a clean end of stream.
 pub async fn read_header<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<(u8, u32)>, ProtoError> {
     let mut h = [0u8; 5];

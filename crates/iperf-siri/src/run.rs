@@ -4,6 +4,7 @@
 use crate::out::Out;
 use crate::proto::{self, Mode, Params, ProtoError};
 use crate::report::{self, IntervalRecord, Report, RequestRecord, Role, SideResults};
+use crate::rng::Rng;
 use mpudp::{MpStream, OwnedReadHalf, OwnedWriteHalf, PathInfo};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -65,6 +66,22 @@ pub struct Context {
     pub started: Instant,
 }
 
+impl Context {
+    /// A quiet context (no intervals, nothing live) starting now.
+    pub fn new(paths: PathsFn, local: SocketAddr, remote: SocketAddr, scheduler: &str) -> Self {
+        Self {
+            paths,
+            interval: Duration::ZERO,
+            live: None,
+            local,
+            remote,
+            verbose: false,
+            scheduler: scheduler.to_string(),
+            started: Instant::now(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context").field("interval", &self.interval).field("remote", &self.remote).finish()
@@ -77,8 +94,8 @@ struct Progress {
     bytes_sent: u64,
     bytes_received: u64,
     answered: u32,
-    /// Final-response delays answered since the last interval report.
-    interval_delays: Vec<f64>,
+    /// The longest final-response delay since the last interval report.
+    interval_max_delay: Option<f64>,
 }
 
 type Shared = Arc<Mutex<Progress>>;
@@ -94,23 +111,6 @@ enum Ev {
     End,
     Results(Box<SideResults>),
     Failed(String),
-}
-
-/// Deterministic write sizes (xorshift64*).
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    fn range(&mut self, lo: u32, hi: u32) -> u32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let x = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        lo + (x % u64::from(hi - lo + 1)) as u32
-    }
 }
 
 /// The sizes of one burst's writes.
@@ -193,7 +193,7 @@ async fn finish_client(
     t0: Instant,
 ) -> Result<(), String> {
     let io = |e: std::io::Error| format!("connection lost: {e}");
-    w.write_all(&proto::header(proto::END, 0)).await.map_err(io)?;
+    proto::write_frame(w, proto::END, &[]).await.map_err(io)?;
     w.flush().await.map_err(io)?;
     // With -R the server is still sending for as long as the test lasts: wait for its END
     // without a limit (a server that dies closes the connection at the idle timeout).
@@ -213,8 +213,7 @@ async fn finish_client(
     report.seconds = t0.elapsed().as_secs_f64();
     let mine = side_results(&report.side.scheduler, &lock(progress), w.stats(), &[], &[], t0);
     let json = serde_json::to_vec(&mine).map_err(|e| e.to_string())?;
-    w.write_all(&proto::header(proto::RESULTS, json.len())).await.map_err(io)?;
-    w.write_all(&json).await.map_err(io)?;
+    proto::write_frame(w, proto::RESULTS, &json).await.map_err(io)?;
     w.flush().await.map_err(io)?;
     let deadline = tokio::time::Instant::now() + EXCHANGE_TIMEOUT;
     match tokio::time::timeout_at(deadline, rx.recv()).await {
@@ -340,7 +339,8 @@ impl ClientRun<'_> {
                     r.delay.get_or_insert(d);
                     let mut p = lock(self.progress);
                     p.answered += 1;
-                    p.interval_delays.push(d.as_secs_f64() * 1e3);
+                    let ms = d.as_secs_f64() * 1e3;
+                    p.interval_max_delay = Some(p.interval_max_delay.map_or(ms, |m| m.max(ms)));
                 } else {
                     let i = usize::from(burst);
                     if r.ir.len() <= i {
@@ -366,8 +366,7 @@ impl ClientRun<'_> {
                 self.handle(ev)?;
             }
             let n = (left as usize).min(CHUNK);
-            self.w.write_all(&proto::header(proto::DATA, n)).await.map_err(io)?;
-            self.w.write_all(&chunk[..n]).await.map_err(io)?;
+            proto::write_frame(self.w, proto::DATA, &chunk[..n]).await.map_err(io)?;
             left -= n as u64;
             lock(self.progress).bytes_sent += n as u64;
         }
@@ -380,54 +379,55 @@ async fn client_reader(mut r: OwnedReadHalf, progress: Shared, tx: mpsc::Unbound
     let mut buf = Vec::new();
     let mut scratch = vec![0u8; CHUNK];
     loop {
-        let (kind, len) = match proto::read_header(&mut r).await {
-            Ok(Some(h)) => h,
+        let ev = match next_event(&mut r, &progress, &mut buf, &mut scratch).await {
+            Ok(Some(ev)) => ev,
             Ok(None) => return,
-            Err(e) => {
-                let _ = tx.send(Ev::Failed(format!("connection lost: {e}")));
-                return;
-            }
+            Err(ProtoError::Io(e)) => Ev::Failed(format!("connection lost: {e}")),
+            Err(e) => Ev::Failed(e.to_string()),
         };
+        let failed = matches!(ev, Ev::Failed(_));
+        if tx.send(ev).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// The server's next frame as an event (`None` at the end of the stream); bulk data is
+/// counted and skipped.
+async fn next_event(
+    r: &mut OwnedReadHalf,
+    progress: &Shared,
+    buf: &mut Vec<u8>,
+    scratch: &mut [u8],
+) -> Result<Option<Ev>, ProtoError> {
+    loop {
+        let Some((kind, len)) = proto::read_header(r).await? else { return Ok(None) };
         let at = Instant::now();
         let ev = match kind {
             proto::IR | proto::FINAL if len as usize >= proto::RESPONSE_PREFIX => {
                 let mut pre = [0u8; proto::RESPONSE_PREFIX];
-                let res = async {
-                    tokio::io::AsyncReadExt::read_exact(&mut r, &mut pre).await?;
-                    proto::skip(&mut r, u64::from(len) - proto::RESPONSE_PREFIX as u64, &mut scratch).await
-                };
-                if let Err(e) = res.await {
-                    let _ = tx.send(Ev::Failed(format!("connection lost: {e}")));
-                    return;
-                }
-                lock(&progress).bytes_received += u64::from(len) + 5;
+                tokio::io::AsyncReadExt::read_exact(r, &mut pre).await?;
+                proto::skip(r, u64::from(len) - proto::RESPONSE_PREFIX as u64, scratch).await?;
+                lock(progress).bytes_received += u64::from(len) + 5;
                 let request = u32::from_be_bytes([pre[0], pre[1], pre[2], pre[3]]);
                 Ev::Response { request, burst: pre[4], last: kind == proto::FINAL, at }
             }
             proto::DATA => {
-                if let Err(e) = proto::skip(&mut r, u64::from(len), &mut scratch).await {
-                    let _ = tx.send(Ev::Failed(format!("connection lost: {e}")));
-                    return;
-                }
-                lock(&progress).bytes_received += u64::from(len);
+                proto::skip(r, u64::from(len), scratch).await?;
+                lock(progress).bytes_received += u64::from(len);
                 continue;
             }
             proto::END => Ev::End,
             proto::RESULTS => {
-                if let Err(e) = proto::read_into(&mut r, len, &mut buf).await {
-                    let _ = tx.send(Ev::Failed(format!("connection lost: {e}")));
-                    return;
-                }
-                match serde_json::from_slice(&buf) {
+                proto::read_into(r, len, buf).await?;
+                match serde_json::from_slice(buf) {
                     Ok(s) => Ev::Results(Box::new(s)),
                     Err(e) => Ev::Failed(format!("protocol error: the server's results: {e}")),
                 }
             }
             k => Ev::Failed(format!("protocol error: frame kind {k} from the server")),
         };
-        if tx.send(ev).is_err() {
-            return;
-        }
+        return Ok(Some(ev));
     }
 }
 
@@ -437,16 +437,14 @@ pub async fn server(stream: MpStream, ctx: Context, version: &str) -> Result<Rep
     let params = match tokio::time::timeout(EXCHANGE_TIMEOUT, proto::read_hello(&mut r)).await {
         Err(_) => return Err(Failure::new("the client connected but sent no test request")),
         Ok(Err(e @ ProtoError::Version { .. })) => {
-            let _ = proto::write_answer(&mut w, proto::REFUSED, &e.to_string()).await;
-            let _ = w.shutdown().await;
+            refuse(&mut w, &e.to_string()).await;
             return Err(e.into());
         }
         Ok(Err(e)) => return Err(e.into()),
         Ok(Ok(p)) => p,
     };
     if let Err(why) = check(&params) {
-        let _ = proto::write_answer(&mut w, proto::REFUSED, &why).await;
-        let _ = w.shutdown().await;
+        refuse(&mut w, &why).await;
         return Err(Failure::new(format!("refused a test: {why}")));
     }
     proto::write_answer(&mut w, proto::ACCEPTED, version).await?;
@@ -469,6 +467,12 @@ pub async fn server(stream: MpStream, ctx: Context, version: &str) -> Result<Rep
             Err(Failure { message, partial: Some(Box::new(report)) })
         }
     }
+}
+
+/// Tells the client why its test is refused, and ends our direction.
+async fn refuse(w: &mut OwnedWriteHalf, why: &str) {
+    let _ = proto::write_answer(w, proto::REFUSED, why).await;
+    let _ = w.shutdown().await;
 }
 
 /// The limits a server puts on what a client may ask.
@@ -501,7 +505,7 @@ async fn serve(
     } else {
         answer(r, w, p, progress).await?;
     }
-    w.write_all(&proto::header(proto::END, 0)).await.map_err(io)?;
+    proto::write_frame(w, proto::END, &[]).await.map_err(io)?;
     w.flush().await.map_err(io)?;
     // The client's results, answered by ours.
     let header = tokio::time::timeout(EXCHANGE_TIMEOUT, proto::read_header(r))
@@ -519,8 +523,7 @@ async fn serve(
     report.seconds = t0.elapsed().as_secs_f64();
     let mine = side_results(&report.side.scheduler, &lock(progress), r.stats(), &[], &[], t0);
     let json = serde_json::to_vec(&mine).map_err(|e| e.to_string())?;
-    w.write_all(&proto::header(proto::RESULTS, json.len())).await.map_err(io)?;
-    w.write_all(&json).await.map_err(io)?;
+    proto::write_frame(w, proto::RESULTS, &json).await.map_err(io)?;
     w.shutdown().await.map_err(io)?;
     report.peer = Some(theirs);
     // Until the client has everything (its own close ends the connection): a one-off server
@@ -589,8 +592,7 @@ async fn send_bulk(
     let mut got = None;
     while left > 0 && until.is_none_or(|u| Instant::now() < u) {
         let n = (left as usize).min(CHUNK);
-        w.write_all(&proto::header(proto::DATA, n)).await.map_err(io)?;
-        w.write_all(&chunk[..n]).await.map_err(io)?;
+        proto::write_frame(w, proto::DATA, &chunk[..n]).await.map_err(io)?;
         left -= n as u64;
         lock(progress).bytes_sent += n as u64;
         if got.is_none() {
@@ -701,7 +703,7 @@ struct IntervalState {
     sent: u64,
     received: u64,
     answered: u32,
-    delays: Vec<f64>,
+    max_delay: Option<f64>,
     paths: Vec<PathInfo>,
 }
 
@@ -713,7 +715,7 @@ impl IntervalState {
             sent: g.bytes_sent,
             received: g.bytes_received,
             answered: g.answered,
-            delays: std::mem::take(&mut g.interval_delays),
+            max_delay: g.interval_max_delay.take(),
             paths: (ctx.paths)(),
         }
     }
@@ -725,7 +727,7 @@ impl IntervalState {
             bytes_sent: cur.sent - self.sent,
             bytes_received: cur.received - self.received,
             answered: cur.answered - self.answered,
-            max_delay_ms: cur.delays.iter().copied().fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d)))),
+            max_delay_ms: cur.max_delay,
             interfaces: report::interface_deltas(&self.paths, &cur.paths),
         }
     }
