@@ -1,5 +1,8 @@
 //! ns per pick for every scheduler at 2, 4, 8 and 16 subflows. All subflows established and
-//! healthy, so every pick scans the whole slice.
+//! healthy, so every pick scans the whole slice (`scheduler_pick`). `scheduler_pick_degraded`
+//! measures the slow path of lowest-rtt and last-received: the first subflow potentially failed
+//! and every other one flagged high-RTO with a full window, so neither lean scan answers and the
+//! whole rule runs.
 //!
 //! Run: `cargo bench -p mp-benches --bench scheduler`
 
@@ -28,6 +31,24 @@ fn picks(c: &mut Criterion) {
     for name in NAMES {
         for n in [2usize, 4, 8, 16] {
             let s = subflows(n);
+            let mut sched = AnyScheduler::from_name(name).expect("known name");
+            g.bench_with_input(BenchmarkId::new(name, n), &s, |b, s| b.iter(|| sched.pick(black_box(s), &seg)));
+        }
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("scheduler_pick_degraded");
+    for name in ["lowest-rtt", "last-received"] {
+        for n in [2usize, 16] {
+            let mut s = subflows(n);
+            for (i, sf) in s.iter_mut().enumerate() {
+                if i == 0 {
+                    sf.flags.set(Flags::POTENTIALLY_FAILED, true);
+                } else {
+                    sf.flags.set(Flags::HIGH_RTO, true);
+                    sf.cwnd_room = 0;
+                }
+            }
             let mut sched = AnyScheduler::from_name(name).expect("known name");
             g.bench_with_input(BenchmarkId::new(name, n), &s, |b, s| b.iter(|| sched.pick(black_box(s), &seg)));
         }

@@ -331,13 +331,20 @@ pub(crate) mod testutil {
         Segment { len: 1200, answer_data_fin_on: None, queued_bytes: 1200 }
     }
 
-    /// Random snapshots for the fast-path agreement properties.
+    /// Random snapshots for the fast-path agreement properties. Half of the subflows are healthy
+    /// (established only, or established backups), the steady state the fast paths test first;
+    /// the rest have any flags.
     pub fn arb_subflows() -> impl proptest::strategy::Strategy<Value = Vec<SubflowInfo>> {
         use proptest::prelude::*;
-        proptest::collection::vec((any::<u8>(), 0..4u32, 0..3u32, 0..4u64), 1..9).prop_map(|v| {
+        let flags = prop_oneof![
+            3 => Just(Flags::ESTABLISHED.0),
+            1 => Just((Flags::ESTABLISHED | Flags::BACKUP).0),
+            4 => any::<u8>().prop_map(|f| f & 0x7f),
+        ];
+        proptest::collection::vec((flags, 0..4u32, 0..3u32, 0..4u64), 1..9).prop_map(|v| {
             v.into_iter()
                 .map(|(f, rtt, room, rx)| SubflowInfo {
-                    flags: Flags(f & 0x7f),
+                    flags: Flags(f),
                     srtt_us: rtt * 1000,
                     cwnd_room: room * 1000,
                     last_original_rx_us: rx,
