@@ -248,6 +248,9 @@ mod tests {
     fn ties_go_to_the_lower_index() {
         let s = [sf(15, 5), sf(25, 5), sf(35, 5)];
         assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
+        // The two-subflow path, too.
+        let s = [sf(25, 5), sf(15, 5)];
+        assert_eq!(LastReceived.pick(&s, &seg()), Pick::Send(0));
     }
 
     #[test]
