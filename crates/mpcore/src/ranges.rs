@@ -94,9 +94,19 @@ impl RangeSet {
     /// Whether `[start, end)` can be inserted without forgetting a range: it touches one
     /// already held (and merges), or there is room for one more.
     pub fn can_insert(&self, start: u64, end: u64) -> bool {
-        self.ranges.len() < self.max_ranges
-            || start < self.floor
-            || self.ranges.iter().any(|&(s, e)| s <= end && start <= e)
+        self.room() > 0 || !self.needs_range(start, end)
+    }
+
+    /// Whether inserting `[start, end)` would add a range: it starts above the floor (what
+    /// starts at or below it continues the values counted present) and neither overlaps nor
+    /// touches a range already held.
+    pub fn needs_range(&self, start: u64, end: u64) -> bool {
+        start > self.floor && !self.ranges.iter().any(|&(s, e)| s <= end && start <= e)
+    }
+
+    /// How many more ranges fit before the lowest would be forgotten.
+    pub fn room(&self) -> usize {
+        self.max_ranges.saturating_sub(self.ranges.len())
     }
 
     /// Forgets everything below `v` (it counts as present from now on).
@@ -173,6 +183,21 @@ mod tests {
         assert!(s.contains(0), "forgotten values count as present");
         assert!(!s.contains(1), "the gap above the forgotten range stays absent");
         assert_eq!(s.insert(0, 1), 0);
+    }
+
+    #[test]
+    fn a_full_set_takes_only_what_needs_no_new_range() {
+        let mut s = RangeSet::with_floor(2, 10);
+        s.insert(12, 13);
+        s.insert(14, 15);
+        assert_eq!(s.room(), 0);
+        assert!(s.needs_range(16, 17) && !s.can_insert(16, 17), "a new hole above");
+        for (a, b) in [(15, 16), (11, 12), (13, 14), (10, 11), (5, 11), (12, 15)] {
+            assert!(!s.needs_range(a, b) && s.can_insert(a, b), "[{a}, {b}) continues what is held");
+        }
+        // At the floor: the values continue the floor, and inserting them forgets nothing absent.
+        s.insert(10, 11);
+        assert!(!s.contains(11) && s.contains(10) && s.contains(12) && s.contains(14));
     }
 
     #[test]

@@ -984,13 +984,25 @@ impl Connection {
         // Handshake and join packets are acknowledged at once (as QUIC acknowledges its
         // handshake): their RTT samples then start the estimator without a delayed-ACK bias.
         let (mut eliciting, mut urgent, mut answers_join) = (false, false, false);
+        let mut new_ranges = 0usize;
         for f in Frames::new(plain).flatten() {
+            if let Frame::Dss(Dss { mapping: Some((dsn, data)), .. }) = f {
+                new_ranges += usize::from(self.recv.needs_range(dsn, data.len()));
+            }
             eliciting |= f.is_ack_eliciting();
             urgent |= matches!(
                 f,
                 Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. } | Frame::FastJoinReply(_)
             );
             answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
+        }
+        if new_ranges > self.recv.ranges_free() {
+            // The reassembly cannot track another hole (far more holes than segments of 256
+            // bytes fit in the window). The packet is dropped before it is acknowledged, so the
+            // sender declares it lost and sends its data again: a stored segment is never given
+            // up, and a refused one is never lost. Data that fills a hole is always taken.
+            self.counters.reassembly_refused += 1;
+            return;
         }
         let max_ack_delay = self.config.max_ack_delay;
         let sf = &mut self.subflows[i];
@@ -1656,8 +1668,9 @@ impl Connection {
         if !data.is_empty() {
             let before = self.recv.readable();
             let Some(new) = self.recv.insert(dsn, data) else {
-                // More holes than the reassembly tracks (segments far below 256 bytes on
-                // average): the data is not stored rather than risk delivering a hole.
+                // Not reached from `handle_sealed`, which refuses such a packet before
+                // acknowledging it; nor by a fast join's data, which starts at the sender's
+                // DATA_ACK edge (§5.9), at or below our EDSN, and so needs no new range. A guard.
                 self.counters.reassembly_refused += 1;
                 tracing::debug!(dsn, len = data.len(), "reassembly full: segment refused");
                 return;

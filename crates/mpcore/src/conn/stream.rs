@@ -129,6 +129,24 @@ impl RecvBuf {
         self.read.wrapping_add(self.ring.len() as u64)
     }
 
+    /// The part of `[dsn, dsn + len)` that `insert` would store: not yet in order, within the
+    /// window. Empty when `start >= end`.
+    fn clip(&self, dsn: u64, len: usize) -> (u64, u64) {
+        (dsn.max(self.nxt), dsn.saturating_add(len as u64).min(self.limit()))
+    }
+
+    /// Whether storing `len` bytes at `dsn` would open a new out-of-order range (they neither
+    /// continue the in-order data nor touch a range already held).
+    pub fn needs_range(&self, dsn: u64, len: usize) -> bool {
+        let (start, end) = self.clip(dsn, len);
+        !self.fin && start < end && self.ooo.needs_range(start, end)
+    }
+
+    /// How many more out-of-order ranges the buffer tracks.
+    pub fn ranges_free(&self) -> usize {
+        self.ooo.room()
+    }
+
     /// Stores `data` at `dsn`, clipped to the window; returns the number of bytes not
     /// received before, or `None` if the data would open more out-of-order ranges than the
     /// buffer tracks (then nothing is stored). (DSNs are compared as plain integers: a
@@ -138,8 +156,7 @@ impl RecvBuf {
         if self.fin {
             return Some(0);
         }
-        let end = dsn.saturating_add(data.len() as u64).min(self.limit());
-        let start = dsn.max(self.nxt);
+        let (start, end) = self.clip(dsn, data.len());
         if start >= end {
             return Some(0);
         }
@@ -242,6 +259,9 @@ mod tests {
         assert!(refused > 0, "the range limit was reached");
         assert_eq!(r.nxt(), 0, "the hole at 0 is still a hole");
         assert_eq!(r.readable(), 0);
+        assert_eq!(r.ranges_free(), 0);
+        assert!(r.needs_range(395, 1), "a refused byte would open a range");
+        assert!(!r.needs_range(0, 1), "the in-order edge never needs one");
         // The hole filled: everything up to the first refused byte is in order.
         assert_eq!(r.insert(0, &[1]), Some(1));
         assert_eq!(r.insert(2, &[2]), Some(1));
