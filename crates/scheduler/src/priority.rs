@@ -10,19 +10,30 @@
 //! choice is taken: the lowest-RTT subflow that can send, so a lossy WiFi with no cellular
 //! subflow yet still carries data.
 
-use crate::lowest_rtt::data_fin_subflow;
+use crate::lowest_rtt::{data_fin_subflow, key_index, rtt_key, NONE};
 use crate::{considered, Iface, Pick, Segment, SubflowInfo};
 
 /// The priority scheduler.
 #[derive(Clone, Copy, Debug)]
 pub struct Priority {
-    order: [Iface; 4],
-    len: usize,
+    /// The rank of each interface kind (0 most preferred), indexed by [`kind_index`].
+    ranks: [u8; 4],
 }
 
 impl Default for Priority {
     fn default() -> Self {
-        Self { order: [Iface::Wifi, Iface::Wired, Iface::Cellular, Iface::Other], len: 4 }
+        Self::new(&[Iface::Wifi, Iface::Wired, Iface::Cellular, Iface::Other])
+    }
+}
+
+/// An interface kind as an index into [`Priority::ranks`].
+#[inline(always)]
+fn kind_index(k: Iface) -> usize {
+    match k {
+        Iface::Wifi => 0,
+        Iface::Cellular => 1,
+        Iface::Wired => 2,
+        Iface::Other => 3,
     }
 }
 
@@ -38,57 +49,60 @@ impl Priority {
                 len += 1;
             }
         }
-        Self { order: o, len }
+        let mut ranks = [len as u8; 4];
+        for (r, k) in o[..len].iter().enumerate() {
+            ranks[kind_index(*k)] = r as u8;
+        }
+        Self { ranks }
     }
 
-    fn rank(&self, k: Iface) -> usize {
-        self.order[..self.len].iter().position(|o| *o == k).unwrap_or(self.len)
+    #[inline(always)]
+    fn rank(&self, k: Iface) -> u64 {
+        u64::from(self.ranks[kind_index(k)])
     }
 
-    /// Picks per the module's rules. Ranks are scanned in order and the first decides, so the
-    /// usual case (the preferred interface healthy) costs one scan; the first scan also finds
-    /// the fallback.
+    /// Picks per the module's rules, in one scan. The ranks' pass-through reads as: the best
+    /// (lowest) rank that has a healthy candidate decides; within it the lowest RTT that can
+    /// send, else wait. So the scan keeps that rank, the lowest `(rank, srtt, index)` among
+    /// healthy candidates that can send, and the lowest `(srtt, index)` among all candidates that
+    /// can send for the fallback.
+    #[inline]
     pub fn pick(&self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
         let subflows = considered(subflows);
         if let Some(i) = data_fin_subflow(subflows, seg) {
             return Pick::Send(i);
         }
-        let mut fallback: Option<usize> = None;
+        const RANK_SHIFT: u32 = 38; // above rtt_key's 32 bits of srtt and 6 of index
+        let mut healthy_rank = u64::MAX;
+        let mut best = NONE;
+        let mut fallback = NONE;
         let mut any = false;
-        for rank in 0..=self.len {
-            let mut healthy = false;
-            let mut best: Option<usize> = None;
-            for (i, s) in subflows.iter().enumerate() {
-                if !s.available() || s.already_sent() {
-                    continue;
-                }
-                let can = s.can_send(seg.len);
-                let faster = |b: Option<usize>| b.is_none_or(|b| s.srtt_us < subflows[b].srtt_us);
-                if rank == 0 {
-                    any = true;
-                    if can && faster(fallback) {
-                        fallback = Some(i);
-                    }
-                }
-                if s.retrans_outstanding > 0 || self.rank(s.iface) != rank {
-                    continue;
-                }
-                healthy = true;
-                if can && faster(best) {
-                    best = Some(i);
-                }
-            }
-            match best {
-                Some(i) => return Pick::Send(i),
-                None if healthy => return Pick::Wait,
-                None => {}
-            }
+        // Branch-free: every subflow costs the same, whatever its state.
+        for (i, s) in subflows.iter().enumerate() {
+            let candidate = s.available() & !s.already_sent();
+            let healthy = candidate & (s.retrans_outstanding == 0);
+            let can = candidate & s.can_send(seg.len);
+            let rank = self.rank(s.iface);
+            any |= candidate;
+            fallback = fallback.min(if can { rtt_key(s, i) } else { NONE });
+            healthy_rank = healthy_rank.min(if healthy { rank } else { u64::MAX });
+            best = best.min(if healthy & can { (rank << RANK_SHIFT) | rtt_key(s, i) } else { NONE });
+        }
+        if healthy_rank != u64::MAX {
+            // The best healthy rank decides: its fastest subflow that can send, else wait.
+            return if best != NONE && best >> RANK_SHIFT == healthy_rank {
+                Pick::Send(key_index(best))
+            } else {
+                Pick::Wait
+            };
         }
         // Every rank retransmits or failed: the least bad subflow.
-        match fallback {
-            Some(i) => Pick::Send(i),
-            None if any => Pick::Wait,
-            None => Pick::Unavailable,
+        if fallback != NONE {
+            Pick::Send(key_index(fallback))
+        } else if any {
+            Pick::Wait
+        } else {
+            Pick::Unavailable
         }
     }
 }
@@ -149,6 +163,63 @@ mod tests {
         let only_wired = Priority::new(&[Iface::Wired]);
         // WiFi and cellular both rank after wired, in one rank: lowest RTT.
         assert_eq!(only_wired.pick(&s, &seg()), Pick::Send(1));
+    }
+
+    /// The rule as the module text states it, rank by rank: the model `pick` must agree with.
+    fn by_ranks(order: &[Iface], subflows: &[SubflowInfo], seg: &Segment) -> Pick {
+        if let Some(i) = data_fin_subflow(subflows, seg) {
+            return Pick::Send(i);
+        }
+        let rank = |k: Iface| order.iter().position(|o| *o == k).unwrap_or(order.len());
+        let lowest_rtt = |pred: &dyn Fn(&SubflowInfo) -> bool| {
+            let mut best: Option<usize> = None;
+            for (i, s) in subflows.iter().enumerate() {
+                if pred(s) && s.can_send(seg.len) && best.is_none_or(|b| s.srtt_us < subflows[b].srtt_us) {
+                    best = Some(i);
+                }
+            }
+            best
+        };
+        let candidate = |s: &SubflowInfo| s.available() && !s.already_sent();
+        for r in 0..=order.len() {
+            let healthy = |s: &SubflowInfo| candidate(s) && s.retrans_outstanding == 0 && rank(s.iface) == r;
+            if subflows.iter().any(healthy) {
+                return lowest_rtt(&healthy).map_or(Pick::Wait, Pick::Send);
+            }
+        }
+        match lowest_rtt(&candidate) {
+            Some(i) => Pick::Send(i),
+            None if subflows.iter().any(candidate) => Pick::Wait,
+            None => Pick::Unavailable,
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_scan_agrees_with_the_rank_by_rank_rule(
+            s in proptest::collection::vec((0..128u8, 0..4usize, 0..3u32, 0..3u32, 0..3u32), 1..9),
+            order in proptest::collection::vec(0..4usize, 0..5),
+            fin in proptest::option::weighted(0.1, 0..9usize),
+        ) {
+            const KINDS: [Iface; 4] = [Iface::Wifi, Iface::Cellular, Iface::Wired, Iface::Other];
+            let s: Vec<SubflowInfo> = s
+                .into_iter()
+                .map(|(f, k, rtt, room, retr)| SubflowInfo {
+                    flags: Flags(if f < 64 { Flags::ESTABLISHED.0 } else { f & 0x7f }),
+                    iface: KINDS[k],
+                    srtt_us: rtt * 1000,
+                    cwnd_room: room * 1000,
+                    retrans_outstanding: retr,
+                    ..Default::default()
+                })
+                .collect();
+            let mut order: Vec<Iface> = order.into_iter().map(|k| KINDS[k]).collect();
+            let p = Priority::new(&order);
+            let mut seen = Vec::new();
+            order.retain(|k| if seen.contains(k) { false } else { seen.push(*k); true });
+            let g = Segment { len: 1000, answer_data_fin_on: fin, ..seg() };
+            proptest::prop_assert_eq!(p.pick(&s, &g), by_ranks(&order, &s, &g));
+        }
     }
 
     #[test]
