@@ -18,6 +18,9 @@ pub struct Bulk {
     /// (time, bytes received so far) at every read, for stall measurements.
     pub progress: Vec<(Time, usize)>,
     pub events: Vec<(Time, bool, Event)>,
+    /// Set by [`Bulk::paced`]: `(bytes per write, time between writes)`, and the next write.
+    pace: Option<(usize, Time)>,
+    next_write: Time,
     buf: Vec<u8>,
 }
 
@@ -33,8 +36,15 @@ impl Bulk {
             finished_at: None,
             progress: Vec::new(),
             events: Vec::new(),
+            pace: None,
+            next_write: 0,
             buf: vec![0u8; 64 * 1024],
         }
+    }
+
+    /// An upload written `chunk` bytes at a time, one write every `gap`, from `start` on.
+    pub fn paced(data: Vec<u8>, chunk: usize, gap: Time, start: Time) -> Self {
+        Self { pace: Some((chunk.max(1), gap)), next_write: start, ..Self::new(data, false) }
     }
 
     /// Drives both sides; pass as the `app` of [`Sim::run_until`].
@@ -48,11 +58,23 @@ impl Bulk {
         };
         if let Some(c) = tx_h.and_then(|h| tx_ep.conn_mut(h)) {
             if c.is_established() || !self.download {
-                while self.written < self.data.len() {
-                    match c.write(&self.data[self.written..]) {
-                        Ok(n) => self.written += n,
-                        Err(_) => break,
+                match self.pace {
+                    None => {
+                        while self.written < self.data.len() {
+                            match c.write(&self.data[self.written..]) {
+                                Ok(n) => self.written += n,
+                                Err(_) => break,
+                            }
+                        }
                     }
+                    Some((chunk, gap)) if now >= self.next_write && self.written < self.data.len() => {
+                        let end = (self.written + chunk).min(self.data.len());
+                        if let Ok(n) = c.write(&self.data[self.written..end]) {
+                            self.written += n;
+                            self.next_write = now + gap;
+                        }
+                    }
+                    Some(_) => {}
                 }
                 if self.written == self.data.len() {
                     c.close();
@@ -76,17 +98,17 @@ impl Bulk {
                 }
             }
         }
-        None
+        (self.pace.is_some() && self.written < self.data.len()).then_some(self.next_write)
     }
 
     /// Drives both sides and stops the run once the receiver has read everything and the
     /// DATA_FIN.
     pub fn drive(&mut self, sim: &mut Sim) -> Flow {
-        self.step(sim);
+        let wake = self.step(sim);
         if self.finished_at.is_some() {
             Flow::Done
         } else {
-            Flow::Wake(None)
+            Flow::Wake(wake)
         }
     }
 

@@ -593,47 +593,21 @@ fn a_segment_refused_by_a_full_reassembly_is_sent_again() {
     let mut sim = Sim::new(7, client, server, vec![fast, slow]).unwrap();
     sim.logging = false;
     let data = pattern(30_000, 9);
-    let (mut ch, mut sh, mut events) = (None, None, Vec::new());
     // Writing starts once the slow path's subflow has joined.
-    let (mut written, mut next, mut received) = (0usize, ms(3_000), Vec::new());
-    let mut buf = vec![0u8; 65_536];
-    let mut closed = false;
-    let done = sim.run(ms(120_000), |sim| {
-        mpsim::apps::pump(sim, &mut ch, &mut sh, &mut events);
-        let now = sim.now;
-        if let Some(c) = ch.and_then(|h| sim.client.conn_mut(h)) {
-            if now >= next && written < data.len() && c.write(&data[written..written + 1]) == Ok(1) {
-                written += 1;
-                next = now + 20;
-            }
-            if written == data.len() && !closed {
-                c.close();
-                closed = true;
-            }
-        }
-        if let Some(c) = sh.and_then(|h| sim.server.conn_mut(h)) {
-            loop {
-                match c.read(&mut buf) {
-                    Ok(0) => return Flow::Done,
-                    Ok(n) => received.extend_from_slice(&buf[..n]),
-                    Err(_) => break,
-                }
-            }
-        }
-        Flow::Wake((written < data.len()).then_some(next))
-    });
-    let s = sim.server.stats(sh.unwrap()).unwrap();
-    let c = sim.client.stats(ch.unwrap()).unwrap();
+    let mut app = Bulk::paced(data.clone(), 1, 20, ms(3_000));
+    let done = sim.run(ms(120_000), |s| app.drive(s));
+    let s = sim.server.stats(app.server.unwrap()).unwrap();
+    let c = sim.client.stats(app.client.unwrap()).unwrap();
     let lost: u64 = c.subflows.iter().map(|f| f.counters.packets_lost).sum();
     println!(
         "{} segments refused, {lost} packets lost; {} of {} bytes by {} ms",
         s.counters.reassembly_refused,
-        received.len(),
+        app.received.len(),
         data.len(),
         sim.now / 1000
     );
     assert!(s.counters.reassembly_refused > 0, "the scenario fills the reassembly");
     assert!(lost >= s.counters.reassembly_refused, "every refused packet counts as lost at the sender");
     assert!(done, "the transfer completes");
-    assert_eq!(received, data);
+    assert_eq!(app.received, data);
 }
