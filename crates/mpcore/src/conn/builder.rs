@@ -1,0 +1,327 @@
+//! The packet builder: one datagram on one subflow, with everything due there.
+
+use super::*;
+
+impl Connection {
+    /// Payload bytes available for stream data in a short-header packet.
+    pub(super) fn max_payload(&self) -> usize {
+        // header (1 + 8 + 4) + tag + an ACK (~16) + DSS overhead with DATA_ACK.
+        self.mss().saturating_sub(1 + 8 + 4 + crypto::TAG_LEN + 16 + Dss::overhead(true, 65_535))
+    }
+
+    /// Builds one packet on subflow `i` with everything due there and, if given, `seg`.
+    pub(super) fn build(&mut self, now: Time, i: usize, seg: Option<Seg>, buf: &mut [u8]) -> Option<Transmit> {
+        let mss = self.mss().min(buf.len());
+        let probe_data = match self.subflows[i].probe {
+            Some(p) if seg.is_none() && self.subflows[i].copy.is_none() => self.probe_data(i, p),
+            _ => None,
+        };
+        let keys = self.keys.as_ref()?;
+        let sf = &self.subflows[i];
+        let joining = sf.state == SubflowState::JoinSent && sf.local_opener;
+        let confirm = self.side == Side::Client && self.state == State::Confirm && i == 0;
+        if !joining && sf.remote_cid.is_none() {
+            return None;
+        }
+        let pn = sf.next_pn;
+        let mut w = Writer::new(&mut buf[..mss]);
+        let (hl, short_pn_len) = if joining {
+            let j = Join {
+                version: packet::VERSION_1,
+                token: self.remote_token,
+                scid: sf.local_cid,
+                subflow: sf.id,
+                pn: pn as u32,
+            };
+            (j.emit(&mut w).ok()?, 0)
+        } else if confirm {
+            let hs = self.hs.as_ref()?;
+            let c = Confirm {
+                version: packet::VERSION_1,
+                dcid: sf.remote_cid?,
+                scid: sf.local_cid,
+                cookie: &hs.cookie,
+                pn: pn as u32,
+            };
+            (c.emit(&mut w).ok()?, 0)
+        } else {
+            let len = packet::pn_len(pn, sf.largest_acked);
+            (Short::emit(sf.remote_cid?, pn, len, &mut w).ok()?, len)
+        };
+        // Everything after the header must leave room for the tag.
+        let limit = mss - crypto::TAG_LEN;
+        let mut ctrl_sent = 0u16;
+        let mut eliciting = false;
+        let mut ack_sent = false;
+        let sf = &self.subflows[i];
+        // ACK.
+        if !sf.rx.is_empty() && (sf.ack_due(now) || sf.unacked_eliciting > 0 || sf.ctrl_pending != 0 || seg.is_some()) {
+            let delay = now.saturating_sub(sf.largest_rx_time);
+            let ranges = sf.rx.iter_desc().take(8);
+            if Ack::emit(&mut w, delay, ranges).is_ok() {
+                ack_sent = true;
+            }
+        }
+        let pending = sf.ctrl_pending;
+        let put = |w: &mut Writer<'_>, bit: u16, f: Frame<'_>, sent: &mut u16| {
+            if pending & bit != 0 && w.len() + 64 < limit && f.emit(w).is_ok() {
+                *sent |= bit;
+            }
+        };
+        let fast_joining = joining && sf.join == JoinKind::FastInitiator;
+        // Data sent in a FAST_JOIN_OUT: (range, retransmission, new data).
+        let mut fj_data: Option<(DataRef, bool, bool)> = None;
+        if fast_joining && pending & ctrl::JOIN != 0 {
+            let room = limit.saturating_sub(w.len() + FastJoinOut::HEADER_LEN + Dss::overhead(true, 0) + 16);
+            let take = seg.map_or(0, |s| s.len.min(room as u64) as usize);
+            match seg {
+                Some(s) if take > 0 => {
+                    let mut hmac = keys.fast.sign(fastjoin::Kind::Out, s.dsn, self.remote_token);
+                    hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
+                    let (backup, addr_id) = (sf.backup, sf.local_addr_id);
+                    w.varint(crate::wire::frame::ty::FAST_JOIN_OUT).ok()?;
+                    w.view(FastJoinOut::HEADER_LEN, |out| {
+                        FastJoinOut::emit_header(out, backup, addr_id, s.dsn, &hmac, take)
+                    })
+                    .ok()?;
+                    if !self.send.copy_out(s.dsn, w.reserve(take).ok()?) {
+                        return None;
+                    }
+                    ctrl_sent |= ctrl::JOIN;
+                    let d = DataRef { dsn: s.dsn, len: take as u32, fin: false };
+                    fj_data = Some((d, s.retrans, !s.retrans));
+                }
+                _ => {
+                    let data_ack = self.recv.nxt();
+                    let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
+                    hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
+                    let f = FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac };
+                    put(&mut w, ctrl::JOIN, Frame::FastJoinIn(f), &mut ctrl_sent);
+                }
+            }
+        } else if joining && pending & ctrl::JOIN != 0 {
+            let mj = MpJoin { backup: sf.backup, addr_id: sf.local_addr_id, nonce: sf.nonce_local };
+            put(&mut w, ctrl::JOIN, Frame::MpJoin(mj), &mut ctrl_sent);
+        }
+        if pending & ctrl::FJ_REPLY != 0 || sf.reply_unacked {
+            // The reply to a FAST_JOIN_OUT acknowledges its data; to a FAST_JOIN_IN it names
+            // where we send from (§5.11). It rides in every packet until acknowledged.
+            let value = match sf.join {
+                JoinKind::FastIn => ReplyValue::Dsn(self.send.una()),
+                _ => ReplyValue::DataAck(self.recv.nxt()),
+            };
+            let token = self.local_token.unwrap_or_default();
+            let r = fastjoin::reply(&keys.fast, token, sf.backup, sf.local_addr_id, value, sf.local_cid.0);
+            if w.len() + 64 < limit && Frame::FastJoinReply(r).emit(&mut w).is_ok() {
+                ctrl_sent |= ctrl::FJ_REPLY;
+            }
+        }
+        if pending & ctrl::SYNACK != 0 {
+            let sa = MpJoinSynAck {
+                backup: sf.backup,
+                addr_id: sf.local_addr_id,
+                nonce: sf.nonce_local,
+                hmac: join_synack_hmac(keys.local_key, keys.remote_key, sf.nonce_local, sf.nonce_remote),
+                cid: sf.local_cid,
+            };
+            put(&mut w, ctrl::SYNACK, Frame::MpJoinSynAck(sa), &mut ctrl_sent);
+        }
+        if pending & ctrl::JOIN_ACK != 0 {
+            let hmac = join_ack_hmac(keys.local_key, keys.remote_key, sf.nonce_local, sf.nonce_remote);
+            put(&mut w, ctrl::JOIN_ACK, Frame::MpJoinAck { hmac }, &mut ctrl_sent);
+        }
+        put(&mut w, ctrl::HS_DONE, Frame::HandshakeDone, &mut ctrl_sent);
+        put(&mut w, ctrl::PRIO, Frame::MpPrio { backup: sf.backup }, &mut ctrl_sent);
+        if let Some(c) = sf.challenge {
+            put(&mut w, ctrl::CHALLENGE, Frame::PathChallenge(c), &mut ctrl_sent);
+        }
+        if let Some(r) = sf.response {
+            put(&mut w, ctrl::RESPONSE, Frame::PathResponse(r), &mut ctrl_sent);
+        }
+        put(&mut w, ctrl::RTO_REQ, Frame::Rto { request: true, rto_ms: None }, &mut ctrl_sent);
+        put(&mut w, ctrl::RTO_VAL, Frame::Rto { request: false, rto_ms: Some(sf.rtt.rto() / 1000) }, &mut ctrl_sent);
+        if pending & ctrl::ADD_ADDR != 0 {
+            let mut any = false;
+            for &(id, addr, acked) in &self.announce {
+                if acked || w.len() + 64 >= limit {
+                    continue;
+                }
+                let hmac = crypto::add_addr_hmac(keys.local_key, keys.remote_key, id, addr.ip(), addr.port());
+                let f = Frame::AddAddr(AddAddr { addr_id: id, ip: addr.ip(), port: addr.port(), hmac: Some(hmac) });
+                any |= f.emit(&mut w).is_ok();
+            }
+            if any {
+                ctrl_sent |= ctrl::ADD_ADDR;
+            }
+        }
+        if pending & ctrl::ADDR_ECHO != 0 {
+            for e in &self.echo {
+                if w.len() + 64 < limit && Frame::AddAddr(*e).emit(&mut w).is_ok() {
+                    ctrl_sent |= ctrl::ADDR_ECHO;
+                }
+            }
+        }
+        if pending & ctrl::REMOVE_ADDR != 0 && !self.remove.is_empty() {
+            let ids = &self.remove[..self.remove.len().min(255)];
+            put(&mut w, ctrl::REMOVE_ADDR, Frame::RemoveAddr(ids), &mut ctrl_sent);
+        }
+        put(&mut w, ctrl::RESET, Frame::SubflowReset { transient: false, reason: sf.reset_reason }, &mut ctrl_sent);
+        put(&mut w, ctrl::FASTCLOSE, Frame::FastClose { key: keys.remote_key, reason: 0 }, &mut ctrl_sent);
+        put(&mut w, ctrl::PING, Frame::Ping, &mut ctrl_sent);
+        if ctrl_sent & !(ctrl::RESET | ctrl::FASTCLOSE) != 0 {
+            eliciting = true;
+        }
+        // Data: the scheduled segment, a probe, or a redundant copy.
+        let probe = sf.probe;
+        let data_ok = (sf.established() && !self.is_closed()) || confirm;
+        let mut data: Option<(DataRef, bool, bool)> = None; // (range, retransmission, new data)
+        if data_ok {
+            if let Some(s) = seg {
+                data = Some((
+                    DataRef { dsn: s.dsn, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin },
+                    s.retrans,
+                    !s.retrans,
+                ));
+            } else if let Some(c) = sf.copy {
+                data = Some((c, true, false));
+            } else if probe.is_some() {
+                data = probe_data;
+            }
+        }
+        let sf = &self.subflows[i];
+        let mut sent_data: Option<DataRef> = fj_data.map(|d| d.0);
+        // The DATA_ACK rides in every packet of a subflow that is up, even after the
+        // connection closed (the peer's DATA_FIN still needs acknowledging); a mapping needs
+        // `data_ok`.
+        let data = if data_ok { data } else { None };
+        if sf.established() || confirm || fast_joining {
+            let ack = Some((self.recv.nxt(), self.recv.window()));
+            let room = limit.saturating_sub(w.len() + Dss::overhead(true, 65_535));
+            match data {
+                Some((d, _, _)) if room > 0 || (d.len == 0 && d.fin) => {
+                    let take = u64::from(d.len).min(room as u64);
+                    let fin = d.fin && take == u64::from(d.len);
+                    // MP_IDLE (MultiMob): set on the segment that empties the send queue.
+                    let empties = d.dsn.wrapping_add(take) == self.send.end() && self.retrans.len() <= 1;
+                    let idle_flag = self.config.mp_idle && self.side == Side::Server && empties;
+                    if Dss::emit_header(&mut w, ack, Some((d.dsn, take as usize)), fin, idle_flag).is_ok() {
+                        if let Ok(dst) = w.reserve(take as usize) {
+                            if self.send.copy_out(d.dsn, dst) {
+                                sent_data = Some(DataRef { dsn: d.dsn, len: take as u32, fin });
+                                eliciting = true;
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    if ack_sent || eliciting || self.window_update {
+                        let _ = Dss::emit_header(&mut w, ack, None, false, false);
+                    }
+                }
+            }
+        }
+        let data = data.or(fj_data);
+        if !eliciting && !ack_sent {
+            // Nothing worth a packet (an ACK-only DSS with no subflow ACK is not sent alone).
+            let sf = &mut self.subflows[i];
+            sf.ack_now = false;
+            sf.ack_deadline = None;
+            if probe.is_some() {
+                sf.ctrl_pending |= ctrl::PING;
+            }
+            return None;
+        }
+        // Header protection needs pn_len + payload >= 4 (§9.3).
+        while short_pn_len > 0 && w.len() - hl + short_pn_len < 4 {
+            w.u8(0).ok()?;
+        }
+        let pt_len = w.len() - hl;
+        let total = hl + pt_len + crypto::TAG_LEN;
+        // Anti-amplification (§10).
+        if (total as u64) > self.subflows[i].amplification_room() {
+            return None;
+        }
+        let sf_id = self.subflows[i].id;
+        let sealed = if short_pn_len > 0 {
+            keys.send.seal_short(sf_id, pn, buf, hl, pt_len)
+        } else {
+            keys.send.seal(sf_id, pn, buf, hl, pt_len)
+        };
+        let len = sealed.ok()?;
+        // Commit: the packet goes out.
+        let sf_bit = 1u64 << (i % 64);
+        let sf = &mut self.subflows[i];
+        sf.next_pn += 1;
+        if ack_sent {
+            sf.on_ack_sent();
+        }
+        sf.ctrl_pending &= !(ctrl_sent & !(ctrl::ADD_ADDR | ctrl::ADDR_ECHO));
+        if fj_data.is_some() {
+            self.fjo_sent_at = Some(self.send.una());
+        }
+        let sf = &mut self.subflows[i];
+        if ctrl_sent & ctrl::ADD_ADDR != 0 {
+            sf.ctrl_pending &= !ctrl::ADD_ADDR;
+        }
+        if ctrl_sent & ctrl::ADDR_ECHO != 0 {
+            sf.ctrl_pending &= !ctrl::ADDR_ECHO;
+            self.echo.clear();
+        }
+        let sf = &mut self.subflows[i];
+        if ctrl_sent & ctrl::RESPONSE != 0 {
+            sf.response = None;
+        }
+        if probe.is_some() && (seg.is_none() && sf.copy.is_none()) {
+            sf.probe = None;
+        }
+        let was_copy = seg.is_none() && sf.copy.is_some() && probe.is_none();
+        if was_copy {
+            sf.copy = None;
+        }
+        sf.on_packet_sent(SentPacket {
+            pn,
+            time: now,
+            size: len as u32,
+            ack_eliciting: eliciting,
+            data: sent_data,
+            ctrl: ctrl_sent,
+        });
+        if let Some(d) = sent_data {
+            sf.counters.data_bytes_sent += u64::from(d.len);
+            let end = d.dsn.wrapping_add(u64::from(d.len));
+            let retrans = data.is_some_and(|x| x.1);
+            if retrans {
+                sf.counters.bytes_retransmitted += u64::from(d.len);
+                sf.counters.packets_retransmitted += 1;
+            }
+            let is_new = data.is_some_and(|x| x.2);
+            if is_new {
+                if end.wrapping_sub(self.snd_nxt) < u64::MAX / 2 {
+                    self.snd_nxt = end;
+                }
+                if d.fin {
+                    self.fin_sent = true;
+                }
+            } else if seg.is_some_and(|s| s.retrans) {
+                // Taken from the retransmission queue: consume that much of its front.
+                if let Some(c) = self.retrans.front_mut() {
+                    if c.mask != 0 && c.mask & sf_bit == 0 {
+                        self.counters.bytes_reinjected += u64::from(d.len);
+                        self.subflows[i].counters.bytes_reinjected += u64::from(d.len);
+                    }
+                    if c.dsn == d.dsn {
+                        if u64::from(d.len) >= u64::from(c.len) {
+                            self.retrans.pop_front();
+                        } else {
+                            // The rest of the chunk was not sent here: its mask stays.
+                            c.dsn = end;
+                            c.len -= d.len;
+                        }
+                    }
+                }
+            }
+        }
+        let sf = &self.subflows[i];
+        Some(Transmit { path: sf.local_path, remote: sf.remote, len })
+    }
+}

@@ -1,0 +1,290 @@
+//! Additional subflows: MP_JOIN's four packets (RFC 8684 §3.2) and MultiMob's fast joins
+//! (PROTOCOL.md §5.9-5.11), from both ends.
+
+use super::*;
+
+impl Connection {
+    /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
+    pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {
+        if self.state != State::Established || self.keys.is_none() {
+            return None;
+        }
+        if self.subflows.iter().filter(|s| s.is_open()).count() >= self.max_subflows()
+            || self.subflows.len() >= scheduler::MAX_SUBFLOWS
+        {
+            return None;
+        }
+        let id = match self.side {
+            Side::Client => self.opened,
+            Side::Server => self.opened | 0x8000_0000,
+        };
+        self.opened += 1;
+        let cid = random_cid();
+        let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
+        sf.backup = backup;
+        sf.nonce_local = random_u32();
+        // The JOIN is sent by a packet to an address that has not answered yet: the initiator
+        // may send (it is not amplifying anything), so its own subflow counts as validated.
+        sf.validated = true;
+        sf.ctrl_pending |= ctrl::JOIN;
+        if self.fast_join_negotiated() {
+            sf.join = JoinKind::FastInitiator;
+        }
+        self.subflows.push(sf);
+        self.cid_changes.push((cid, true));
+        Some(id)
+    }
+
+    /// Both ends offered FAST_JOIN (MultiMob), so our joins are fast ones.
+    pub(super) fn fast_join_negotiated(&self) -> bool {
+        self.config.fast_join && self.peer_params.fast_join
+    }
+
+    pub(super) fn max_subflows(&self) -> usize {
+        self.config.max_subflows.min(self.peer_params.max_subflows.max(1) as usize)
+    }
+
+    /// A JOIN naming a subflow number not seen before (§3.1, §5.6).
+    pub(super) fn handle_new_join(
+        &mut self,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        p: &Packet<'_>,
+        scratch: &mut [u8],
+        drops: &mut Drops,
+    ) {
+        let Header::Join(j) = p.header else { return };
+        let peer_opener_bit = match self.side {
+            Side::Client => 0x8000_0000,
+            Side::Server => 0,
+        };
+        if self.state != State::Established || j.subflow & 0x8000_0000 != peer_opener_bit {
+            drops.unexpected += 1;
+            return;
+        }
+        if self.subflows.iter().filter(|s| s.is_open()).count() >= self.config.max_subflows
+            || self.subflows.len() >= scheduler::MAX_SUBFLOWS
+        {
+            drops.refused += 1;
+            return;
+        }
+        let len = scratch.len() as u64;
+        let Some(keys) = self.keys.as_ref() else { return };
+        let Ok(plain) = keys.recv.open(j.subflow, u64::from(j.pn), scratch, p.header_len) else {
+            drops.decrypt_failed += 1;
+            return;
+        };
+        if Frames::validate(plain).is_err() {
+            drops.malformed += 1;
+            return;
+        }
+        let mut frames = Frames::new(plain).flatten();
+        let local_token = self.local_token.unwrap_or_default();
+        // What the first frame asks for: (backup, address id, how, the data to deliver, R-A).
+        let (backup, addr_id, join, data, nonce) = match frames.next() {
+            Some(Frame::MpJoin(mj)) => (mj.backup, mj.addr_id, JoinKind::Regular, None, mj.nonce),
+            // §5.9: the HMAC, then the replay window, where EDSN is our next expected DSN and
+            // W our receive buffer (a constant, so that the window's edge only moves forward).
+            Some(Frame::FastJoinOut(f)) if self.config.fast_join => {
+                let edsn = self.recv.nxt();
+                let wnd = self.config.recv_window as u64;
+                match fastjoin::accept_out(&keys.fast, local_token, &f, &mut self.fj_window, edsn, wnd) {
+                    Verdict::Deliver => (f.backup, f.addr_id, JoinKind::FastOut, Some((f.dsn, f.data)), 0),
+                    Verdict::AcceptDropData => (f.backup, f.addr_id, JoinKind::FastOut, None, 0),
+                    Verdict::Refuse(Refusal::BadHmac) => {
+                        drops.bad_hmac += 1;
+                        return;
+                    }
+                    Verdict::Refuse(Refusal::Replay) => {
+                        // Silently: a replay gets no answer.
+                        drops.replayed_join += 1;
+                        return;
+                    }
+                    Verdict::Refuse(r) => {
+                        drops.refused += 1;
+                        let reason =
+                            if r == Refusal::NoData { reason::MPTCP_ERROR } else { reason::FAST_JOIN_REJECTED };
+                        self.refuse_join(now, path, remote, j.subflow, j.scid, u64::from(j.pn), len, reason);
+                        return;
+                    }
+                }
+            }
+            Some(Frame::FastJoinIn(f)) if self.config.fast_join => {
+                if !fastjoin::accept_in(&keys.fast, local_token, &f) {
+                    drops.bad_hmac += 1;
+                    return;
+                }
+                (f.backup, f.addr_id, JoinKind::FastIn, None, 0)
+            }
+            _ => {
+                // Not a join, or a fast join we did not offer.
+                drops.refused += 1;
+                return;
+            }
+        };
+        let cid = random_cid();
+        let fast = join != JoinKind::Regular;
+        let state = if fast { SubflowState::Established } else { SubflowState::JoinReceived };
+        let mut sf = self.new_subflow(now, j.subflow, state, path, remote, cid);
+        sf.remote_cid = Some(j.scid);
+        sf.backup = backup;
+        sf.remote_addr_id = addr_id;
+        sf.join = join;
+        sf.validated = false;
+        sf.amp_rx = len;
+        sf.counters.packets_received = 1;
+        sf.counters.bytes_received = len;
+        sf.on_packet_received(now, u64::from(j.pn), true, self.config.max_ack_delay);
+        if fast {
+            // The join is complete on our side: reply, and send at once (§5.9, §5.10). The
+            // completed join counts as an original reception for the last-received scheduler.
+            sf.ctrl_pending |= ctrl::FJ_REPLY;
+            sf.reply_unacked = true;
+            sf.ack_now = true;
+            sf.last_original_rx = now;
+        } else {
+            sf.nonce_remote = nonce;
+            sf.nonce_local = random_u32();
+            sf.ctrl_pending |= ctrl::SYNACK;
+        }
+        let id = sf.id;
+        self.subflows.push(sf);
+        self.cid_changes.push((cid, true));
+        self.last_rx = now;
+        if !fast {
+            return;
+        }
+        let i = self.subflows.len() - 1;
+        self.emit(Event::SubflowEstablished { id, path, backup });
+        if let Some((dsn, data)) = data {
+            let d = Dss { ack: None, mapping: Some((dsn, data)), fin: false, idle: false };
+            self.on_dss(now, i, &d, drops);
+        }
+        // The rest of the JOIN packet: its DATA_ACK, ACK, RTO frames.
+        for f in frames {
+            self.on_frame(now, i, f, drops);
+        }
+        // The peer moved to a new path, presumably because the old one went bad: what we
+        // have in flight elsewhere is queued again, for the new subflow first.
+        for k in 0..i {
+            if self.subflows[k].is_open() {
+                self.copy_in_flight_for_reinjection(k);
+            }
+        }
+        self.after_receive(now);
+    }
+
+    /// Answers a refused fast join with a SUBFLOW_RESET (§5.9), from a closed subflow that
+    /// keeps the number taken.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn refuse_join(
+        &mut self,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        id: u32,
+        scid: Cid,
+        pn: u64,
+        len: u64,
+        reason: u8,
+    ) {
+        let mut sf = self.new_subflow(now, id, SubflowState::Closed, path, remote, random_cid());
+        sf.remote_cid = Some(scid);
+        sf.amp_rx = len;
+        sf.reset_reason = reason;
+        sf.ctrl_pending = ctrl::RESET;
+        sf.on_packet_received(now, pn, true, self.config.max_ack_delay);
+        self.subflows.push(sf);
+    }
+
+    pub(super) fn on_synack(&mut self, now: Time, i: usize, sa: &MpJoinSynAck, drops: &mut Drops) {
+        let Some(keys) = self.keys.as_ref() else { return };
+        let sf = &mut self.subflows[i];
+        if sf.state != SubflowState::JoinSent || !sf.local_opener {
+            return;
+        }
+        // RFC 8684 §3.2: HMAC-B = HMAC(Key-B || Key-A, R-B || R-A), B the responder.
+        let expect = join_synack_hmac(keys.remote_key, keys.local_key, sa.nonce, sf.nonce_local);
+        if !ct_eq(&expect, &sa.hmac) {
+            drops.bad_hmac += 1;
+            sf.reset_reason = crate::wire::frame::reason::MPTCP_ERROR;
+            sf.remote_cid = Some(sa.cid);
+            sf.ctrl_pending = ctrl::RESET;
+            self.shut_subflow(now, i, crate::wire::frame::reason::MPTCP_ERROR);
+            return;
+        }
+        sf.remote_cid = Some(sa.cid);
+        sf.nonce_remote = sa.nonce;
+        sf.remote_addr_id = sa.addr_id;
+        sf.backup |= sa.backup;
+        sf.state = SubflowState::JoinAckSent;
+        sf.ctrl_pending &= !ctrl::JOIN;
+        sf.ctrl_pending |= ctrl::JOIN_ACK;
+    }
+
+    /// FAST_JOIN_REPLY (§5.11): our fast join is accepted; the subflow is established.
+    pub(super) fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply, drops: &mut Drops) {
+        let Some(keys) = self.keys.as_ref() else { return };
+        let sf = &mut self.subflows[i];
+        if sf.state != SubflowState::JoinSent || sf.join != JoinKind::FastInitiator {
+            return; // a repeat, or not ours to receive
+        }
+        if !fastjoin::verify_reply(&keys.fast, self.remote_token, r) {
+            drops.bad_hmac += 1;
+            sf.reset_reason = reason::MPTCP_ERROR;
+            sf.remote_cid = Some(Cid(r.cid));
+            sf.ctrl_pending = ctrl::RESET;
+            self.shut_subflow(now, i, reason::MPTCP_ERROR);
+            return;
+        }
+        sf.remote_cid = Some(Cid(r.cid));
+        sf.remote_addr_id = r.addr_id;
+        sf.backup |= r.backup;
+        sf.state = SubflowState::Established;
+        sf.ctrl_pending &= !ctrl::JOIN;
+        sf.ack_now = true;
+        sf.last_original_rx = now;
+        let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
+        self.emit(ev);
+    }
+
+    pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20], drops: &mut Drops) {
+        let Some(keys) = self.keys.as_ref() else { return };
+        let sf = &mut self.subflows[i];
+        if sf.state != SubflowState::JoinReceived {
+            return;
+        }
+        // HMAC-A = HMAC(Key-A || Key-B, R-A || R-B), A the initiator (the peer here).
+        let expect = join_ack_hmac(keys.remote_key, keys.local_key, sf.nonce_remote, sf.nonce_local);
+        if !ct_eq(&expect, hmac) {
+            drops.bad_hmac += 1;
+            sf.reset_reason = crate::wire::frame::reason::MPTCP_ERROR;
+            sf.ctrl_pending = ctrl::RESET;
+            self.shut_subflow(now, i, crate::wire::frame::reason::MPTCP_ERROR);
+            return;
+        }
+        sf.state = SubflowState::Established;
+        sf.ctrl_pending &= !ctrl::SYNACK;
+        sf.ack_now = true; // the fourth packet
+        sf.last_original_rx = now;
+        let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
+        self.emit(ev);
+    }
+
+    /// What a FAST_JOIN_OUT carries (§5.9): the stream from our DATA_ACK edge, the oldest data
+    /// the peer may lack. The peer's EDSN is never behind that edge, so the DSN always lies in
+    /// its window. `None` (nothing to send, or a FAST_JOIN_OUT already sent at this edge, which
+    /// the peer would refuse as a replay) means FAST_JOIN_IN.
+    pub(super) fn fast_join_segment(&mut self) -> Option<Seg> {
+        let una = self.send.una();
+        if self.fjo_sent_at == Some(una) && !self.config.faults.repeat_fast_join_dsn {
+            return None;
+        }
+        let outstanding = self.snd_nxt.wrapping_sub(una);
+        if outstanding > 0 {
+            return Some(Seg { dsn: una, len: outstanding, fin: false, mask: 0, retrans: true });
+        }
+        self.peek_segment().filter(|s| s.len > 0 && s.dsn == una).map(|s| Seg { fin: false, ..s })
+    }
+}

@@ -1,0 +1,149 @@
+//! MultiMob's wiring (§III-B of the paper): the oracle's samples and verdicts, the failover
+//! and fail-back of the `multimob` path manager, the receive idle timer and the peer's RTO.
+
+use super::*;
+
+impl Connection {
+    /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).
+    pub fn request_peer_rto(&mut self, id: u32) {
+        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id && s.is_open()) {
+            sf.ctrl_pending |= ctrl::RTO_REQ;
+        }
+    }
+
+    /// Sets the oracle's flags on a subflow.
+    pub fn set_subflow_flags(&mut self, id: u32, was_bad: bool, high_rto: bool) {
+        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id) {
+            sf.was_bad = was_bad;
+            sf.high_rto = high_rto;
+        }
+    }
+
+    /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
+    pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
+        if let Some(i) = self.subflows.iter().position(|s| s.id == id && s.is_open()) {
+            if !self.subflows[i].pf {
+                self.subflows[i].pf = true;
+                self.emit(Event::SubflowFailed { id });
+            }
+            self.reinject_in_flight(now, i, false);
+        }
+    }
+
+    /// `multimob`: the regular subflows `on` are declared potentially failed (and was-bad, on
+    /// the oracle's or the idle timer's verdict), their data is queued for the other paths,
+    /// and those are joined.
+    pub(super) fn fail_over(&mut self, now: Time, was_bad: bool, on: impl Fn(usize, &Subflow) -> bool) {
+        for i in 0..self.subflows.len() {
+            let sf = &mut self.subflows[i];
+            if sf.is_open() && !sf.backup && on(i, sf) {
+                sf.was_bad |= was_bad;
+                if !sf.pf {
+                    sf.pf = true;
+                    let id = sf.id;
+                    self.emit(Event::SubflowFailed { id });
+                }
+                // Its data is queued again for the new subflows, but stays in flight here: the
+                // retransmission timer keeps probing the path, and the first new ACK tells it
+                // works again (the fail-back).
+                self.copy_in_flight_for_reinjection(i);
+            }
+        }
+        self.open_other_paths(now, false, true);
+        tracing::debug!(side = ?self.side, "multimob failover");
+    }
+
+    /// `multimob` fail-back: once a regular subflow has been healthy (usable, not declared bad
+    /// by the oracle, no loss or timeout) for the hold time while failover subflows are open,
+    /// close those (the radio may sleep) and clear the flags.
+    pub(super) fn check_fail_back(&mut self, now: Time) {
+        if self.config.path_manager != PathManager::MultiMob || self.side != Side::Client || self.is_closed() {
+            return;
+        }
+        let failover_open = self.subflows.iter().any(|s| s.failover && s.is_open());
+        let healthy = |s: &&Subflow| s.established() && !s.backup && !s.failover && !s.pf && !s.was_bad;
+        let last_loss = self.subflows.iter().filter(healthy).map(|s| s.last_loss_at).max();
+        let (true, Some(last_loss)) = (failover_open, last_loss) else {
+            self.healthy_since = None;
+            return;
+        };
+        let since = *self.healthy_since.get_or_insert(now);
+        let since = since.max(last_loss);
+        self.healthy_since = Some(since);
+        if now < since + self.config.fail_back_hold {
+            return;
+        }
+        self.healthy_since = None;
+        for i in 0..self.subflows.len() {
+            let sf = &mut self.subflows[i];
+            sf.was_bad = false;
+            sf.high_rto = false;
+            if sf.failover && sf.is_open() {
+                let id = sf.id;
+                self.close_subflow(now, id, reason::UNSPECIFIED);
+            }
+        }
+        tracing::debug!("multimob fail-back");
+    }
+
+    /// The peer's RTO as last reported on any subflow (MultiMob's RTO option).
+    pub(super) fn peer_rto(&self) -> Option<Time> {
+        self.subflows.iter().filter_map(|s| s.peer_rto_ms).max().map(|ms| ms * 1000)
+    }
+
+    /// `multimob` client: the idle timer runs only while a failover could follow.
+    pub(super) fn idle_timer_applies(&self) -> bool {
+        self.config.path_manager == PathManager::MultiMob && self.side == Side::Client && self.has_unused_path()
+    }
+
+    /// The netpath of subflow `i`: (local address, remote address, local path).
+    pub(super) fn netpath(&self, i: usize) -> Option<oracle::Netpath> {
+        let sf = &self.subflows[i];
+        let lp = self.paths.get(usize::from(sf.local_path.0))?;
+        Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote.ip(), iface: sf.local_path.0 })
+    }
+
+    /// A netpath this connection found failed since the last call.
+    pub(crate) fn take_alert(&mut self) -> Option<oracle::Netpath> {
+        self.alert.take()
+    }
+
+    /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
+    pub(crate) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
+        for i in 0..self.subflows.len() {
+            let Some(np) = self.netpath(i).filter(|_| self.subflows[i].is_open()) else { continue };
+            let sf = &mut self.subflows[i];
+            let c = sf.counters;
+            let now = [c.packets_sent, c.packets_lost + c.tlp_count, c.packets_retransmitted];
+            let d = [now[0] - sf.reported[0], now[1] - sf.reported[1], now[2] - sf.reported[2]];
+            sf.reported = now;
+            out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto: sf.rtt.rto() });
+        }
+    }
+
+    /// Applies an oracle decision to this connection's subflows on that netpath.
+    pub(crate) fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
+        let on = (0..self.subflows.len().min(64))
+            .filter(|&k| self.subflows[k].is_open() && self.netpath(k) == Some(a.netpath))
+            .fold(0u64, |m, k| m | 1 << k);
+        if on == 0 || self.is_closed() {
+            return;
+        }
+        let mut set_flags = |bad: Option<bool>, high_rto: Option<bool>| {
+            for (k, sf) in self.subflows.iter_mut().enumerate().take(64) {
+                if on & (1 << k) != 0 {
+                    sf.was_bad = bad.unwrap_or(sf.was_bad);
+                    sf.high_rto = high_rto.unwrap_or(sf.high_rto);
+                }
+            }
+        };
+        match a.verdict {
+            oracle::Verdict::Bad => self.fail_over(now, true, |k, _| on & (1 << k) != 0),
+            oracle::Verdict::HighRto => {
+                set_flags(None, Some(true));
+                self.open_other_paths(now, false, true);
+            }
+            oracle::Verdict::Clear => set_flags(Some(false), Some(false)),
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Path managers (which subflows a client opens, and when), interface events, and the
+//! addresses announced and withdrawn (ADD_ADDR, REMOVE_ADDR).
+
+use super::*;
+
+impl Connection {
+    /// Announces a local path's address to the peer (ADD_ADDR).
+    pub fn announce_address(&mut self, path: PathId) -> bool {
+        let Some(lp) = self.paths.get(usize::from(path.0)) else { return false };
+        if self.announce.iter().any(|a| a.0 == path.0) {
+            return false;
+        }
+        self.announce.push((path.0, lp.addr, false));
+        self.pend_on_any(ctrl::ADD_ADDR);
+        true
+    }
+
+    /// Withdraws a local path's address (REMOVE_ADDR) and closes our subflows on it.
+    pub fn remove_address(&mut self, now: Time, path: PathId) {
+        self.remove.push(path.0);
+        for i in 0..self.subflows.len() {
+            if self.subflows[i].local_path == path && self.subflows[i].is_open() {
+                self.shut_subflow(now, i, crate::wire::frame::reason::UNSPECIFIED);
+            }
+        }
+        self.pend_on_any(ctrl::REMOVE_ADDR);
+    }
+
+    /// The addresses the peer announced.
+    pub fn remote_addresses(&self) -> &[(u8, SocketAddr)] {
+        &self.remote_addrs
+    }
+
+    pub(super) fn pend_on_any(&mut self, bit: u16) {
+        let pick = self
+            .subflows
+            .iter()
+            .position(|s| s.established() && !s.pf && !s.backup)
+            .or_else(|| self.subflows.iter().position(|s| s.established()));
+        if let Some(i) = pick {
+            self.subflows[i].ctrl_pending |= bit;
+        }
+    }
+
+    pub(super) fn run_path_manager(&mut self, now: Time) {
+        let backup_all = match self.config.path_manager {
+            PathManager::OnDemand => return,
+            PathManager::MultiMob => {
+                // The idle timer's length needs the server's RTO: ask for it (§5.16 RTO).
+                if self.config.mp_idle {
+                    self.subflows[0].ctrl_pending |= ctrl::RTO_REQ;
+                }
+                return;
+            }
+            PathManager::Backup => true,
+            PathManager::Fullmesh => false,
+        };
+        self.open_other_paths(now, backup_all, false);
+    }
+
+    /// The on-demand path manager (break-before-make): once no open subflow is left that is
+    /// not potentially failed, the client joins from every local path not in use, towards the
+    /// address subflow 0 uses, by fast join where negotiated. It does not wait for an oracle
+    /// period: "a client whose primary subflow times out with data pending" opens at once.
+    pub(super) fn open_on_demand(&mut self, now: Time) {
+        if self.config.path_manager != PathManager::OnDemand {
+            return;
+        }
+        if self.subflows.iter().any(|s| s.is_open() && !s.pf) {
+            return;
+        }
+        self.open_other_paths(now, false, true);
+    }
+
+    /// The client joins from every local path without an open subflow, towards the address
+    /// subflow 0 uses (by fast join where negotiated); as backup subflows if `backup_all` or
+    /// the path is marked backup, and marked `failover` (closed again on fail-back).
+    pub(super) fn open_other_paths(&mut self, now: Time, backup_all: bool, failover: bool) {
+        if self.side != Side::Client || self.is_closed() || self.subflows.is_empty() {
+            return;
+        }
+        let remote = self.subflows[0].remote;
+        for p in 0..self.paths.len() {
+            let path = PathId(p as u8);
+            if self.path_down[p] || self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+                continue;
+            }
+            let backup = backup_all || self.paths[p].backup;
+            if self.open_subflow(now, path, remote, backup).is_some() {
+                if let Some(sf) = self.subflows.last_mut() {
+                    sf.failover = failover;
+                }
+            }
+        }
+    }
+
+    /// A local path has no open subflow: a failover could open one.
+    pub(super) fn has_unused_path(&self) -> bool {
+        (0..self.paths.len())
+            .any(|p| !self.path_down[p] && !self.subflows.iter().any(|s| s.local_path.0 == p as u8 && s.is_open()))
+    }
+
+    /// The interface of local path `path` went down (the driver watches the links). A client
+    /// first joins from every other path that is up and has no subflow (make-before-break
+    /// made instant: the link is gone), then closes its subflows on `path`, reinjecting their
+    /// data; `path_up` opens them again. Where no other subflow could carry the connection,
+    /// and on the server (which cannot open subflows), the subflows stay open, marked
+    /// potentially failed, and their retransmission timers probe the path.
+    pub fn path_down(&mut self, now: Time, path: PathId) {
+        let p = usize::from(path.0);
+        if p >= self.paths.len() || self.path_down[p] {
+            return;
+        }
+        self.path_down[p] = true;
+        if self.is_closed() {
+            return;
+        }
+        let on_path = |s: &Subflow| s.local_path == path && s.is_open();
+        if self.side == Side::Client && self.state == State::Established {
+            self.open_other_paths(now, false, true);
+        }
+        let elsewhere = self.subflows.iter().any(|s| s.is_open() && s.local_path != path);
+        for i in 0..self.subflows.len() {
+            if !on_path(&self.subflows[i]) {
+                continue;
+            }
+            if elsewhere && self.side == Side::Client {
+                self.reopen[p] = true;
+                self.shut_subflow(now, i, crate::wire::frame::reason::UNSPECIFIED);
+            } else {
+                let id = self.subflows[i].id;
+                self.mark_potentially_failed(now, id);
+            }
+        }
+        tracing::debug!(side = ?self.side, path = p, "local path down");
+    }
+
+    /// The interface of local path `path` is up again: a client opens a subflow there again
+    /// if `path_down` closed one (a path that had none, such as an unused cellular backup
+    /// under `multimob`, stays unused).
+    pub fn path_up(&mut self, now: Time, path: PathId) {
+        let p = usize::from(path.0);
+        if p >= self.paths.len() || !self.path_down[p] {
+            return;
+        }
+        self.path_down[p] = false;
+        if !std::mem::take(&mut self.reopen[p]) || self.side != Side::Client || self.subflows.is_empty() {
+            return;
+        }
+        if !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+            let remote = self.subflows[0].remote;
+            let backup = self.paths[p].backup;
+            self.open_subflow(now, path, remote, backup);
+        }
+        tracing::debug!(side = ?self.side, path = p, "local path up");
+    }
+
+    /// A new connection starts with the endpoint's view of its paths (nothing to close yet).
+    pub(crate) fn start_with_path_down(&mut self, path: PathId) {
+        if let Some(d) = self.path_down.get_mut(usize::from(path.0)) {
+            *d = true;
+        }
+    }
+
+    pub(super) fn on_add_addr(&mut self, i: usize, a: AddAddr, drops: &mut Drops) {
+        let Some(keys) = self.keys.as_ref() else { return };
+        match a.hmac {
+            None => {
+                // An echo: our announcement arrived.
+                for e in self.announce.iter_mut().filter(|e| e.0 == a.addr_id) {
+                    e.2 = true;
+                }
+            }
+            Some(h) => {
+                let expect = crypto::add_addr_hmac(keys.remote_key, keys.local_key, a.addr_id, a.ip, a.port);
+                if !ct_eq(&expect, &h) {
+                    drops.bad_hmac += 1;
+                    return;
+                }
+                let addr = SocketAddr::new(a.ip, a.port);
+                if !self.remote_addrs.iter().any(|r| r.0 == a.addr_id && r.1 == addr) {
+                    self.remote_addrs.retain(|r| r.0 != a.addr_id);
+                    if self.remote_addrs.len() < 255 {
+                        self.remote_addrs.push((a.addr_id, addr));
+                        self.emit(Event::AddressAnnounced { addr_id: a.addr_id, addr });
+                    }
+                }
+                if self.echo.len() < 16 {
+                    self.echo.push(AddAddr { hmac: None, ..a });
+                }
+                self.subflows[i].ctrl_pending |= ctrl::ADDR_ECHO;
+            }
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The send loop: control frames first, then data through the scheduler.
+
+use super::*;
+
+impl Connection {
+    /// The next datagram to send, written into `buf`.
+    pub fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        if self.drained {
+            return None;
+        }
+        if self.state == State::Initial {
+            let hs = self.hs.as_mut()?;
+            if !hs.send_now || buf.len() < hs.initial.len() {
+                return None;
+            }
+            hs.send_now = false;
+            hs.attempts += 1;
+            hs.sent_at = now;
+            hs.next_send = now + (self.config.initial_rto << (hs.attempts - 1).min(10));
+            buf[..hs.initial.len()].copy_from_slice(&hs.initial);
+            let sf = &self.subflows[0];
+            return Some(Transmit { path: sf.local_path, remote: sf.remote, len: hs.initial.len() });
+        }
+        let n = self.subflows.len();
+        if self.window_update && n > 0 {
+            self.window_update = false;
+            let i = (0..n)
+                .filter(|&k| self.subflows[k].established() && !self.subflows[k].pf)
+                .max_by_key(|&k| self.subflows[k].last_original_rx);
+            if let Some(i) = i {
+                self.subflows[i].ack_now = true;
+            }
+        }
+        // Control first: ACKs due, pending frames, probes, redundant copies.
+        for k in 0..n {
+            let i = (self.rr + k) % n;
+            let sf = &self.subflows[i];
+            let closing_only = !sf.is_open() && sf.ctrl_pending & (ctrl::RESET | ctrl::FASTCLOSE) != 0;
+            if !sf.is_open() && !closing_only {
+                continue;
+            }
+            let urgent = sf.ack_due(now) || sf.ctrl_pending != 0 || sf.probe.is_some() || sf.copy.is_some();
+            if urgent {
+                // A first fast-join packet carries data when there is some (FAST_JOIN_OUT);
+                // its repeats are FAST_JOIN_IN.
+                let first_fast_join = sf.state == SubflowState::JoinSent
+                    && sf.join == JoinKind::FastInitiator
+                    && sf.ctrl_pending & ctrl::JOIN != 0
+                    && sf.rto_backoff == 0;
+                let seg = if first_fast_join { self.fast_join_segment() } else { None };
+                if let Some(t) = self.build(now, i, seg, buf) {
+                    self.rr = (i + 1) % n;
+                    return Some(t);
+                }
+            }
+        }
+        if self.is_closed() {
+            return None;
+        }
+        // Data, through the scheduler.
+        let (i, seg) = self.schedule(now)?;
+        self.build(now, i, Some(seg), buf)
+    }
+
+    /// The next piece of the stream to send, without taking it.
+    pub(super) fn peek_segment(&mut self) -> Option<Seg> {
+        let una = self.send.una();
+        while let Some(c) = self.retrans.front_mut() {
+            let end = c.dsn.wrapping_add(u64::from(c.len));
+            let acked_fin = !c.fin || self.fin_acked;
+            if end.wrapping_sub(una) > u64::MAX / 2 || (end == una && acked_fin) {
+                self.retrans.pop_front();
+                continue;
+            }
+            if c.dsn.wrapping_sub(una) > u64::MAX / 2 {
+                c.len = end.wrapping_sub(una) as u32;
+                c.dsn = una;
+            }
+            return Some(Seg { dsn: c.dsn, len: u64::from(c.len), fin: c.fin, mask: c.mask, retrans: true });
+        }
+        let end = self.send.end();
+        let limit = self.peer_ack.wrapping_add(self.peer_wnd);
+        let avail = end.wrapping_sub(self.snd_nxt);
+        let allowed = limit.wrapping_sub(self.snd_nxt);
+        let allowed = if allowed > u64::MAX / 2 { 0 } else { allowed };
+        let len = avail.min(allowed);
+        let fin = self.local_fin == Some(end) && !self.fin_sent && self.snd_nxt.wrapping_add(len) == end;
+        if len == 0 && !fin {
+            return None;
+        }
+        Some(Seg { dsn: self.snd_nxt, len, fin, mask: 0, retrans: false })
+    }
+
+    pub(super) fn schedule(&mut self, _now: Time) -> Option<(usize, Seg)> {
+        let seg = self.peek_segment()?;
+        let payload = self.max_payload() as u64;
+        let len = seg.len.min(payload).max(1) as u32;
+        self.infos.clear();
+        for (k, sf) in self.subflows.iter().enumerate().take(scheduler::MAX_SUBFLOWS) {
+            let mut flags = Flags(0);
+            flags.set(Flags::ESTABLISHED, sf.established() && sf.remote_cid.is_some());
+            flags.set(Flags::POTENTIALLY_FAILED, sf.pf);
+            flags.set(Flags::BACKUP, sf.backup);
+            flags.set(Flags::IN_RECOVERY, sf.rto_backoff > 0);
+            flags.set(Flags::ALREADY_SENT, seg.mask & (1 << k) != 0);
+            flags.set(Flags::HIGH_RTO, sf.high_rto);
+            flags.set(Flags::WAS_BAD, sf.was_bad);
+            let room = sf.cwnd_room().min(sf.amplification_room());
+            self.infos.push(SubflowInfo {
+                id: sf.id,
+                flags,
+                iface: self.paths.get(usize::from(sf.local_path.0)).map(|p| p.iface).unwrap_or_default(),
+                srtt_us: sf.rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
+                rttvar_us: sf.rtt.rttvar.min(u64::from(u32::MAX)) as u32,
+                cwnd: sf.cc.cwnd.min(u64::from(u32::MAX)) as u32,
+                cwnd_room: room.min(u64::from(u32::MAX)) as u32,
+                last_original_rx_us: sf.last_original_rx,
+                retrans_outstanding: sf.recent_losses + u32::from(sf.pf),
+            });
+        }
+        let s = Segment {
+            len,
+            answer_data_fin_on: if seg.fin { self.peer_fin_subflow } else { None },
+            queued_bytes: self.send.end().wrapping_sub(self.snd_nxt),
+        };
+        match self.sched.pick(&self.infos, &s) {
+            Pick::Send(i) if i < self.subflows.len() => Some((i, seg)),
+            Pick::SendAll(mask) => {
+                let mut first = None;
+                for i in mask.iter() {
+                    if i >= self.subflows.len() {
+                        continue;
+                    }
+                    if first.is_none() {
+                        first = Some(i);
+                    } else {
+                        let take = seg.len.min(payload) as u32;
+                        self.subflows[i].copy =
+                            Some(DataRef { dsn: seg.dsn, len: take, fin: seg.fin && u64::from(take) == seg.len });
+                    }
+                }
+                first.map(|i| (i, seg))
+            }
+            _ => None,
+        }
+    }
+
+    /// What a probe carries: for an RTO the oldest data to retransmit; for a tail loss probe
+    /// new data if any, else the last segment sent on the subflow (RFC 8985 §7.3).
+    pub(super) fn probe_data(&mut self, i: usize, p: Probe) -> Option<(DataRef, bool, bool)> {
+        let s = match p {
+            // A copy of the oldest data awaiting retransmission; the queue keeps it, so the
+            // scheduler also reinjects it on a working subflow.
+            Probe::Rto => self.peek_segment().filter(|s| s.retrans)?,
+            Probe::Tail => {
+                // New data only on a subflow already carrying data (never on a backup subflow
+                // the scheduler keeps idle); else the last segment it sent, else a bare PING.
+                let last = self.subflows[i].sent.iter().rev().find_map(|p| p.data);
+                let may_take_new = last.is_some() && !self.subflows[i].backup;
+                match (self.peek_segment().filter(|s| !s.retrans && may_take_new), last) {
+                    (Some(s), _) => s,
+                    (None, Some(d)) => Seg { dsn: d.dsn, len: u64::from(d.len), fin: d.fin, mask: 0, retrans: true },
+                    (None, None) => return None,
+                }
+            }
+        };
+        let d = DataRef { dsn: s.dsn, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin };
+        Some((d, s.retrans, !s.retrans))
+    }
+}
