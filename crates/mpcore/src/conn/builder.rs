@@ -76,23 +76,24 @@ impl Connection {
             let take = seg.map_or(0, |s| s.len.min(room as u64) as usize);
             match seg {
                 Some(s) if take > 0 => {
-                    let mut hmac = keys.fast.sign(fastjoin::Kind::Out, s.dsn, self.remote_token);
+                    let dsn = self.send.dsn(s.off).0;
+                    let mut hmac = keys.fast.sign(fastjoin::Kind::Out, dsn, self.remote_token);
                     hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
                     let (backup, addr_id) = (sf.backup, sf.local_addr_id);
                     w.varint(crate::wire::frame::ty::FAST_JOIN_OUT).ok()?;
                     w.view(FastJoinOut::HEADER_LEN, |out| {
-                        FastJoinOut::emit_header(out, backup, addr_id, s.dsn, &hmac, take)
+                        FastJoinOut::emit_header(out, backup, addr_id, dsn, &hmac, take)
                     })
                     .ok()?;
-                    if !self.send.copy_out(s.dsn, w.reserve(take).ok()?) {
+                    if !self.send.copy_out(s.off, w.reserve(take).ok()?) {
                         return None;
                     }
                     ctrl_sent |= ctrl::JOIN;
-                    let d = DataRef { dsn: s.dsn, len: take as u32, fin: false };
+                    let d = DataRef { off: s.off, len: take as u32, fin: false };
                     fj_data = Some((d, s.retrans, !s.retrans));
                 }
                 _ => {
-                    let data_ack = self.recv.nxt();
+                    let data_ack = self.recv.edsn().0;
                     let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
                     hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
                     let f = FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac };
@@ -107,8 +108,8 @@ impl Connection {
             // The reply to a FAST_JOIN_OUT acknowledges its data; to a FAST_JOIN_IN it names
             // where we send from (§5.11). It rides in every packet until acknowledged.
             let value = match sf.join {
-                JoinKind::FastIn => ReplyValue::Dsn(self.send.una()),
-                _ => ReplyValue::DataAck(self.recv.nxt()),
+                JoinKind::FastIn => ReplyValue::Dsn(self.send.dsn(self.send.una()).0),
+                _ => ReplyValue::DataAck(self.recv.edsn().0),
             };
             let token = self.local_token.unwrap_or_default();
             let r = fastjoin::reply(&keys.fast, token, sf.backup, sf.local_addr_id, value, sf.local_cid.0);
@@ -178,7 +179,7 @@ impl Connection {
         if data_ok {
             if let Some(s) = seg {
                 data = Some((
-                    DataRef { dsn: s.dsn, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin },
+                    DataRef { off: s.off, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin },
                     s.retrans,
                     !s.retrans,
                 ));
@@ -194,28 +195,31 @@ impl Connection {
         // connection closed (the peer's DATA_FIN still needs acknowledging); a mapping needs
         // `data_ok`.
         let data = if data_ok { data } else { None };
+        let mut advertised = false;
         if sf.established() || confirm || fast_joining {
-            let ack = Some((self.recv.nxt(), self.recv.window()));
+            let ack = Some((self.recv.edsn().0, self.recv.window()));
             let room = limit.saturating_sub(w.len() + Dss::overhead(true, 65_535));
             match data {
                 Some((d, _, _)) if room > 0 || (d.len == 0 && d.fin) => {
                     let take = u64::from(d.len).min(room as u64);
                     let fin = d.fin && take == u64::from(d.len);
                     // MP_IDLE (MultiMob): set on the segment that empties the send queue.
-                    let empties = d.dsn.wrapping_add(take) == self.send.end() && self.retrans.len() <= 1;
+                    let empties = d.off + take == self.send.end() && self.send.retrans_len() <= 1;
                     let idle_flag = self.config.mp_idle && self.side == Side::Server && empties;
-                    if Dss::emit_header(&mut w, ack, Some((d.dsn, take as usize)), fin, idle_flag).is_ok() {
+                    let dsn = self.send.dsn(d.off).0;
+                    if Dss::emit_header(&mut w, ack, Some((dsn, take as usize)), fin, idle_flag).is_ok() {
+                        advertised = true;
                         if let Ok(dst) = w.reserve(take as usize) {
-                            if self.send.copy_out(d.dsn, dst) {
-                                sent_data = Some(DataRef { dsn: d.dsn, len: take as u32, fin });
+                            if self.send.copy_out(d.off, dst) {
+                                sent_data = Some(DataRef { off: d.off, len: take as u32, fin });
                                 eliciting = true;
                             }
                         }
                     }
                 }
                 _ => {
-                    if ack_sent || eliciting || self.window_update {
-                        let _ = Dss::emit_header(&mut w, ack, None, false, false);
+                    if ack_sent || eliciting {
+                        advertised = Dss::emit_header(&mut w, ack, None, false, false).is_ok();
                     }
                 }
             }
@@ -257,7 +261,10 @@ impl Connection {
         }
         sf.ctrl_pending &= !(ctrl_sent & !(ctrl::ADD_ADDR | ctrl::ADDR_ECHO));
         if fj_data.is_some() {
-            self.fjo_sent_at = Some(self.send.una());
+            self.send.on_fast_join_sent();
+        }
+        if advertised {
+            self.recv.on_window_advertised();
         }
         let sf = &mut self.subflows[i];
         if ctrl_sent & ctrl::ADD_ADDR != 0 {
@@ -288,38 +295,22 @@ impl Connection {
         });
         if let Some(d) = sent_data {
             sf.counters.data_bytes_sent += u64::from(d.len);
-            let end = d.dsn.wrapping_add(u64::from(d.len));
             let retrans = data.is_some_and(|x| x.1);
             if retrans {
                 sf.counters.bytes_retransmitted += u64::from(d.len);
                 sf.counters.packets_retransmitted += 1;
             }
-            let is_new = data.is_some_and(|x| x.2);
-            if is_new {
-                if end.wrapping_sub(self.snd_nxt) < u64::MAX / 2 {
-                    self.snd_nxt = end;
-                }
-                if d.fin {
-                    self.fin_sent = true;
-                }
+            let how = if data.is_some_and(|x| x.2) {
+                Sent::New
             } else if seg.is_some_and(|s| s.retrans) {
-                // Taken from the retransmission queue: consume that much of its front.
-                if let Some(c) = self.retrans.front_mut() {
-                    if c.mask != 0 && c.mask & sf_bit == 0 {
-                        self.counters.bytes_reinjected += u64::from(d.len);
-                        self.subflows[i].counters.bytes_reinjected += u64::from(d.len);
-                    }
-                    if c.dsn == d.dsn {
-                        if u64::from(d.len) >= u64::from(c.len) {
-                            self.retrans.pop_front();
-                        } else {
-                            // The rest of the chunk was not sent here: its mask stays.
-                            c.dsn = end;
-                            c.len -= d.len;
-                        }
-                    }
-                }
-            }
+                // Taken from the retransmission queue: that much of its front is consumed.
+                Sent::FromQueue
+            } else {
+                Sent::Copy
+            };
+            let reinjected = self.send.on_sent(d, how, sf_bit);
+            self.counters.bytes_reinjected += reinjected;
+            self.subflows[i].counters.bytes_reinjected += reinjected;
         }
         let sf = &self.subflows[i];
         Some(Transmit { path: sf.local_path, remote: sf.remote, len })

@@ -13,7 +13,7 @@ impl Connection {
         remote: SocketAddr,
         local_cid: Cid,
     ) -> Result<Self, crypto::CryptoError> {
-        let mut c = Self::blank(Side::Client, now, config, paths, 0, 0);
+        let mut c = Self::blank(Side::Client, now, config, paths);
         let sf = c.new_subflow(now, 0, SubflowState::JoinSent, path, remote, local_cid);
         c.subflows.push(sf);
         c.subflows[0].validated = true;

@@ -71,7 +71,7 @@ impl Connection {
         let mut new_ranges = 0usize;
         for f in Frames::new(plain).flatten() {
             if let Frame::Dss(Dss { mapping: Some((dsn, data)), .. }) = f {
-                new_ranges += usize::from(self.recv.needs_range(dsn, data.len()));
+                new_ranges += usize::from(self.recv.check(Dsn(dsn), data.len()).unwrap_or(false));
             }
             eliciting |= f.is_ack_eliciting();
             urgent |= matches!(
@@ -234,7 +234,7 @@ impl Connection {
 
     pub(super) fn on_dss(&mut self, now: Time, i: usize, d: &Dss<'_>, drops: &mut Drops) {
         if let Some((ack, wnd)) = d.ack {
-            self.on_data_ack(now, i, ack, wnd, drops);
+            self.on_data_ack(now, i, Dsn(ack), wnd, drops);
         }
         let Some((dsn, data)) = d.mapping else { return };
         if !(self.subflows[i].established() || self.side == Side::Server && i == 0) {
@@ -242,77 +242,46 @@ impl Connection {
             drops.unexpected += 1;
             return;
         }
-        let end = dsn.wrapping_add(data.len() as u64);
-        if !data.is_empty() {
-            let before = self.recv.readable();
-            let Some(new) = self.recv.insert(dsn, data) else {
-                // Not reached from `handle_sealed`, which refuses such a packet before
-                // acknowledging it; nor by a fast join's data, which starts at the sender's
-                // DATA_ACK edge (§5.9), at or below our EDSN, and so needs no new range. A guard.
-                self.counters.reassembly_refused += 1;
-                tracing::debug!(dsn, len = data.len(), "reassembly full: segment refused");
-                return;
-            };
-            if new > 0 {
-                self.subflows[i].last_original_rx = now;
-                if self.idle_timer_applies() {
-                    let rto = self.peer_rto();
-                    self.idle_timer.on_data(now, d.idle, rto);
-                }
-            }
-            if self.recv.readable() > before {
-                self.emit(Event::Readable);
+        let Ok(m) = self.recv.on_mapping(Dsn(dsn), data, d.fin, d.idle, i) else {
+            // Not reached from `handle_sealed`, which refuses such a packet before
+            // acknowledging it; nor by a fast join's data, which starts at the sender's
+            // DATA_ACK edge (§5.9), at or below our EDSN, and so needs no new range. A guard.
+            self.counters.reassembly_refused += 1;
+            tracing::debug!(dsn, len = data.len(), "reassembly full: segment refused");
+            return;
+        };
+        if m.new > 0 {
+            self.subflows[i].last_original_rx = now;
+            if self.idle_timer_applies() {
+                let rto = self.peer_rto();
+                self.idle_timer.on_data(now, d.idle, rto);
             }
         }
-        if end >= self.highest_rx_end {
-            self.highest_rx_end = end;
-            self.peer_idle = d.idle;
+        if m.readable {
+            self.emit(Event::Readable);
         }
-        if d.fin && self.peer_fin.is_none() {
-            self.peer_fin = Some(end);
-            self.peer_fin_subflow = Some(i);
-        }
-        if let Some(f) = self.peer_fin {
-            if !self.peer_fin_done && self.recv.nxt() == f {
-                self.recv.consume_fin();
-                self.peer_fin_done = true;
-                self.subflows[i].ack_now = true;
-                self.emit(Event::Finished);
-            }
+        if m.finished {
+            self.subflows[i].ack_now = true;
+            self.emit(Event::Finished);
         }
     }
 
-    pub(super) fn on_data_ack(&mut self, now: Time, i: usize, ack: u64, wnd: u64, drops: &mut Drops) {
-        let una = self.send.una();
-        let fin_end = self.local_fin.filter(|_| self.fin_sent).map(|f| f.wrapping_add(1));
-        let max = fin_end.unwrap_or(self.snd_nxt).max(self.snd_nxt);
-        let adv = ack.wrapping_sub(una);
-        if adv > max.wrapping_sub(una) {
-            // Below our left edge (old) or above what we sent (invalid): ignore.
-            if ack.wrapping_sub(una) < u64::MAX / 2 {
-                drops.protocol += 1;
-            }
+    pub(super) fn on_data_ack(&mut self, now: Time, i: usize, ack: Dsn, wnd: u64, drops: &mut Drops) {
+        let Ok(a) = self.send.on_data_ack(ack, wnd) else {
+            // Above what we sent, or outside the stream: ignored.
+            drops.protocol += 1;
             return;
-        }
-        if adv > 0 {
-            let data_end = self.send.end();
-            let n = self.send.ack(ack.min(data_end));
-            self.counters.bytes_acked += n;
+        };
+        if a.advanced {
+            self.counters.bytes_acked += a.bytes;
             self.subflows[i].last_original_rx = now;
             let rto = self.peer_rto();
             self.idle_timer.on_data_ack(now, rto);
-            if fin_end == Some(ack) {
-                self.fin_acked = true;
-            }
-        }
-        if adv > 0 || ack == self.peer_ack {
-            self.peer_ack = ack;
-            self.peer_wnd = wnd;
         }
     }
 
     pub(super) fn check_close(&mut self, now: Time) {
-        if self.state == State::Established && self.fin_acked && self.peer_fin_done {
+        if self.state == State::Established && self.send.fin_acked() && self.recv.is_finished() {
             self.enter_closed(now, CloseReason::Graceful);
         }
     }

@@ -87,9 +87,7 @@ impl Connection {
             // §5.9: the HMAC, then the replay window, where EDSN is our next expected DSN and
             // W our receive buffer (a constant, so that the window's edge only moves forward).
             Some(Frame::FastJoinOut(f)) if self.config.fast_join => {
-                let edsn = self.recv.nxt();
-                let wnd = self.config.recv_window as u64;
-                match fastjoin::accept_out(&keys.fast, local_token, &f, &mut self.fj_window, edsn, wnd) {
+                match self.recv.accept_fast_join(&keys.fast, local_token, &f) {
                     Verdict::Deliver => (f.backup, f.addr_id, JoinKind::FastOut, Some((f.dsn, f.data)), 0),
                     Verdict::AcceptDropData => (f.backup, f.addr_id, JoinKind::FastOut, None, 0),
                     Verdict::Refuse(Refusal::BadHmac) => {
@@ -270,21 +268,5 @@ impl Connection {
         sf.last_original_rx = now;
         let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
         self.emit(ev);
-    }
-
-    /// What a FAST_JOIN_OUT carries (§5.9): the stream from our DATA_ACK edge, the oldest data
-    /// the peer may lack. The peer's EDSN is never behind that edge, so the DSN always lies in
-    /// its window. `None` (nothing to send, or a FAST_JOIN_OUT already sent at this edge, which
-    /// the peer would refuse as a replay) means FAST_JOIN_IN.
-    pub(super) fn fast_join_segment(&mut self) -> Option<Seg> {
-        let una = self.send.una();
-        if self.fjo_sent_at == Some(una) && !self.config.faults.repeat_fast_join_dsn {
-            return None;
-        }
-        let outstanding = self.snd_nxt.wrapping_sub(una);
-        if outstanding > 0 {
-            return Some(Seg { dsn: una, len: outstanding, fin: false, mask: 0, retrans: true });
-        }
-        self.peek_segment().filter(|s| s.len > 0 && s.dsn == una).map(|s| Seg { fin: false, ..s })
     }
 }

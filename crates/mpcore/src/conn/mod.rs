@@ -4,14 +4,16 @@
 
 mod builder;
 pub mod cc;
+pub mod dsn;
 mod handshake;
 mod input;
 mod join;
 mod multimob;
 mod paths;
 mod recovery;
+mod recv;
 mod sched;
-mod stream;
+mod send;
 pub mod subflow;
 mod timers;
 
@@ -25,11 +27,13 @@ use crate::wire::packet::{self, decode_pn, Confirm, Handshake, Initial, Join, Sh
 use crate::wire::{Ack, Cid, Dss, Frame, Frames, Header, Packet, TransportParams, Writer};
 use crate::{LocalPath, PathId, Time, Transmit};
 use cc::{Cc, Coupling};
+use dsn::Dsn;
 use fastjoin::{Refusal, Verdict};
+use recv::RecvSide;
 use scheduler::{AnyScheduler, Flags, Pick, Segment, SubflowInfo};
+use send::{Seg, SendSide, Sent};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use stream::{RecvBuf, SendBuf};
 use subflow::{ctrl, DataRef, JoinKind, Probe, Rtt, SentPacket, Subflow, SubflowState};
 
 pub use subflow::SubflowCounters;
@@ -157,26 +161,6 @@ struct Keys {
     fast: fastjoin::Keys,
 }
 
-/// Data to be sent again: lost, or left on a subflow that failed or closed.
-#[derive(Clone, Copy, Debug)]
-struct Chunk {
-    dsn: u64,
-    len: u32,
-    fin: bool,
-    /// Subflow indices it was already sent on.
-    mask: u64,
-}
-
-/// The next piece of the stream to send.
-#[derive(Clone, Copy, Debug)]
-struct Seg {
-    dsn: u64,
-    len: u64,
-    fin: bool,
-    mask: u64,
-    retrans: bool,
-}
-
 /// Connection-wide counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConnCounters {
@@ -230,21 +214,8 @@ pub struct Connection {
     peer_params: TransportParams,
     subflows: Vec<Subflow>,
     opened: u32,
-    send: SendBuf,
-    recv: RecvBuf,
-    snd_nxt: u64,
-    peer_ack: u64,
-    peer_wnd: u64,
-    retrans: VecDeque<Chunk>,
-    local_fin: Option<u64>,
-    fin_sent: bool,
-    fin_acked: bool,
-    peer_fin: Option<u64>,
-    peer_fin_subflow: Option<usize>,
-    peer_fin_done: bool,
-    /// MP_IDLE of the last data received in DSN order (MultiMob §III-B).
-    peer_idle: bool,
-    highest_rx_end: u64,
+    send: SendSide,
+    recv: RecvSide,
     sched: AnyScheduler,
     infos: Vec<SubflowInfo>,
     events: VecDeque<Event>,
@@ -252,19 +223,12 @@ pub struct Connection {
     rr: usize,
     last_rx: Time,
     drain_until: Option<Time>,
-    window_update: bool,
-    last_window_adv: u64,
     counters: ConnCounters,
     remote_addrs: Vec<(u8, SocketAddr)>,
     announce: Vec<(u8, SocketAddr, bool)>,
     echo: Vec<AddAddr>,
     remove: Vec<u8>,
     fastclose: bool,
-    /// FAST_JOIN_OUT replay window over the peer's DSNs (§5.9).
-    fj_window: fastjoin::ReplayWindow,
-    /// The DATA_ACK edge at which we last sent a FAST_JOIN_OUT: one per edge, since the peer
-    /// accepts each DSN once.
-    fjo_sent_at: Option<u64>,
     /// `multimob`: the receive idle timer (MultiMob §III-B).
     idle_timer: oracle::IdleTimer,
     /// `multimob`: a netpath this connection found failed, for the endpoint's oracle.
@@ -305,7 +269,7 @@ pub fn random_cid() -> Cid {
     Cid(c)
 }
 impl Connection {
-    fn blank(side: Side, now: Time, config: &Config, paths: &[LocalPath], local_dsn: u64, remote_dsn: u64) -> Self {
+    fn blank(side: Side, now: Time, config: &Config, paths: &[LocalPath]) -> Self {
         let sched = AnyScheduler::from_name(&config.scheduler).unwrap_or(AnyScheduler::LowestRtt(scheduler::LowestRtt));
         Self {
             side,
@@ -319,20 +283,8 @@ impl Connection {
             peer_params: TransportParams::default(),
             subflows: Vec::with_capacity(config.max_subflows),
             opened: 0,
-            send: SendBuf::new(local_dsn, config.send_buffer),
-            recv: RecvBuf::new(remote_dsn, config.recv_window),
-            snd_nxt: local_dsn,
-            peer_ack: local_dsn,
-            peer_wnd: 0,
-            retrans: VecDeque::with_capacity(64),
-            local_fin: None,
-            fin_sent: false,
-            fin_acked: false,
-            peer_fin: None,
-            peer_fin_subflow: None,
-            peer_fin_done: false,
-            peer_idle: false,
-            highest_rx_end: remote_dsn,
+            send: SendSide::new(config.send_buffer),
+            recv: RecvSide::new(config.recv_window),
             sched,
             infos: Vec::with_capacity(scheduler::MAX_SUBFLOWS),
             events: VecDeque::new(),
@@ -340,16 +292,12 @@ impl Connection {
             rr: 0,
             last_rx: now,
             drain_until: None,
-            window_update: false,
-            last_window_adv: config.recv_window as u64,
             counters: ConnCounters::default(),
             remote_addrs: Vec::new(),
             announce: Vec::new(),
             echo: Vec::new(),
             remove: Vec::new(),
             fastclose: false,
-            fj_window: fastjoin::ReplayWindow::new(remote_dsn),
-            fjo_sent_at: None,
             idle_timer: oracle::IdleTimer::default(),
             alert: None,
             healthy_since: None,
@@ -400,7 +348,7 @@ impl Connection {
         client_cid: Cid,
         server_cid: Cid,
     ) -> Self {
-        let mut c = Self::blank(Side::Server, now, config, paths, 0, 0);
+        let mut c = Self::blank(Side::Server, now, config, paths);
         c.install_keys(master.secrets(suite));
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
@@ -431,26 +379,13 @@ impl Connection {
         self.keys = Some(Keys { send, recv, local_key, remote_key, fast });
         self.local_token = Some(crypto::token(local_key));
         self.remote_token = crypto::token(remote_key);
-        let local_dsn = crypto::idsn(local_key).wrapping_add(1);
-        let remote_dsn = crypto::idsn(remote_key).wrapping_add(1);
-        let old = std::mem::replace(&mut self.send, SendBuf::new(local_dsn, self.config.send_buffer));
-        let mut early = vec![0u8; old.len()];
-        if old.copy_out(old.una(), &mut early) {
-            self.send.write(&early);
-        }
-        if let Some(f) = self.local_fin {
-            self.local_fin = Some(local_dsn.wrapping_add(f.wrapping_sub(old.una())));
-        }
-        self.snd_nxt = local_dsn;
-        self.peer_ack = local_dsn;
-        self.recv = RecvBuf::new(remote_dsn, self.config.recv_window);
-        self.highest_rx_end = remote_dsn;
-        self.fj_window = fastjoin::ReplayWindow::new(remote_dsn);
+        self.send.set_start(Dsn(crypto::idsn(local_key)).add(1));
+        self.recv.set_start(Dsn(crypto::idsn(remote_key)).add(1));
     }
 
     fn set_peer_params(&mut self, p: TransportParams) {
         self.peer_params = p;
-        self.peer_wnd = p.initial_window;
+        self.send.set_peer_window(p.initial_window);
     }
 
     fn mss(&self) -> usize {
@@ -489,7 +424,7 @@ impl Connection {
 
     /// The MP_IDLE state of the last in-order data received (MultiMob §III-B).
     pub fn peer_idle(&self) -> bool {
-        self.peer_idle
+        self.recv.peer_idle()
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -512,7 +447,7 @@ impl Connection {
         if let State::Closed(r) = self.state {
             return Err(WriteError::Closed(r));
         }
-        if self.local_fin.is_some() {
+        if self.send.is_finished() {
             return Err(WriteError::Finished);
         }
         let n = self.send.write(data);
@@ -530,7 +465,7 @@ impl Connection {
 
     /// Bytes written and not yet acknowledged at data level.
     pub fn unacked(&self) -> usize {
-        self.send.len()
+        self.send.unacked()
     }
 
     /// Reads received bytes in order. `Ok(0)` means the peer finished (DATA_FIN) and
@@ -539,14 +474,9 @@ impl Connection {
         let n = self.recv.read(out);
         if n > 0 {
             self.counters.bytes_read += n as u64;
-            // Advertise the reopened window once a quarter of it is free again.
-            let wnd = self.recv.window();
-            if wnd >= self.last_window_adv + self.config.recv_window as u64 / 4 {
-                self.window_update = true;
-            }
             return Ok(n);
         }
-        if self.peer_fin_done {
+        if self.recv.is_finished() {
             return Ok(0);
         }
         match self.state {
@@ -562,8 +492,8 @@ impl Connection {
 
     /// Ends the stream in this direction (DATA_FIN after the bytes written so far).
     pub fn close(&mut self) {
-        if self.local_fin.is_none() && !self.is_closed() {
-            self.local_fin = Some(self.send.end());
+        if !self.is_closed() {
+            self.send.close();
         }
     }
 

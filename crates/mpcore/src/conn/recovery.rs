@@ -168,16 +168,8 @@ impl Connection {
     /// the retransmission goes where the scheduler sends new data (RFC 8684 §3.3.6 keeps the
     /// two apart the same way: subflow retransmission versus reinjection).
     pub(super) fn queue_retransmission(&mut self, i: usize, d: DataRef, reinject: bool) {
-        let una = self.send.una();
-        let end = d.dsn.wrapping_add(u64::from(d.len));
-        let fin_pending = d.fin && !self.fin_acked;
-        if end.wrapping_sub(una) > u64::MAX / 2 || (end == una && !fin_pending) {
-            return; // already acknowledged at data level
-        }
-        let start = if d.dsn.wrapping_sub(una) > u64::MAX / 2 { una } else { d.dsn };
-        let len = end.wrapping_sub(start) as u32;
         let mask = if reinject { 1u64 << (i % 64) } else { 0 };
-        self.retrans.push_back(Chunk { dsn: start, len, fin: fin_pending, mask });
+        self.send.queue_retransmission(d, mask);
     }
 
     /// Moves everything in flight on subflow `i` to the retransmission queue.
@@ -214,9 +206,7 @@ impl Connection {
         sf.probe = None;
         sf.copy = None;
         self.emit(Event::SubflowClosed { id, reason });
-        if self.peer_fin_subflow == Some(i) {
-            self.peer_fin_subflow = None;
-        }
+        self.recv.forget_slot(i);
         if self.state == State::Established && !self.subflows.iter().any(|s| s.is_open()) {
             self.enter_closed(now, CloseReason::NoSubflow);
         }

@@ -22,8 +22,7 @@ impl Connection {
             return Some(Transmit { path: sf.local_path, remote: sf.remote, len: hs.initial.len() });
         }
         let n = self.subflows.len();
-        if self.window_update && n > 0 {
-            self.window_update = false;
+        if self.recv.take_window_update() && n > 0 {
             let i = (0..n)
                 .filter(|&k| self.subflows[k].established() && !self.subflows[k].pf)
                 .max_by_key(|&k| self.subflows[k].last_original_rx);
@@ -47,7 +46,8 @@ impl Connection {
                     && sf.join == JoinKind::FastInitiator
                     && sf.ctrl_pending & ctrl::JOIN != 0
                     && sf.rto_backoff == 0;
-                let seg = if first_fast_join { self.fast_join_segment() } else { None };
+                let repeat = self.config.faults.repeat_fast_join_dsn;
+                let seg = if first_fast_join { self.send.fast_join_segment(repeat) } else { None };
                 if let Some(t) = self.build(now, i, seg, buf) {
                     self.rr = (i + 1) % n;
                     return Some(t);
@@ -62,37 +62,8 @@ impl Connection {
         self.build(now, i, Some(seg), buf)
     }
 
-    /// The next piece of the stream to send, without taking it.
-    pub(super) fn peek_segment(&mut self) -> Option<Seg> {
-        let una = self.send.una();
-        while let Some(c) = self.retrans.front_mut() {
-            let end = c.dsn.wrapping_add(u64::from(c.len));
-            let acked_fin = !c.fin || self.fin_acked;
-            if end.wrapping_sub(una) > u64::MAX / 2 || (end == una && acked_fin) {
-                self.retrans.pop_front();
-                continue;
-            }
-            if c.dsn.wrapping_sub(una) > u64::MAX / 2 {
-                c.len = end.wrapping_sub(una) as u32;
-                c.dsn = una;
-            }
-            return Some(Seg { dsn: c.dsn, len: u64::from(c.len), fin: c.fin, mask: c.mask, retrans: true });
-        }
-        let end = self.send.end();
-        let limit = self.peer_ack.wrapping_add(self.peer_wnd);
-        let avail = end.wrapping_sub(self.snd_nxt);
-        let allowed = limit.wrapping_sub(self.snd_nxt);
-        let allowed = if allowed > u64::MAX / 2 { 0 } else { allowed };
-        let len = avail.min(allowed);
-        let fin = self.local_fin == Some(end) && !self.fin_sent && self.snd_nxt.wrapping_add(len) == end;
-        if len == 0 && !fin {
-            return None;
-        }
-        Some(Seg { dsn: self.snd_nxt, len, fin, mask: 0, retrans: false })
-    }
-
     pub(super) fn schedule(&mut self, _now: Time) -> Option<(usize, Seg)> {
-        let seg = self.peek_segment()?;
+        let seg = self.send.peek()?;
         let payload = self.max_payload() as u64;
         let len = seg.len.min(payload).max(1) as u32;
         self.infos.clear();
@@ -120,8 +91,8 @@ impl Connection {
         }
         let s = Segment {
             len,
-            answer_data_fin_on: if seg.fin { self.peer_fin_subflow } else { None },
-            queued_bytes: self.send.end().wrapping_sub(self.snd_nxt),
+            answer_data_fin_on: if seg.fin { self.recv.fin_slot() } else { None },
+            queued_bytes: self.send.queued(),
         };
         match self.sched.pick(&self.infos, &s) {
             Pick::Send(i) if i < self.subflows.len() => Some((i, seg)),
@@ -136,7 +107,7 @@ impl Connection {
                     } else {
                         let take = seg.len.min(payload) as u32;
                         self.subflows[i].copy =
-                            Some(DataRef { dsn: seg.dsn, len: take, fin: seg.fin && u64::from(take) == seg.len });
+                            Some(DataRef { off: seg.off, len: take, fin: seg.fin && u64::from(take) == seg.len });
                     }
                 }
                 first.map(|i| (i, seg))
@@ -151,20 +122,20 @@ impl Connection {
         let s = match p {
             // A copy of the oldest data awaiting retransmission; the queue keeps it, so the
             // scheduler also reinjects it on a working subflow.
-            Probe::Rto => self.peek_segment().filter(|s| s.retrans)?,
+            Probe::Rto => self.send.peek().filter(|s| s.retrans)?,
             Probe::Tail => {
                 // New data only on a subflow already carrying data (never on a backup subflow
                 // the scheduler keeps idle); else the last segment it sent, else a bare PING.
                 let last = self.subflows[i].sent.iter().rev().find_map(|p| p.data);
                 let may_take_new = last.is_some() && !self.subflows[i].backup;
-                match (self.peek_segment().filter(|s| !s.retrans && may_take_new), last) {
+                match (self.send.peek().filter(|s| !s.retrans && may_take_new), last) {
                     (Some(s), _) => s,
-                    (None, Some(d)) => Seg { dsn: d.dsn, len: u64::from(d.len), fin: d.fin, mask: 0, retrans: true },
+                    (None, Some(d)) => Seg { off: d.off, len: u64::from(d.len), fin: d.fin, mask: 0, retrans: true },
                     (None, None) => return None,
                 }
             }
         };
-        let d = DataRef { dsn: s.dsn, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin };
+        let d = DataRef { off: s.off, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin };
         Some((d, s.retrans, !s.retrans))
     }
 }

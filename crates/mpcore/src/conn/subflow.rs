@@ -64,7 +64,8 @@ pub enum JoinKind {
 /// A range of the stream carried by a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataRef {
-    pub dsn: u64,
+    /// Offset in the stream (see `conn::dsn`).
+    pub off: u64,
     pub len: u32,
     pub fin: bool,
 }

@@ -1,0 +1,402 @@
+//! The receiving side of the connection's stream: reassembly by DSN from every subflow, the
+//! DATA_ACK and window we advertise, the peer's DATA_FIN and MP_IDLE, and the FAST_JOIN_OUT
+//! replay window (PROTOCOL.md §5.5, §5.9, §6).
+//!
+//! Positions are offsets from the peer's first DSN (see [`super::dsn`]). The ring is allocated
+//! once, at the size of the receive window: receiving and reading do not allocate.
+
+use super::dsn::Dsn;
+use crate::ranges::RangeSet;
+
+/// Received bytes, placed by offset into a ring of fixed size (the receive window), with the
+/// ranges received out of order.
+#[derive(Debug)]
+struct RecvBuf {
+    ring: Vec<u8>,
+    /// Next byte the application reads.
+    read: u64,
+    /// Next byte expected in order (EDSN, RFC 8684's DATA_ACK).
+    nxt: u64,
+    /// Ranges received above `nxt` (and `[.., nxt)` as the floor).
+    ooo: RangeSet,
+    /// The DATA_FIN's DSN was consumed: `nxt` is one past the last data byte.
+    fin: bool,
+}
+
+impl RecvBuf {
+    fn new(window: usize) -> Self {
+        Self {
+            ring: vec![0; window.max(1)],
+            read: 0,
+            nxt: 0,
+            // Forgetting a reassembly range would deliver the gap below it as data: the set
+            // holds as many ranges as segments of 256 bytes fit in the window, and data that
+            // would need one more is refused (`insert` returns `None`).
+            ooo: RangeSet::with_floor(window / 256 + 64, 0),
+            fin: false,
+        }
+    }
+
+    fn readable(&self) -> usize {
+        (self.nxt - self.read - u64::from(self.fin)) as usize
+    }
+
+    fn window(&self) -> u64 {
+        (self.ring.len() - self.readable()) as u64
+    }
+
+    /// One past the highest offset the ring can hold now.
+    fn limit(&self) -> u64 {
+        self.read + self.ring.len() as u64
+    }
+
+    /// The part of `[off, off + len)` that `insert` would store: not yet in order, within the
+    /// window. Empty when `start >= end`.
+    fn clip(&self, off: u64, len: usize) -> (u64, u64) {
+        (off.max(self.nxt), off.saturating_add(len as u64).min(self.limit()))
+    }
+
+    fn needs_range(&self, off: u64, len: usize) -> bool {
+        let (start, end) = self.clip(off, len);
+        !self.fin && start < end && self.ooo.needs_range(start, end)
+    }
+
+    /// Stores `data` at `off`, clipped to the window; returns the number of bytes not received
+    /// before, or `None` if the data would open more out-of-order ranges than the buffer
+    /// tracks (then nothing is stored).
+    fn insert(&mut self, off: u64, data: &[u8]) -> Option<u64> {
+        if self.fin {
+            return Some(0);
+        }
+        let (start, end) = self.clip(off, data.len());
+        if start >= end {
+            return Some(0);
+        }
+        if !self.ooo.can_insert(start, end) {
+            return None;
+        }
+        // Write only the gaps: the first copy of every byte is the one kept (RFC 8684 §3.3.6
+        // lets a receiver take either; keeping the first makes the outcome independent of
+        // which subflow's copy arrives second).
+        let mut v = start;
+        while v < end {
+            if self.ooo.contains(v) {
+                v = self.ooo.contiguous_end(v).max(v + 1);
+                continue;
+            }
+            let gap_end = self.ooo.next_start_after(v).map_or(end, |s| s.min(end));
+            let src = &data[(v - off) as usize..(gap_end - off) as usize];
+            let cap = self.ring.len();
+            let pos = (v % cap as u64) as usize;
+            let first = (cap - pos).min(src.len());
+            self.ring[pos..pos + first].copy_from_slice(&src[..first]);
+            self.ring[..src.len() - first].copy_from_slice(&src[first..]);
+            v = gap_end;
+        }
+        let added = self.ooo.insert(start, end);
+        self.nxt = self.ooo.contiguous_end(self.nxt);
+        self.ooo.advance_floor(self.nxt);
+        Some(added)
+    }
+
+    fn consume_fin(&mut self) {
+        if !self.fin {
+            self.fin = true;
+            self.nxt += 1;
+            self.ooo.advance_floor(self.nxt);
+        }
+    }
+
+    fn read(&mut self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.readable());
+        let cap = self.ring.len();
+        let pos = (self.read % cap as u64) as usize;
+        let first = (cap - pos).min(n);
+        out[..first].copy_from_slice(&self.ring[pos..pos + first]);
+        out[first..n].copy_from_slice(&self.ring[..n - first]);
+        self.read += n as u64;
+        n
+    }
+}
+
+/// A mapping no correct peer sends: outside the stream, or beyond the window we advertised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InvalidMapping;
+
+/// What a mapping did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mapped {
+    /// Bytes not received before.
+    pub new: u64,
+    /// More bytes can be read now.
+    pub readable: bool,
+    /// The peer's DATA_FIN was reached in order: after the buffered bytes, the stream ends.
+    pub finished: bool,
+}
+
+/// The mapping's data would open an out-of-order range beyond those tracked: nothing stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused;
+
+#[derive(Debug)]
+pub struct RecvSide {
+    buf: RecvBuf,
+    /// DSN of offset 0 (the peer's `IDSN + 1`).
+    start: Dsn,
+    /// The receive buffer's size: the window W of the fast-join rule, constant so the replay
+    /// window's edge only moves forward.
+    size: u64,
+    /// Offset of the peer's DATA_FIN, and the subflow slot that carried it (a DATA_FIN is
+    /// answered there, BRIEF.md).
+    fin: Option<u64>,
+    fin_slot: Option<usize>,
+    /// The DATA_FIN was reached in order.
+    finished: bool,
+    /// MP_IDLE of the last data received in DSN order (MultiMob §III-B).
+    idle: bool,
+    highest_end: u64,
+    /// The window we last advertised, and whether it has since grown enough to say so.
+    advertised: u64,
+    window_update: bool,
+    /// FAST_JOIN_OUT replay window over the peer's DSNs (§5.9).
+    fast_join: fastjoin::ReplayWindow,
+}
+
+impl RecvSide {
+    pub fn new(window: usize) -> Self {
+        Self {
+            buf: RecvBuf::new(window),
+            start: Dsn(0),
+            size: window as u64,
+            fin: None,
+            fin_slot: None,
+            finished: false,
+            idle: false,
+            highest_end: 0,
+            advertised: window as u64,
+            window_update: false,
+            fast_join: fastjoin::ReplayWindow::new(0),
+        }
+    }
+
+    /// The keys are known: the peer's stream starts at `start`.
+    pub fn set_start(&mut self, start: Dsn) {
+        *self = Self::new(self.size as usize);
+        self.start = start;
+        self.fast_join = fastjoin::ReplayWindow::new(start.0);
+    }
+
+    /// The next DSN expected in order (EDSN): our DATA_ACK.
+    pub fn edsn(&self) -> Dsn {
+        self.start.add(self.buf.nxt)
+    }
+
+    /// The window to advertise beyond the DATA_ACK.
+    pub fn window(&self) -> u64 {
+        self.buf.window()
+    }
+
+    /// A DATA_ACK with this window left in a packet.
+    pub fn on_window_advertised(&mut self) {
+        self.advertised = self.buf.window();
+    }
+
+    /// The window grew by a quarter of the buffer since we last advertised it: a packet should
+    /// say so (the sender may be waiting on a closed window).
+    pub fn take_window_update(&mut self) -> bool {
+        std::mem::take(&mut self.window_update)
+    }
+
+    pub fn readable(&self) -> usize {
+        self.buf.readable()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// MP_IDLE of the last data received in DSN order.
+    pub fn peer_idle(&self) -> bool {
+        self.idle
+    }
+
+    /// The subflow slot that carried the peer's DATA_FIN.
+    pub fn fin_slot(&self) -> Option<usize> {
+        self.fin_slot
+    }
+
+    /// Slot `slot` closed: the DATA_FIN can no longer be answered there.
+    pub fn forget_slot(&mut self, slot: usize) {
+        if self.fin_slot == Some(slot) {
+            self.fin_slot = None;
+        }
+    }
+
+    /// Checks a mapping before its packet is acknowledged: `Ok(true)` if storing it would open
+    /// a new out-of-order range (see [`RecvSide::ranges_free`]).
+    pub fn check(&self, dsn: Dsn, len: usize) -> Result<bool, InvalidMapping> {
+        let off = dsn.offset_from(self.start).ok_or(InvalidMapping)?;
+        if off + len as u64 > self.buf.limit() && !self.finished {
+            return Err(InvalidMapping);
+        }
+        Ok(self.buf.needs_range(off, len))
+    }
+
+    /// How many more out-of-order ranges the buffer tracks.
+    pub fn ranges_free(&self) -> usize {
+        self.buf.ooo.room()
+    }
+
+    /// Takes a mapping's data (the first copy of each byte is kept), and its DATA_FIN and
+    /// MP_IDLE flags. Data outside the stream or the window is ignored.
+    pub fn on_mapping(&mut self, dsn: Dsn, data: &[u8], fin: bool, idle: bool, slot: usize) -> Result<Mapped, Refused> {
+        let Some(off) = dsn.offset_from(self.start) else { return Ok(Mapped::default()) };
+        let mut m = Mapped::default();
+        if !data.is_empty() {
+            let before = self.buf.readable();
+            m.new = self.buf.insert(off, data).ok_or(Refused)?;
+            m.readable = self.buf.readable() > before;
+        }
+        let end = off + data.len() as u64;
+        if end >= self.highest_end {
+            self.highest_end = end;
+            self.idle = idle;
+        }
+        if fin && self.fin.is_none() {
+            self.fin = Some(end);
+            self.fin_slot = Some(slot);
+        }
+        if self.fin == Some(self.buf.nxt) && !self.finished {
+            self.buf.consume_fin();
+            self.finished = true;
+            m.finished = true;
+        }
+        Ok(m)
+    }
+
+    /// Reads in-order bytes into `out`; returns the count.
+    pub fn read(&mut self, out: &mut [u8]) -> usize {
+        let n = self.buf.read(out);
+        if n > 0 && self.buf.window() >= self.advertised + self.size / 4 {
+            self.window_update = true;
+        }
+        n
+    }
+
+    /// The responder's decision on a FAST_JOIN_OUT whose HMAC is checked by `fastjoin`: the
+    /// replay window at EDSN, with W the receive buffer (§5.9).
+    pub fn accept_fast_join(
+        &mut self,
+        keys: &fastjoin::Keys,
+        token: u32,
+        f: &fastjoin::FastJoinOut<'_>,
+    ) -> fastjoin::Verdict {
+        let edsn = self.edsn().0;
+        fastjoin::accept_out(keys, token, f, &mut self.fast_join, edsn, self.size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(start: u64, window: usize) -> RecvSide {
+        let mut r = RecvSide::new(window);
+        r.set_start(Dsn(start));
+        r
+    }
+
+    fn read_all(r: &mut RecvSide) -> Vec<u8> {
+        let mut out = vec![0u8; 1 << 16];
+        let n = r.read(&mut out);
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn reassembles_out_of_order_across_the_dsn_wrap() {
+        let s = u64::MAX - 4;
+        let mut r = side(s, 32);
+        let m = r.on_mapping(Dsn(s).add(10), &[2; 10], false, false, 0).unwrap();
+        assert_eq!((m.new, m.readable), (10, false));
+        assert_eq!(r.edsn(), Dsn(s));
+        let m = r.on_mapping(Dsn(s), &[1; 12], false, false, 0).unwrap();
+        assert_eq!((m.new, m.readable), (10, true), "two bytes overlap the first segment");
+        assert_eq!(r.edsn(), Dsn(15), "past the wrap");
+        assert_eq!(r.window(), 12);
+        assert_eq!(read_all(&mut r), [[1u8; 10], [2u8; 10]].concat());
+        assert_eq!(r.window(), 32);
+        assert_eq!(r.on_mapping(Dsn(s), &[9; 10], false, false, 0).unwrap().new, 0, "old data is not delivered twice");
+    }
+
+    #[test]
+    fn mappings_outside_the_stream_or_the_window_are_invalid() {
+        let mut r = side(1000, 32);
+        assert_eq!(r.check(Dsn(1000), 32), Ok(false), "the whole window, in order");
+        assert_eq!(r.check(Dsn(1010), 4), Ok(true), "above a hole: a new range");
+        assert_eq!(r.check(Dsn(1000), 33), Err(InvalidMapping), "one byte beyond the window");
+        assert_eq!(r.check(Dsn(999), 1), Err(InvalidMapping), "before the stream");
+        assert_eq!(r.check(Dsn(u64::MAX), 1), Err(InvalidMapping));
+        r.on_mapping(Dsn(1000), &[0; 20], false, false, 0).unwrap();
+        assert_eq!(r.check(Dsn(1020), 13), Err(InvalidMapping), "the unread bytes still hold the window");
+        read_all(&mut r);
+        assert_eq!(r.check(Dsn(1020), 32), Ok(false), "reading opened it again");
+        // Lenient where the checks already ran (a fast join's data): clipped, not refused.
+        assert_eq!(r.on_mapping(Dsn(1040), &[0; 40], false, false, 0).unwrap().new, 12);
+    }
+
+    #[test]
+    fn the_data_fin_is_reached_in_order_and_remembered_with_its_subflow() {
+        let mut r = side(0, 64);
+        let m = r.on_mapping(Dsn(10), &[5; 5], true, true, 3).unwrap();
+        assert!(!m.finished, "a hole before it");
+        assert_eq!(r.fin_slot(), Some(3));
+        let m = r.on_mapping(Dsn(0), &[4; 10], false, false, 1).unwrap();
+        assert!(m.finished && m.readable);
+        assert!(r.peer_idle(), "MP_IDLE of the highest data");
+        assert_eq!(r.edsn(), Dsn(16), "the DATA_FIN takes one DSN");
+        assert_eq!(read_all(&mut r).len(), 15);
+        r.forget_slot(3);
+        assert_eq!(r.fin_slot(), None);
+    }
+
+    #[test]
+    fn a_reopened_window_is_advertised_once() {
+        let mut r = side(0, 1024);
+        r.on_mapping(Dsn(0), &[1; 1024], false, false, 0).unwrap();
+        r.on_window_advertised();
+        assert_eq!(r.window(), 0);
+        let mut out = [0u8; 200];
+        r.read(&mut out);
+        assert!(!r.take_window_update(), "200 bytes are less than a quarter");
+        r.read(&mut out);
+        assert!(r.take_window_update(), "400 bytes free: say so");
+        assert!(!r.take_window_update(), "once");
+        r.on_window_advertised();
+        r.read(&mut out);
+        assert!(!r.take_window_update());
+    }
+
+    #[test]
+    fn reassembly_never_forgets_a_hole() {
+        // 1024-byte window: 68 ranges at most. One byte every other byte above a hole at 0.
+        let mut r = side(0, 1024);
+        let mut refused = 0;
+        for k in 0..200u64 {
+            match r.on_mapping(Dsn(1 + 2 * k), &[7], false, false, 0) {
+                Ok(m) => assert_eq!(m.new, 1),
+                Err(Refused) => refused += 1,
+            }
+        }
+        assert!(refused > 0, "the range limit was reached");
+        assert_eq!(r.edsn(), Dsn(0), "the hole at 0 is still a hole");
+        assert_eq!(r.readable(), 0);
+        assert_eq!(r.ranges_free(), 0);
+        assert_eq!(r.check(Dsn(395), 1), Ok(true), "a refused byte would open a range");
+        assert_eq!(r.check(Dsn(0), 1), Ok(false), "the in-order edge never needs one");
+        r.on_mapping(Dsn(0), &[1], false, false, 0).unwrap();
+        r.on_mapping(Dsn(2), &[2], false, false, 0).unwrap();
+        assert_eq!(r.edsn(), Dsn(4));
+        assert_eq!(read_all(&mut r), [1, 7, 2, 7]);
+    }
+}
