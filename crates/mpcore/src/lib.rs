@@ -22,9 +22,9 @@ pub mod wire;
 
 pub use config::{Config, ConfigError, Faults, PathManager};
 pub use conn::cc::CongestionControl;
-pub use conn::subflow::SubflowState;
 pub use conn::{
-    CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowStats, WriteError,
+    CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowState,
+    SubflowStats, WriteError,
 };
 pub use endpoint::{ConnHandle, ConnectError, Drops, Endpoint};
 pub use scheduler::Iface;

@@ -12,7 +12,7 @@ impl Connection {
     /// Builds one packet on subflow `i` with everything due there and, if given, `seg`.
     pub(super) fn build(&mut self, now: Time, i: usize, seg: Option<Seg>, buf: &mut [u8]) -> Option<Transmit> {
         let mss = self.mss().min(buf.len());
-        let probe_data = match self.subflows[i].probe {
+        let probe_data = match self.subflows[i].rec.probe {
             Some(p) if seg.is_none() && self.subflows[i].copy.is_none() => self.probe_data(i, p),
             _ => None,
         };
@@ -23,7 +23,7 @@ impl Connection {
         if !joining && sf.remote_cid.is_none() {
             return None;
         }
-        let pn = sf.next_pn;
+        let pn = sf.rec.next_pn;
         let mut w = Writer::new(&mut buf[..mss]);
         let (hl, short_pn_len) = if joining {
             let j = Join {
@@ -45,7 +45,7 @@ impl Connection {
             };
             (c.emit(&mut w).ok()?, 0)
         } else {
-            let len = packet::pn_len(pn, sf.largest_acked);
+            let len = packet::pn_len(pn, sf.rec.largest_acked);
             (Short::emit(sf.remote_cid?, pn, len, &mut w).ok()?, len)
         };
         // Everything after the header must leave room for the tag.
@@ -55,9 +55,11 @@ impl Connection {
         let mut ack_sent = false;
         let sf = &self.subflows[i];
         // ACK.
-        if !sf.rx.is_empty() && (sf.ack_due(now) || sf.unacked_eliciting > 0 || sf.ctrl_pending != 0 || seg.is_some()) {
-            let delay = now.saturating_sub(sf.largest_rx_time);
-            let ranges = sf.rx.iter_desc().take(8);
+        if !sf.acks.received.is_empty()
+            && (sf.acks.due(now) || sf.acks.unacked_eliciting > 0 || sf.ctrl_pending != 0 || seg.is_some())
+        {
+            let delay = now.saturating_sub(sf.acks.largest_at);
+            let ranges = sf.acks.received.iter_desc().take(8);
             if Ack::emit(&mut w, delay, ranges).is_ok() {
                 ack_sent = true;
             }
@@ -68,7 +70,7 @@ impl Connection {
                 *sent |= bit;
             }
         };
-        let fast_joining = joining && sf.join == JoinKind::FastInitiator;
+        let fast_joining = joining && sf.join.kind == JoinKind::FastInitiator;
         // Data sent in a FAST_JOIN_OUT: (range, retransmission, new data).
         let mut fj_data: Option<(DataRef, bool, bool)> = None;
         if fast_joining && pending & ctrl::JOIN != 0 {
@@ -101,13 +103,13 @@ impl Connection {
                 }
             }
         } else if joining && pending & ctrl::JOIN != 0 {
-            let mj = MpJoin { backup: sf.backup, addr_id: sf.local_addr_id, nonce: sf.nonce_local };
+            let mj = MpJoin { backup: sf.backup, addr_id: sf.local_addr_id, nonce: sf.join.nonce_local };
             put(&mut w, ctrl::JOIN, Frame::MpJoin(mj), &mut ctrl_sent);
         }
-        if pending & ctrl::FJ_REPLY != 0 || sf.reply_unacked {
+        if pending & ctrl::FJ_REPLY != 0 || sf.join.reply_unacked {
             // The reply to a FAST_JOIN_OUT acknowledges its data; to a FAST_JOIN_IN it names
             // where we send from (§5.11). It rides in every packet until acknowledged.
-            let value = match sf.join {
+            let value = match sf.join.kind {
                 JoinKind::FastIn => ReplyValue::Dsn(self.send.dsn(self.send.una()).0),
                 _ => ReplyValue::DataAck(self.recv.edsn().0),
             };
@@ -121,26 +123,31 @@ impl Connection {
             let sa = MpJoinSynAck {
                 backup: sf.backup,
                 addr_id: sf.local_addr_id,
-                nonce: sf.nonce_local,
-                hmac: join_synack_hmac(keys.local_key, keys.remote_key, sf.nonce_local, sf.nonce_remote),
+                nonce: sf.join.nonce_local,
+                hmac: join_synack_hmac(keys.local_key, keys.remote_key, sf.join.nonce_local, sf.join.nonce_remote),
                 cid: sf.local_cid,
             };
             put(&mut w, ctrl::SYNACK, Frame::MpJoinSynAck(sa), &mut ctrl_sent);
         }
         if pending & ctrl::JOIN_ACK != 0 {
-            let hmac = join_ack_hmac(keys.local_key, keys.remote_key, sf.nonce_local, sf.nonce_remote);
+            let hmac = join_ack_hmac(keys.local_key, keys.remote_key, sf.join.nonce_local, sf.join.nonce_remote);
             put(&mut w, ctrl::JOIN_ACK, Frame::MpJoinAck { hmac }, &mut ctrl_sent);
         }
         put(&mut w, ctrl::HS_DONE, Frame::HandshakeDone, &mut ctrl_sent);
         put(&mut w, ctrl::PRIO, Frame::MpPrio { backup: sf.backup }, &mut ctrl_sent);
-        if let Some(c) = sf.challenge {
+        if let Some(c) = sf.val.challenge {
             put(&mut w, ctrl::CHALLENGE, Frame::PathChallenge(c), &mut ctrl_sent);
         }
-        if let Some(r) = sf.response {
+        if let Some(r) = sf.val.response {
             put(&mut w, ctrl::RESPONSE, Frame::PathResponse(r), &mut ctrl_sent);
         }
         put(&mut w, ctrl::RTO_REQ, Frame::Rto { request: true, rto_ms: None }, &mut ctrl_sent);
-        put(&mut w, ctrl::RTO_VAL, Frame::Rto { request: false, rto_ms: Some(sf.rtt.rto() / 1000) }, &mut ctrl_sent);
+        put(
+            &mut w,
+            ctrl::RTO_VAL,
+            Frame::Rto { request: false, rto_ms: Some(sf.rec.rtt.rto() / 1000) },
+            &mut ctrl_sent,
+        );
         if pending & ctrl::ADD_ADDR != 0 {
             let mut any = false;
             for &(id, addr, acked) in &self.announce {
@@ -173,7 +180,7 @@ impl Connection {
             eliciting = true;
         }
         // Data: the scheduled segment, a probe, or a redundant copy.
-        let probe = sf.probe;
+        let probe = sf.rec.probe;
         let data_ok = (sf.established() && !self.is_closed()) || confirm;
         let mut data: Option<(DataRef, bool, bool)> = None; // (range, retransmission, new data)
         if data_ok {
@@ -228,8 +235,8 @@ impl Connection {
         if !eliciting && !ack_sent {
             // Nothing worth a packet (an ACK-only DSS with no subflow ACK is not sent alone).
             let sf = &mut self.subflows[i];
-            sf.ack_now = false;
-            sf.ack_deadline = None;
+            sf.acks.immediate = false;
+            sf.acks.deadline = None;
             if probe.is_some() {
                 sf.ctrl_pending |= ctrl::PING;
             }
@@ -242,7 +249,7 @@ impl Connection {
         let pt_len = w.len() - hl;
         let total = hl + pt_len + crypto::TAG_LEN;
         // Anti-amplification (§10).
-        if (total as u64) > self.subflows[i].amplification_room() {
+        if (total as u64) > self.subflows[i].val.room() {
             return None;
         }
         let sf_id = self.subflows[i].id;
@@ -255,7 +262,6 @@ impl Connection {
         // Commit: the packet goes out.
         let sf_bit = 1u64 << (i % 64);
         let sf = &mut self.subflows[i];
-        sf.next_pn += 1;
         if ack_sent {
             sf.on_ack_sent();
         }
@@ -276,10 +282,10 @@ impl Connection {
         }
         let sf = &mut self.subflows[i];
         if ctrl_sent & ctrl::RESPONSE != 0 {
-            sf.response = None;
+            sf.val.response = None;
         }
         if probe.is_some() && (seg.is_none() && sf.copy.is_none()) {
-            sf.probe = None;
+            sf.rec.probe = None;
         }
         let was_copy = seg.is_none() && sf.copy.is_some() && probe.is_none();
         if was_copy {

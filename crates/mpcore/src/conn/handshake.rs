@@ -13,10 +13,10 @@ impl Connection {
         remote: SocketAddr,
         local_cid: Cid,
     ) -> Result<Self, crypto::CryptoError> {
-        let mut c = Self::blank(Side::Client, now, config, paths);
+        let mut c = Self::blank(Side::Client, now, config, paths, remote);
         let sf = c.new_subflow(now, 0, SubflowState::JoinSent, path, remote, local_cid);
-        c.subflows.push(sf);
-        c.subflows[0].validated = true;
+        c.subflows.insert(sf);
+        c.subflows[0].val.validated = true;
         c.opened = 1;
         c.cid_changes.push((local_cid, true));
         let share = KeyShare::generate()?;
@@ -174,7 +174,7 @@ impl Connection {
         // The HANDSHAKE's round trip is the first RTT sample, if the INITIAL was not repeated
         // (Karn's rule: an answer to which copy is unknown).
         if let Some(hs) = self.hs.as_ref().filter(|hs| hs.attempts == 1) {
-            sf.rtt.update(now.saturating_sub(hs.sent_at), 0);
+            sf.rec.rtt.update(now.saturating_sub(hs.sent_at), 0);
         }
         self.state = State::Confirm;
         self.last_rx = now;

@@ -22,7 +22,7 @@ impl Connection {
         let dgram_len = scratch.len() as u64;
         let (i, pn, hl, is_join) = match p.header {
             Header::Short(s) => {
-                let Some(i) = self.subflows.iter().position(|sf| sf.local_cid == s.dcid) else {
+                let Some(i) = self.subflows.by_cid(&s.dcid) else {
                     drops.unknown_cid += 1;
                     return;
                 };
@@ -31,7 +31,7 @@ impl Connection {
                     drops.malformed += 1;
                     return;
                 };
-                let pn = decode_pn(self.subflows[i].largest_rx, trunc, len);
+                let pn = decode_pn(self.subflows[i].acks.largest, trunc, len);
                 (i, pn, Short::PN_OFFSET + len, false)
             }
             Header::Confirm(c) => {
@@ -39,13 +39,13 @@ impl Connection {
                     drops.unexpected += 1;
                     return;
                 }
-                let Some(i) = self.subflows.iter().position(|sf| sf.local_cid == c.dcid) else {
+                let Some(i) = self.subflows.by_cid(&c.dcid) else {
                     drops.unknown_cid += 1;
                     return;
                 };
                 (i, u64::from(c.pn), p.header_len, false)
             }
-            Header::Join(j) => match self.subflows.iter().position(|sf| sf.id == j.subflow) {
+            Header::Join(j) => match self.subflows.by_number(j.subflow) {
                 Some(i) => (i, u64::from(j.pn), p.header_len, true),
                 None => {
                     self.handle_new_join(now, path, remote, p, scratch, drops);
@@ -90,7 +90,7 @@ impl Connection {
         }
         let max_ack_delay = self.config.max_ack_delay;
         let sf = &mut self.subflows[i];
-        if sf.state == SubflowState::JoinSent && sf.join == JoinKind::FastInitiator && !answers_join {
+        if sf.state == SubflowState::JoinSent && sf.join.kind == JoinKind::FastInitiator && !answers_join {
             // Nothing on a fast join is usable before the reply: not acknowledged, so the peer
             // sends it again (its reply rides in every packet until we acknowledge one).
             drops.unexpected += 1;
@@ -110,7 +110,7 @@ impl Connection {
             let same = sf.remote == remote && !sf.local_opener;
             match sf.state {
                 SubflowState::JoinReceived if same => sf.ctrl_pending |= ctrl::SYNACK,
-                SubflowState::Established if same && sf.reply_unacked => sf.ctrl_pending |= ctrl::FJ_REPLY,
+                SubflowState::Established if same && sf.join.reply_unacked => sf.ctrl_pending |= ctrl::FJ_REPLY,
                 SubflowState::Closed if same && sf.reset_reason == reason::FAST_JOIN_REJECTED => {
                     sf.ctrl_pending |= ctrl::RESET;
                 }
@@ -120,19 +120,19 @@ impl Connection {
         }
         sf.counters.packets_received += 1;
         sf.counters.bytes_received += dgram_len;
-        sf.amp_rx += dgram_len;
+        sf.val.amp_rx += dgram_len;
         self.last_rx = now;
         // NAT rebinding (§7): an authenticated packet, the newest on the subflow, from a new
         // address moves the subflow there, pending validation of the new address.
-        if (sf.remote != remote || sf.local_path != path) && sf.largest_rx == Some(pn) {
+        if (sf.remote != remote || sf.local_path != path) && sf.acks.largest == Some(pn) {
             sf.remote = remote;
             sf.local_path = path;
-            sf.validated = false;
-            sf.amp_rx = dgram_len;
-            sf.amp_tx = 0;
+            sf.val.validated = false;
+            sf.val.amp_rx = dgram_len;
+            sf.val.amp_tx = 0;
             let mut ch = [0u8; 8];
             let _ = crypto::random_fill(&mut ch);
-            sf.challenge = Some(ch);
+            sf.val.challenge = Some(ch);
             sf.ctrl_pending |= ctrl::CHALLENGE;
             self.emit(Event::SubflowMigrated { id, remote });
         }
@@ -143,7 +143,7 @@ impl Connection {
             self.emit(Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path, backup: false });
         }
         if urgent {
-            self.subflows[i].ack_now = true;
+            self.subflows[i].acks.immediate = true;
         }
         for f in Frames::new(plain).flatten() {
             self.on_frame(now, i, f, drops);
@@ -165,14 +165,14 @@ impl Connection {
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
             Frame::PathChallenge(d) => {
-                self.subflows[i].response = Some(d);
+                self.subflows[i].val.response = Some(d);
                 self.subflows[i].ctrl_pending |= ctrl::RESPONSE;
             }
             Frame::PathResponse(d) => {
                 let sf = &mut self.subflows[i];
-                if sf.challenge.is_some_and(|c| ct_eq(&c, &d)) {
-                    sf.validated = true;
-                    sf.challenge = None;
+                if sf.val.challenge.is_some_and(|c| ct_eq(&c, &d)) {
+                    sf.val.validated = true;
+                    sf.val.challenge = None;
                     sf.ctrl_pending &= !ctrl::CHALLENGE;
                 }
             }
@@ -182,12 +182,10 @@ impl Connection {
             Frame::AddAddr(a) => self.on_add_addr(i, a, drops),
             Frame::RemoveAddr(ids) => {
                 for id in ids {
-                    for k in 0..self.subflows.len() {
-                        if self.subflows[k].remote_addr_id == *id
-                            && self.subflows[k].is_open()
-                            && self.subflows[k].id != 0
-                        {
-                            self.shut_subflow(now, k, crate::wire::frame::reason::UNSPECIFIED);
+                    for k in 0..self.subflows.slot_bound() {
+                        let on_addr = self.subflows.get(k).is_some_and(|s| s.remote_addr_id == *id && s.id != 0);
+                        if on_addr {
+                            self.shut_subflow(now, k, reason::UNSPECIFIED, false);
                         }
                     }
                     self.remote_addrs.retain(|a| a.0 != *id);
@@ -208,10 +206,10 @@ impl Connection {
                     return;
                 }
                 let refused_fast = sf.state == SubflowState::JoinSent
-                    && sf.join == JoinKind::FastInitiator
+                    && sf.join.kind == JoinKind::FastInitiator
                     && reason == reason::FAST_JOIN_REJECTED;
                 let (path, remote, backup) = (sf.local_path, sf.remote, sf.backup);
-                self.shut_subflow(now, i, reason);
+                self.shut_subflow(now, i, reason, false);
                 if refused_fast {
                     // The peer's window refused our DSN: join again, FAST_JOIN_IN this time
                     // (one FAST_JOIN_OUT per DATA_ACK edge).
@@ -261,7 +259,7 @@ impl Connection {
             self.emit(Event::Readable);
         }
         if m.finished {
-            self.subflows[i].ack_now = true;
+            self.subflows[i].acks.immediate = true;
             self.emit(Event::Finished);
         }
     }

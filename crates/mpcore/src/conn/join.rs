@@ -6,12 +6,15 @@ use super::*;
 impl Connection {
     /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
     pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {
+        self.open(now, path, remote, backup).map(|i| self.subflows[i].id)
+    }
+
+    /// Opens a subflow (see [`Connection::open_subflow`]); returns its slot.
+    pub(super) fn open(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<usize> {
         if self.state != State::Established || self.keys.is_none() {
             return None;
         }
-        if self.subflows.iter().filter(|s| s.is_open()).count() >= self.max_subflows()
-            || self.subflows.len() >= scheduler::MAX_SUBFLOWS
-        {
+        if self.subflows.open_count() >= self.max_subflows() || self.subflows.records() >= MAX_SLOTS {
             return None;
         }
         let id = match self.side {
@@ -22,17 +25,17 @@ impl Connection {
         let cid = random_cid();
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
         sf.backup = backup;
-        sf.nonce_local = random_u32();
+        sf.join.nonce_local = random_u32();
         // The JOIN is sent by a packet to an address that has not answered yet: the initiator
         // may send (it is not amplifying anything), so its own subflow counts as validated.
-        sf.validated = true;
+        sf.val.validated = true;
         sf.ctrl_pending |= ctrl::JOIN;
         if self.fast_join_negotiated() {
-            sf.join = JoinKind::FastInitiator;
+            sf.join.kind = JoinKind::FastInitiator;
         }
-        self.subflows.push(sf);
+        let slot = self.subflows.insert(sf)?;
         self.cid_changes.push((cid, true));
-        Some(id)
+        Some(slot)
     }
 
     /// Both ends offered FAST_JOIN (MultiMob), so our joins are fast ones.
@@ -63,9 +66,12 @@ impl Connection {
             drops.unexpected += 1;
             return;
         }
-        if self.subflows.iter().filter(|s| s.is_open()).count() >= self.config.max_subflows
-            || self.subflows.len() >= scheduler::MAX_SUBFLOWS
-        {
+        if self.subflows.peer_number_used(j.subflow) {
+            // A number the peer used before, for a subflow since closed (§2: never reused).
+            drops.replayed_join += 1;
+            return;
+        }
+        if self.subflows.open_count() >= self.config.max_subflows || self.subflows.records() >= MAX_SLOTS {
             drops.refused += 1;
             return;
         }
@@ -128,9 +134,9 @@ impl Connection {
         sf.remote_cid = Some(j.scid);
         sf.backup = backup;
         sf.remote_addr_id = addr_id;
-        sf.join = join;
-        sf.validated = false;
-        sf.amp_rx = len;
+        sf.join.kind = join;
+        sf.val.validated = false;
+        sf.val.amp_rx = len;
         sf.counters.packets_received = 1;
         sf.counters.bytes_received = len;
         sf.on_packet_received(now, u64::from(j.pn), true, self.config.max_ack_delay);
@@ -138,22 +144,21 @@ impl Connection {
             // The join is complete on our side: reply, and send at once (§5.9, §5.10). The
             // completed join counts as an original reception for the last-received scheduler.
             sf.ctrl_pending |= ctrl::FJ_REPLY;
-            sf.reply_unacked = true;
-            sf.ack_now = true;
+            sf.join.reply_unacked = true;
+            sf.acks.immediate = true;
             sf.last_original_rx = now;
         } else {
-            sf.nonce_remote = nonce;
-            sf.nonce_local = random_u32();
+            sf.join.nonce_remote = nonce;
+            sf.join.nonce_local = random_u32();
             sf.ctrl_pending |= ctrl::SYNACK;
         }
         let id = sf.id;
-        self.subflows.push(sf);
+        let Some(i) = self.subflows.insert(sf) else { return };
         self.cid_changes.push((cid, true));
         self.last_rx = now;
         if !fast {
             return;
         }
-        let i = self.subflows.len() - 1;
         self.emit(Event::SubflowEstablished { id, path, backup });
         if let Some((dsn, data)) = data {
             let d = Dss { ack: None, mapping: Some((dsn, data)), fin: false, idle: false };
@@ -165,8 +170,8 @@ impl Connection {
         }
         // The peer moved to a new path, presumably because the old one went bad: what we
         // have in flight elsewhere is queued again, for the new subflow first.
-        for k in 0..i {
-            if self.subflows[k].is_open() {
+        for k in 0..self.subflows.slot_bound() {
+            if k != i && self.subflows.get(k).is_some_and(|s| s.is_open()) {
                 self.copy_in_flight_for_reinjection(k);
             }
         }
@@ -174,7 +179,7 @@ impl Connection {
     }
 
     /// Answers a refused fast join with a SUBFLOW_RESET (§5.9), from a closed subflow that
-    /// keeps the number taken.
+    /// answers the JOIN's repeats while it drains.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn refuse_join(
         &mut self,
@@ -189,11 +194,12 @@ impl Connection {
     ) {
         let mut sf = self.new_subflow(now, id, SubflowState::Closed, path, remote, random_cid());
         sf.remote_cid = Some(scid);
-        sf.amp_rx = len;
+        sf.val.amp_rx = len;
         sf.reset_reason = reason;
         sf.ctrl_pending = ctrl::RESET;
+        sf.drain_until = Some(now.saturating_add(3 * sf.rec.rtt.rto()));
         sf.on_packet_received(now, pn, true, self.config.max_ack_delay);
-        self.subflows.push(sf);
+        self.subflows.insert(sf);
     }
 
     pub(super) fn on_synack(&mut self, now: Time, i: usize, sa: &MpJoinSynAck, drops: &mut Drops) {
@@ -203,17 +209,17 @@ impl Connection {
             return;
         }
         // RFC 8684 §3.2: HMAC-B = HMAC(Key-B || Key-A, R-B || R-A), B the responder.
-        let expect = join_synack_hmac(keys.remote_key, keys.local_key, sa.nonce, sf.nonce_local);
+        let expect = join_synack_hmac(keys.remote_key, keys.local_key, sa.nonce, sf.join.nonce_local);
         if !ct_eq(&expect, &sa.hmac) {
             drops.bad_hmac += 1;
             sf.reset_reason = crate::wire::frame::reason::MPTCP_ERROR;
             sf.remote_cid = Some(sa.cid);
             sf.ctrl_pending = ctrl::RESET;
-            self.shut_subflow(now, i, crate::wire::frame::reason::MPTCP_ERROR);
+            self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
         sf.remote_cid = Some(sa.cid);
-        sf.nonce_remote = sa.nonce;
+        sf.join.nonce_remote = sa.nonce;
         sf.remote_addr_id = sa.addr_id;
         sf.backup |= sa.backup;
         sf.state = SubflowState::JoinAckSent;
@@ -225,7 +231,7 @@ impl Connection {
     pub(super) fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply, drops: &mut Drops) {
         let Some(keys) = self.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
-        if sf.state != SubflowState::JoinSent || sf.join != JoinKind::FastInitiator {
+        if sf.state != SubflowState::JoinSent || sf.join.kind != JoinKind::FastInitiator {
             return; // a repeat, or not ours to receive
         }
         if !fastjoin::verify_reply(&keys.fast, self.remote_token, r) {
@@ -233,7 +239,7 @@ impl Connection {
             sf.reset_reason = reason::MPTCP_ERROR;
             sf.remote_cid = Some(Cid(r.cid));
             sf.ctrl_pending = ctrl::RESET;
-            self.shut_subflow(now, i, reason::MPTCP_ERROR);
+            self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
         sf.remote_cid = Some(Cid(r.cid));
@@ -241,7 +247,7 @@ impl Connection {
         sf.backup |= r.backup;
         sf.state = SubflowState::Established;
         sf.ctrl_pending &= !ctrl::JOIN;
-        sf.ack_now = true;
+        sf.acks.immediate = true;
         sf.last_original_rx = now;
         let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
         self.emit(ev);
@@ -254,17 +260,17 @@ impl Connection {
             return;
         }
         // HMAC-A = HMAC(Key-A || Key-B, R-A || R-B), A the initiator (the peer here).
-        let expect = join_ack_hmac(keys.remote_key, keys.local_key, sf.nonce_remote, sf.nonce_local);
+        let expect = join_ack_hmac(keys.remote_key, keys.local_key, sf.join.nonce_remote, sf.join.nonce_local);
         if !ct_eq(&expect, hmac) {
             drops.bad_hmac += 1;
             sf.reset_reason = crate::wire::frame::reason::MPTCP_ERROR;
             sf.ctrl_pending = ctrl::RESET;
-            self.shut_subflow(now, i, crate::wire::frame::reason::MPTCP_ERROR);
+            self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
         sf.state = SubflowState::Established;
         sf.ctrl_pending &= !ctrl::SYNACK;
-        sf.ack_now = true; // the fourth packet
+        sf.acks.immediate = true; // the fourth packet
         sf.last_original_rx = now;
         let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
         self.emit(ev);

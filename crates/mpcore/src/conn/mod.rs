@@ -14,7 +14,7 @@ mod recovery;
 mod recv;
 mod sched;
 mod send;
-pub mod subflow;
+mod subflow;
 mod timers;
 
 use crate::config::{Config, PathManager};
@@ -34,9 +34,11 @@ use scheduler::{AnyScheduler, Flags, Pick, Segment, SubflowInfo};
 use send::{Seg, SendSide, Sent};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use subflow::{ctrl, DataRef, JoinKind, Probe, Rtt, SentPacket, Subflow, SubflowState};
+use subflow::recovery::{Expiry, Probe, Rtt, SentPacket};
+use subflow::table::{SubflowTable, MAX_SLOTS};
+use subflow::{ctrl, DataRef, JoinKind, Subflow};
 
-pub use subflow::SubflowCounters;
+pub use subflow::{SubflowCounters, SubflowState};
 
 /// Which end of the first handshake this endpoint was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,8 +213,11 @@ pub struct Connection {
     keys: Option<Keys>,
     local_token: Option<u32>,
     remote_token: u32,
+    /// The address the connection was opened to (the client's view of the server): where
+    /// the client's joins go.
+    peer_addr: SocketAddr,
     peer_params: TransportParams,
-    subflows: Vec<Subflow>,
+    subflows: SubflowTable,
     opened: u32,
     send: SendSide,
     recv: RecvSide,
@@ -250,7 +255,7 @@ impl std::fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("side", &self.side)
             .field("state", &self.state)
-            .field("subflows", &self.subflows.len())
+            .field("subflows", &self.subflows.records())
             .finish_non_exhaustive()
     }
 }
@@ -269,7 +274,7 @@ pub fn random_cid() -> Cid {
     Cid(c)
 }
 impl Connection {
-    fn blank(side: Side, now: Time, config: &Config, paths: &[LocalPath]) -> Self {
+    fn blank(side: Side, now: Time, config: &Config, paths: &[LocalPath], peer_addr: SocketAddr) -> Self {
         let sched = AnyScheduler::from_name(&config.scheduler).unwrap_or(AnyScheduler::LowestRtt(scheduler::LowestRtt));
         Self {
             side,
@@ -280,8 +285,9 @@ impl Connection {
             keys: None,
             local_token: None,
             remote_token: 0,
+            peer_addr,
             peer_params: TransportParams::default(),
-            subflows: Vec::with_capacity(config.max_subflows),
+            subflows: SubflowTable::default(),
             opened: 0,
             send: SendSide::new(config.send_buffer),
             recv: RecvSide::new(config.recv_window),
@@ -330,7 +336,7 @@ impl Connection {
         // parameters are known): room for one record per 512 bytes of it, so that the record
         // queue does not grow (allocate) in the middle of a transfer.
         let window = self.config.recv_window.max(self.peer_params.initial_window as usize);
-        sf.sent.reserve((window / 512 + 64).min(4096));
+        sf.rec.sent.reserve((window / 512 + 64).min(4096));
         sf
     }
 
@@ -348,19 +354,19 @@ impl Connection {
         client_cid: Cid,
         server_cid: Cid,
     ) -> Self {
-        let mut c = Self::blank(Side::Server, now, config, paths);
+        let mut c = Self::blank(Side::Server, now, config, paths, remote);
         c.install_keys(master.secrets(suite));
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
         sf.remote_cid = Some(client_cid);
         // The cookie came back from the address it was sent to (§4.4): validated.
-        sf.validated = true;
+        sf.val.validated = true;
         // The HANDSHAKE took packet number 0 of subflow 0 under the s2c key (§9.2).
-        sf.next_pn = 1;
+        sf.rec.next_pn = 1;
         sf.ctrl_pending |= ctrl::HS_DONE;
         sf.last_original_rx = now;
         sf.backup = false;
-        c.subflows.push(sf);
+        c.subflows.insert(sf);
         c.cid_changes.push((server_cid, true));
         c.state = State::Established;
         c.events.push_back(Event::Connected);
@@ -522,7 +528,7 @@ impl Connection {
             return;
         }
         self.state = State::Closed(reason);
-        let rto = self.subflows.iter().map(|s| s.rtt.rto()).max().unwrap_or(self.config.initial_rto);
+        let rto = self.subflows.iter().map(|s| s.rec.rtt.rto()).max().unwrap_or(self.config.initial_rto);
         self.drain_until = Some(now + 3 * rto);
         self.emit(Event::Closed { reason });
     }
@@ -544,24 +550,25 @@ impl Connection {
                 _ => None,
             },
             counters: self.counters,
-            subflows: self
-                .subflows
-                .iter()
-                .map(|s| SubflowStats {
-                    id: s.id,
-                    path: s.local_path,
-                    remote: s.remote,
-                    state: s.state,
-                    backup: s.backup,
-                    potentially_failed: s.pf,
-                    srtt_us: s.rtt.srtt,
-                    rttvar_us: s.rtt.rttvar,
-                    rto_us: s.rtt.rto(),
-                    cwnd: s.cc.cwnd,
-                    in_flight: s.in_flight,
-                    counters: s.counters,
-                })
-                .collect(),
+            subflows: self.subflows.stats(subflow_stats),
         }
+    }
+}
+
+/// A snapshot of subflow `s`.
+fn subflow_stats(s: &Subflow) -> SubflowStats {
+    SubflowStats {
+        id: s.id,
+        path: s.local_path,
+        remote: s.remote,
+        state: s.state,
+        backup: s.backup,
+        potentially_failed: s.pf(),
+        srtt_us: s.rec.rtt.srtt,
+        rttvar_us: s.rec.rtt.rttvar,
+        rto_us: s.rec.rtt.rto(),
+        cwnd: s.rec.cc.cwnd,
+        in_flight: s.rec.in_flight,
+        counters: s.counters,
     }
 }

@@ -21,9 +21,9 @@ impl Connection {
 
     /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
     pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
-        if let Some(i) = self.subflows.iter().position(|s| s.id == id && s.is_open()) {
-            if !self.subflows[i].pf {
-                self.subflows[i].pf = true;
+        if let Some(i) = self.subflows.by_number(id).filter(|&i| self.subflows[i].is_open()) {
+            if !self.subflows[i].rec.pf {
+                self.subflows[i].rec.pf = true;
                 self.emit(Event::SubflowFailed { id });
             }
             self.reinject_in_flight(now, i, false);
@@ -34,12 +34,12 @@ impl Connection {
     /// the oracle's or the idle timer's verdict), their data is queued for the other paths,
     /// and those are joined.
     pub(super) fn fail_over(&mut self, now: Time, was_bad: bool, on: impl Fn(usize, &Subflow) -> bool) {
-        for i in 0..self.subflows.len() {
-            let sf = &mut self.subflows[i];
+        for i in 0..self.subflows.slot_bound() {
+            let Some(sf) = self.subflows.get_mut(i) else { continue };
             if sf.is_open() && !sf.backup && on(i, sf) {
                 sf.was_bad |= was_bad;
-                if !sf.pf {
-                    sf.pf = true;
+                if !sf.rec.pf {
+                    sf.rec.pf = true;
                     let id = sf.id;
                     self.emit(Event::SubflowFailed { id });
                 }
@@ -61,8 +61,8 @@ impl Connection {
             return;
         }
         let failover_open = self.subflows.iter().any(|s| s.failover && s.is_open());
-        let healthy = |s: &&Subflow| s.established() && !s.backup && !s.failover && !s.pf && !s.was_bad;
-        let last_loss = self.subflows.iter().filter(healthy).map(|s| s.last_loss_at).max();
+        let healthy = |s: &&Subflow| s.established() && !s.backup && !s.failover && !s.rec.pf && !s.was_bad;
+        let last_loss = self.subflows.iter().filter(healthy).map(|s| s.rec.last_loss_at).max();
         let (true, Some(last_loss)) = (failover_open, last_loss) else {
             self.healthy_since = None;
             return;
@@ -74,8 +74,8 @@ impl Connection {
             return;
         }
         self.healthy_since = None;
-        for i in 0..self.subflows.len() {
-            let sf = &mut self.subflows[i];
+        for i in 0..self.subflows.slot_bound() {
+            let Some(sf) = self.subflows.get_mut(i) else { continue };
             sf.was_bad = false;
             sf.high_rto = false;
             if sf.failover && sf.is_open() {
@@ -98,7 +98,7 @@ impl Connection {
 
     /// The netpath of subflow `i`: (local address, remote address, local path).
     pub(super) fn netpath(&self, i: usize) -> Option<oracle::Netpath> {
-        let sf = &self.subflows[i];
+        let sf = self.subflows.get(i)?;
         let lp = self.paths.get(usize::from(sf.local_path.0))?;
         Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote.ip(), iface: sf.local_path.0 })
     }
@@ -110,27 +110,28 @@ impl Connection {
 
     /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
     pub(crate) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
-        for i in 0..self.subflows.len() {
-            let Some(np) = self.netpath(i).filter(|_| self.subflows[i].is_open()) else { continue };
+        for i in 0..self.subflows.slot_bound() {
+            let open = self.subflows.get(i).is_some_and(|s| s.is_open());
+            let Some(np) = self.netpath(i).filter(|_| open) else { continue };
             let sf = &mut self.subflows[i];
             let c = sf.counters;
             let now = [c.packets_sent, c.packets_lost + c.tlp_count, c.packets_retransmitted];
             let d = [now[0] - sf.reported[0], now[1] - sf.reported[1], now[2] - sf.reported[2]];
             sf.reported = now;
-            out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto: sf.rtt.rto() });
+            out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto: sf.rec.rtt.rto() });
         }
     }
 
     /// Applies an oracle decision to this connection's subflows on that netpath.
     pub(crate) fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
-        let on = (0..self.subflows.len().min(64))
-            .filter(|&k| self.subflows[k].is_open() && self.netpath(k) == Some(a.netpath))
+        let on = (0..self.subflows.slot_bound().min(64))
+            .filter(|&k| self.subflows.get(k).is_some_and(|s| s.is_open()) && self.netpath(k) == Some(a.netpath))
             .fold(0u64, |m, k| m | 1 << k);
         if on == 0 || self.is_closed() {
             return;
         }
         let mut set_flags = |bad: Option<bool>, high_rto: Option<bool>| {
-            for (k, sf) in self.subflows.iter_mut().enumerate().take(64) {
+            for (k, sf) in self.subflows.enumerate_mut() {
                 if on & (1 << k) != 0 {
                     sf.was_bad = bad.unwrap_or(sf.was_bad);
                     sf.high_rto = high_rto.unwrap_or(sf.high_rto);

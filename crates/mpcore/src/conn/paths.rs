@@ -18,9 +18,9 @@ impl Connection {
     /// Withdraws a local path's address (REMOVE_ADDR) and closes our subflows on it.
     pub fn remove_address(&mut self, now: Time, path: PathId) {
         self.remove.push(path.0);
-        for i in 0..self.subflows.len() {
-            if self.subflows[i].local_path == path && self.subflows[i].is_open() {
-                self.shut_subflow(now, i, crate::wire::frame::reason::UNSPECIFIED);
+        for i in 0..self.subflows.slot_bound() {
+            if self.subflows.get(i).is_some_and(|s| s.local_path == path) {
+                self.shut_subflow(now, i, reason::UNSPECIFIED, false);
             }
         }
         self.pend_on_any(ctrl::REMOVE_ADDR);
@@ -32,11 +32,8 @@ impl Connection {
     }
 
     pub(super) fn pend_on_any(&mut self, bit: u16) {
-        let pick = self
-            .subflows
-            .iter()
-            .position(|s| s.established() && !s.pf && !s.backup)
-            .or_else(|| self.subflows.iter().position(|s| s.established()));
+        let slot = |f: &dyn Fn(&Subflow) -> bool| self.subflows.enumerate().find(|(_, s)| f(s)).map(|(k, _)| k);
+        let pick = slot(&|s| s.established() && !s.pf() && !s.backup).or_else(|| slot(&|s| s.established()));
         if let Some(i) = pick {
             self.subflows[i].ctrl_pending |= bit;
         }
@@ -47,8 +44,8 @@ impl Connection {
             PathManager::OnDemand => return,
             PathManager::MultiMob => {
                 // The idle timer's length needs the server's RTO: ask for it (§5.16 RTO).
-                if self.config.mp_idle {
-                    self.subflows[0].ctrl_pending |= ctrl::RTO_REQ;
+                if let Some(sf) = self.subflows.get_mut(0).filter(|_| self.config.mp_idle) {
+                    sf.ctrl_pending |= ctrl::RTO_REQ;
                 }
                 return;
             }
@@ -66,30 +63,28 @@ impl Connection {
         if self.config.path_manager != PathManager::OnDemand {
             return;
         }
-        if self.subflows.iter().any(|s| s.is_open() && !s.pf) {
+        if self.subflows.iter().any(|s| s.is_open() && !s.rec.pf) {
             return;
         }
         self.open_other_paths(now, false, true);
     }
 
     /// The client joins from every local path without an open subflow, towards the address
-    /// subflow 0 uses (by fast join where negotiated); as backup subflows if `backup_all` or
+    /// it connected to (by fast join where negotiated); as backup subflows if `backup_all` or
     /// the path is marked backup, and marked `failover` (closed again on fail-back).
     pub(super) fn open_other_paths(&mut self, now: Time, backup_all: bool, failover: bool) {
-        if self.side != Side::Client || self.is_closed() || self.subflows.is_empty() {
+        if self.side != Side::Client || self.is_closed() {
             return;
         }
-        let remote = self.subflows[0].remote;
+        let remote = self.peer_addr;
         for p in 0..self.paths.len() {
             let path = PathId(p as u8);
             if self.path_down[p] || self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
                 continue;
             }
             let backup = backup_all || self.paths[p].backup;
-            if self.open_subflow(now, path, remote, backup).is_some() {
-                if let Some(sf) = self.subflows.last_mut() {
-                    sf.failover = failover;
-                }
+            if let Some(i) = self.open(now, path, remote, backup) {
+                self.subflows[i].failover = failover;
             }
         }
     }
@@ -120,13 +115,13 @@ impl Connection {
             self.open_other_paths(now, false, true);
         }
         let elsewhere = self.subflows.iter().any(|s| s.is_open() && s.local_path != path);
-        for i in 0..self.subflows.len() {
-            if !on_path(&self.subflows[i]) {
+        for i in 0..self.subflows.slot_bound() {
+            if !self.subflows.get(i).is_some_and(on_path) {
                 continue;
             }
             if elsewhere && self.side == Side::Client {
                 self.reopen[p] = true;
-                self.shut_subflow(now, i, crate::wire::frame::reason::UNSPECIFIED);
+                self.shut_subflow(now, i, reason::UNSPECIFIED, false);
             } else {
                 let id = self.subflows[i].id;
                 self.mark_potentially_failed(now, id);
@@ -144,13 +139,12 @@ impl Connection {
             return;
         }
         self.path_down[p] = false;
-        if !std::mem::take(&mut self.reopen[p]) || self.side != Side::Client || self.subflows.is_empty() {
+        if !std::mem::take(&mut self.reopen[p]) || self.side != Side::Client {
             return;
         }
         if !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
-            let remote = self.subflows[0].remote;
             let backup = self.paths[p].backup;
-            self.open_subflow(now, path, remote, backup);
+            self.open(now, path, self.peer_addr, backup);
         }
         tracing::debug!(side = ?self.side, path = p, "local path up");
     }

@@ -21,31 +21,29 @@ impl Connection {
             let sf = &self.subflows[0];
             return Some(Transmit { path: sf.local_path, remote: sf.remote, len: hs.initial.len() });
         }
-        let n = self.subflows.len();
-        if self.recv.take_window_update() && n > 0 {
-            let i = (0..n)
-                .filter(|&k| self.subflows[k].established() && !self.subflows[k].pf)
-                .max_by_key(|&k| self.subflows[k].last_original_rx);
-            if let Some(i) = i {
-                self.subflows[i].ack_now = true;
+        let n = self.subflows.slot_bound();
+        if self.recv.take_window_update() {
+            let best = self.subflows.enumerate().filter(|(_, s)| s.established() && !s.pf());
+            if let Some((i, _)) = best.max_by_key(|(_, s)| s.last_original_rx) {
+                self.subflows[i].acks.immediate = true;
             }
         }
         // Control first: ACKs due, pending frames, probes, redundant copies.
         for k in 0..n {
             let i = (self.rr + k) % n;
-            let sf = &self.subflows[i];
+            let Some(sf) = self.subflows.get(i) else { continue };
             let closing_only = !sf.is_open() && sf.ctrl_pending & (ctrl::RESET | ctrl::FASTCLOSE) != 0;
             if !sf.is_open() && !closing_only {
                 continue;
             }
-            let urgent = sf.ack_due(now) || sf.ctrl_pending != 0 || sf.probe.is_some() || sf.copy.is_some();
+            let urgent = sf.acks.due(now) || sf.ctrl_pending != 0 || sf.rec.probe.is_some() || sf.copy.is_some();
             if urgent {
                 // A first fast-join packet carries data when there is some (FAST_JOIN_OUT);
                 // its repeats are FAST_JOIN_IN.
                 let first_fast_join = sf.state == SubflowState::JoinSent
-                    && sf.join == JoinKind::FastInitiator
+                    && sf.join.kind == JoinKind::FastInitiator
                     && sf.ctrl_pending & ctrl::JOIN != 0
-                    && sf.rto_backoff == 0;
+                    && sf.rec.rto_backoff == 0;
                 let repeat = self.config.faults.repeat_fast_join_dsn;
                 let seg = if first_fast_join { self.send.fast_join_segment(repeat) } else { None };
                 if let Some(t) = self.build(now, i, seg, buf) {
@@ -67,26 +65,31 @@ impl Connection {
         let payload = self.max_payload() as u64;
         let len = seg.len.min(payload).max(1) as u32;
         self.infos.clear();
-        for (k, sf) in self.subflows.iter().enumerate().take(scheduler::MAX_SUBFLOWS) {
+        for k in 0..self.subflows.slot_bound() {
+            let Some(sf) = self.subflows.get(k) else {
+                // A free slot: never eligible.
+                self.infos.push(SubflowInfo::default());
+                continue;
+            };
             let mut flags = Flags(0);
             flags.set(Flags::ESTABLISHED, sf.established() && sf.remote_cid.is_some());
-            flags.set(Flags::POTENTIALLY_FAILED, sf.pf);
+            flags.set(Flags::POTENTIALLY_FAILED, sf.rec.pf);
             flags.set(Flags::BACKUP, sf.backup);
-            flags.set(Flags::IN_RECOVERY, sf.rto_backoff > 0);
+            flags.set(Flags::IN_RECOVERY, sf.rec.rto_backoff > 0);
             flags.set(Flags::ALREADY_SENT, seg.mask & (1 << k) != 0);
             flags.set(Flags::HIGH_RTO, sf.high_rto);
             flags.set(Flags::WAS_BAD, sf.was_bad);
-            let room = sf.cwnd_room().min(sf.amplification_room());
+            let room = sf.rec.cwnd_room().min(sf.val.room());
             self.infos.push(SubflowInfo {
                 id: sf.id,
                 flags,
                 iface: self.paths.get(usize::from(sf.local_path.0)).map(|p| p.iface).unwrap_or_default(),
-                srtt_us: sf.rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
-                rttvar_us: sf.rtt.rttvar.min(u64::from(u32::MAX)) as u32,
-                cwnd: sf.cc.cwnd.min(u64::from(u32::MAX)) as u32,
+                srtt_us: sf.rec.rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
+                rttvar_us: sf.rec.rtt.rttvar.min(u64::from(u32::MAX)) as u32,
+                cwnd: sf.rec.cc.cwnd.min(u64::from(u32::MAX)) as u32,
                 cwnd_room: room.min(u64::from(u32::MAX)) as u32,
                 last_original_rx_us: sf.last_original_rx,
-                retrans_outstanding: sf.recent_losses + u32::from(sf.pf),
+                retrans_outstanding: sf.rec.recent_losses + u32::from(sf.rec.pf),
             });
         }
         let s = Segment {
@@ -95,11 +98,11 @@ impl Connection {
             queued_bytes: self.send.queued(),
         };
         match self.sched.pick(&self.infos, &s) {
-            Pick::Send(i) if i < self.subflows.len() => Some((i, seg)),
+            Pick::Send(i) if self.subflows.get(i).is_some() => Some((i, seg)),
             Pick::SendAll(mask) => {
                 let mut first = None;
                 for i in mask.iter() {
-                    if i >= self.subflows.len() {
+                    if self.subflows.get(i).is_none() {
                         continue;
                     }
                     if first.is_none() {
@@ -126,7 +129,7 @@ impl Connection {
             Probe::Tail => {
                 // New data only on a subflow already carrying data (never on a backup subflow
                 // the scheduler keeps idle); else the last segment it sent, else a bare PING.
-                let last = self.subflows[i].sent.iter().rev().find_map(|p| p.data);
+                let last = self.subflows[i].last_data_in_flight();
                 let may_take_new = last.is_some() && !self.subflows[i].backup;
                 match (self.send.peek().filter(|s| !s.retrans && may_take_new), last) {
                     (Some(s), _) => s,

@@ -289,6 +289,14 @@ impl SendSide {
         self.peek().filter(|s| s.len > 0 && s.off == una).map(|s| Seg { fin: false, ..s })
     }
 
+    /// Slot `bit` was freed (and may be reused by a new subflow): earlier reinjections no
+    /// longer avoid it.
+    pub fn forget_slot(&mut self, bit: u64) {
+        for c in &mut self.retrans {
+            c.mask &= !bit;
+        }
+    }
+
     /// A FAST_JOIN_OUT left with data from the current edge.
     pub fn on_fast_join_sent(&mut self) {
         self.fast_join_at = Some(self.una());
@@ -420,6 +428,9 @@ mod tests {
         assert_eq!(s.on_sent(DataRef { off: 30, len: 10, fin: false }, Sent::FromQueue, 1), 10, "a reinjection");
         s.queue_retransmission(DataRef { off: 0, len: 15, fin: false }, 0);
         assert_eq!(s.peek(), None, "wholly acknowledged: nothing queued");
+        s.queue_retransmission(DataRef { off: 30, len: 10, fin: false }, 0b110);
+        s.forget_slot(0b100);
+        assert_eq!(s.peek().map(|g| g.mask), Some(0b10), "a freed slot is no longer avoided");
     }
 
     #[test]

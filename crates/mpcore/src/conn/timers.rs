@@ -1,46 +1,94 @@
-//! The connection's timers: what is due when, and the work done when it is.
+//! The connection's timers. Every timer has a kind and one deadline, computed from the state
+//! by one function ([`Connection::timers`] for the connection, `Subflow::timers` for each
+//! subflow): `poll_timeout` reports the earliest of them and `handle_timeout` does the work
+//! of exactly the kinds whose deadline has passed, so the two cannot disagree. Each handler
+//! moves its own deadline (or ends what it times), so after `handle_timeout(now)` no deadline
+//! at or before `now` is left.
 
+use super::subflow::{timer as sf_timer, TimerContext};
 use super::*;
 
+/// One deadline per timer kind (`N` kinds, numbered from 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerTable<const N: usize> {
+    at: [Option<Time>; N],
+}
+
+impl<const N: usize> Default for TimerTable<N> {
+    fn default() -> Self {
+        Self { at: [None; N] }
+    }
+}
+
+impl<const N: usize> TimerTable<N> {
+    /// Arms (`Some`) or stops (`None`) timer `kind`.
+    pub fn set(&mut self, kind: usize, at: Option<Time>) {
+        self.at[kind] = at;
+    }
+
+    /// Whether timer `kind` is armed and due at `now`.
+    pub fn expired(&self, kind: usize, now: Time) -> bool {
+        self.at[kind].is_some_and(|t| t <= now)
+    }
+
+    /// The earliest deadline of all kinds.
+    pub fn next(&self) -> Option<Time> {
+        self.at.iter().flatten().copied().min()
+    }
+}
+
+/// The kinds of the connection's own timers.
+pub mod timer {
+    /// The drain after closing is over: the connection may be forgotten.
+    pub const DRAIN: usize = 0;
+    /// Client: the INITIAL is due again.
+    pub const HANDSHAKE: usize = 1;
+    /// Nothing authenticated arrived for the idle timeout.
+    pub const IDLE: usize = 2;
+    /// `multimob`: the receive idle timer (MultiMob §III-B).
+    pub const RECEIVE_IDLE: usize = 3;
+    /// `multimob`: a regular subflow has been healthy for the fail-back hold.
+    pub const FAIL_BACK: usize = 4;
+    pub const COUNT: usize = 5;
+}
+
 impl Connection {
+    /// The deadline of each of the connection's own timers.
+    pub(super) fn timers(&self) -> TimerTable<{ timer::COUNT }> {
+        let mut t = TimerTable::default();
+        t.set(timer::DRAIN, self.drain_until);
+        if let Some(hs) = self.hs.as_ref().filter(|hs| self.state == State::Initial && !hs.send_now) {
+            t.set(timer::HANDSHAKE, Some(hs.next_send));
+        }
+        if !self.is_closed() {
+            if self.config.idle_timeout > 0 {
+                t.set(timer::IDLE, Some(self.last_rx.saturating_add(self.config.idle_timeout)));
+            }
+            if self.idle_timer_applies() {
+                t.set(timer::RECEIVE_IDLE, self.idle_timer.deadline());
+            }
+            t.set(timer::FAIL_BACK, self.healthy_since.map(|h| h.saturating_add(self.config.fail_back_hold)));
+        }
+        t
+    }
+
+    /// What the subflows' timers depend on now.
+    fn timer_context(&self) -> TimerContext {
+        TimerContext {
+            peer_max_ack_delay: self.peer_max_ack_delay(),
+            keep_alive: if self.is_closed() { 0 } else { self.config.keep_alive },
+            idle_timeout: None,
+        }
+    }
+
     /// The earliest time `handle_timeout` has work to do.
     pub fn poll_timeout(&self) -> Option<Time> {
         if self.drained {
             return None;
         }
-        let mut t: Option<Time> = None;
-        let mut min = |x: Option<Time>| {
-            if let Some(x) = x {
-                t = Some(t.map_or(x, |t| t.min(x)));
-            }
-        };
-        if let Some(d) = self.drain_until {
-            min(Some(d));
-        }
-        if let Some(hs) = self.hs.as_ref().filter(|_| self.state == State::Initial) {
-            min(Some(hs.next_send));
-        }
-        if self.config.idle_timeout > 0 && !self.is_closed() {
-            min(Some(self.last_rx + self.config.idle_timeout));
-        }
-        if self.idle_timer_applies() && !self.is_closed() {
-            min(self.idle_timer.deadline());
-        }
-        if let Some(t) = self.healthy_since {
-            min(Some(t + self.config.fail_back_hold));
-        }
-        for sf in &self.subflows {
-            if !sf.is_open() {
-                continue;
-            }
-            min(sf.ack_deadline);
-            min(sf.loss_time);
-            min(sf.rto_deadline(self.peer_max_ack_delay()));
-            if self.config.keep_alive > 0 && sf.established() && !self.is_closed() {
-                min(Some(sf.last_activity + self.config.keep_alive));
-            }
-        }
-        t
+        let cx = self.timer_context();
+        let subflows = self.subflows.iter().filter_map(|s| s.timers(&cx).next());
+        subflows.chain(self.timers().next()).min()
     }
 
     pub(super) fn peer_max_ack_delay(&self) -> u64 {
@@ -51,29 +99,28 @@ impl Connection {
         if self.drained {
             return;
         }
-        if self.drain_until.is_some_and(|d| d <= now) {
+        let t = self.timers();
+        if t.expired(timer::DRAIN, now) {
             self.drained = true;
             return;
         }
-        if self.state == State::Initial {
+        if t.expired(timer::HANDSHAKE, now) {
             let max = self.config.max_handshake_attempts;
+            if self.hs.as_ref().is_some_and(|hs| hs.attempts >= max) {
+                self.enter_closed(now, CloseReason::HandshakeTimeout);
+                self.drained = true;
+                return;
+            }
             if let Some(hs) = self.hs.as_mut() {
-                if hs.next_send <= now {
-                    if hs.attempts >= max {
-                        self.enter_closed(now, CloseReason::HandshakeTimeout);
-                        self.drained = true;
-                        return;
-                    }
-                    hs.send_now = true;
-                }
+                hs.send_now = true;
             }
         }
-        if self.config.idle_timeout > 0 && !self.is_closed() && self.last_rx + self.config.idle_timeout <= now {
+        if t.expired(timer::IDLE, now) {
             self.enter_closed(now, CloseReason::IdleTimeout);
             self.drained = true;
             return;
         }
-        if self.idle_timer.expired(now) && self.idle_timer_applies() {
+        if t.expired(timer::RECEIVE_IDLE, now) {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
             self.fail_over(now, true, |_, s| !s.failover);
@@ -83,93 +130,96 @@ impl Connection {
             // A failed path with nothing in flight gets a PING, so that its retransmission
             // timer probes it (with backoff) until it answers.
             for sf in self.subflows.iter_mut() {
-                if sf.pf && sf.established() && !sf.backup && sf.ack_eliciting_in_flight == 0 && sf.probe.is_none() {
+                if sf.pf()
+                    && sf.established()
+                    && !sf.backup
+                    && sf.rec.eliciting_in_flight == 0
+                    && sf.rec.probe.is_none()
+                {
                     sf.ctrl_pending |= ctrl::PING;
                 }
             }
         }
-        let pmad = self.peer_max_ack_delay();
-        for i in 0..self.subflows.len() {
-            if !self.subflows[i].is_open() {
-                continue;
-            }
+        for i in 0..self.subflows.slot_bound() {
+            let cx = self.timer_context();
+            let Some(t) = self.subflows.get(i).map(|s| s.timers(&cx)) else { continue };
             let sf = &mut self.subflows[i];
-            if sf.ack_deadline.is_some_and(|d| d <= now) {
-                sf.ack_now = true;
+            if t.expired(sf_timer::ACK, now) {
+                sf.acks.immediate = true;
             }
-            if self.config.keep_alive > 0
-                && sf.established()
-                && sf.last_activity + self.config.keep_alive <= now
-                && !matches!(self.state, State::Closed(_))
-            {
+            if t.expired(sf_timer::KEEP_ALIVE, now) {
                 sf.ctrl_pending |= ctrl::PING;
                 sf.last_activity = now;
             }
-            if sf.loss_time.is_some_and(|t| t <= now) {
+            if t.expired(sf_timer::LOSS, now) {
                 self.detect_lost(now, i);
             }
-            let sf = &mut self.subflows[i];
-            if sf.rto_deadline(pmad).is_some_and(|t| t <= now) {
+            // Loss detection may have emptied the flight: the timer is read again.
+            if self.subflows[i].timers(&cx).expired(sf_timer::RETRANSMIT, now) {
                 self.on_retransmission_timeout(now, i);
+            }
+            if t.expired(sf_timer::DRAIN, now) {
+                self.reclaim_subflow(i);
             }
         }
     }
 
     pub(super) fn on_retransmission_timeout(&mut self, now: Time, i: usize) {
-        let max_attempts = self.config.max_handshake_attempts;
-        let sf = &mut self.subflows[i];
-        if !sf.tlp_sent && sf.rto_backoff == 0 && sf.rtt.has_sample && sf.state == SubflowState::Established {
-            // RFC 8985 §7.3: send one probe, restart the timer.
-            sf.tlp_sent = true;
-            sf.probe = Some(Probe::Tail);
-            sf.counters.tlp_count += 1;
-            sf.rto_start = now;
-            // MultiMob counts a tail loss probe as a loss.
-            sf.last_loss_at = now;
-            // multimob: the primary's first timeout with data pending and nothing else to fall
-            // back on opens the other paths at once, without waiting for the oracle's period.
-            let id = sf.id;
-            let alone = !self.subflows.iter().any(|s| s.id != id && s.is_open() && !s.pf);
-            if self.config.path_manager == PathManager::MultiMob
-                && self.config.failover_on_timeout
-                && self.side == Side::Client
-                && !self.subflows[i].backup
-                && alone
-                && self.has_unused_path()
-            {
-                // The endpoint's oracle hears of it too, and declares the netpath bad for
-                // every connection on it ("one connection experiences issues, others react").
-                self.alert = self.netpath(i);
-                self.fail_over(now, true, |_, s| s.id == id);
+        match self.subflows[i].on_retransmission_timer(now, self.config.max_handshake_attempts) {
+            Expiry::TailProbe => {
+                // multimob: the primary's first timeout with data pending and nothing else to
+                // fall back on opens the other paths at once, without waiting for the oracle's
+                // period.
+                let id = self.subflows[i].id;
+                let alone = !self.subflows.iter().any(|s| s.id != id && s.is_open() && !s.pf());
+                if self.config.path_manager == PathManager::MultiMob
+                    && self.config.failover_on_timeout
+                    && self.side == Side::Client
+                    && !self.subflows[i].backup
+                    && alone
+                    && self.has_unused_path()
+                {
+                    // The endpoint's oracle hears of it too, and declares the netpath bad for
+                    // every connection on it ("one connection experiences issues, others react").
+                    self.alert = self.netpath(i);
+                    self.fail_over(now, true, |_, s| s.id == id);
+                }
             }
-            return;
+            Expiry::JoinGivenUp => self.shut_subflow(now, i, reason::UNSPECIFIED, false),
+            Expiry::Timeout { newly_failed } => {
+                if newly_failed {
+                    let id = self.subflows[i].id;
+                    self.emit(Event::SubflowFailed { id });
+                    self.open_on_demand(now);
+                }
+                // Everything in flight is presumed lost and goes to the retransmission queue,
+                // from where the scheduler reinjects it on another subflow (RFC 8684 §3.3.6).
+                self.reinject_in_flight(now, i, true);
+                if self.side == Side::Client && self.state == State::Confirm && i == 0 {
+                    self.subflows[0].ctrl_pending |= ctrl::PING;
+                }
+            }
         }
-        sf.counters.rto_count += 1;
-        sf.rto_backoff += 1;
-        sf.rto_start = now;
-        let joining =
-            matches!(sf.state, SubflowState::JoinSent | SubflowState::JoinAckSent | SubflowState::JoinReceived);
-        if joining && sf.rto_backoff >= max_attempts {
-            self.shut_subflow(now, i, crate::wire::frame::reason::UNSPECIFIED);
-            return;
-        }
-        let in_flight = sf.in_flight;
-        sf.cc.on_rto(now, in_flight);
-        let newly_pf = !sf.pf && sf.state == SubflowState::Established;
-        if sf.state == SubflowState::Established {
-            sf.pf = true;
-        }
-        sf.probe = Some(Probe::Rto);
-        let id = sf.id;
-        if newly_pf {
-            self.emit(Event::SubflowFailed { id });
-            self.open_on_demand(now);
-        }
-        // Everything in flight is presumed lost and goes to the retransmission queue, from
-        // where the scheduler reinjects it on another subflow (RFC 8684 §3.3.6).
-        self.reinject_in_flight(now, i, true);
-        if self.side == Side::Client && self.state == State::Confirm && i == 0 {
-            self.subflows[0].ctrl_pending |= ctrl::PING;
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_deadline_per_kind() {
+        let mut t: TimerTable<4> = TimerTable::default();
+        assert_eq!(t.next(), None);
+        t.set(2, Some(300));
+        t.set(0, Some(500));
+        t.set(3, Some(100));
+        assert_eq!(t.next(), Some(100));
+        t.set(3, None);
+        assert_eq!(t.next(), Some(300), "a stopped timer no longer counts");
+        assert!(t.expired(2, 300) && !t.expired(2, 299) && !t.expired(1, u64::MAX));
+        t.set(2, Some(900));
+        assert!(!t.expired(2, 300) && t.expired(2, 900), "re-arming replaces the deadline");
+        assert_eq!(t.next(), Some(500));
     }
 }

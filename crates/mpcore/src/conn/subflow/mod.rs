@@ -1,0 +1,397 @@
+//! One subflow, from its JOIN (or the first handshake) until its record is reclaimed: its
+//! packet-number space each way, the ACKs it owes ([`AckState`]), its loss recovery
+//! ([`recovery`]), its peer address's validation ([`Validation`]), its join ([`JoinState`]),
+//! its timers and its close procedure. [`table`] holds a connection's subflows.
+
+pub mod recovery;
+pub mod table;
+
+use super::cc::Cc;
+use super::timers::TimerTable;
+use crate::ranges::RangeSet;
+use crate::wire::Cid;
+use crate::{PathId, Time};
+use recovery::{Recovery, Rtt};
+use std::net::SocketAddr;
+
+/// Where a subflow is in its life (RFC 8684 §3.2 for joins).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubflowState {
+    /// We sent the JOIN and wait for the SYNACK.
+    JoinSent,
+    /// We sent the third packet (HMAC-A) and wait for its acknowledgement (the fourth).
+    JoinAckSent,
+    /// We answered a JOIN and wait for the third packet.
+    JoinReceived,
+    /// Data may flow.
+    Established,
+    /// Closed by a reset, REMOVE_ADDR, an idle timeout or a failed join. The record drains
+    /// (answering late packets with a SUBFLOW_RESET) and is then reclaimed.
+    Closed,
+}
+
+/// Control frames a packet carries, tracked so that a lost one is sent again.
+pub mod ctrl {
+    pub const HS_DONE: u16 = 1 << 0;
+    pub const SYNACK: u16 = 1 << 1;
+    pub const JOIN_ACK: u16 = 1 << 2;
+    pub const PRIO: u16 = 1 << 3;
+    pub const RTO_REQ: u16 = 1 << 4;
+    pub const RTO_VAL: u16 = 1 << 5;
+    pub const PING: u16 = 1 << 6;
+    pub const RESET: u16 = 1 << 7;
+    pub const CHALLENGE: u16 = 1 << 8;
+    pub const RESPONSE: u16 = 1 << 9;
+    pub const JOIN: u16 = 1 << 10;
+    pub const ADD_ADDR: u16 = 1 << 11;
+    pub const ADDR_ECHO: u16 = 1 << 12;
+    pub const REMOVE_ADDR: u16 = 1 << 13;
+    pub const FASTCLOSE: u16 = 1 << 14;
+    /// Send the FAST_JOIN_REPLY now (it also rides in every packet until acknowledged).
+    pub const FJ_REPLY: u16 = 1 << 15;
+    /// Frames that are sent again when the packet carrying them is lost.
+    pub const RETRANSMITTABLE: u16 =
+        HS_DONE | SYNACK | JOIN_ACK | PRIO | RTO_REQ | RTO_VAL | JOIN | ADD_ADDR | ADDR_ECHO | REMOVE_ADDR | CHALLENGE;
+}
+
+/// How a subflow was (or is being) joined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Subflow 0, or RFC 8684's four-packet MP_JOIN.
+    Regular,
+    /// We opened it with FAST_JOIN_OUT or FAST_JOIN_IN (§5.9, §5.10).
+    FastInitiator,
+    /// We accepted the peer's FAST_JOIN_OUT: the reply carries our DATA_ACK.
+    FastOut,
+    /// We accepted the peer's FAST_JOIN_IN: the reply carries the DSN we send from.
+    FastIn,
+}
+
+/// A range of the stream carried by a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataRef {
+    /// Offset in the stream (see `conn::dsn`).
+    pub off: u64,
+    pub len: u32,
+    pub fin: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubflowCounters {
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub packets_received: u64,
+    pub bytes_received: u64,
+    pub packets_lost: u64,
+    /// Data bytes sent again (after loss, on a probe, or as a reinjection).
+    pub bytes_retransmitted: u64,
+    /// Packets that carried data sent again.
+    pub packets_retransmitted: u64,
+    /// Data bytes first sent on another subflow and sent here too.
+    pub bytes_reinjected: u64,
+    pub data_bytes_sent: u64,
+    pub rto_count: u64,
+    pub tlp_count: u64,
+}
+
+/// The join's state: how it is made and the values its HMACs bind.
+#[derive(Clone, Copy, Debug)]
+pub struct JoinState {
+    pub kind: JoinKind,
+    /// R-A / R-B of RFC 8684 §3.2, ours and the peer's.
+    pub nonce_local: u32,
+    pub nonce_remote: u32,
+    /// Responder of a fast join: the FAST_JOIN_REPLY rides in every packet until the peer
+    /// acknowledges one, so that no packet of ours arrives before the peer can use it.
+    pub reply_unacked: bool,
+}
+
+/// The peer address's validation and the anti-amplification limit (§10).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Validation {
+    pub validated: bool,
+    /// Bytes received from and sent to the address since it became the subflow's.
+    pub amp_rx: u64,
+    pub amp_tx: u64,
+    /// PATH_CHALLENGE data we sent (NAT rebinding), and a PATH_RESPONSE we owe.
+    pub challenge: Option<[u8; 8]>,
+    pub response: Option<[u8; 8]>,
+}
+
+impl Validation {
+    /// The bytes we may still send to an unvalidated address (three times what it sent
+    /// us), or `u64::MAX` once it is validated.
+    pub fn room(&self) -> u64 {
+        if self.validated {
+            u64::MAX
+        } else {
+            (3 * self.amp_rx).saturating_sub(self.amp_tx)
+        }
+    }
+}
+
+/// What the receiving half owes the peer: the packet numbers received, and when to ACK them.
+#[derive(Debug)]
+pub struct AckState {
+    pub received: RangeSet,
+    pub largest: Option<u64>,
+    /// When the largest packet number arrived (for the ACK delay).
+    pub largest_at: Time,
+    pub unacked_eliciting: u32,
+    /// The latest time the next ACK may leave; `immediate`: it is due now.
+    pub deadline: Option<Time>,
+    pub immediate: bool,
+}
+
+impl AckState {
+    fn new(now: Time) -> Self {
+        Self {
+            received: RangeSet::new(32),
+            largest: None,
+            largest_at: now,
+            unacked_eliciting: 0,
+            deadline: None,
+            immediate: false,
+        }
+    }
+
+    /// Whether an ACK frame should go out now.
+    pub fn due(&self, now: Time) -> bool {
+        self.immediate || self.deadline.is_some_and(|d| d <= now)
+    }
+
+    /// No ACK is owed any more (one was sent, or nothing was worth a packet).
+    pub fn clear(&mut self) {
+        self.immediate = false;
+        self.deadline = None;
+    }
+}
+
+/// The kinds of a subflow's timers (see `conn::timers`).
+pub mod timer {
+    /// The delayed ACK must leave.
+    pub const ACK: usize = 0;
+    /// A packet is declared lost by time.
+    pub const LOSS: usize = 1;
+    /// Tail loss probe or retransmission timeout.
+    pub const RETRANSMIT: usize = 2;
+    /// Nothing sent for the keep-alive interval: a PING.
+    pub const KEEP_ALIVE: usize = 3;
+    /// Server: nothing received for the subflow idle timeout while another subflow was heard.
+    pub const IDLE: usize = 4;
+    /// A closed subflow's drain is over: its record goes.
+    pub const DRAIN: usize = 5;
+    pub const COUNT: usize = 6;
+}
+
+/// What a subflow's timers depend on beyond the subflow.
+#[derive(Clone, Copy, Debug)]
+pub struct TimerContext {
+    /// The peer's max_ack_delay.
+    pub peer_max_ack_delay: u64,
+    /// Keep-alive interval (0: none), applicable while the connection is open.
+    pub keep_alive: u64,
+    /// Subflow idle timeout (0: none), where it applies.
+    pub idle_timeout: Option<u64>,
+}
+
+#[derive(Debug)]
+pub struct Subflow {
+    /// Subflow number (§2).
+    pub id: u32,
+    pub state: SubflowState,
+    pub local_path: PathId,
+    pub remote: SocketAddr,
+    pub local_addr_id: u8,
+    pub remote_addr_id: u8,
+    pub local_cid: Cid,
+    pub remote_cid: Option<Cid>,
+    /// Opened by this endpoint.
+    pub local_opener: bool,
+    pub backup: bool,
+    pub join: JoinState,
+    /// Opened by the path manager for a failover (closed again on fail-back).
+    pub failover: bool,
+    /// Counters already reported to the oracle: packets sent, lost (TLPs included),
+    /// retransmitted.
+    pub reported: [u64; 3],
+    pub rec: Recovery,
+    pub acks: AckState,
+    pub val: Validation,
+    pub ctrl_pending: u16,
+    /// A copy of a segment the redundant scheduler put on this subflow too.
+    pub copy: Option<DataRef>,
+    pub reset_reason: u8,
+    /// When a packet last arrived on it (authenticated), for the subflow idle timeout.
+    pub last_rx: Time,
+    /// The server's idle probe went out at this time; the subflow closes if it stays silent.
+    pub idle_probe: Option<Time>,
+    /// Closed: the record is reclaimed at this time.
+    pub drain_until: Option<Time>,
+    // For the schedulers and the oracle.
+    pub last_original_rx: Time,
+    pub was_bad: bool,
+    pub high_rto: bool,
+    pub last_activity: Time,
+    pub peer_rto_ms: Option<u64>,
+    pub counters: SubflowCounters,
+}
+
+impl SubflowState {
+    /// Of the control frames `ctrl` a lost packet carried, those still worth sending in this
+    /// state: the join frames only while the join they belong to is incomplete.
+    pub fn frames_to_resend(self, ctrl: u16) -> u16 {
+        let again = ctrl & ctrl::RETRANSMITTABLE;
+        match self {
+            SubflowState::JoinSent => again & (ctrl::JOIN | ctrl::PRIO),
+            SubflowState::JoinAckSent => again & !(ctrl::SYNACK | ctrl::JOIN),
+            SubflowState::JoinReceived => again & !(ctrl::JOIN | ctrl::JOIN_ACK),
+            SubflowState::Established => again & !(ctrl::JOIN | ctrl::JOIN_ACK | ctrl::SYNACK),
+            SubflowState::Closed => 0,
+        }
+    }
+}
+
+impl Subflow {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: u32,
+        state: SubflowState,
+        local_path: PathId,
+        remote: SocketAddr,
+        local_cid: Cid,
+        local_opener: bool,
+        backup: bool,
+        rtt: Rtt,
+        cc: Cc,
+        now: Time,
+    ) -> Self {
+        Self {
+            id,
+            state,
+            local_path,
+            remote,
+            local_addr_id: local_path.0,
+            remote_addr_id: 0,
+            local_cid,
+            remote_cid: None,
+            local_opener,
+            backup,
+            join: JoinState { kind: JoinKind::Regular, nonce_local: 0, nonce_remote: 0, reply_unacked: false },
+            failover: false,
+            reported: [0; 3],
+            rec: Recovery::new(rtt, cc, now),
+            acks: AckState::new(now),
+            val: Validation::default(),
+            ctrl_pending: 0,
+            copy: None,
+            reset_reason: 0,
+            last_rx: now,
+            idle_probe: None,
+            drain_until: None,
+            last_original_rx: 0,
+            was_bad: false,
+            high_rto: false,
+            last_activity: now,
+            peer_rto_ms: None,
+            counters: SubflowCounters::default(),
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.state != SubflowState::Closed
+    }
+
+    pub fn established(&self) -> bool {
+        self.state == SubflowState::Established
+    }
+
+    /// Potentially failed: its retransmission timer expired and nothing new was acknowledged
+    /// since (or an oracle said so).
+    pub fn pf(&self) -> bool {
+        self.rec.pf
+    }
+
+    /// Records a received packet number; false for a duplicate (replay). Acknowledges every
+    /// second ack-eliciting packet, and at once one that arrives out of order (RFC 9000
+    /// §13.2.1-2); otherwise within `max_ack_delay`.
+    pub fn on_packet_received(&mut self, now: Time, pn: u64, ack_eliciting: bool, max_ack_delay: u64) -> bool {
+        let a = &mut self.acks;
+        if a.received.contains(pn) {
+            return false;
+        }
+        a.received.insert(pn, pn + 1);
+        let out_of_order = a.largest.is_some_and(|l| pn < l || pn > l + 1);
+        if a.largest.is_none_or(|l| pn > l) {
+            a.largest = Some(pn);
+            a.largest_at = now;
+        }
+        self.last_rx = now;
+        self.idle_probe = None;
+        if ack_eliciting {
+            a.unacked_eliciting += 1;
+            if a.unacked_eliciting >= 2 || out_of_order {
+                a.immediate = true;
+            } else if a.deadline.is_none() {
+                a.deadline = Some(now + max_ack_delay);
+            }
+        }
+        true
+    }
+
+    /// An ACK frame was sent.
+    pub fn on_ack_sent(&mut self) {
+        self.acks.clear();
+        self.acks.unacked_eliciting = 0;
+    }
+
+    /// Closes the subflow: nothing more is sent on it but, if `tell_peer`, a SUBFLOW_RESET
+    /// with `reason` (a MP_FASTCLOSE already pending stays). The record stays for a drain
+    /// period of three retransmission timeouts, answering late packets with the reset, and
+    /// is then reclaimed. The data in flight goes to `reinject`; returns the connection-level
+    /// frames that were in flight here (see [`Subflow::drain_flight`]).
+    pub fn close(&mut self, now: Time, reason: u8, tell_peer: bool, reinject: &mut impl FnMut(DataRef)) -> u16 {
+        // Closed first, so that connection-level frames in flight here go to another subflow.
+        self.state = SubflowState::Closed;
+        let orphaned = self.drain_flight(now, false, reinject);
+        self.reset_reason = reason;
+        self.ctrl_pending &= ctrl::FASTCLOSE;
+        if tell_peer && self.remote_cid.is_some() {
+            self.ctrl_pending |= ctrl::RESET;
+        }
+        self.rec.probe = None;
+        self.rec.loss_time = None;
+        self.copy = None;
+        self.acks.clear();
+        self.drain_until = Some(now.saturating_add(3 * self.rec.rtt.rto()));
+        orphaned
+    }
+
+    /// The deadline of each of this subflow's timers (see [`timer`]).
+    pub fn timers(&self, cx: &TimerContext) -> TimerTable<{ timer::COUNT }> {
+        let mut t = TimerTable::default();
+        if !self.is_open() {
+            t.set(timer::DRAIN, self.drain_until);
+            return t;
+        }
+        if !self.acks.immediate {
+            t.set(timer::ACK, self.acks.deadline);
+        }
+        t.set(timer::LOSS, self.rec.loss_time);
+        t.set(timer::RETRANSMIT, self.rec.rto_deadline(cx.peer_max_ack_delay));
+        if cx.keep_alive > 0 && self.established() {
+            t.set(timer::KEEP_ALIVE, Some(self.last_activity.saturating_add(cx.keep_alive)));
+        }
+        if let Some(idle) = cx.idle_timeout.filter(|_| self.established()) {
+            t.set(
+                timer::IDLE,
+                Some(match self.idle_probe {
+                    // The probe had three RTOs to be answered.
+                    Some(at) => at.saturating_add(3 * self.rec.rtt.rto()),
+                    None => self.last_rx.saturating_add(idle),
+                }),
+            );
+        }
+        t
+    }
+}
