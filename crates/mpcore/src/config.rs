@@ -79,6 +79,15 @@ pub struct Config {
     pub cookie_lifetime: u64,
     /// Give up a handshake or a join after this many unanswered sends.
     pub max_handshake_attempts: u32,
+    /// A server closes a subflow it has heard nothing on for this long while another subflow
+    /// of the connection was heard more recently, after a PING it sent there went unanswered
+    /// (PROTOCOL.md §7; 0: never). The connection's last subflow is left to `idle_timeout`.
+    pub subflow_idle_timeout: u64,
+    /// For simulations and tests only: every key share, connection ID and nonce comes from a
+    /// generator seeded with this value (see [`crate::rng`]), so a run is a function of its
+    /// inputs. Never set it in production: the keys would be predictable.
+    #[doc(hidden)]
+    pub rng_seed: Option<u64>,
     /// The oracle of the `multimob` path manager (period, thresholds).
     pub oracle: oracle::Config,
     /// `multimob`: a primary subflow's first timeout (its tail loss probe) with data pending
@@ -128,6 +137,8 @@ impl Default for Config {
             require_retry: false,
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
+            subflow_idle_timeout: 30_000_000,
+            rng_seed: None,
             oracle: oracle::Config::default(),
             failover_on_timeout: true,
             fail_back_hold: 3_000_000,

@@ -135,6 +135,21 @@ impl KeyShare {
         Ok(Self { private, public })
     }
 
+    /// The key pair whose private key is `seed`: for a seeded generator only (see
+    /// [`crate::rng`]). *ring* takes private keys from a random generator alone, and its
+    /// generator trait is sealed; its fixed-value generator (a hidden, deprecated testing aid)
+    /// hands it the seed instead.
+    pub fn from_seed(seed: &[u8; 32]) -> Result<Self, CryptoError> {
+        #[allow(deprecated)]
+        let rng = ring::test::rand::FixedSliceRandom { bytes: seed };
+        let private =
+            agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng).map_err(|_| CryptoError::Rng)?;
+        let pk = private.compute_public_key().map_err(|_| CryptoError::Rng)?;
+        let mut public = [0u8; 32];
+        public.copy_from_slice(pk.as_ref());
+        Ok(Self { private, public })
+    }
+
     /// Our public key, sent in INITIAL or HANDSHAKE.
     pub fn public(&self) -> &[u8; 32] {
         &self.public

@@ -1,73 +1,19 @@
 //! An endpoint: the connections of one host (or one application), demultiplexed by connection
-//! ID and join token, and the server's stateless answers to first packets (§4.1).
+//! ID and join token, and the server's stateless answers to first packets (§4.1, in
+//! `handshake`). Connections talk back through their endpoint-event queue
+//! ([`EndpointEvent`]); the endpoint applies it after every call into one.
 
 use crate::config::{Config, ConfigError};
-use crate::conn::{random_cid, CloseReason, ConnStats, Connection, Event};
-use crate::crypto::{self, encode_addr, CookieKey, KeyShare, Master, RetryTokenKey, Suite};
-use crate::wire::packet::{self, Handshake, Retry};
-use crate::wire::{Cid, Frame, Header, Packet, TransportParams, Writer};
+use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
+use crate::drops::Drops;
+use crate::handshake::{self, ServerKeys};
+use crate::rng::Rng;
+use crate::wire::packet;
+use crate::wire::{Cid, Header, Packet, Writer};
 use crate::{LocalPath, PathId, Time, Transmit};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::net::SocketAddr;
-
-/// Datagrams dropped, by reason (§11: every one is counted; none changes state).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Drops {
-    /// Larger than the receive limit.
-    pub oversized: u64,
-    /// Did not parse, or its frames did not.
-    pub malformed: u64,
-    /// A version we do not speak.
-    pub version: u64,
-    /// A short header naming no connection of ours.
-    pub unknown_cid: u64,
-    /// A JOIN naming no connection of ours.
-    pub unknown_token: u64,
-    /// AEAD authentication failed (forged or corrupted).
-    pub decrypt_failed: u64,
-    /// A packet number already received on that subflow (a replay or a network duplicate).
-    pub duplicate: u64,
-    /// A RETRY whose integrity tag is wrong.
-    pub bad_retry: u64,
-    /// An INITIAL whose retry token is invalid or expired.
-    pub bad_token: u64,
-    /// A CONFIRM whose cookie does not open, is expired, or names another address.
-    pub bad_cookie: u64,
-    /// A CONFIRM for a connection that already closed.
-    pub cookie_replay: u64,
-    /// A JOIN whose subflow number is already taken.
-    pub replayed_join: u64,
-    /// A join, ADD_ADDR or MP_FASTCLOSE whose HMAC or key is wrong.
-    pub bad_hmac: u64,
-    /// A join beyond the subflow limit, or of a kind not accepted.
-    pub refused: u64,
-    /// A valid packet in the wrong state (e.g. an INITIAL to a client).
-    pub unexpected: u64,
-    /// A frame contradicting the protocol (e.g. DATA_ACK of data never sent). Only that frame
-    /// is ignored, the packet is processed, so this is not part of [`Drops::total`].
-    pub protocol: u64,
-}
-
-impl Drops {
-    pub fn total(&self) -> u64 {
-        self.oversized
-            + self.malformed
-            + self.version
-            + self.unknown_cid
-            + self.unknown_token
-            + self.decrypt_failed
-            + self.duplicate
-            + self.bad_retry
-            + self.bad_token
-            + self.bad_cookie
-            + self.cookie_replay
-            + self.replayed_join
-            + self.bad_hmac
-            + self.refused
-            + self.unexpected
-    }
-}
 
 /// Names one connection of an endpoint. Handles are never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -103,8 +49,9 @@ pub struct Endpoint {
     by_token: HashMap<u32, usize>,
     /// CIDs of closed connections, until the cookie lifetime has passed (§4.4).
     closed_cids: HashMap<Cid, Time>,
-    cookie_key: CookieKey,
-    retry_key: RetryTokenKey,
+    /// The stateless server's cookie and retry-token keys.
+    keys: ServerKeys,
+    rng: Rng,
     stateless: VecDeque<(PathId, SocketAddr, Vec<u8>)>,
     accept: VecDeque<ConnHandle>,
     events: VecDeque<(ConnHandle, Event)>,
@@ -124,10 +71,6 @@ impl fmt::Debug for Endpoint {
     }
 }
 
-fn ms(t: Time) -> u64 {
-    t / 1000
-}
-
 impl Endpoint {
     /// An endpoint with these local paths. A `server` endpoint accepts connections; any
     /// endpoint may connect.
@@ -136,8 +79,8 @@ impl Endpoint {
         if paths.is_empty() || paths.len() > 255 {
             return Err(ConfigError("an endpoint needs between 1 and 255 local paths".into()));
         }
-        let cookie_key = CookieKey::generate(1).map_err(|_| ConfigError("no system randomness".into()))?;
-        let retry_key = RetryTokenKey::generate().map_err(|_| ConfigError("no system randomness".into()))?;
+        let mut rng = Rng::new(config.rng_seed);
+        let keys = ServerKeys::new(&mut rng).map_err(|_| ConfigError("no system randomness".into()))?;
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
             path_down: vec![false; paths.len()],
@@ -148,8 +91,8 @@ impl Endpoint {
             by_cid: HashMap::new(),
             by_token: HashMap::new(),
             closed_cids: HashMap::new(),
-            cookie_key,
-            retry_key,
+            keys,
+            rng,
             stateless: VecDeque::new(),
             accept: VecDeque::new(),
             events: VecDeque::new(),
@@ -203,11 +146,12 @@ impl Endpoint {
         if usize::from(path.0) >= self.paths.len() {
             return Err(ConnectError::UnknownPath(path));
         }
-        let mut cid = random_cid();
+        let mut cid = self.rng.cid();
         while self.by_cid.contains_key(&cid) {
-            cid = random_cid();
+            cid = self.rng.cid();
         }
-        let c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid)
+        let rng = self.rng.fork();
+        let c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid, rng)
             .map_err(|_| ConnectError::Crypto)?;
         if let Some(o) = self.oracle.as_mut() {
             o.start(now);
@@ -222,7 +166,7 @@ impl Endpoint {
         let idx = self.conns.len();
         self.conns.push(Some(Box::new(c)));
         self.live += 1;
-        self.sync(idx, 0);
+        self.apply_events(idx, 0);
         ConnHandle(idx)
     }
 
@@ -231,33 +175,47 @@ impl Endpoint {
         self.accept.pop_front()
     }
 
-    /// Registers CIDs and tokens a connection created or retired.
-    fn sync(&mut self, idx: usize, now: Time) {
-        let Some(c) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()) else { return };
-        for (cid, add) in c.cid_changes.drain(..) {
-            if add {
-                self.by_cid.insert(cid, idx);
-            } else {
-                self.by_cid.remove(&cid);
+    /// Applies what connection `idx` asked of the endpoint: routes, its token, a failed
+    /// netpath for the oracle, rejected frames to count; and forgets it once drained.
+    fn apply_events(&mut self, idx: usize, now: Time) {
+        let mut failed = None;
+        let mut drained = false;
+        while let Some(ev) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()?.poll_endpoint_event()) {
+            match ev {
+                EndpointEvent::NewCid(cid) => {
+                    self.by_cid.insert(cid, idx);
+                }
+                EndpointEvent::RetireCid(cid) => {
+                    if self.by_cid.get(&cid) == Some(&idx) {
+                        self.by_cid.remove(&cid);
+                    }
+                }
+                EndpointEvent::Token(t) => {
+                    if self.by_token.get(&t).is_some_and(|&o| o != idx) {
+                        // §4.3: tokens must be unique among an endpoint's connections.
+                        if let Some(c) = self.conns[idx].as_deref_mut() {
+                            c.fail(now, CloseReason::TokenCollision);
+                        }
+                    } else {
+                        self.by_token.insert(t, idx);
+                    }
+                }
+                EndpointEvent::NetpathFailed(np) => failed = Some(np),
+                EndpointEvent::Rejected(r) => self.drops.count(r),
+                EndpointEvent::Drained => drained = true,
             }
         }
-        if let Some(t) = c.take_token_registration() {
-            if self.by_token.get(&t).is_some_and(|&o| o != idx) {
-                // §4.3: tokens must be unique among an endpoint's connections.
-                c.fail(now, CloseReason::TokenCollision);
-            } else {
-                self.by_token.insert(t, idx);
-            }
+        if drained {
+            self.reap(idx, now);
+        }
+        if let Some(np) = failed {
+            self.declare_bad(now, np);
         }
     }
 
     /// Forgets a drained connection; its CIDs are remembered for the cookie lifetime.
     fn reap(&mut self, idx: usize, now: Time) {
-        let drained = self.conns.get(idx).and_then(|c| c.as_deref()).is_some_and(|c| c.is_drained());
-        if !drained {
-            return;
-        }
-        let Some(mut c) = self.conns[idx].take() else { return };
+        let Some(mut c) = self.conns.get_mut(idx).and_then(Option::take) else { return };
         while let Some(e) = c.poll_event() {
             self.events.push_back((ConnHandle(idx), e));
         }
@@ -322,7 +280,7 @@ impl Endpoint {
                 }
             },
             Header::Initial(_) => {
-                self.server_initial(now, path, remote, &p, len);
+                self.server_initial(now, path, remote, &p, data);
                 return;
             }
             Header::Retry(r) => self.by_cid.get(&r.dcid).copied(),
@@ -335,6 +293,7 @@ impl Endpoint {
                             c.fail(now, CloseReason::VersionMismatch);
                         }
                     }
+                    self.apply_events(i, now);
                 } else {
                     self.drops.unknown_cid += 1;
                 }
@@ -363,120 +322,40 @@ impl Endpoint {
             return;
         };
         let scratch = &mut self.scratch[..len];
-        match p.header {
-            Header::Retry(_) => c.handle_retry(now, remote, &p, data, &mut self.drops),
-            Header::Handshake(_) => c.handle_handshake(now, remote, &p, scratch, &mut self.drops),
-            _ => c.handle_sealed(now, path, remote, &p, scratch, &mut self.drops),
+        let r = match p.header {
+            Header::Retry(_) => c.handle_retry(now, remote, &p, data),
+            Header::Handshake(_) => c.handle_handshake(now, remote, &p, scratch),
+            _ => c.handle_sealed(now, path, remote, &p, scratch),
+        };
+        if let Err(r) = r {
+            self.drops.count(r);
+            tracing::trace!(%remote, len, why = ?r, "datagram dropped");
         }
-        self.sync(idx, now);
-        self.reap(idx, now);
+        self.apply_events(idx, now);
     }
 
     /// An INITIAL: answer statelessly with RETRY or HANDSHAKE (§4.1).
-    fn server_initial(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>, len: usize) {
-        let Header::Initial(i) = p.header else { return };
+    fn server_initial(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>, dgram: &[u8]) {
         if !self.server {
             self.drops.unexpected += 1;
             return;
         }
-        if len < packet::MIN_INITIAL_SIZE {
-            self.drops.malformed += 1;
-            return;
+        let (by_cid, closed, by_token) = (&self.by_cid, &self.closed_cids, &self.by_token);
+        let answer = handshake::answer_initial(
+            now,
+            remote,
+            p,
+            dgram,
+            &self.config,
+            &mut self.keys,
+            &mut self.rng,
+            |c| by_cid.contains_key(c) || closed.contains_key(c),
+            |t| by_token.contains_key(&t),
+        );
+        match answer {
+            Ok(out) => self.stateless.push_back((path, remote, out)),
+            Err(r) => self.drops.count(r),
         }
-        if i.token.is_empty() && self.config.require_retry {
-            let token = self.retry_key.issue(ms(now), &remote, &i.dcid.0);
-            let mut out = vec![0u8; 128];
-            let mut w = Writer::new(&mut out);
-            let r = Retry { version: packet::VERSION_1, dcid: i.scid, scid: random_cid(), token: &token, tag: [0; 16] };
-            let Ok(ul) = r.emit_untagged(&mut w) else { return };
-            let tag = crypto::retry_integrity_tag(&i.dcid.0, w.written());
-            if w.bytes(&tag).is_err() {
-                return;
-            }
-            out.truncate(ul + tag.len());
-            self.stateless.push_back((path, remote, out));
-            return;
-        }
-        if !i.token.is_empty()
-            && !self.retry_key.validate(i.token, ms(now), ms(self.config.cookie_lifetime), &remote, &i.dcid.0)
-        {
-            self.drops.bad_token += 1;
-            return;
-        }
-        let Ok(params) = TransportParams::parse(i.params) else {
-            self.drops.malformed += 1;
-            return;
-        };
-        let Some(suite) =
-            params.suites().iter().filter_map(|&id| Suite::from_id(id).ok()).find(|s| self.config.suites.contains(s))
-        else {
-            self.drops.refused += 1;
-            return;
-        };
-        // Pick a server CID whose key gives a token unused here (§4.3).
-        for _ in 0..4 {
-            let Ok(share) = KeyShare::generate() else { return };
-            let mut scid = random_cid();
-            while self.by_cid.contains_key(&scid) || self.closed_cids.contains_key(&scid) {
-                scid = random_cid();
-            }
-            let hs = Handshake {
-                version: packet::VERSION_1,
-                dcid: i.scid,
-                scid,
-                key_share: *share.public(),
-                suite: suite.id(),
-                pn: 0,
-            };
-            let mut hbuf = [0u8; Handshake::LEN];
-            if hs.emit(&mut Writer::new(&mut hbuf)).is_err() {
-                return;
-            }
-            let transcript = crypto::transcript_hash(&self.scratch[..p.header_len], &hbuf[..Handshake::TRANSCRIPT_LEN]);
-            let Ok(shared) = share.agree(&i.key_share) else {
-                self.drops.malformed += 1;
-                return;
-            };
-            let master = Master::derive(&shared, &transcript);
-            let secrets = master.secrets(suite);
-            if self.by_token.contains_key(&crypto::token(secrets.key_server)) {
-                continue;
-            }
-            // The cookie (§4.4): issued-at, client address, master, suite, client params.
-            let mut plain = Vec::with_capacity(96 + i.params.len());
-            plain.extend_from_slice(&ms(now).to_be_bytes());
-            let mut a = [0u8; 19];
-            let al = encode_addr(&remote, &mut a);
-            plain.extend_from_slice(&a[..al]);
-            plain.extend_from_slice(&master.0);
-            plain.push(suite.id());
-            plain.extend_from_slice(i.params);
-            let mut aad = [0u8; 20];
-            aad[..4].copy_from_slice(&packet::VERSION_1.to_be_bytes());
-            aad[4..12].copy_from_slice(&scid.0);
-            aad[12..].copy_from_slice(&i.scid.0);
-            let mut cookie = vec![0u8; plain.len() + crypto::COOKIE_OVERHEAD];
-            let Ok(cl) = self.cookie_key.seal(&aad, &plain, &mut cookie) else { return };
-            let mut sp = [0u8; 128];
-            let Ok(spl) = self.config.transport_params().emit(&mut Writer::new(&mut sp)) else { return };
-            let mut out = vec![0u8; Handshake::LEN + 256 + cl];
-            let mut w = Writer::new(&mut out);
-            let Ok(hl) = hs.emit(&mut w) else { return };
-            if Frame::TransportParams(&sp[..spl]).emit(&mut w).is_err()
-                || Frame::Cookie(&cookie[..cl]).emit(&mut w).is_err()
-            {
-                return;
-            }
-            let pt = w.len() - hl;
-            let Ok(n) = secrets.s2c.seal(0, 0, &mut out, hl, pt) else { return };
-            out.truncate(n);
-            // Anti-amplification (§10): the answer is far below three INITIALs.
-            if n <= 3 * len {
-                self.stateless.push_back((path, remote, out));
-            }
-            return;
-        }
-        self.drops.refused += 1;
     }
 
     /// A CONFIRM for no known connection: open the cookie and create the connection (§4.4).
@@ -490,62 +369,36 @@ impl Endpoint {
             self.drops.cookie_replay += 1;
             return;
         }
-        let mut aad = [0u8; 20];
-        aad[..4].copy_from_slice(&packet::VERSION_1.to_be_bytes());
-        aad[4..12].copy_from_slice(&c.dcid.0);
-        aad[12..].copy_from_slice(&c.scid.0);
-        let mut out = [0u8; 512];
-        let Ok(plain) = self.cookie_key.open(&aad, c.cookie, &mut out) else {
-            self.drops.bad_cookie += 1;
-            return;
+        let a = match handshake::open_cookie(now, remote, &c, &self.keys.cookie, &self.config) {
+            Ok(a) => a,
+            Err(r) => {
+                self.drops.count(r);
+                return;
+            }
         };
-        let parsed = (|| {
-            let issued = u64::from_be_bytes(plain.get(..8)?.try_into().ok()?);
-            let alen = match plain.get(8)? {
-                4 => 7,
-                6 => 19,
-                _ => return None,
-            };
-            let addr = plain.get(8..8 + alen)?;
-            let at = 8 + alen;
-            let master = Master(plain.get(at..at + 32)?.try_into().ok()?);
-            let suite = Suite::from_id(*plain.get(at + 32)?).ok()?;
-            let params = TransportParams::parse(plain.get(at + 33..)?).ok()?;
-            Some((issued, addr, master, suite, params))
-        })();
-        let Some((issued, addr, master, suite, params)) = parsed else {
-            self.drops.bad_cookie += 1;
-            return;
-        };
-        let mut a = [0u8; 19];
-        let al = encode_addr(&remote, &mut a);
-        if &a[..al] != addr || ms(now).saturating_sub(issued) > ms(self.config.cookie_lifetime) || issued > ms(now) + 1
-        {
-            self.drops.bad_cookie += 1;
-            return;
-        }
-        let conn = Connection::new_server(
+        let rng = self.rng.fork();
+        let secrets = a.master.secrets(a.suite);
+        let (server_cid, client_cid) = (c.dcid, c.scid);
+        let mut conn = Connection::new_server(
             now,
             &self.config,
             &self.paths,
             path,
             remote,
-            &master,
-            suite,
-            params,
-            c.scid,
-            c.dcid,
+            secrets,
+            a.client_params,
+            client_cid,
+            server_cid,
+            rng,
         );
         if conn.local_token().is_some_and(|t| self.by_token.contains_key(&t)) {
             self.drops.refused += 1;
             return;
         }
-        // Keep the connection only if the CONFIRM's own payload authenticates.
-        let mut conn = conn;
+        // The connection is kept only if the CONFIRM's own payload authenticates and applies.
         let len = p.payload.len() + p.header_len;
-        let before = self.drops.decrypt_failed + self.drops.malformed;
-        conn.handle_sealed(now, path, remote, p, &mut self.scratch[..len], &mut self.drops);
-        if self.drops.decrypt_failed + self.drops.malformed != before {
+        if let Err(r) = conn.handle_sealed(now, path, remote, p, &mut self.scratch[..len]) {
+            self.drops.count(r);
             return;
         }
         let h = self.insert(conn);
@@ -558,16 +411,10 @@ impl Endpoint {
         for idx in 0..self.conns.len() {
             let due = self.conns[idx].as_deref().and_then(|c| c.poll_timeout()).is_some_and(|t| t <= now);
             if due {
-                let mut alert = None;
                 if let Some(c) = self.conns[idx].as_deref_mut() {
                     c.handle_timeout(now);
-                    alert = c.take_alert();
                 }
-                self.sync(idx, now);
-                if let Some(np) = alert {
-                    self.declare_bad(now, np);
-                }
-                self.reap(idx, now);
+                self.apply_events(idx, now);
             }
         }
         if !self.closed_cids.is_empty() {
@@ -606,7 +453,7 @@ impl Endpoint {
         for idx in 0..self.conns.len() {
             if let Some(c) = self.conns[idx].as_deref_mut() {
                 c.apply_oracle(now, a);
-                self.sync(idx, now);
+                self.apply_events(idx, now);
             }
         }
     }
@@ -628,8 +475,7 @@ impl Endpoint {
                 } else {
                     c.path_down(now, path);
                 }
-                self.sync(idx, now);
-                self.reap(idx, now);
+                self.apply_events(idx, now);
             }
         }
     }
@@ -656,12 +502,12 @@ impl Endpoint {
         for k in 0..n {
             let idx = (self.rr + k) % n;
             let Some(c) = self.conns[idx].as_deref_mut() else { continue };
-            if let Some(t) = c.poll_transmit(now, buf) {
-                self.sync(idx, now);
+            let t = c.poll_transmit(now, buf);
+            self.apply_events(idx, now);
+            if let Some(t) = t {
                 self.rr = (idx + 1) % n;
                 return Some(t);
             }
-            self.sync(idx, now);
         }
         None
     }
@@ -685,6 +531,6 @@ impl Endpoint {
     /// may create connection IDs; call this after them so the endpoint routes to them.
     /// (Every `handle_*` and `poll_transmit` does it too.)
     pub fn refresh(&mut self, h: ConnHandle) {
-        self.sync(h.0, 0);
+        self.apply_events(h.0, 0);
     }
 }

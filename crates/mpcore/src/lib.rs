@@ -16,8 +16,11 @@
 pub mod config;
 pub mod conn;
 pub mod crypto;
+pub mod drops;
 pub mod endpoint;
+mod handshake;
 pub mod ranges;
+pub mod rng;
 pub mod wire;
 
 pub use config::{Config, ConfigError, Faults, PathManager};
@@ -26,7 +29,8 @@ pub use conn::{
     CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowState,
     SubflowStats, WriteError,
 };
-pub use endpoint::{ConnHandle, ConnectError, Drops, Endpoint};
+pub use drops::{DropReason, Drops};
+pub use endpoint::{ConnHandle, ConnectError, Endpoint};
 pub use scheduler::Iface;
 
 use std::net::SocketAddr;

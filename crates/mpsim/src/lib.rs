@@ -4,9 +4,10 @@
 //! path has, per direction, a one-way delay, a rate (serialisation at a bottleneck), a
 //! drop-tail queue, random loss, duplication and reordering, and a script of events at given
 //! times (outage on/off, loss, delay, rate, NAT rebinding). Every datagram leaves a line in the
-//! path's packet log. The network's behaviour (which datagram is lost, duplicated or delayed,
-//! and when each arrives) is a function of the seed alone; key material stays random, which
-//! changes no timing.
+//! path's packet log. The run is a function of the seed alone: the network's behaviour (which
+//! datagram is lost, duplicated or delayed, and when each arrives) and, unless a configuration
+//! sets its own `rng_seed`, both endpoints' randomness (key shares, connection IDs, nonces), so
+//! the same seed gives the same datagrams, byte for byte.
 //!
 //! The core never reads a clock, so the simulator just calls `handle_datagram` and
 //! `handle_timeout` at the virtual times where something happens: 60 simulated seconds of an
@@ -256,7 +257,10 @@ pub fn multimob_server() -> Config {
 
 impl Sim {
     /// A client and a server with these configurations over `paths`.
-    pub fn new(seed: u64, client: Config, server: Config, paths: Vec<PathConfig>) -> Result<Self, ConfigError> {
+    pub fn new(seed: u64, mut client: Config, mut server: Config, paths: Vec<PathConfig>) -> Result<Self, ConfigError> {
+        let mut seeds = Rng::new(seed ^ 0x6d70_7369_6d00);
+        client.rng_seed.get_or_insert(seeds.next_u64());
+        server.rng_seed.get_or_insert(seeds.next_u64());
         let cpaths =
             paths.iter().map(|p| LocalPath { addr: p.client_addr, iface: p.iface, backup: p.backup }).collect();
         let spaths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];
@@ -498,11 +502,14 @@ impl Sim {
                 self.client.handle_datagram(now, PathId(d.path as u8), d.from, &d.bytes);
             }
         }
-        if self.client.poll_timeout().is_some_and(|t| t <= now) {
-            self.client.handle_timeout(now);
-        }
-        if self.server.poll_timeout().is_some_and(|t| t <= now) {
-            self.server.handle_timeout(now);
+        for (name, ep) in [("client", &mut self.client), ("server", &mut self.server)] {
+            if ep.poll_timeout().is_some_and(|t| t <= now) {
+                ep.handle_timeout(now);
+                // The timer table's promise: what was due has been done, and no deadline at or
+                // before `now` is left (else a driver would spin).
+                let next = ep.poll_timeout();
+                assert!(next.is_none_or(|t| t > now), "{name}: a timer is still due at {now} µs: {next:?}");
+            }
         }
     }
 }

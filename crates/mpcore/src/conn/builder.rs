@@ -40,7 +40,7 @@ impl Connection {
                 version: packet::VERSION_1,
                 dcid: sf.remote_cid?,
                 scid: sf.local_cid,
-                cookie: &hs.cookie,
+                cookie: hs.cookie(),
                 pn: pn as u32,
             };
             (c.emit(&mut w).ok()?, 0)

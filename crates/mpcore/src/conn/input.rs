@@ -1,9 +1,63 @@
-//! The receive path: a sealed packet is opened, checked and its frames applied; the
-//! connection-level data frames (DSS: mappings, DATA_ACK, DATA_FIN).
+//! The receive path: the client's handshake packets, then every sealed packet: opened,
+//! inspected as a whole (a value no correct peer sends drops it before anything acts), then
+//! its frames applied; the connection-level data frames (DSS: mappings, DATA_ACK, DATA_FIN).
 
 use super::*;
 
+/// What one look at a packet's frames found, before any of them acts.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Inspection {
+    /// An ACK is owed for it.
+    pub eliciting: bool,
+    /// The ACK is owed at once: handshake and join packets are acknowledged at once (as QUIC
+    /// acknowledges its handshake), so their RTT samples start without a delayed-ACK bias.
+    pub urgent: bool,
+    /// It answers our fast join (a FAST_JOIN_REPLY, or the reset refusing it).
+    pub answers_join: bool,
+    pub carries_reset: bool,
+    /// Out-of-order reassembly ranges its data would open.
+    pub new_ranges: usize,
+}
+
 impl Connection {
+    /// RETRY for the client (§4.5).
+    pub(crate) fn handle_retry(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        p: &Packet<'_>,
+        dgram: &[u8],
+    ) -> Result<(), DropReason> {
+        let hs = self.hs.as_mut().filter(|_| self.state == State::Initial).ok_or(DropReason::Unexpected)?;
+        hs.on_retry(now, remote, p, dgram, &self.config)
+    }
+
+    /// HANDSHAKE for the client (§4.1-4.2): the keys are agreed, subflow 0 is up, and the
+    /// client confirms (CONFIRM packets) until the server's first short packet.
+    pub(crate) fn handle_handshake(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        p: &Packet<'_>,
+        scratch: &mut [u8],
+    ) -> Result<(), DropReason> {
+        let hs = self.hs.as_mut().filter(|_| self.state == State::Initial).ok_or(DropReason::Unexpected)?;
+        let agreed = hs.on_handshake(now, remote, p, scratch, &self.config, &mut self.rng)?;
+        self.install_keys(agreed.secrets);
+        self.set_peer_params(agreed.params);
+        let sf = &mut self.subflows[0];
+        sf.remote_cid = Some(agreed.server_cid);
+        sf.state = SubflowState::Established;
+        sf.last_original_rx = now;
+        sf.ctrl_pending |= ctrl::PING;
+        if let Some(rtt) = agreed.rtt_sample {
+            sf.rec.rtt.update(rtt, 0);
+        }
+        self.state = State::Confirm;
+        self.last_rx = now;
+        Ok(())
+    }
+
     /// A sealed packet for this connection: a short header, a CONFIRM (server, subflow 0) or a
     /// JOIN. `scratch` holds a copy of the datagram that may be modified in place.
     pub(crate) fn handle_sealed(
@@ -13,96 +67,49 @@ impl Connection {
         remote: SocketAddr,
         p: &Packet<'_>,
         scratch: &mut [u8],
-        drops: &mut Drops,
-    ) {
-        if self.drained || self.keys.is_none() {
-            drops.unexpected += 1;
-            return;
+    ) -> Result<(), DropReason> {
+        if self.drained {
+            return Err(DropReason::Unexpected);
         }
+        let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
         let dgram_len = scratch.len() as u64;
         let (i, pn, hl, is_join) = match p.header {
             Header::Short(s) => {
-                let Some(i) = self.subflows.by_cid(&s.dcid) else {
-                    drops.unknown_cid += 1;
-                    return;
-                };
-                let Some(keys) = self.keys.as_ref() else { return };
-                let Ok((len, trunc)) = keys.recv.unprotect_short(scratch) else {
-                    drops.malformed += 1;
-                    return;
-                };
+                let i = self.subflows.by_cid(&s.dcid).ok_or(DropReason::UnknownCid)?;
+                let (len, trunc) = keys.recv.unprotect_short(scratch).map_err(|_| DropReason::Malformed)?;
                 let pn = decode_pn(self.subflows[i].acks.largest, trunc, len);
                 (i, pn, Short::PN_OFFSET + len, false)
             }
-            Header::Confirm(c) => {
-                if self.side != Side::Server {
-                    drops.unexpected += 1;
-                    return;
-                }
-                let Some(i) = self.subflows.by_cid(&c.dcid) else {
-                    drops.unknown_cid += 1;
-                    return;
-                };
+            Header::Confirm(c) if self.side == Side::Server => {
+                let i = self.subflows.by_cid(&c.dcid).ok_or(DropReason::UnknownCid)?;
                 (i, u64::from(c.pn), p.header_len, false)
             }
             Header::Join(j) => match self.subflows.by_number(j.subflow) {
                 Some(i) => (i, u64::from(j.pn), p.header_len, true),
-                None => {
-                    self.handle_new_join(now, path, remote, p, scratch, drops);
-                    return;
-                }
+                None => return self.handle_new_join(now, path, remote, p, scratch),
             },
-            _ => return,
+            _ => return Err(DropReason::Unexpected),
         };
-        let Some(keys) = self.keys.as_ref() else { return };
         let id = self.subflows[i].id;
-        let Ok(plain) = keys.recv.open(id, pn, scratch, hl) else {
-            drops.decrypt_failed += 1;
-            return;
-        };
-        if Frames::validate(plain).is_err() {
-            drops.malformed += 1;
-            return;
-        }
-        // One look at the frames before acting on them: is an ACK owed, and at once?
-        // Handshake and join packets are acknowledged at once (as QUIC acknowledges its
-        // handshake): their RTT samples then start the estimator without a delayed-ACK bias.
-        let (mut eliciting, mut urgent, mut answers_join) = (false, false, false);
-        let mut new_ranges = 0usize;
-        for f in Frames::new(plain).flatten() {
-            if let Frame::Dss(Dss { mapping: Some((dsn, data)), .. }) = f {
-                new_ranges += usize::from(self.recv.check(Dsn(dsn), data.len()).unwrap_or(false));
-            }
-            eliciting |= f.is_ack_eliciting();
-            urgent |= matches!(
-                f,
-                Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. } | Frame::FastJoinReply(_)
-            );
-            answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
-        }
-        if new_ranges > self.recv.ranges_free() {
+        let plain = keys.recv.open(id, pn, scratch, hl).map_err(|_| DropReason::DecryptFailed)?;
+        let look = self.inspect(self.subflows[i].rec.next_pn, plain)?;
+        if look.new_ranges > self.recv.ranges_free() {
             // The reassembly cannot track another hole (far more holes than segments of 256
             // bytes fit in the window). The packet is dropped before it is acknowledged, so the
             // sender declares it lost and sends its data again: a stored segment is never given
             // up, and a refused one is never lost. Data that fills a hole is always taken.
             self.counters.reassembly_refused += 1;
-            return;
+            return Ok(());
         }
         let max_ack_delay = self.config.max_ack_delay;
         let sf = &mut self.subflows[i];
-        if sf.state == SubflowState::JoinSent && sf.join.kind == JoinKind::FastInitiator && !answers_join {
+        if sf.state == SubflowState::JoinSent && sf.join.kind == JoinKind::FastInitiator && !look.answers_join {
             // Nothing on a fast join is usable before the reply: not acknowledged, so the peer
             // sends it again (its reply rides in every packet until we acknowledge one).
-            drops.unexpected += 1;
-            return;
+            return Err(DropReason::Unexpected);
         }
-        if !sf.on_packet_received(now, pn, eliciting, max_ack_delay) {
-            if is_join {
-                drops.replayed_join += 1;
-            } else {
-                drops.duplicate += 1;
-            }
-            return;
+        if !sf.on_packet_received(now, pn, look.eliciting, max_ack_delay) {
+            return Err(if is_join { DropReason::ReplayedJoin } else { DropReason::Duplicate });
         }
         if is_join {
             // A repeated JOIN (new packet number) from the same address: answer it again, with
@@ -114,9 +121,9 @@ impl Connection {
                 SubflowState::Closed if same && sf.reset_reason == reason::FAST_JOIN_REJECTED => {
                     sf.ctrl_pending |= ctrl::RESET;
                 }
-                _ => drops.replayed_join += 1,
+                _ => return Err(DropReason::ReplayedJoin),
             }
-            return;
+            return Ok(());
         }
         sf.counters.packets_received += 1;
         sf.counters.bytes_received += dgram_len;
@@ -131,7 +138,7 @@ impl Connection {
             sf.val.amp_rx = dgram_len;
             sf.val.amp_tx = 0;
             let mut ch = [0u8; 8];
-            let _ = crypto::random_fill(&mut ch);
+            let _ = self.rng.fill(&mut ch);
             sf.val.challenge = Some(ch);
             sf.ctrl_pending |= ctrl::CHALLENGE;
             self.emit(Event::SubflowMigrated { id, remote });
@@ -142,13 +149,46 @@ impl Connection {
             self.emit(Event::Connected);
             self.emit(Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path, backup: false });
         }
-        if urgent {
+        if look.urgent {
             self.subflows[i].acks.immediate = true;
         }
         for f in Frames::new(plain).flatten() {
-            self.on_frame(now, i, f, drops);
+            self.on_frame(now, i, f);
         }
         self.after_receive(now);
+        Ok(())
+    }
+
+    /// One look at a decrypted payload before any frame acts, for a subflow whose next packet
+    /// number is `next_pn`: the frames parse
+    /// (§5), and no number in them is one a correct peer cannot send (PROTOCOL.md §11).
+    pub(super) fn inspect(&self, next_pn: u64, plain: &[u8]) -> Result<Inspection, DropReason> {
+        Frames::validate(plain).map_err(|_| DropReason::Malformed)?;
+        let mut look = Inspection::default();
+        for f in Frames::new(plain).flatten() {
+            match f {
+                // An ACK of a packet number we never sent.
+                Frame::Ack(a) if a.largest >= next_pn => return Err(DropReason::Protocol),
+                Frame::Dss(d) => {
+                    if let Some((ack, _)) = d.ack {
+                        self.send.check_data_ack(Dsn(ack)).map_err(|_| DropReason::Protocol)?;
+                    }
+                    if let Some((dsn, data)) = d.mapping {
+                        let new = self.recv.check(Dsn(dsn), data.len()).map_err(|_| DropReason::Protocol)?;
+                        look.new_ranges += usize::from(new);
+                    }
+                }
+                _ => {}
+            }
+            look.eliciting |= f.is_ack_eliciting();
+            look.urgent |= matches!(
+                f,
+                Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. } | Frame::FastJoinReply(_)
+            );
+            look.answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
+            look.carries_reset |= matches!(f, Frame::SubflowReset { .. });
+        }
+        Ok(look)
     }
 
     pub(super) fn after_receive(&mut self, now: Time) {
@@ -160,7 +200,7 @@ impl Connection {
         self.check_close(now);
     }
 
-    pub(super) fn on_frame(&mut self, now: Time, i: usize, f: Frame<'_>, drops: &mut Drops) {
+    pub(super) fn on_frame(&mut self, now: Time, i: usize, f: Frame<'_>) {
         match f {
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
@@ -176,28 +216,18 @@ impl Connection {
                     sf.ctrl_pending &= !ctrl::CHALLENGE;
                 }
             }
-            Frame::Dss(d) => self.on_dss(now, i, &d, drops),
-            Frame::MpJoinSynAck(sa) => self.on_synack(now, i, &sa, drops),
-            Frame::MpJoinAck { hmac } => self.on_join_ack(now, i, &hmac, drops),
-            Frame::AddAddr(a) => self.on_add_addr(i, a, drops),
-            Frame::RemoveAddr(ids) => {
-                for id in ids {
-                    for k in 0..self.subflows.slot_bound() {
-                        let on_addr = self.subflows.get(k).is_some_and(|s| s.remote_addr_id == *id && s.id != 0);
-                        if on_addr {
-                            self.shut_subflow(now, k, reason::UNSPECIFIED, false);
-                        }
-                    }
-                    self.remote_addrs.retain(|a| a.0 != *id);
-                }
-            }
+            Frame::Dss(d) => self.on_dss(now, i, &d),
+            Frame::MpJoinSynAck(sa) => self.on_synack(now, i, &sa),
+            Frame::MpJoinAck { hmac } => self.on_join_ack(now, i, &hmac),
+            Frame::AddAddr(a) => self.on_add_addr(i, a),
+            Frame::RemoveAddr(ids) => self.on_remove_addr(now, ids),
             Frame::MpPrio { backup } => self.subflows[i].backup = backup,
             Frame::FastClose { key, .. } => {
                 if self.keys.as_ref().is_some_and(|k| k.local_key == key) {
                     self.enter_closed(now, CloseReason::PeerAborted);
-                    self.drained = true;
+                    self.set_drained();
                 } else {
-                    drops.bad_hmac += 1;
+                    self.reject(DropReason::BadHmac);
                 }
             }
             Frame::SubflowReset { reason, .. } => {
@@ -225,19 +255,19 @@ impl Connection {
                 }
             }
             Frame::HandshakeDone | Frame::TransportParams(_) | Frame::Cookie(_) => {}
-            Frame::FastJoinReply(r) => self.on_fast_join_reply(now, i, &r, drops),
-            Frame::MpJoin(_) | Frame::FastJoinOut(_) | Frame::FastJoinIn(_) => drops.unexpected += 1,
+            Frame::FastJoinReply(r) => self.on_fast_join_reply(now, i, &r),
+            Frame::MpJoin(_) | Frame::FastJoinOut(_) | Frame::FastJoinIn(_) => self.reject(DropReason::Unexpected),
         }
     }
 
-    pub(super) fn on_dss(&mut self, now: Time, i: usize, d: &Dss<'_>, drops: &mut Drops) {
+    pub(super) fn on_dss(&mut self, now: Time, i: usize, d: &Dss<'_>) {
         if let Some((ack, wnd)) = d.ack {
-            self.on_data_ack(now, i, Dsn(ack), wnd, drops);
+            self.on_data_ack(now, i, Dsn(ack), wnd);
         }
         let Some((dsn, data)) = d.mapping else { return };
         if !(self.subflows[i].established() || self.side == Side::Server && i == 0) {
             // RFC 8684 §3.2: no data before the fourth ACK.
-            drops.unexpected += 1;
+            self.reject(DropReason::Unexpected);
             return;
         }
         let Ok(m) = self.recv.on_mapping(Dsn(dsn), data, d.fin, d.idle, i) else {
@@ -264,10 +294,10 @@ impl Connection {
         }
     }
 
-    pub(super) fn on_data_ack(&mut self, now: Time, i: usize, ack: Dsn, wnd: u64, drops: &mut Drops) {
+    pub(super) fn on_data_ack(&mut self, now: Time, i: usize, ack: Dsn, wnd: u64) {
         let Ok(a) = self.send.on_data_ack(ack, wnd) else {
-            // Above what we sent, or outside the stream: ignored.
-            drops.protocol += 1;
+            // Checked before the packet was accepted; a guard.
+            self.reject(DropReason::Protocol);
             return;
         };
         if a.advanced {

@@ -22,10 +22,10 @@ impl Connection {
             Side::Server => self.opened | 0x8000_0000,
         };
         self.opened += 1;
-        let cid = random_cid();
+        let cid = self.rng.cid();
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
         sf.backup = backup;
-        sf.join.nonce_local = random_u32();
+        sf.join.nonce_local = self.rng.u32();
         // The JOIN is sent by a packet to an address that has not answered yet: the initiator
         // may send (it is not amplifying anything), so its own subflow counts as validated.
         sf.val.validated = true;
@@ -34,7 +34,7 @@ impl Connection {
             sf.join.kind = JoinKind::FastInitiator;
         }
         let slot = self.subflows.insert(sf)?;
-        self.cid_changes.push((cid, true));
+        self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
         Some(slot)
     }
 
@@ -55,36 +55,28 @@ impl Connection {
         remote: SocketAddr,
         p: &Packet<'_>,
         scratch: &mut [u8],
-        drops: &mut Drops,
-    ) {
-        let Header::Join(j) = p.header else { return };
+    ) -> Result<(), DropReason> {
+        let Header::Join(j) = p.header else { return Err(DropReason::Unexpected) };
         let peer_opener_bit = match self.side {
             Side::Client => 0x8000_0000,
             Side::Server => 0,
         };
         if self.state != State::Established || j.subflow & 0x8000_0000 != peer_opener_bit {
-            drops.unexpected += 1;
-            return;
+            return Err(DropReason::Unexpected);
         }
         if self.subflows.peer_number_used(j.subflow) {
             // A number the peer used before, for a subflow since closed (§2: never reused).
-            drops.replayed_join += 1;
-            return;
+            return Err(DropReason::ReplayedJoin);
         }
         if self.subflows.open_count() >= self.config.max_subflows || self.subflows.records() >= MAX_SLOTS {
-            drops.refused += 1;
-            return;
+            return Err(DropReason::Refused);
         }
         let len = scratch.len() as u64;
-        let Some(keys) = self.keys.as_ref() else { return };
-        let Ok(plain) = keys.recv.open(j.subflow, u64::from(j.pn), scratch, p.header_len) else {
-            drops.decrypt_failed += 1;
-            return;
-        };
-        if Frames::validate(plain).is_err() {
-            drops.malformed += 1;
-            return;
-        }
+        let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
+        let plain = keys.recv.open(j.subflow, u64::from(j.pn), scratch, p.header_len);
+        let plain = plain.map_err(|_| DropReason::DecryptFailed)?;
+        // A new subflow has sent nothing: an ACK in its JOIN is a violation.
+        self.inspect(0, plain)?;
         let mut frames = Frames::new(plain).flatten();
         let local_token = self.local_token.unwrap_or_default();
         // What the first frame asks for: (backup, address id, how, the data to deliver, R-A).
@@ -96,38 +88,27 @@ impl Connection {
                 match self.recv.accept_fast_join(&keys.fast, local_token, &f) {
                     Verdict::Deliver => (f.backup, f.addr_id, JoinKind::FastOut, Some((f.dsn, f.data)), 0),
                     Verdict::AcceptDropData => (f.backup, f.addr_id, JoinKind::FastOut, None, 0),
-                    Verdict::Refuse(Refusal::BadHmac) => {
-                        drops.bad_hmac += 1;
-                        return;
-                    }
-                    Verdict::Refuse(Refusal::Replay) => {
-                        // Silently: a replay gets no answer.
-                        drops.replayed_join += 1;
-                        return;
-                    }
+                    Verdict::Refuse(Refusal::BadHmac) => return Err(DropReason::BadHmac),
+                    // Silently: a replay gets no answer.
+                    Verdict::Refuse(Refusal::Replay) => return Err(DropReason::ReplayedJoin),
                     Verdict::Refuse(r) => {
-                        drops.refused += 1;
                         let reason =
                             if r == Refusal::NoData { reason::MPTCP_ERROR } else { reason::FAST_JOIN_REJECTED };
                         self.refuse_join(now, path, remote, j.subflow, j.scid, u64::from(j.pn), len, reason);
-                        return;
+                        return Err(DropReason::Refused);
                     }
                 }
             }
             Some(Frame::FastJoinIn(f)) if self.config.fast_join => {
                 if !fastjoin::accept_in(&keys.fast, local_token, &f) {
-                    drops.bad_hmac += 1;
-                    return;
+                    return Err(DropReason::BadHmac);
                 }
                 (f.backup, f.addr_id, JoinKind::FastIn, None, 0)
             }
-            _ => {
-                // Not a join, or a fast join we did not offer.
-                drops.refused += 1;
-                return;
-            }
+            // Not a join, or a fast join we did not offer.
+            _ => return Err(DropReason::Refused),
         };
-        let cid = random_cid();
+        let cid = self.rng.cid();
         let fast = join != JoinKind::Regular;
         let state = if fast { SubflowState::Established } else { SubflowState::JoinReceived };
         let mut sf = self.new_subflow(now, j.subflow, state, path, remote, cid);
@@ -149,24 +130,24 @@ impl Connection {
             sf.last_original_rx = now;
         } else {
             sf.join.nonce_remote = nonce;
-            sf.join.nonce_local = random_u32();
+            sf.join.nonce_local = self.rng.u32();
             sf.ctrl_pending |= ctrl::SYNACK;
         }
         let id = sf.id;
-        let Some(i) = self.subflows.insert(sf) else { return };
-        self.cid_changes.push((cid, true));
+        let i = self.subflows.insert(sf).ok_or(DropReason::Refused)?;
+        self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
         self.last_rx = now;
         if !fast {
-            return;
+            return Ok(());
         }
         self.emit(Event::SubflowEstablished { id, path, backup });
         if let Some((dsn, data)) = data {
             let d = Dss { ack: None, mapping: Some((dsn, data)), fin: false, idle: false };
-            self.on_dss(now, i, &d, drops);
+            self.on_dss(now, i, &d);
         }
         // The rest of the JOIN packet: its DATA_ACK, ACK, RTO frames.
         for f in frames {
-            self.on_frame(now, i, f, drops);
+            self.on_frame(now, i, f);
         }
         // The peer moved to a new path, presumably because the old one went bad: what we
         // have in flight elsewhere is queued again, for the new subflow first.
@@ -176,6 +157,7 @@ impl Connection {
             }
         }
         self.after_receive(now);
+        Ok(())
     }
 
     /// Answers a refused fast join with a SUBFLOW_RESET (§5.9), from a closed subflow that
@@ -192,7 +174,8 @@ impl Connection {
         len: u64,
         reason: u8,
     ) {
-        let mut sf = self.new_subflow(now, id, SubflowState::Closed, path, remote, random_cid());
+        let cid = self.rng.cid();
+        let mut sf = self.new_subflow(now, id, SubflowState::Closed, path, remote, cid);
         sf.remote_cid = Some(scid);
         sf.val.amp_rx = len;
         sf.reset_reason = reason;
@@ -202,7 +185,7 @@ impl Connection {
         self.subflows.insert(sf);
     }
 
-    pub(super) fn on_synack(&mut self, now: Time, i: usize, sa: &MpJoinSynAck, drops: &mut Drops) {
+    pub(super) fn on_synack(&mut self, now: Time, i: usize, sa: &MpJoinSynAck) {
         let Some(keys) = self.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
         if sf.state != SubflowState::JoinSent || !sf.local_opener {
@@ -211,10 +194,8 @@ impl Connection {
         // RFC 8684 §3.2: HMAC-B = HMAC(Key-B || Key-A, R-B || R-A), B the responder.
         let expect = join_synack_hmac(keys.remote_key, keys.local_key, sa.nonce, sf.join.nonce_local);
         if !ct_eq(&expect, &sa.hmac) {
-            drops.bad_hmac += 1;
-            sf.reset_reason = crate::wire::frame::reason::MPTCP_ERROR;
             sf.remote_cid = Some(sa.cid);
-            sf.ctrl_pending = ctrl::RESET;
+            self.reject(DropReason::BadHmac);
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
@@ -228,17 +209,15 @@ impl Connection {
     }
 
     /// FAST_JOIN_REPLY (§5.11): our fast join is accepted; the subflow is established.
-    pub(super) fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply, drops: &mut Drops) {
+    pub(super) fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply) {
         let Some(keys) = self.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
         if sf.state != SubflowState::JoinSent || sf.join.kind != JoinKind::FastInitiator {
             return; // a repeat, or not ours to receive
         }
         if !fastjoin::verify_reply(&keys.fast, self.remote_token, r) {
-            drops.bad_hmac += 1;
-            sf.reset_reason = reason::MPTCP_ERROR;
             sf.remote_cid = Some(Cid(r.cid));
-            sf.ctrl_pending = ctrl::RESET;
+            self.reject(DropReason::BadHmac);
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
@@ -253,7 +232,7 @@ impl Connection {
         self.emit(ev);
     }
 
-    pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20], drops: &mut Drops) {
+    pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20]) {
         let Some(keys) = self.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
         if sf.state != SubflowState::JoinReceived {
@@ -262,9 +241,7 @@ impl Connection {
         // HMAC-A = HMAC(Key-A || Key-B, R-A || R-B), A the initiator (the peer here).
         let expect = join_ack_hmac(keys.remote_key, keys.local_key, sf.join.nonce_remote, sf.join.nonce_local);
         if !ct_eq(&expect, hmac) {
-            drops.bad_hmac += 1;
-            sf.reset_reason = crate::wire::frame::reason::MPTCP_ERROR;
-            sf.ctrl_pending = ctrl::RESET;
+            self.reject(DropReason::BadHmac);
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }

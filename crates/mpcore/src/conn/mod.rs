@@ -5,7 +5,7 @@
 mod builder;
 pub mod cc;
 pub mod dsn;
-mod handshake;
+mod events;
 mod input;
 mod join;
 mod multimob;
@@ -18,12 +18,12 @@ mod subflow;
 mod timers;
 
 use crate::config::{Config, PathManager};
-use crate::crypto::{
-    self, ct_eq, join_ack_hmac, join_synack_hmac, transcript_hash, KeyShare, Master, PacketKey, Suite,
-};
-use crate::endpoint::Drops;
+use crate::crypto::{self, ct_eq, join_ack_hmac, join_synack_hmac, PacketKey};
+use crate::drops::DropReason;
+use crate::handshake;
+use crate::rng::Rng;
 use crate::wire::frame::{reason, AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
-use crate::wire::packet::{self, decode_pn, Confirm, Handshake, Initial, Join, Short};
+use crate::wire::packet::{self, decode_pn, Confirm, Join, Short};
 use crate::wire::{Ack, Cid, Dss, Frame, Frames, Header, Packet, TransportParams, Writer};
 use crate::{LocalPath, PathId, Time, Transmit};
 use cc::{Cc, Coupling};
@@ -38,94 +38,11 @@ use subflow::recovery::{Expiry, Probe, Rtt, SentPacket};
 use subflow::table::{SubflowTable, MAX_SLOTS};
 use subflow::{ctrl, DataRef, JoinKind, Subflow};
 
-pub use subflow::{SubflowCounters, SubflowState};
-
-/// Which end of the first handshake this endpoint was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    Client,
-    Server,
-}
-
-/// Why a connection ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CloseReason {
-    /// Both DATA_FINs sent and acknowledged.
-    Graceful,
-    /// This application aborted (MP_FASTCLOSE sent).
-    Aborted,
-    /// The peer sent MP_FASTCLOSE.
-    PeerAborted,
-    /// Nothing authenticated arrived for the idle timeout.
-    IdleTimeout,
-    /// The first handshake got no answer.
-    HandshakeTimeout,
-    /// The server speaks none of our versions.
-    VersionMismatch,
-    /// Our token collided with another connection's (§4.3); connect again.
-    TokenCollision,
-    /// Every subflow closed.
-    NoSubflow,
-}
-
-/// Something the application may want to know.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// The first handshake completed.
-    Connected,
-    SubflowEstablished {
-        id: u32,
-        path: PathId,
-        backup: bool,
-    },
-    /// The subflow's retransmission timer expired: potentially failed.
-    SubflowFailed {
-        id: u32,
-    },
-    /// A potentially failed subflow got a new acknowledgement.
-    SubflowRecovered {
-        id: u32,
-    },
-    SubflowClosed {
-        id: u32,
-        reason: u8,
-    },
-    /// The peer's address on a subflow changed (NAT rebinding).
-    SubflowMigrated {
-        id: u32,
-        remote: SocketAddr,
-    },
-    /// The peer announced an address (ADD_ADDR with a valid HMAC).
-    AddressAnnounced {
-        addr_id: u8,
-        addr: SocketAddr,
-    },
-    /// New bytes can be read.
-    Readable,
-    /// The peer's DATA_FIN arrived in order: after the bytes still buffered, `read` returns 0.
-    Finished,
-    Closed {
-        reason: CloseReason,
-    },
-}
-
-/// Why a write failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteError {
-    /// The send buffer is full; write again after data is acknowledged.
-    Blocked,
-    /// `close` was called: no more data may be written.
-    Finished,
-    Closed(CloseReason),
-}
-
-/// Why a read returned nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadError {
-    /// Nothing to read yet.
-    Blocked,
-    Closed(CloseReason),
-}
+pub use events::{
+    CloseReason, ConnCounters, ConnStats, EndpointEvent, Event, ReadError, Side, SubflowCounters, SubflowStats,
+    WriteError,
+};
+pub use subflow::SubflowState;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -138,22 +55,6 @@ enum State {
     Closed(CloseReason),
 }
 
-struct ClientHs {
-    share: Option<KeyShare>,
-    odcid: Cid,
-    /// The INITIAL datagram, repeated unchanged (§4.1).
-    initial: Vec<u8>,
-    transcript_len: usize,
-    retried: bool,
-    cookie: Vec<u8>,
-    attempts: u32,
-    /// When the last INITIAL went out.
-    sent_at: Time,
-    next_send: Time,
-    send_now: bool,
-    server: SocketAddr,
-}
-
 struct Keys {
     send: PacketKey,
     recv: PacketKey,
@@ -163,53 +64,13 @@ struct Keys {
     fast: fastjoin::Keys,
 }
 
-/// Connection-wide counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ConnCounters {
-    pub bytes_written: u64,
-    pub bytes_read: u64,
-    /// Data bytes acknowledged by DATA_ACK.
-    pub bytes_acked: u64,
-    pub bytes_reinjected: u64,
-    pub reinjections: u64,
-    /// Segments not stored because they would have opened more out-of-order ranges than the
-    /// receive buffer tracks.
-    pub reassembly_refused: u64,
-}
-
-/// A snapshot of one subflow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SubflowStats {
-    pub id: u32,
-    pub path: PathId,
-    pub remote: SocketAddr,
-    pub state: SubflowState,
-    pub backup: bool,
-    pub potentially_failed: bool,
-    pub srtt_us: u64,
-    pub rttvar_us: u64,
-    pub rto_us: u64,
-    pub cwnd: u64,
-    pub in_flight: u64,
-    pub counters: SubflowCounters,
-}
-
-/// A snapshot of a connection.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConnStats {
-    pub side: Side,
-    pub established: bool,
-    pub closed: Option<CloseReason>,
-    pub counters: ConnCounters,
-    pub subflows: Vec<SubflowStats>,
-}
-
 pub struct Connection {
     side: Side,
     state: State,
     config: Config,
     paths: Vec<LocalPath>,
-    hs: Option<ClientHs>,
+    /// Client: the first handshake, until the server's first short packet.
+    hs: Option<handshake::Client>,
     keys: Option<Keys>,
     local_token: Option<u32>,
     remote_token: u32,
@@ -224,7 +85,9 @@ pub struct Connection {
     sched: AnyScheduler,
     infos: Vec<SubflowInfo>,
     events: VecDeque<Event>,
-    pub(crate) cid_changes: Vec<(Cid, bool)>,
+    /// What the endpoint must do for us (routes, token, oracle, counters, forgetting us).
+    endpoint_events: VecDeque<EndpointEvent>,
+    rng: Rng,
     rr: usize,
     last_rx: Time,
     drain_until: Option<Time>,
@@ -236,14 +99,11 @@ pub struct Connection {
     fastclose: bool,
     /// `multimob`: the receive idle timer (MultiMob §III-B).
     idle_timer: oracle::IdleTimer,
-    /// `multimob`: a netpath this connection found failed, for the endpoint's oracle.
-    alert: Option<oracle::Netpath>,
     /// `multimob`: since when a regular subflow has been usable while failover subflows are
     /// open (fail-back after `Config::fail_back_hold`).
     healthy_since: Option<Time>,
     pm_ran: bool,
     drained: bool,
-    token_registered: bool,
     /// Per local path: its interface is down (the driver said so with `path_down`).
     path_down: Vec<bool>,
     /// Per local path: `path_down` closed a subflow there, so `path_up` opens one again.
@@ -260,21 +120,8 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-fn random_u32() -> u32 {
-    let mut b = [0u8; 4];
-    // random_fill fails only if the OS has no randomness, which ring treats as fatal too.
-    let _ = crypto::random_fill(&mut b);
-    u32::from_be_bytes(b)
-}
-
-/// A fresh random connection ID.
-pub fn random_cid() -> Cid {
-    let mut c = [0u8; 8];
-    let _ = crypto::random_fill(&mut c);
-    Cid(c)
-}
 impl Connection {
-    fn blank(side: Side, now: Time, config: &Config, paths: &[LocalPath], peer_addr: SocketAddr) -> Self {
+    fn blank(side: Side, now: Time, config: &Config, paths: &[LocalPath], peer_addr: SocketAddr, rng: Rng) -> Self {
         let sched = AnyScheduler::from_name(&config.scheduler).unwrap_or(AnyScheduler::LowestRtt(scheduler::LowestRtt));
         Self {
             side,
@@ -294,7 +141,8 @@ impl Connection {
             sched,
             infos: Vec::with_capacity(scheduler::MAX_SUBFLOWS),
             events: VecDeque::new(),
-            cid_changes: Vec::new(),
+            endpoint_events: VecDeque::new(),
+            rng,
             rr: 0,
             last_rx: now,
             drain_until: None,
@@ -305,11 +153,9 @@ impl Connection {
             remove: Vec::new(),
             fastclose: false,
             idle_timer: oracle::IdleTimer::default(),
-            alert: None,
             healthy_since: None,
             pm_ran: false,
             drained: false,
-            token_registered: false,
             path_down: vec![false; paths.len()],
             reopen: vec![false; paths.len()],
         }
@@ -340,6 +186,28 @@ impl Connection {
         sf
     }
 
+    /// The client's side of a new connection: its INITIAL is built and sent by
+    /// `poll_transmit`.
+    pub(crate) fn new_client(
+        now: Time,
+        config: &Config,
+        paths: &[LocalPath],
+        path: PathId,
+        remote: SocketAddr,
+        local_cid: Cid,
+        mut rng: Rng,
+    ) -> Result<Self, crypto::CryptoError> {
+        let hs = handshake::Client::new(now, config, &mut rng, local_cid, remote)?;
+        let mut c = Self::blank(Side::Client, now, config, paths, remote, rng);
+        let mut sf = c.new_subflow(now, 0, SubflowState::JoinSent, path, remote, local_cid);
+        sf.val.validated = true;
+        c.subflows.insert(sf);
+        c.opened = 1;
+        c.endpoint_events.push_back(EndpointEvent::NewCid(local_cid));
+        c.hs = Some(hs);
+        Ok(c)
+    }
+
     /// The server's side, created from a CONFIRM whose cookie opened (§4.4).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_server(
@@ -348,14 +216,14 @@ impl Connection {
         paths: &[LocalPath],
         path: PathId,
         remote: SocketAddr,
-        master: &Master,
-        suite: Suite,
+        secrets: crypto::Secrets,
         client_params: TransportParams,
         client_cid: Cid,
         server_cid: Cid,
+        rng: Rng,
     ) -> Self {
-        let mut c = Self::blank(Side::Server, now, config, paths, remote);
-        c.install_keys(master.secrets(suite));
+        let mut c = Self::blank(Side::Server, now, config, paths, remote, rng);
+        c.install_keys(secrets);
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
         sf.remote_cid = Some(client_cid);
@@ -367,7 +235,7 @@ impl Connection {
         sf.last_original_rx = now;
         sf.backup = false;
         c.subflows.insert(sf);
-        c.cid_changes.push((server_cid, true));
+        c.endpoint_events.push_back(EndpointEvent::NewCid(server_cid));
         c.state = State::Established;
         c.events.push_back(Event::Connected);
         c
@@ -384,6 +252,7 @@ impl Connection {
         let fast = fastjoin::Keys::new(local_key, remote_key);
         self.keys = Some(Keys { send, recv, local_key, remote_key, fast });
         self.local_token = Some(crypto::token(local_key));
+        self.endpoint_events.push_back(EndpointEvent::Token(crypto::token(local_key)));
         self.remote_token = crypto::token(remote_key);
         self.send.set_start(Dsn(crypto::idsn(local_key)).add(1));
         self.recv.set_start(Dsn(crypto::idsn(remote_key)).add(1));
@@ -419,15 +288,6 @@ impl Connection {
         self.local_token
     }
 
-    pub(crate) fn take_token_registration(&mut self) -> Option<u32> {
-        if self.token_registered {
-            return None;
-        }
-        let t = self.local_token?;
-        self.token_registered = true;
-        Some(t)
-    }
-
     /// The MP_IDLE state of the last in-order data received (MultiMob §III-B).
     pub fn peer_idle(&self) -> bool {
         self.recv.peer_idle()
@@ -435,6 +295,24 @@ impl Connection {
 
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// The next thing the endpoint must do for this connection.
+    pub(crate) fn poll_endpoint_event(&mut self) -> Option<EndpointEvent> {
+        self.endpoint_events.pop_front()
+    }
+
+    /// A frame was rejected (the rest of its packet is processed): the endpoint counts it.
+    fn reject(&mut self, r: DropReason) {
+        self.endpoint_events.push_back(EndpointEvent::Rejected(r));
+    }
+
+    /// Nothing more to do: the endpoint may forget the connection.
+    fn set_drained(&mut self) {
+        if !self.drained {
+            self.drained = true;
+            self.endpoint_events.push_back(EndpointEvent::Drained);
+        }
     }
 
     /// Queues an event for the application and logs it (`tracing`, target `mpcore`).
@@ -520,7 +398,7 @@ impl Connection {
     /// Ends the connection at once (no drain period).
     pub(crate) fn fail(&mut self, now: Time, reason: CloseReason) {
         self.enter_closed(now, reason);
-        self.drained = true;
+        self.set_drained();
     }
 
     fn enter_closed(&mut self, now: Time, reason: CloseReason) {

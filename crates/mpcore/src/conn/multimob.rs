@@ -88,7 +88,11 @@ impl Connection {
 
     /// The peer's RTO as last reported on any subflow (MultiMob's RTO option).
     pub(super) fn peer_rto(&self) -> Option<Time> {
-        self.subflows.iter().filter_map(|s| s.peer_rto_ms).max().map(|ms| ms * 1000)
+        self.subflows
+            .iter()
+            .filter_map(|s| s.peer_rto_ms)
+            .max()
+            .map(|ms| ms.saturating_mul(1000).min(self.config.max_rto))
     }
 
     /// `multimob` client: the idle timer runs only while a failover could follow.
@@ -101,11 +105,6 @@ impl Connection {
         let sf = self.subflows.get(i)?;
         let lp = self.paths.get(usize::from(sf.local_path.0))?;
         Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote.ip(), iface: sf.local_path.0 })
-    }
-
-    /// A netpath this connection found failed since the last call.
-    pub(crate) fn take_alert(&mut self) -> Option<oracle::Netpath> {
-        self.alert.take()
     }
 
     /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.

@@ -156,7 +156,7 @@ impl Connection {
         }
     }
 
-    pub(super) fn on_add_addr(&mut self, i: usize, a: AddAddr, drops: &mut Drops) {
+    pub(super) fn on_add_addr(&mut self, i: usize, a: AddAddr) {
         let Some(keys) = self.keys.as_ref() else { return };
         match a.hmac {
             None => {
@@ -168,7 +168,7 @@ impl Connection {
             Some(h) => {
                 let expect = crypto::add_addr_hmac(keys.remote_key, keys.local_key, a.addr_id, a.ip, a.port);
                 if !ct_eq(&expect, &h) {
-                    drops.bad_hmac += 1;
+                    self.reject(DropReason::BadHmac);
                     return;
                 }
                 let addr = SocketAddr::new(a.ip, a.port);
@@ -184,6 +184,18 @@ impl Connection {
                 }
                 self.subflows[i].ctrl_pending |= ctrl::ADDR_ECHO;
             }
+        }
+    }
+
+    /// REMOVE_ADDR (§5.13): the peer's subflows from those addresses are closed.
+    pub(super) fn on_remove_addr(&mut self, now: Time, ids: &[u8]) {
+        for id in ids {
+            for k in 0..self.subflows.slot_bound() {
+                if self.subflows.get(k).is_some_and(|s| s.remote_addr_id == *id && s.id != 0) {
+                    self.shut_subflow(now, k, reason::UNSPECIFIED, false);
+                }
+            }
+            self.remote_addrs.retain(|a| a.0 != *id);
         }
     }
 }

@@ -94,7 +94,7 @@ impl Connection {
     pub(super) fn reclaim_subflow(&mut self, i: usize) {
         let stats = subflow_stats(&self.subflows[i]);
         if let Some(sf) = self.subflows.reclaim(i, stats) {
-            self.cid_changes.push((sf.local_cid, false));
+            self.endpoint_events.push_back(EndpointEvent::RetireCid(sf.local_cid));
             self.send.forget_slot(1 << (i % 64));
             self.recv.forget_slot(i);
             tracing::trace!(side = ?self.side, id = sf.id, "subflow record reclaimed");

@@ -9,17 +9,9 @@ impl Connection {
             return None;
         }
         if self.state == State::Initial {
-            let hs = self.hs.as_mut()?;
-            if !hs.send_now || buf.len() < hs.initial.len() {
-                return None;
-            }
-            hs.send_now = false;
-            hs.attempts += 1;
-            hs.sent_at = now;
-            hs.next_send = now + (self.config.initial_rto << (hs.attempts - 1).min(10));
-            buf[..hs.initial.len()].copy_from_slice(&hs.initial);
+            let len = self.hs.as_mut()?.poll_initial(now, self.config.initial_rto, buf)?;
             let sf = &self.subflows[0];
-            return Some(Transmit { path: sf.local_path, remote: sf.remote, len: hs.initial.len() });
+            return Some(Transmit { path: sf.local_path, remote: sf.remote, len });
         }
         let n = self.subflows.slot_bound();
         if self.recv.take_window_update() {

@@ -222,13 +222,21 @@ impl SendSide {
         self.buf.copy_out(off, out)
     }
 
-    /// A DATA_ACK with window `wnd` (§5.5). An old one (below our left edge) changes nothing.
-    pub fn on_data_ack(&mut self, ack: Dsn, wnd: u64) -> Result<Acked, InvalidAck> {
+    /// The offset a DATA_ACK names, if it is one a correct peer can send: within the stream,
+    /// and not beyond what we sent (the DATA_FIN's DSN included once it went out).
+    pub fn check_data_ack(&self, ack: Dsn) -> Result<u64, InvalidAck> {
         let ack = ack.offset_from(self.start).ok_or(InvalidAck)?;
         let fin_end = self.fin.filter(|_| self.fin_sent).map(|f| f + 1);
         if ack > fin_end.unwrap_or(self.nxt).max(self.nxt) {
             return Err(InvalidAck);
         }
+        Ok(ack)
+    }
+
+    /// A DATA_ACK with window `wnd` (§5.5). An old one (below our left edge) changes nothing.
+    pub fn on_data_ack(&mut self, ack: Dsn, wnd: u64) -> Result<Acked, InvalidAck> {
+        let ack = self.check_data_ack(ack)?;
+        let fin_end = self.fin.filter(|_| self.fin_sent).map(|f| f + 1);
         let una = self.una();
         if ack < una {
             return Ok(Acked { advanced: false, bytes: 0 });

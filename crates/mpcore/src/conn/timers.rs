@@ -57,8 +57,8 @@ impl Connection {
     pub(super) fn timers(&self) -> TimerTable<{ timer::COUNT }> {
         let mut t = TimerTable::default();
         t.set(timer::DRAIN, self.drain_until);
-        if let Some(hs) = self.hs.as_ref().filter(|hs| self.state == State::Initial && !hs.send_now) {
-            t.set(timer::HANDSHAKE, Some(hs.next_send));
+        if self.state == State::Initial {
+            t.set(timer::HANDSHAKE, self.hs.as_ref().and_then(|hs| hs.deadline()));
         }
         if !self.is_closed() {
             if self.config.idle_timeout > 0 {
@@ -101,26 +101,23 @@ impl Connection {
         }
         let t = self.timers();
         if t.expired(timer::DRAIN, now) {
-            self.drained = true;
+            self.set_drained();
             return;
         }
         if t.expired(timer::HANDSHAKE, now) {
             let max = self.config.max_handshake_attempts;
-            if self.hs.as_ref().is_some_and(|hs| hs.attempts >= max) {
+            if !self.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
                 self.enter_closed(now, CloseReason::HandshakeTimeout);
-                self.drained = true;
+                self.set_drained();
                 return;
-            }
-            if let Some(hs) = self.hs.as_mut() {
-                hs.send_now = true;
             }
         }
         if t.expired(timer::IDLE, now) {
             self.enter_closed(now, CloseReason::IdleTimeout);
-            self.drained = true;
+            self.set_drained();
             return;
         }
-        if t.expired(timer::RECEIVE_IDLE, now) {
+        if t.expired(timer::RECEIVE_IDLE, now) && self.idle_timer.expired(now) {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
             self.fail_over(now, true, |_, s| !s.failover);
@@ -181,7 +178,9 @@ impl Connection {
                 {
                     // The endpoint's oracle hears of it too, and declares the netpath bad for
                     // every connection on it ("one connection experiences issues, others react").
-                    self.alert = self.netpath(i);
+                    if let Some(np) = self.netpath(i) {
+                        self.endpoint_events.push_back(EndpointEvent::NetpathFailed(np));
+                    }
                     self.fail_over(now, true, |_, s| s.id == id);
                 }
             }

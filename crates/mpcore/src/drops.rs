@@ -1,0 +1,109 @@
+//! Why input is dropped (PROTOCOL.md §11: every drop is counted; none changes state).
+//!
+//! The handshake and the connections return a [`DropReason`] as a value; the endpoint counts
+//! it in its [`Drops`].
+
+/// Why a datagram was dropped, or (where a frame is rejected and the rest of its packet still
+/// processed: a bad ADD_ADDR or MP_FASTCLOSE key, data before a join completed) one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    Oversized,
+    Malformed,
+    Version,
+    UnknownCid,
+    UnknownToken,
+    DecryptFailed,
+    Duplicate,
+    BadRetry,
+    BadToken,
+    BadCookie,
+    CookieReplay,
+    ReplayedJoin,
+    BadHmac,
+    Refused,
+    Unexpected,
+    Protocol,
+}
+
+/// Datagrams dropped, by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    /// Larger than the receive limit.
+    pub oversized: u64,
+    /// Did not parse, or its frames did not.
+    pub malformed: u64,
+    /// A version we do not speak.
+    pub version: u64,
+    /// A short header naming no connection of ours.
+    pub unknown_cid: u64,
+    /// A JOIN naming no connection of ours.
+    pub unknown_token: u64,
+    /// AEAD authentication failed (forged or corrupted).
+    pub decrypt_failed: u64,
+    /// A packet number already received on that subflow (a replay or a network duplicate).
+    pub duplicate: u64,
+    /// A RETRY whose integrity tag is wrong.
+    pub bad_retry: u64,
+    /// An INITIAL whose retry token is invalid or expired.
+    pub bad_token: u64,
+    /// A CONFIRM whose cookie does not open, is expired, or names another address.
+    pub bad_cookie: u64,
+    /// A CONFIRM for a connection that already closed.
+    pub cookie_replay: u64,
+    /// A JOIN whose subflow number is taken or was used before.
+    pub replayed_join: u64,
+    /// A join, ADD_ADDR or MP_FASTCLOSE whose HMAC or key is wrong.
+    pub bad_hmac: u64,
+    /// A join beyond the subflow limit, or of a kind not accepted.
+    pub refused: u64,
+    /// A valid packet in the wrong state (e.g. an INITIAL to a client).
+    pub unexpected: u64,
+    /// An authenticated packet carrying a value no correct peer sends (an ACK of a packet
+    /// never sent, a DATA_ACK beyond the data sent, data outside the stream or beyond the
+    /// window we advertised): dropped whole, before any of its frames acts (§11).
+    pub protocol: u64,
+}
+
+impl Drops {
+    /// Counts one drop.
+    pub fn count(&mut self, r: DropReason) {
+        let c = match r {
+            DropReason::Oversized => &mut self.oversized,
+            DropReason::Malformed => &mut self.malformed,
+            DropReason::Version => &mut self.version,
+            DropReason::UnknownCid => &mut self.unknown_cid,
+            DropReason::UnknownToken => &mut self.unknown_token,
+            DropReason::DecryptFailed => &mut self.decrypt_failed,
+            DropReason::Duplicate => &mut self.duplicate,
+            DropReason::BadRetry => &mut self.bad_retry,
+            DropReason::BadToken => &mut self.bad_token,
+            DropReason::BadCookie => &mut self.bad_cookie,
+            DropReason::CookieReplay => &mut self.cookie_replay,
+            DropReason::ReplayedJoin => &mut self.replayed_join,
+            DropReason::BadHmac => &mut self.bad_hmac,
+            DropReason::Refused => &mut self.refused,
+            DropReason::Unexpected => &mut self.unexpected,
+            DropReason::Protocol => &mut self.protocol,
+        };
+        *c += 1;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.oversized
+            + self.malformed
+            + self.version
+            + self.unknown_cid
+            + self.unknown_token
+            + self.decrypt_failed
+            + self.duplicate
+            + self.bad_retry
+            + self.bad_token
+            + self.bad_cookie
+            + self.cookie_replay
+            + self.replayed_join
+            + self.bad_hmac
+            + self.refused
+            + self.unexpected
+            + self.protocol
+    }
+}

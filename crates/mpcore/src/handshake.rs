@@ -1,0 +1,390 @@
+//! The first handshake (PROTOCOL.md §4), both ends.
+//!
+//! - [`Client`]: the client's INITIAL (padded, repeated unchanged until answered, §4.1), a
+//!   RETRY's token (§4.5), the HANDSHAKE that agrees the keys and brings the server's
+//!   parameters and cookie (§4.2), and the cookie it returns in its CONFIRMs (§4.4).
+//! - [`answer_initial`] and [`open_cookie`]: the server's stateless part. An INITIAL gets a
+//!   RETRY or a HANDSHAKE whose cookie seals everything the server will need; the server keeps
+//!   nothing. A CONFIRM whose cookie opens, for the address it was issued to and within its
+//!   lifetime, gives what a new connection is created from.
+//!
+//! Nothing here touches a connection or the endpoint's tables: outcomes are values.
+
+use crate::config::Config;
+use crate::crypto::{
+    self, ct_eq, encode_addr, transcript_hash, CookieKey, KeyShare, Master, RetryTokenKey, Secrets, Suite,
+};
+use crate::drops::DropReason;
+use crate::rng::Rng;
+use crate::wire::packet::{self, Confirm, Handshake, Initial, Retry};
+use crate::wire::{Cid, Frame, Frames, Header, Packet, TransportParams, Writer};
+use crate::Time;
+use std::net::SocketAddr;
+
+fn ms(t: Time) -> u64 {
+    t / 1000
+}
+
+/// The client's side of the first handshake, until the server's first short packet.
+#[derive(Debug)]
+pub struct Client {
+    share: Option<KeyShare>,
+    /// The INITIAL's destination CID, and the client's own CID (subflow 0's).
+    odcid: Cid,
+    scid: Cid,
+    server: SocketAddr,
+    /// The INITIAL datagram, repeated unchanged (§4.1), and the length of its transcript part.
+    initial: Vec<u8>,
+    transcript_len: usize,
+    retried: bool,
+    cookie: Vec<u8>,
+    attempts: u32,
+    /// When the last INITIAL went out, and when the next one is due.
+    sent_at: Time,
+    next_send: Time,
+    send_now: bool,
+}
+
+/// What a HANDSHAKE that authenticated gives the client.
+#[derive(Debug)]
+pub struct Agreed {
+    pub secrets: Secrets,
+    pub params: TransportParams,
+    /// The server's CID for subflow 0.
+    pub server_cid: Cid,
+    /// The HANDSHAKE's round trip, if the INITIAL went only once (Karn's rule: an answer to
+    /// which copy is unknown).
+    pub rtt_sample: Option<Time>,
+}
+
+impl Client {
+    /// A client handshake from `scid` to `server`; the INITIAL is built at once and sent by
+    /// [`Client::poll_initial`].
+    pub fn new(
+        now: Time,
+        config: &Config,
+        rng: &mut Rng,
+        scid: Cid,
+        server: SocketAddr,
+    ) -> Result<Self, crypto::CryptoError> {
+        let share = rng.key_share()?;
+        let mut hs = Client {
+            share: None,
+            odcid: rng.cid(),
+            scid,
+            server,
+            initial: Vec::new(),
+            transcript_len: 0,
+            retried: false,
+            cookie: Vec::new(),
+            attempts: 0,
+            sent_at: now,
+            next_send: now,
+            send_now: true,
+        };
+        hs.build_initial(config, &share, &[]);
+        hs.share = Some(share);
+        Ok(hs)
+    }
+
+    fn build_initial(&mut self, config: &Config, share: &KeyShare, token: &[u8]) {
+        let mut pbuf = [0u8; 128];
+        let plen = config.transport_params().emit(&mut Writer::new(&mut pbuf)).unwrap_or(0);
+        let size = config.max_datagram_size.max(packet::MIN_INITIAL_SIZE);
+        let mut buf = vec![0u8; size];
+        let init = Initial {
+            version: packet::VERSION_1,
+            dcid: self.odcid,
+            scid: self.scid,
+            token,
+            key_share: *share.public(),
+            params: &pbuf[..plen],
+        };
+        self.transcript_len = init.emit(&mut Writer::new(&mut buf)).unwrap_or(0);
+        // The rest of the datagram is zero padding (§3.1: INITIALs are padded to 1200 bytes).
+        self.initial = buf;
+    }
+
+    /// The cookie to return in CONFIRMs (empty before the HANDSHAKE).
+    pub fn cookie(&self) -> &[u8] {
+        &self.cookie
+    }
+
+    /// Writes the INITIAL into `buf` if one is due; returns its length. Each repeat doubles the
+    /// wait for the next (from `initial_rto`).
+    pub fn poll_initial(&mut self, now: Time, initial_rto: u64, buf: &mut [u8]) -> Option<usize> {
+        if !self.send_now || buf.len() < self.initial.len() {
+            return None;
+        }
+        self.send_now = false;
+        self.attempts += 1;
+        self.sent_at = now;
+        self.next_send = now.saturating_add(initial_rto << (self.attempts - 1).min(10));
+        buf[..self.initial.len()].copy_from_slice(&self.initial);
+        Some(self.initial.len())
+    }
+
+    /// When the INITIAL is due again (none while one is already due).
+    pub fn deadline(&self) -> Option<Time> {
+        (!self.send_now).then_some(self.next_send)
+    }
+
+    /// The resend timer expired: `false` if `max_attempts` INITIALs went unanswered (give up).
+    pub fn on_timeout(&mut self, max_attempts: u32) -> bool {
+        if self.attempts >= max_attempts {
+            return false;
+        }
+        self.send_now = true;
+        true
+    }
+
+    /// A RETRY (§4.5): its integrity tag is checked, then the INITIAL is repeated at once with
+    /// the token. One RETRY per attempt.
+    pub fn on_retry(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        p: &Packet<'_>,
+        dgram: &[u8],
+        config: &Config,
+    ) -> Result<(), DropReason> {
+        let Header::Retry(r) = p.header else { return Err(DropReason::Unexpected) };
+        if self.retried || remote != self.server {
+            return Err(DropReason::Unexpected);
+        }
+        let tag = crypto::retry_integrity_tag(&self.odcid.0, &dgram[..p.header_len]);
+        if !ct_eq(&tag, &r.tag) {
+            return Err(DropReason::BadRetry);
+        }
+        self.retried = true;
+        if let Some(share) = self.share.take() {
+            self.build_initial(config, &share, r.token);
+            self.share = Some(share);
+        }
+        self.send_now = true;
+        self.next_send = now;
+        Ok(())
+    }
+
+    /// A HANDSHAKE (§4.1-4.2): agree the keys, open the sealed parameters and cookie. One that
+    /// fails (a forgery, or a low-order key share) spent our key share: the attempt goes on
+    /// with a fresh share and a new INITIAL without token.
+    pub fn on_handshake(
+        &mut self,
+        now: Time,
+        remote: SocketAddr,
+        p: &Packet<'_>,
+        scratch: &mut [u8],
+        config: &Config,
+        rng: &mut Rng,
+    ) -> Result<Agreed, DropReason> {
+        let Header::Handshake(h) = p.header else { return Err(DropReason::Unexpected) };
+        if remote != self.server {
+            return Err(DropReason::Unexpected);
+        }
+        let suite = Suite::from_id(h.suite).map_err(|_| DropReason::Malformed)?;
+        if !config.suites.contains(&suite) {
+            return Err(DropReason::Malformed);
+        }
+        let th = transcript_hash(&self.initial[..self.transcript_len], &scratch[..Handshake::TRANSCRIPT_LEN]);
+        // The key share is consumed by the agreement (a second HANDSHAKE finds none).
+        let Some(share) = self.share.take() else { return Err(DropReason::Unexpected) };
+        let Ok(shared) = share.agree(&h.key_share) else {
+            self.restart(config, rng);
+            return Err(DropReason::DecryptFailed);
+        };
+        let secrets = Master::derive(&shared, &th).secrets(suite);
+        let Ok(plain) = secrets.s2c.open(0, u64::from(h.pn), scratch, p.header_len) else {
+            // Not from the server that holds our INITIAL's transcript.
+            self.restart(config, rng);
+            return Err(DropReason::DecryptFailed);
+        };
+        if Frames::validate(plain).is_err() {
+            return Err(DropReason::Malformed);
+        }
+        let mut params = None;
+        let mut cookie: &[u8] = &[];
+        for f in Frames::new(plain).flatten() {
+            match f {
+                Frame::TransportParams(tp) => params = TransportParams::parse(tp).ok(),
+                Frame::Cookie(c) => cookie = c,
+                _ => {}
+            }
+        }
+        let (Some(params), false) = (params, cookie.is_empty()) else { return Err(DropReason::Malformed) };
+        self.cookie = cookie.to_vec();
+        let rtt_sample = (self.attempts == 1).then(|| now.saturating_sub(self.sent_at));
+        Ok(Agreed { secrets, params, server_cid: h.scid, rtt_sample })
+    }
+
+    fn restart(&mut self, config: &Config, rng: &mut Rng) {
+        if let Ok(fresh) = rng.key_share() {
+            self.build_initial(config, &fresh, &[]);
+            self.retried = false;
+            self.share = Some(fresh);
+            self.send_now = true;
+        }
+    }
+}
+
+/// The server's long-lived secrets for stateless answers.
+#[derive(Debug)]
+pub struct ServerKeys {
+    pub cookie: CookieKey,
+    pub retry: RetryTokenKey,
+}
+
+impl ServerKeys {
+    pub fn new(rng: &mut Rng) -> Result<Self, crypto::CryptoError> {
+        Ok(Self { cookie: CookieKey::from_bytes(1, &rng.key()?), retry: RetryTokenKey::from_bytes(&rng.key()?) })
+    }
+}
+
+/// The server's stateless answer to an INITIAL (§4.1): a RETRY when a token is required and
+/// absent, else a HANDSHAKE whose cookie seals the connection's master secret, suite and the
+/// client's parameters for this address (§4.4). `cid_taken` and `token_taken` tell which CIDs
+/// and tokens the endpoint already uses; a key whose token collides is drawn again (§4.3).
+#[allow(clippy::too_many_arguments)]
+pub fn answer_initial(
+    now: Time,
+    remote: SocketAddr,
+    p: &Packet<'_>,
+    dgram: &[u8],
+    config: &Config,
+    keys: &mut ServerKeys,
+    rng: &mut Rng,
+    cid_taken: impl Fn(&Cid) -> bool,
+    token_taken: impl Fn(u32) -> bool,
+) -> Result<Vec<u8>, DropReason> {
+    let Header::Initial(i) = p.header else { return Err(DropReason::Unexpected) };
+    if dgram.len() < packet::MIN_INITIAL_SIZE {
+        return Err(DropReason::Malformed);
+    }
+    if i.token.is_empty() && config.require_retry {
+        let token = keys.retry.issue(ms(now), &remote, &i.dcid.0);
+        let mut out = vec![0u8; 128];
+        let mut w = Writer::new(&mut out);
+        let r = Retry { version: packet::VERSION_1, dcid: i.scid, scid: rng.cid(), token: &token, tag: [0; 16] };
+        let ul = r.emit_untagged(&mut w).map_err(|_| DropReason::Malformed)?;
+        let tag = crypto::retry_integrity_tag(&i.dcid.0, w.written());
+        w.bytes(&tag).map_err(|_| DropReason::Malformed)?;
+        out.truncate(ul + tag.len());
+        return Ok(out);
+    }
+    if !i.token.is_empty() && !keys.retry.validate(i.token, ms(now), ms(config.cookie_lifetime), &remote, &i.dcid.0) {
+        return Err(DropReason::BadToken);
+    }
+    let params = TransportParams::parse(i.params).map_err(|_| DropReason::Malformed)?;
+    let suite = params
+        .suites()
+        .iter()
+        .filter_map(|&id| Suite::from_id(id).ok())
+        .find(|s| config.suites.contains(s))
+        .ok_or(DropReason::Refused)?;
+    // Pick a server CID whose key gives a token unused here (§4.3).
+    for _ in 0..4 {
+        let share = rng.key_share().map_err(|_| DropReason::Refused)?;
+        let mut scid = rng.cid();
+        while cid_taken(&scid) {
+            scid = rng.cid();
+        }
+        let hs = Handshake {
+            version: packet::VERSION_1,
+            dcid: i.scid,
+            scid,
+            key_share: *share.public(),
+            suite: suite.id(),
+            pn: 0,
+        };
+        let mut hbuf = [0u8; Handshake::LEN];
+        hs.emit(&mut Writer::new(&mut hbuf)).map_err(|_| DropReason::Malformed)?;
+        let transcript = transcript_hash(&dgram[..p.header_len], &hbuf[..Handshake::TRANSCRIPT_LEN]);
+        let shared = share.agree(&i.key_share).map_err(|_| DropReason::Malformed)?;
+        let master = Master::derive(&shared, &transcript);
+        let secrets = master.secrets(suite);
+        if token_taken(crypto::token(secrets.key_server)) {
+            continue;
+        }
+        // The cookie (§4.4): issued-at, client address, master, suite, client params.
+        let mut plain = Vec::with_capacity(96 + i.params.len());
+        plain.extend_from_slice(&ms(now).to_be_bytes());
+        let mut a = [0u8; 19];
+        let al = encode_addr(&remote, &mut a);
+        plain.extend_from_slice(&a[..al]);
+        plain.extend_from_slice(&master.0);
+        plain.push(suite.id());
+        plain.extend_from_slice(i.params);
+        let aad = cookie_aad(&scid, &i.scid);
+        let mut cookie = vec![0u8; plain.len() + crypto::COOKIE_OVERHEAD];
+        let cl = keys.cookie.seal(&aad, &plain, &mut cookie).map_err(|_| DropReason::Refused)?;
+        let mut sp = [0u8; 128];
+        let spl = config.transport_params().emit(&mut Writer::new(&mut sp)).map_err(|_| DropReason::Refused)?;
+        let mut out = vec![0u8; Handshake::LEN + 256 + cl];
+        let mut w = Writer::new(&mut out);
+        let hl = hs.emit(&mut w).map_err(|_| DropReason::Refused)?;
+        Frame::TransportParams(&sp[..spl]).emit(&mut w).map_err(|_| DropReason::Refused)?;
+        Frame::Cookie(&cookie[..cl]).emit(&mut w).map_err(|_| DropReason::Refused)?;
+        let pt = w.len() - hl;
+        let n = secrets.s2c.seal(0, 0, &mut out, hl, pt).map_err(|_| DropReason::Refused)?;
+        out.truncate(n);
+        // Anti-amplification (§10): the answer must stay within three INITIALs.
+        if n > 3 * dgram.len() {
+            return Err(DropReason::Refused);
+        }
+        return Ok(out);
+    }
+    Err(DropReason::Refused)
+}
+
+/// The cookie's associated data: version, server CID, client CID (§4.4).
+fn cookie_aad(server_cid: &Cid, client_cid: &Cid) -> [u8; 20] {
+    let mut aad = [0u8; 20];
+    aad[..4].copy_from_slice(&packet::VERSION_1.to_be_bytes());
+    aad[4..12].copy_from_slice(&server_cid.0);
+    aad[12..].copy_from_slice(&client_cid.0);
+    aad
+}
+
+/// What a cookie that opened holds.
+#[derive(Debug)]
+pub struct Accepted {
+    pub master: Master,
+    pub suite: Suite,
+    pub client_params: TransportParams,
+}
+
+/// Opens a CONFIRM's cookie (§4.4): it must authenticate under our key, name the address the
+/// CONFIRM came from, and be within its lifetime.
+pub fn open_cookie(
+    now: Time,
+    remote: SocketAddr,
+    c: &Confirm<'_>,
+    key: &CookieKey,
+    config: &Config,
+) -> Result<Accepted, DropReason> {
+    let aad = cookie_aad(&c.dcid, &c.scid);
+    let mut out = [0u8; 512];
+    let plain = key.open(&aad, c.cookie, &mut out).map_err(|_| DropReason::BadCookie)?;
+    let parsed = (|| {
+        let issued = u64::from_be_bytes(plain.get(..8)?.try_into().ok()?);
+        let alen = match plain.get(8)? {
+            4 => 7,
+            6 => 19,
+            _ => return None,
+        };
+        let addr = plain.get(8..8 + alen)?;
+        let at = 8 + alen;
+        let master = Master(plain.get(at..at + 32)?.try_into().ok()?);
+        let suite = Suite::from_id(*plain.get(at + 32)?).ok()?;
+        let params = TransportParams::parse(plain.get(at + 33..)?).ok()?;
+        Some((issued, addr, master, suite, params))
+    })();
+    let (issued, addr, master, suite, client_params) = parsed.ok_or(DropReason::BadCookie)?;
+    let mut a = [0u8; 19];
+    let al = encode_addr(&remote, &mut a);
+    let expired = ms(now).saturating_sub(issued) > ms(config.cookie_lifetime) || issued > ms(now) + 1;
+    if &a[..al] != addr || expired {
+        return Err(DropReason::BadCookie);
+    }
+    Ok(Accepted { master, suite, client_params })
+}
