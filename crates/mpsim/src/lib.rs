@@ -297,6 +297,13 @@ impl Sim {
         self.injections.sort_by_key(|e| Reverse(e.0));
     }
 
+    /// Forgets every path's packet log (a long run keeps only what it still needs).
+    pub fn clear_logs(&mut self) {
+        for p in &mut self.paths {
+            p.log.clear();
+        }
+    }
+
     pub fn path_log(&self, path: usize) -> &[LogEntry] {
         &self.paths[path].log
     }

@@ -3,9 +3,10 @@
 //! same seed gives the same run, byte for byte.
 #![allow(clippy::unwrap_used)]
 
-use mpcore::{Config, PathManager};
-use mpsim::apps::{pattern, Bulk};
-use mpsim::{ms, Dir, PathEvent, Sim};
+use mpcore::wire::frame::reason;
+use mpcore::{Config, ConnHandle, Event, PathId, PathManager, SubflowState, Time};
+use mpsim::apps::{pattern, Bulk, Trickle};
+use mpsim::{ms, Dir, Flow, PathEvent, Sim};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -45,4 +46,305 @@ fn the_same_seed_gives_the_same_datagrams_byte_for_byte() {
     assert!(n > 500, "{n} datagrams");
     assert_eq!(trace(21), (a.clone(), n), "key shares, CIDs and nonces come from the seed too");
     assert_ne!(trace(22).0, a, "another seed, another run");
+}
+
+/// Runs `app` (the trickle) until `until` returns true or `limit` passes; true if it did.
+fn run_until(sim: &mut Sim, app: &mut Trickle, limit: Time, mut until: impl FnMut(&Sim) -> bool) -> bool {
+    sim.run(limit, |s| if until(s) { Flow::Done } else { Flow::Wake(Some(app.step(s))) })
+}
+
+fn state_of(sim: &Sim, h: ConnHandle, id: u32) -> Option<SubflowState> {
+    sim.client.conn(h)?.stats().subflows.iter().find(|s| s.id == id).map(|s| s.state)
+}
+
+#[test]
+fn a_thousand_open_close_cycles_then_a_join_that_succeeds() {
+    let mut sim =
+        Sim::new(31, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), mpsim::multimob_paths()).unwrap();
+    let mut app = Trickle::new(&mut sim);
+    let h = app.client;
+    assert!(run_until(&mut sim, &mut app, ms(2_000), |s| s.client.conn(h).is_some_and(|c| c.is_established())));
+    let (mut most_client, mut most_server) = (0, 0);
+    for cycle in 0..=1000 {
+        let now = sim.now;
+        let c = sim.client.conn_mut(h).unwrap();
+        let id = c.open_subflow(now, PathId(1), mpsim::server_addr(), false);
+        let id = id.unwrap_or_else(|| panic!("cycle {cycle}: no subflow could be opened"));
+        sim.client.refresh(h);
+        let up =
+            run_until(&mut sim, &mut app, now + ms(2_000), |s| state_of(s, h, id) == Some(SubflowState::Established));
+        assert!(up, "cycle {cycle}: subflow {id} did not join");
+        if cycle == 1000 {
+            break; // the last one stays: it carries data
+        }
+        let now = sim.now;
+        assert!(sim.client.conn_mut(h).unwrap().close_subflow(now, id, reason::GRACEFUL));
+        run_until(&mut sim, &mut app, now + ms(50), |_| false);
+        most_client = most_client.max(sim.client.conn(h).unwrap().subflow_records());
+        let s = app.server.unwrap();
+        most_server = most_server.max(sim.server.conn(s).unwrap().subflow_records());
+    }
+    // The connection goes on over the last join.
+    let before = sim.packets_on(1, Some(Dir::Up), sim.now);
+    let start = sim.now;
+    run_until(&mut sim, &mut app, start + ms(3_000), |_| false);
+    let c = sim.client.conn(h).unwrap().stats();
+    assert!(c.established && c.closed.is_none());
+    let last = c.subflows.iter().find(|s| s.id == 1001).unwrap();
+    assert_eq!(last.state, SubflowState::Established);
+    assert!(sim.packets_on(1, Some(Dir::Up), start) > before, "the last subflow carries packets");
+    // Closed records are reclaimed after their drain: a handful at a time, never 1,000.
+    println!("1,001 joins; at most {most_client} records at the client, {most_server} at the server");
+    assert!(most_client <= 12 && most_server <= 12, "{most_client} / {most_server}");
+    assert_eq!(c.subflows.len(), 8 + 2, "the live subflows and the last closed ones");
+}
+
+/// Flaps local path `path`'s interface 200 times (down 2 s, up 3 s), telling the client's
+/// endpoint as a driver would. Returns (flaps after which the path carried data again, the
+/// most subflow records the server held for the connection).
+fn flaps(client: Config, server: Config, paths: Vec<mpsim::PathConfig>, path: usize) -> (usize, usize) {
+    let mut sim = Sim::new(41, client, server, paths).unwrap();
+    sim.logging = true;
+    let mut app = Trickle::new(&mut sim);
+    run_until(&mut sim, &mut app, ms(2_000), |_| false);
+    let (mut carried, mut most) = (0, 0);
+    for _ in 0..200 {
+        let t0 = sim.now;
+        sim.at(t0, path, PathEvent::Down);
+        sim.at(t0 + ms(2_000), path, PathEvent::Up);
+        let mut state = 0;
+        sim.run(t0 + ms(5_000), |s| {
+            if state == 0 && s.now >= t0 {
+                s.client.set_path_up(s.now, PathId(path as u8), false);
+                state = 1;
+            }
+            if state == 1 && s.now >= t0 + ms(2_000) {
+                s.client.set_path_up(s.now, PathId(path as u8), true);
+                state = 2;
+            }
+            if let Some(c) = app.server.and_then(|h| s.server.conn(h)) {
+                most = most.max(c.subflow_records());
+            }
+            let next = app.step(s);
+            Flow::Wake(Some([t0, t0 + ms(2_000)].into_iter().filter(|&t| t > s.now).fold(next, Time::min)))
+        });
+        // Data (the trickle's 1,200-byte writes) on the path after it came back.
+        let up = t0 + ms(2_000);
+        if sim.path_log(path).iter().any(|e| e.time > up && e.dir == Dir::Up && e.size > 1_000) {
+            carried += 1;
+        }
+        // Memory follows activity: the logs of earlier flaps are not needed.
+        sim.clear_logs();
+    }
+    let c = sim.client.conn(app.client).unwrap().stats();
+    assert!(c.established && c.closed.is_none(), "the connection survives 200 flaps");
+    (carried, most)
+}
+
+#[test]
+fn two_hundred_flaps_of_the_second_interface_under_fullmesh() {
+    // Round-robin spreads the trickle over both paths, so each flap shows whether the path
+    // carries data again.
+    let client = Config { scheduler: "round-robin".into(), ..cfg(PathManager::Fullmesh) };
+    let (carried, most) = flaps(client, cfg(PathManager::Fullmesh), mpsim::multimob_paths(), 1);
+    println!("fullmesh: data on the second path after {carried} of 200 flaps; server held at most {most} records");
+    assert_eq!(carried, 200);
+    assert!(most <= 3, "paths + 1 = 3, held {most}");
+}
+
+#[test]
+fn two_hundred_flaps_of_wifi_under_multimob() {
+    // MultiMob leaves cellular unused while WiFi works, so flapping cellular changes nothing
+    // (tests/core.rs shows it); a phone walking in and out of WiFi flaps WiFi.
+    let client = mpsim::multimob_client(oracle::Config::default());
+    let paths = mpsim::multimob_backup_paths();
+    let (carried, most) = flaps(client, mpsim::multimob_server(), paths, 0);
+    println!("multimob: data on WiFi after {carried} of 200 flaps; server held at most {most} records");
+    assert_eq!(carried, 200);
+    assert!(most <= 3, "paths + 1 = 3, held {most}");
+}
+
+#[test]
+fn a_server_reclaims_a_subflow_whose_client_end_went_silent() {
+    // The client's second path dies without its interface going down (a NAT drops the
+    // binding): the client cannot tell the server, so the server's idle timeout must.
+    let mut sim =
+        Sim::new(43, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), mpsim::multimob_paths()).unwrap();
+    let mut app = Trickle::new(&mut sim);
+    run_until(&mut sim, &mut app, ms(2_000), |_| false);
+    let s = app.server.unwrap();
+    assert_eq!(sim.server.conn(s).unwrap().subflow_records(), 2);
+    sim.at(ms(2_000), 1, PathEvent::Down);
+    let mut closed_at = None;
+    sim.run(ms(40_000), |sim| {
+        while let Some((_, e)) = sim.server.poll_event() {
+            if e == (Event::SubflowClosed { id: 1, reason: reason::IDLE_TIMEOUT }) {
+                closed_at = Some(sim.now);
+            }
+        }
+        Flow::Wake(Some(app.step(sim)))
+    });
+    let idle = Config::default().subflow_idle_timeout;
+    let at = closed_at.expect("the server closed the silent subflow");
+    println!("silent from 2.0 s; closed by the server at {:.1} s", at as f64 / 1e6);
+    assert!(at > ms(2_000) + idle && at < ms(2_000) + idle + ms(5_000), "{at}");
+    assert_eq!(sim.server.conn(s).unwrap().subflow_records(), 1, "its record was reclaimed");
+    let c = sim.server.conn(s).unwrap().stats();
+    assert!(c.closed.is_none(), "the connection goes on over WiFi");
+}
+
+type Case = (&'static str, Vec<u8>, &'static str);
+
+/// Frames carrying every number at its largest, each with what the receiver does: "protocol"
+/// (the packet is dropped and counted), "bad_hmac" or "unexpected" (the frame is rejected and
+/// counted), or "taken". `ack` is a DATA_ACK the receiver can accept.
+fn extreme_frames(ack: u64) -> Vec<Case> {
+    use mpcore::wire::frame::{AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoinSynAck, ReplyValue};
+    use mpcore::wire::{Ack, Cid, Dss, Frame, Writer};
+    const MAX: u64 = (1 << 62) - 1;
+    let encode = |f: &dyn Fn(&mut Writer<'_>)| {
+        let mut b = vec![0u8; 1100];
+        let mut w = Writer::new(&mut b);
+        f(&mut w);
+        let n = w.len();
+        b.truncate(n);
+        b
+    };
+    let frame = |f: Frame<'_>| encode(&|w| f.emit(w).unwrap());
+    let ones = std::net::IpAddr::from([0xffu8; 16]);
+    vec![
+        ("ACK of packet 2^62-1, delay 2^62-1", encode(&|w| Ack::emit(w, MAX, [(0, MAX)]).unwrap()), "protocol"),
+        (
+            "DATA_ACK 2^64-1, window 2^62-1",
+            encode(&|w| Dss::emit_header(w, Some((u64::MAX, MAX)), None, false, false).unwrap()),
+            "protocol",
+        ),
+        (
+            "mapping at DSN 2^64-1",
+            encode(&|w| {
+                Dss::emit_header(w, None, Some((u64::MAX, 1)), true, true).unwrap();
+                w.u8(0x55).unwrap();
+            }),
+            "protocol",
+        ),
+        (
+            "a true DATA_ACK, window 2^62-1",
+            encode(&|w| Dss::emit_header(w, Some((ack, MAX)), None, false, false).unwrap()),
+            "taken",
+        ),
+        ("RTO 2^62-1 ms", frame(Frame::Rto { request: true, rto_ms: Some(MAX) }), "taken"),
+        (
+            "ADD_ADDR id 255, port 65535, forged",
+            frame(Frame::AddAddr(AddAddr { addr_id: 255, ip: ones, port: 65535, hmac: Some([0xff; 8]) })),
+            "bad_hmac",
+        ),
+        (
+            "ADD_ADDR echo id 255",
+            frame(Frame::AddAddr(AddAddr { addr_id: 255, ip: ones, port: 65535, hmac: None })),
+            "taken",
+        ),
+        ("REMOVE_ADDR 255 x id 255", frame(Frame::RemoveAddr(&[255; 255])), "taken"),
+        ("MP_FASTCLOSE key 2^64-1", frame(Frame::FastClose { key: u64::MAX, reason: 255 }), "bad_hmac"),
+        (
+            "MP_JOIN_SYNACK",
+            frame(Frame::MpJoinSynAck(MpJoinSynAck {
+                backup: true,
+                addr_id: 255,
+                nonce: u32::MAX,
+                hmac: [0xff; 8],
+                cid: Cid([0xff; 8]),
+            })),
+            "taken",
+        ),
+        ("MP_JOIN_ACK", frame(Frame::MpJoinAck { hmac: [0xff; 20] }), "taken"),
+        (
+            "FAST_JOIN_REPLY DATA_ACK 2^64-1",
+            frame(Frame::FastJoinReply(FastJoinReply {
+                backup: true,
+                addr_id: 255,
+                value: ReplyValue::DataAck(u64::MAX),
+                hmac: [0xff; 20],
+                cid: [0xff; 8],
+            })),
+            "taken",
+        ),
+        (
+            "FAST_JOIN_OUT DSN 2^64-1",
+            frame(Frame::FastJoinOut(FastJoinOut {
+                backup: true,
+                addr_id: 255,
+                dsn: u64::MAX,
+                hmac: [0xff; 20],
+                data: b"x",
+            })),
+            "unexpected",
+        ),
+        (
+            "FAST_JOIN_IN DATA_ACK 2^64-1",
+            frame(Frame::FastJoinIn(FastJoinIn { backup: true, addr_id: 255, data_ack: u64::MAX, hmac: [0xff; 20] })),
+            "unexpected",
+        ),
+        ("PATH_CHALLENGE", frame(Frame::PathChallenge([0xff; 8])), "taken"),
+        ("PATH_RESPONSE", frame(Frame::PathResponse([0xff; 8])), "taken"),
+        ("extension type 2^62-1", frame(Frame::Extension { ty: MAX, body: &[0xff; 64] }), "taken"),
+        ("TRANSPORT_PARAMS", frame(Frame::TransportParams(&[0xff; 64])), "taken"),
+        ("COOKIE", frame(Frame::Cookie(&[0xff; 255])), "taken"),
+    ]
+}
+
+/// Sends each case alone in a packet sealed with the connection's real keys, from the client
+/// (`to_server`) or the server, while `app` runs; checks the receiver's counts.
+fn inject_all(sim: &mut Sim, app: &mut Bulk, to_server: bool) {
+    let (h, peer) =
+        if to_server { (app.client.unwrap(), app.server.unwrap()) } else { (app.server.unwrap(), app.client.unwrap()) };
+    let ep = |s: &Sim, to_server: bool| if to_server { *s.server.drops() } else { *s.client.drops() };
+    let ack = if to_server { sim.client.conn(h) } else { sim.server.conn(h) }.unwrap().data_ack();
+    let start = ep(sim, to_server);
+    let mut expect = start;
+    for (name, bytes, outcome) in extreme_frames(ack) {
+        match outcome {
+            "protocol" => expect.protocol += 1,
+            "bad_hmac" => expect.bad_hmac += 1,
+            "unexpected" => expect.unexpected += 1,
+            _ => {}
+        }
+        let sender = if to_server { &mut sim.client } else { &mut sim.server };
+        assert!(sender.conn_mut(h).unwrap().inject_frames(0, &bytes), "{name}");
+        let t = sim.now;
+        sim.run(t + ms(30), |s| Flow::Wake(app.step(s)));
+        let d = ep(sim, to_server);
+        assert_eq!(
+            (d.protocol, d.bad_hmac, d.unexpected),
+            (expect.protocol, expect.bad_hmac, expect.unexpected),
+            "{name}"
+        );
+        let alive = if to_server { sim.server.conn(peer) } else { sim.client.conn(peer) };
+        assert!(alive.is_some_and(|c| !c.is_closed()), "{name}: the connection lives on");
+    }
+}
+
+/// Every number a frame carries, at its largest: each frame is sent alone in a packet sealed
+/// with the connection's real keys, in the middle of an upload, in both directions. The
+/// receiver must not panic (debug builds trap overflow; CI runs this test in release too),
+/// must drop and count each packet whose values no correct peer sends (PROTOCOL.md §11), must
+/// reject and count the frames it cannot use, and the upload must arrive intact.
+#[test]
+fn frames_with_extreme_values_are_dropped_and_counted_without_panic() {
+    use mpcore::wire::Frame;
+    let mut sim =
+        Sim::new(51, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), mpsim::multimob_paths()).unwrap();
+    let data = pattern(1 << 20, 51);
+    let mut app = Bulk::paced(data.clone(), 4096, ms(10), 0);
+    sim.run(ms(1_000), |s| Flow::Wake(app.step(s)));
+    inject_all(&mut sim, &mut app, true);
+    inject_all(&mut sim, &mut app, false);
+    // A reset with the largest reason closes the subflow it came on; the upload goes on.
+    let mut reset = [0u8; 16];
+    let mut w = mpcore::wire::Writer::new(&mut reset);
+    Frame::SubflowReset { transient: true, reason: 255 }.emit(&mut w).unwrap();
+    let n = w.len();
+    assert!(sim.client.conn_mut(app.client.unwrap()).unwrap().inject_frames(0, &reset[..n]));
+    assert!(sim.run(ms(60_000), |s| app.drive(s)), "the upload completes");
+    assert_eq!(app.received, data, "nothing lost or corrupted");
+    assert!(app.events.iter().any(|e| !e.1 && e.2 == Event::SubflowClosed { id: 0, reason: 255 }));
 }

@@ -32,13 +32,13 @@ pub struct IdleTimer {
 impl IdleTimer {
     /// Data arrived in order; `idle` is its MP_IDLE bit.
     pub fn on_data(&mut self, now: Time, idle: bool, peer_rto: Option<Time>) {
-        self.deadline = if idle { None } else { Some(now + idle_timeout(peer_rto)) };
+        self.deadline = if idle { None } else { Some(now.saturating_add(idle_timeout(peer_rto))) };
     }
 
     /// A DATA_ACK that advanced our send window: rearms a running timer.
     pub fn on_data_ack(&mut self, now: Time, peer_rto: Option<Time>) {
         if self.deadline.is_some() {
-            self.deadline = Some(now + idle_timeout(peer_rto));
+            self.deadline = Some(now.saturating_add(idle_timeout(peer_rto)));
         }
     }
 

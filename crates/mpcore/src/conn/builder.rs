@@ -11,6 +11,10 @@ impl Connection {
 
     /// Builds one packet on subflow `i` with everything due there and, if given, `seg`.
     pub(super) fn build(&mut self, now: Time, i: usize, seg: Option<Seg>, buf: &mut [u8]) -> Option<Transmit> {
+        if self.remove.is_empty() {
+            // The addresses came back before a pending REMOVE_ADDR left: nothing to withdraw.
+            self.subflows[i].ctrl_pending &= !ctrl::REMOVE_ADDR;
+        }
         let mss = self.mss().min(buf.len());
         let probe_data = match self.subflows[i].rec.probe {
             Some(p) if seg.is_none() && self.subflows[i].copy.is_none() => self.probe_data(i, p),
@@ -176,6 +180,10 @@ impl Connection {
         put(&mut w, ctrl::RESET, Frame::SubflowReset { transient: false, reason: sf.reset_reason }, &mut ctrl_sent);
         put(&mut w, ctrl::FASTCLOSE, Frame::FastClose { key: keys.remote_key, reason: 0 }, &mut ctrl_sent);
         put(&mut w, ctrl::PING, Frame::Ping, &mut ctrl_sent);
+        let injected = !self.injected.is_empty() && w.len() + self.injected.len() < limit;
+        if injected && w.bytes(&self.injected).is_ok() {
+            eliciting = true;
+        }
         if ctrl_sent & !(ctrl::RESET | ctrl::FASTCLOSE) != 0 {
             eliciting = true;
         }
@@ -232,7 +240,7 @@ impl Connection {
             }
         }
         let data = data.or(fj_data);
-        if !eliciting && !ack_sent {
+        if !eliciting && !ack_sent && ctrl_sent & (ctrl::RESET | ctrl::FASTCLOSE) == 0 {
             // Nothing worth a packet (an ACK-only DSS with no subflow ACK is not sent alone).
             let sf = &mut self.subflows[i];
             sf.acks.immediate = false;
@@ -268,6 +276,9 @@ impl Connection {
         sf.ctrl_pending &= !(ctrl_sent & !(ctrl::ADD_ADDR | ctrl::ADDR_ECHO));
         if fj_data.is_some() {
             self.send.on_fast_join_sent();
+        }
+        if injected {
+            self.injected.clear();
         }
         if advertised {
             self.recv.on_window_advertised();

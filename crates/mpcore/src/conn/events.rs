@@ -1,13 +1,12 @@
 //! What a connection tells the application ([`Event`], [`ConnStats`]) and its endpoint
 //! ([`EndpointEvent`]).
 
-use super::SubflowState;
 use crate::drops::DropReason;
 use crate::wire::Cid;
 use crate::PathId;
 use std::net::SocketAddr;
 
-pub use super::subflow::SubflowCounters;
+pub use super::subflow::{SubflowCounters, SubflowStats};
 
 /// Which end of the first handshake this endpoint was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,23 +107,6 @@ pub struct ConnCounters {
     /// Segments not stored because they would have opened more out-of-order ranges than the
     /// receive buffer tracks.
     pub reassembly_refused: u64,
-}
-
-/// A snapshot of one subflow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SubflowStats {
-    pub id: u32,
-    pub path: PathId,
-    pub remote: SocketAddr,
-    pub state: SubflowState,
-    pub backup: bool,
-    pub potentially_failed: bool,
-    pub srtt_us: u64,
-    pub rttvar_us: u64,
-    pub rto_us: u64,
-    pub cwnd: u64,
-    pub in_flight: u64,
-    pub counters: SubflowCounters,
 }
 
 /// A snapshot of a connection.

@@ -111,6 +111,9 @@ impl Connection {
         if !sf.on_packet_received(now, pn, look.eliciting, max_ack_delay) {
             return Err(if is_join { DropReason::ReplayedJoin } else { DropReason::Duplicate });
         }
+        if !sf.is_open() {
+            sf.on_packet_after_close(look.carries_reset);
+        }
         if is_join {
             // A repeated JOIN (new packet number) from the same address: answer it again, with
             // the SYNACK, the fast-join reply, or the refusal. Anything else is a replay.

@@ -161,7 +161,9 @@ impl Connection {
     }
 
     /// Answers a refused fast join with a SUBFLOW_RESET (§5.9), from a closed subflow that
-    /// answers the JOIN's repeats while it drains.
+    /// answers the JOIN's repeats while it drains. The JOIN is not acknowledged: its data was
+    /// not taken, and an acknowledged packet's data is held (§6), so the initiator sends it
+    /// again elsewhere.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn refuse_join(
         &mut self,
@@ -181,7 +183,7 @@ impl Connection {
         sf.reset_reason = reason;
         sf.ctrl_pending = ctrl::RESET;
         sf.drain_until = Some(now.saturating_add(3 * sf.rec.rtt.rto()));
-        sf.on_packet_received(now, pn, true, self.config.max_ack_delay);
+        let _ = pn;
         self.subflows.insert(sf);
     }
 

@@ -15,6 +15,7 @@ mod recv;
 mod sched;
 mod send;
 mod subflow;
+mod timer_table;
 mod timers;
 
 use crate::config::{Config, PathManager};
@@ -95,7 +96,14 @@ pub struct Connection {
     remote_addrs: Vec<(u8, SocketAddr)>,
     announce: Vec<(u8, SocketAddr, bool)>,
     echo: Vec<AddAddr>,
+    /// Our address ids to withdraw (REMOVE_ADDR), until the address comes back.
     remove: Vec<u8>,
+    /// Connection-level frames waiting for an established subflow to carry them.
+    orphan_ctrl: u16,
+    /// Tests only: raw frames for the next packet (see [`Connection::inject_frames`]).
+    injected: Vec<u8>,
+    /// The local path of the connection's first subflow (its address id is 0).
+    initial_path: PathId,
     fastclose: bool,
     /// `multimob`: the receive idle timer (MultiMob §III-B).
     idle_timer: oracle::IdleTimer,
@@ -121,7 +129,16 @@ impl std::fmt::Debug for Connection {
 }
 
 impl Connection {
-    fn blank(side: Side, now: Time, config: &Config, paths: &[LocalPath], peer_addr: SocketAddr, rng: Rng) -> Self {
+    #[allow(clippy::too_many_arguments)]
+    fn blank(
+        side: Side,
+        now: Time,
+        config: &Config,
+        paths: &[LocalPath],
+        initial_path: PathId,
+        peer_addr: SocketAddr,
+        rng: Rng,
+    ) -> Self {
         let sched = AnyScheduler::from_name(&config.scheduler).unwrap_or(AnyScheduler::LowestRtt(scheduler::LowestRtt));
         Self {
             side,
@@ -151,6 +168,9 @@ impl Connection {
             announce: Vec::new(),
             echo: Vec::new(),
             remove: Vec::new(),
+            orphan_ctrl: 0,
+            injected: Vec::new(),
+            initial_path,
             fastclose: false,
             idle_timer: oracle::IdleTimer::default(),
             healthy_since: None,
@@ -178,6 +198,7 @@ impl Connection {
         };
         let backup = self.paths.get(usize::from(path.0)).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
+        sf.local_addr_id = self.addr_id(path);
         // Flow control bounds the data in flight by the peer's window (and ours, before its
         // parameters are known): room for one record per 512 bytes of it, so that the record
         // queue does not grow (allocate) in the middle of a transfer.
@@ -198,7 +219,7 @@ impl Connection {
         mut rng: Rng,
     ) -> Result<Self, crypto::CryptoError> {
         let hs = handshake::Client::new(now, config, &mut rng, local_cid, remote)?;
-        let mut c = Self::blank(Side::Client, now, config, paths, remote, rng);
+        let mut c = Self::blank(Side::Client, now, config, paths, path, remote, rng);
         let mut sf = c.new_subflow(now, 0, SubflowState::JoinSent, path, remote, local_cid);
         sf.val.validated = true;
         c.subflows.insert(sf);
@@ -222,7 +243,7 @@ impl Connection {
         server_cid: Cid,
         rng: Rng,
     ) -> Self {
-        let mut c = Self::blank(Side::Server, now, config, paths, remote, rng);
+        let mut c = Self::blank(Side::Server, now, config, paths, path, remote, rng);
         c.install_keys(secrets);
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
@@ -409,6 +430,29 @@ impl Connection {
         let rto = self.subflows.iter().map(|s| s.rec.rtt.rto()).max().unwrap_or(self.config.initial_rto);
         self.drain_until = Some(now + 3 * rto);
         self.emit(Event::Closed { reason });
+    }
+
+    /// Subflow records held now: the open subflows and the closed ones still draining (a
+    /// closed subflow's record is reclaimed three RTOs after it closed).
+    pub fn subflow_records(&self) -> usize {
+        self.subflows.records()
+    }
+
+    /// For tests of a peer's defences only: our DATA_ACK as it travels (the peer's next DSN).
+    #[doc(hidden)]
+    pub fn data_ack(&self) -> u64 {
+        self.recv.edsn().0
+    }
+
+    /// For tests of a peer's defences only: `frames` (encoded frames, sent as they are) go
+    /// into the next packet on subflow `id`, sealed with the connection's keys. False if
+    /// there is no such subflow.
+    #[doc(hidden)]
+    pub fn inject_frames(&mut self, id: u32, frames: &[u8]) -> bool {
+        let Some(i) = self.subflows.by_number(id) else { return false };
+        self.injected.extend_from_slice(frames);
+        self.subflows[i].ctrl_pending |= ctrl::PING;
+        true
     }
 
     /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).

@@ -4,24 +4,45 @@
 use super::*;
 
 impl Connection {
+    /// The address id of local path `path`. RFC 8684 §3.4.1 gives the initial subflow's
+    /// address id 0: the connection's first path has id 0, path 0 takes the first path's
+    /// index, and every other path its own index.
+    pub(super) fn addr_id(&self, path: PathId) -> u8 {
+        match path {
+            p if p == self.initial_path => 0,
+            PathId(0) => self.initial_path.0,
+            p => p.0,
+        }
+    }
+
     /// Announces a local path's address to the peer (ADD_ADDR).
     pub fn announce_address(&mut self, path: PathId) -> bool {
         let Some(lp) = self.paths.get(usize::from(path.0)) else { return false };
-        if self.announce.iter().any(|a| a.0 == path.0) {
+        let id = self.addr_id(path);
+        if self.announce.iter().any(|a| a.0 == id) {
             return false;
         }
-        self.announce.push((path.0, lp.addr, false));
+        self.announce.push((id, lp.addr, false));
         self.pend_on_any(ctrl::ADD_ADDR);
         true
     }
 
-    /// Withdraws a local path's address (REMOVE_ADDR) and closes our subflows on it.
+    /// Withdraws a local path's address (REMOVE_ADDR) and closes our subflows on it, each
+    /// with a SUBFLOW_RESET.
     pub fn remove_address(&mut self, now: Time, path: PathId) {
-        self.remove.push(path.0);
+        self.withdraw(path);
         for i in 0..self.subflows.slot_bound() {
             if self.subflows.get(i).is_some_and(|s| s.local_path == path) {
-                self.shut_subflow(now, i, reason::UNSPECIFIED, false);
+                self.shut_subflow(now, i, reason::UNSPECIFIED, true);
             }
+        }
+    }
+
+    /// Queues a REMOVE_ADDR for `path`'s address (once; it goes on another subflow).
+    fn withdraw(&mut self, path: PathId) {
+        let id = self.addr_id(path);
+        if !self.remove.contains(&id) {
+            self.remove.push(id);
         }
         self.pend_on_any(ctrl::REMOVE_ADDR);
     }
@@ -31,11 +52,14 @@ impl Connection {
         &self.remote_addrs
     }
 
-    pub(super) fn pend_on_any(&mut self, bit: u16) {
+    /// Puts connection-level frames (`ctrl` bits: ADD_ADDR, REMOVE_ADDR, their echoes) on a
+    /// working subflow, or keeps them until one is established.
+    pub(super) fn pend_on_any(&mut self, bits: u16) {
         let slot = |f: &dyn Fn(&Subflow) -> bool| self.subflows.enumerate().find(|(_, s)| f(s)).map(|(k, _)| k);
         let pick = slot(&|s| s.established() && !s.pf() && !s.backup).or_else(|| slot(&|s| s.established()));
-        if let Some(i) = pick {
-            self.subflows[i].ctrl_pending |= bit;
+        match pick {
+            Some(i) => self.subflows[i].ctrl_pending |= bits,
+            None => self.orphan_ctrl |= bits,
         }
     }
 
@@ -98,9 +122,11 @@ impl Connection {
     /// The interface of local path `path` went down (the driver watches the links). A client
     /// first joins from every other path that is up and has no subflow (make-before-break
     /// made instant: the link is gone), then closes its subflows on `path`, reinjecting their
-    /// data; `path_up` opens them again. Where no other subflow could carry the connection,
-    /// and on the server (which cannot open subflows), the subflows stay open, marked
-    /// potentially failed, and their retransmission timers probe the path.
+    /// data, and tells the peer: a SUBFLOW_RESET on each (if the interface still sends) and a
+    /// REMOVE_ADDR on another subflow, so the server does not keep them; `path_up` opens them
+    /// again. Where no other subflow could carry the connection, and on the server (which
+    /// cannot open subflows), the subflows stay open, marked potentially failed, and their
+    /// retransmission timers probe the path.
     pub fn path_down(&mut self, now: Time, path: PathId) {
         let p = usize::from(path.0);
         if p >= self.paths.len() || self.path_down[p] {
@@ -121,7 +147,8 @@ impl Connection {
             }
             if elsewhere && self.side == Side::Client {
                 self.reopen[p] = true;
-                self.shut_subflow(now, i, reason::UNSPECIFIED, false);
+                self.shut_subflow(now, i, reason::UNSPECIFIED, true);
+                self.withdraw(path);
             } else {
                 let id = self.subflows[i].id;
                 self.mark_potentially_failed(now, id);
@@ -139,6 +166,9 @@ impl Connection {
             return;
         }
         self.path_down[p] = false;
+        // The address is back: a REMOVE_ADDR not yet sent for it must not follow the rejoin.
+        let id = self.addr_id(path);
+        self.remove.retain(|&r| r != id);
         if !std::mem::take(&mut self.reopen[p]) || self.side != Side::Client {
             return;
         }
@@ -191,7 +221,7 @@ impl Connection {
     pub(super) fn on_remove_addr(&mut self, now: Time, ids: &[u8]) {
         for id in ids {
             for k in 0..self.subflows.slot_bound() {
-                if self.subflows.get(k).is_some_and(|s| s.remote_addr_id == *id && s.id != 0) {
+                if self.subflows.get(k).is_some_and(|s| s.remote_addr_id == *id) {
                     self.shut_subflow(now, k, reason::UNSPECIFIED, false);
                 }
             }

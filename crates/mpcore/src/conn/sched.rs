@@ -13,6 +13,10 @@ impl Connection {
             let sf = &self.subflows[0];
             return Some(Transmit { path: sf.local_path, remote: sf.remote, len });
         }
+        if self.orphan_ctrl != 0 {
+            let bits = std::mem::take(&mut self.orphan_ctrl);
+            self.pend_on_any(bits);
+        }
         let n = self.subflows.slot_bound();
         if self.recv.take_window_update() {
             let best = self.subflows.enumerate().filter(|(_, s)| s.established() && !s.pf());

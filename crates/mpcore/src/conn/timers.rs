@@ -1,41 +1,13 @@
-//! The connection's timers. Every timer has a kind and one deadline, computed from the state
-//! by one function ([`Connection::timers`] for the connection, `Subflow::timers` for each
-//! subflow): `poll_timeout` reports the earliest of them and `handle_timeout` does the work
-//! of exactly the kinds whose deadline has passed, so the two cannot disagree. Each handler
-//! moves its own deadline (or ends what it times), so after `handle_timeout(now)` no deadline
-//! at or before `now` is left.
+//! The connection's timers. Every timer has a kind and one deadline in a [`TimerTable`],
+//! computed from the state by one function ([`Connection::timers`] for the connection,
+//! `Subflow::timers` for each subflow): `poll_timeout` reports the earliest of them and
+//! `handle_timeout` does the work of exactly the kinds whose deadline has passed, so the two
+//! cannot disagree. Each handler moves its own deadline (or ends what it times), so after
+//! `handle_timeout(now)` no deadline at or before `now` is left (the simulator checks it).
 
 use super::subflow::{timer as sf_timer, TimerContext};
+use super::timer_table::TimerTable;
 use super::*;
-
-/// One deadline per timer kind (`N` kinds, numbered from 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimerTable<const N: usize> {
-    at: [Option<Time>; N],
-}
-
-impl<const N: usize> Default for TimerTable<N> {
-    fn default() -> Self {
-        Self { at: [None; N] }
-    }
-}
-
-impl<const N: usize> TimerTable<N> {
-    /// Arms (`Some`) or stops (`None`) timer `kind`.
-    pub fn set(&mut self, kind: usize, at: Option<Time>) {
-        self.at[kind] = at;
-    }
-
-    /// Whether timer `kind` is armed and due at `now`.
-    pub fn expired(&self, kind: usize, now: Time) -> bool {
-        self.at[kind].is_some_and(|t| t <= now)
-    }
-
-    /// The earliest deadline of all kinds.
-    pub fn next(&self) -> Option<Time> {
-        self.at.iter().flatten().copied().min()
-    }
-}
 
 /// The kinds of the connection's own timers.
 pub mod timer {
@@ -74,10 +46,13 @@ impl Connection {
 
     /// What the subflows' timers depend on now.
     fn timer_context(&self) -> TimerContext {
+        let open = !self.is_closed();
+        let idle = self.config.subflow_idle_timeout;
         TimerContext {
             peer_max_ack_delay: self.peer_max_ack_delay(),
-            keep_alive: if self.is_closed() { 0 } else { self.config.keep_alive },
-            idle_timeout: None,
+            keep_alive: if open { self.config.keep_alive } else { 0 },
+            idle_timeout: (open && idle > 0 && self.side == Side::Server).then_some(idle),
+            freshest_rx: self.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx).max().unwrap_or(0),
         }
     }
 
@@ -155,6 +130,11 @@ impl Connection {
             if self.subflows[i].timers(&cx).expired(sf_timer::RETRANSMIT, now) {
                 self.on_retransmission_timeout(now, i);
             }
+            if t.expired(sf_timer::IDLE, now) && self.subflows[i].on_idle_timer(now) {
+                // Silent for the subflow idle timeout, while another subflow was heard, and its
+                // probe went unanswered: the peer's end of it is gone (PROTOCOL.md §7).
+                self.shut_subflow(now, i, reason::IDLE_TIMEOUT, true);
+            }
             if t.expired(sf_timer::DRAIN, now) {
                 self.reclaim_subflow(i);
             }
@@ -184,7 +164,7 @@ impl Connection {
                     self.fail_over(now, true, |_, s| s.id == id);
                 }
             }
-            Expiry::JoinGivenUp => self.shut_subflow(now, i, reason::UNSPECIFIED, false),
+            Expiry::JoinGivenUp => self.shut_subflow(now, i, reason::UNSPECIFIED, true),
             Expiry::Timeout { newly_failed } => {
                 if newly_failed {
                     let id = self.subflows[i].id;
@@ -199,26 +179,5 @@ impl Connection {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_deadline_per_kind() {
-        let mut t: TimerTable<4> = TimerTable::default();
-        assert_eq!(t.next(), None);
-        t.set(2, Some(300));
-        t.set(0, Some(500));
-        t.set(3, Some(100));
-        assert_eq!(t.next(), Some(100));
-        t.set(3, None);
-        assert_eq!(t.next(), Some(300), "a stopped timer no longer counts");
-        assert!(t.expired(2, 300) && !t.expired(2, 299) && !t.expired(1, u64::MAX));
-        t.set(2, Some(900));
-        assert!(!t.expired(2, 300) && t.expired(2, 900), "re-arming replaces the deadline");
-        assert_eq!(t.next(), Some(500));
     }
 }

@@ -7,7 +7,7 @@ pub mod recovery;
 pub mod table;
 
 use super::cc::Cc;
-use super::timers::TimerTable;
+use super::timer_table::TimerTable;
 use crate::ranges::RangeSet;
 use crate::wire::Cid;
 use crate::{PathId, Time};
@@ -130,6 +130,23 @@ impl Validation {
     }
 }
 
+/// A snapshot of one subflow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubflowStats {
+    pub id: u32,
+    pub path: PathId,
+    pub remote: SocketAddr,
+    pub state: SubflowState,
+    pub backup: bool,
+    pub potentially_failed: bool,
+    pub srtt_us: u64,
+    pub rttvar_us: u64,
+    pub rto_us: u64,
+    pub cwnd: u64,
+    pub in_flight: u64,
+    pub counters: SubflowCounters,
+}
+
 /// What the receiving half owes the peer: the packet numbers received, and when to ACK them.
 #[derive(Debug)]
 pub struct AckState {
@@ -191,8 +208,10 @@ pub struct TimerContext {
     pub peer_max_ack_delay: u64,
     /// Keep-alive interval (0: none), applicable while the connection is open.
     pub keep_alive: u64,
-    /// Subflow idle timeout (0: none), where it applies.
+    /// Server: the subflow idle timeout, for subflows quieter than the freshest one.
     pub idle_timeout: Option<u64>,
+    /// When the connection last heard anything, on any of its subflows.
+    pub freshest_rx: Time,
 }
 
 #[derive(Debug)]
@@ -222,6 +241,8 @@ pub struct Subflow {
     /// A copy of a segment the redundant scheduler put on this subflow too.
     pub copy: Option<DataRef>,
     pub reset_reason: u8,
+    /// We closed it and told the peer: late packets are answered with the reset again.
+    pub sent_reset: bool,
     /// When a packet last arrived on it (authenticated), for the subflow idle timeout.
     pub last_rx: Time,
     /// The server's idle probe went out at this time; the subflow closes if it stays silent.
@@ -286,6 +307,7 @@ impl Subflow {
             ctrl_pending: 0,
             copy: None,
             reset_reason: 0,
+            sent_reset: false,
             last_rx: now,
             idle_probe: None,
             drain_until: None,
@@ -356,7 +378,8 @@ impl Subflow {
         let orphaned = self.drain_flight(now, false, reinject);
         self.reset_reason = reason;
         self.ctrl_pending &= ctrl::FASTCLOSE;
-        if tell_peer && self.remote_cid.is_some() {
+        self.sent_reset = tell_peer && self.remote_cid.is_some();
+        if self.sent_reset {
             self.ctrl_pending |= ctrl::RESET;
         }
         self.rec.probe = None;
@@ -365,6 +388,26 @@ impl Subflow {
         self.acks.clear();
         self.drain_until = Some(now.saturating_add(3 * self.rec.rtt.rto()));
         orphaned
+    }
+
+    /// A packet arrived on the closed subflow: if we closed it and told the peer, the reset
+    /// goes again (the first may have been lost), unless the packet was a reset itself.
+    pub fn on_packet_after_close(&mut self, carries_reset: bool) {
+        if self.sent_reset && !carries_reset {
+            self.ctrl_pending |= ctrl::RESET;
+        }
+    }
+
+    /// The server's subflow idle timer fired (see [`TimerContext::idle_timeout`]): the first
+    /// time, a PING probes the subflow; if nothing has come back three RTOs later, `true`: the
+    /// subflow is dead.
+    pub fn on_idle_timer(&mut self, now: Time) -> bool {
+        if self.idle_probe.is_some() {
+            return true;
+        }
+        self.idle_probe = Some(now);
+        self.ctrl_pending |= ctrl::PING;
+        false
     }
 
     /// The deadline of each of this subflow's timers (see [`timer`]).
@@ -382,7 +425,9 @@ impl Subflow {
         if cx.keep_alive > 0 && self.established() {
             t.set(timer::KEEP_ALIVE, Some(self.last_activity.saturating_add(cx.keep_alive)));
         }
-        if let Some(idle) = cx.idle_timeout.filter(|_| self.established()) {
+        // Only a subflow quieter than another one of the connection: the last one heard is
+        // left to the connection's idle timeout.
+        if let Some(idle) = cx.idle_timeout.filter(|_| self.established() && self.last_rx < cx.freshest_rx) {
             t.set(
                 timer::IDLE,
                 Some(match self.idle_probe {

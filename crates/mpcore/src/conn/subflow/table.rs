@@ -7,8 +7,7 @@
 //! What must outlive a record does: the subflow numbers the peer has used (a JOIN naming one
 //! again is a replay, §2, §12) and the final statistics of the last few closed subflows.
 
-use super::Subflow;
-use crate::conn::SubflowStats;
+use super::{Subflow, SubflowStats};
 use crate::ranges::RangeSet;
 use crate::wire::Cid;
 use std::collections::VecDeque;
