@@ -12,10 +12,11 @@
 //!   timeout says so), FAST_JOIN, and last-received on the server.
 
 use crate::cli::DemoArgs;
+use crate::context::Context;
 use crate::emu::{Emulator, PathSpec};
 use crate::proto::{Params, PROTOCOL};
 use crate::report::{DelayStats, Report};
-use crate::run::{self, Context};
+use crate::run;
 use mpudp::{Iface, Interface, MpEndpoint, MpListener, Options, PathManager};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};

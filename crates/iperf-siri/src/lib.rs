@@ -11,6 +11,7 @@
 //! - [`demo`]: `iperf-siri demo`.
 
 pub mod cli;
+pub mod context;
 pub mod demo;
 pub mod emu;
 pub mod out;
@@ -21,9 +22,9 @@ mod rng;
 pub mod run;
 
 use cli::RunArgs;
+use context::Context;
 use mpudp::{MpEndpoint, MpListener, MpStream};
 use out::Out;
-use run::Context;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! What a test measured, and its two renderings: the human summary and `-J` JSON in iperf3's
 //! layout (`start`, `intervals`, `end`) with a filled `requests` array.
 
+use crate::context::Context;
 use crate::proto::{Mode, Params};
-use crate::run::Context;
 use mpudp::{ConnStats, Iface, PathInfo};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -1,0 +1,200 @@
+//! The server's side of a test: the HELLO and its checks, the answers to each burst (or the
+//! bulk data of `-R`), then END and the results both ways.
+
+use super::intervals::spawn_intervals;
+use super::{lock, side_results, Failure, Shared, CHUNK, EXCHANGE_TIMEOUT};
+use crate::context::Context;
+use crate::proto::{self, Mode, Params, ProtoError};
+use crate::report::{self, Report, Role, SideResults};
+use mpudp::{MpStream, OwnedReadHalf, OwnedWriteHalf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::io::AsyncWriteExt;
+
+/// Runs the server's side of a test on an accepted stream.
+pub async fn server(stream: MpStream, ctx: Context, version: &str) -> Result<Report, Failure> {
+    let (mut r, mut w) = stream.into_split();
+    let params = match tokio::time::timeout(EXCHANGE_TIMEOUT, proto::read_hello(&mut r)).await {
+        Err(_) => return Err(Failure::new("the client connected but sent no test request")),
+        Ok(Err(e @ ProtoError::Version { .. })) => {
+            refuse(&mut w, &e.to_string()).await;
+            return Err(e.into());
+        }
+        Ok(Err(e)) => return Err(e.into()),
+        Ok(Ok(p)) => p,
+    };
+    if let Err(why) = check(&params) {
+        refuse(&mut w, &why).await;
+        return Err(Failure::new(format!("refused a test: {why}")));
+    }
+    proto::write_answer(&mut w, proto::ACCEPTED, version).await?;
+    let t0 = ctx.started;
+    if let Some(live) = &ctx.live {
+        live.line(&report::start_lines(Role::Server, &params, ctx.local, ctx.remote, "client"));
+    }
+    let paths_at_start = (ctx.paths)();
+    let mut report = Report::new(Role::Server, params.clone(), &ctx, SystemTime::now());
+    let progress: Shared = Arc::default();
+    let ticker = spawn_intervals(&ctx, t0, progress.clone());
+    let outcome = serve(&mut r, &mut w, &params, &progress, t0, &mut report).await;
+    report.intervals = ticker.stop().await;
+    report.seconds = t0.elapsed().as_secs_f64();
+    report.side = side_results(&ctx.scheduler, &lock(&progress), r.stats(), &paths_at_start, &(ctx.paths)(), t0);
+    match outcome {
+        Ok(()) => Ok(report),
+        Err(message) => {
+            report.error = Some(message.clone());
+            Err(Failure { message, partial: Some(Box::new(report)) })
+        }
+    }
+}
+
+/// Tells the client why its test is refused, and ends our direction.
+async fn refuse(w: &mut OwnedWriteHalf, why: &str) {
+    let _ = proto::write_answer(w, proto::REFUSED, why).await;
+    let _ = w.shutdown().await;
+}
+
+/// The limits a server puts on what a client may ask.
+fn check(p: &Params) -> Result<(), String> {
+    if p.bursts == 0 || p.bursts > 255 {
+        return Err(format!("{} bursts per request (1 to 255)", p.bursts));
+    }
+    if p.response_bytes as usize + proto::RESPONSE_PREFIX > proto::MAX_FRAME as usize
+        || p.ir_bytes as usize + proto::RESPONSE_PREFIX > proto::MAX_FRAME as usize
+    {
+        return Err("responses larger than 16 MiB".into());
+    }
+    if p.duration_s.is_some_and(|d| !(0.0..=86_400.0).contains(&d)) {
+        return Err("a test longer than a day".into());
+    }
+    Ok(())
+}
+
+async fn serve(
+    r: &mut OwnedReadHalf,
+    w: &mut OwnedWriteHalf,
+    p: &Params,
+    progress: &Shared,
+    t0: Instant,
+    report: &mut Report,
+) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("connection lost: {e}");
+    if p.mode == Mode::Bulk && p.reverse {
+        send_bulk(r, w, p, progress, t0).await?;
+    } else {
+        answer(r, w, p, progress).await?;
+    }
+    proto::write_frame(w, proto::END, &[]).await.map_err(io)?;
+    w.flush().await.map_err(io)?;
+    // The client's results, answered by ours.
+    let header = tokio::time::timeout(EXCHANGE_TIMEOUT, proto::read_header(r))
+        .await
+        .map_err(|_| "the client did not send its results within 30 s".to_string())?;
+    let len = match header.map_err(|e| e.to_string())? {
+        Some((proto::RESULTS, len)) => len,
+        Some((k, _)) => return Err(format!("protocol error: frame kind {k} after END")),
+        None => return Err("the client left without its results".into()),
+    };
+    let mut buf = Vec::new();
+    proto::read_into(r, len, &mut buf).await.map_err(io)?;
+    let theirs: SideResults =
+        serde_json::from_slice(&buf).map_err(|e| format!("protocol error: the client's results: {e}"))?;
+    report.seconds = t0.elapsed().as_secs_f64();
+    let mine = side_results(&report.side.scheduler, &lock(progress), r.stats(), &[], &[], t0);
+    let json = serde_json::to_vec(&mine).map_err(|e| e.to_string())?;
+    proto::write_frame(w, proto::RESULTS, &json).await.map_err(io)?;
+    w.shutdown().await.map_err(io)?;
+    report.peer = Some(theirs);
+    // Until the client has everything (its own close ends the connection): a one-off server
+    // exits next, and its results must not die with it.
+    let _ = tokio::time::timeout(Duration::from_secs(5), w.closed()).await;
+    Ok(())
+}
+
+/// Siri mode and bulk uploads: reads the client's frames, answers bursts, until its END.
+async fn answer(r: &mut OwnedReadHalf, w: &mut OwnedWriteHalf, p: &Params, progress: &Shared) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("connection lost: {e}");
+    let mut buf = Vec::new();
+    let mut scratch = vec![0u8; CHUNK];
+    loop {
+        let Some((kind, len)) = proto::read_header(r).await.map_err(|e| e.to_string())? else {
+            return Err("the client left before the end of the test".into());
+        };
+        match kind {
+            proto::BURST if len as usize >= proto::BURST_PREFIX && p.mode == Mode::Siri => {
+                proto::read_into(r, len, &mut buf).await.map_err(io)?;
+                lock(progress).bytes_received += u64::from(len) + 5;
+                let request = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+                let (burst, last) = (buf[4], buf[5] != 0);
+                let answer = if last {
+                    Some(proto::response(proto::FINAL, request, burst, p.response_bytes as usize))
+                } else if p.ir {
+                    Some(proto::response(proto::IR, request, burst, p.ir_bytes as usize))
+                } else {
+                    None
+                };
+                if let Some(a) = answer {
+                    w.write_all(&a).await.map_err(io)?;
+                    w.flush().await.map_err(io)?;
+                    let mut g = lock(progress);
+                    g.bytes_sent += a.len() as u64;
+                    g.answered += u32::from(last);
+                }
+            }
+            proto::DATA if p.mode == Mode::Bulk => {
+                proto::skip(r, u64::from(len), &mut scratch).await.map_err(io)?;
+                lock(progress).bytes_received += u64::from(len);
+            }
+            proto::END => return Ok(()),
+            k => return Err(format!("protocol error: frame kind {k} ({len} bytes) out of place")),
+        }
+    }
+}
+
+/// `-R`: sends until the time or the byte count is reached, then waits for the client's END
+/// (which it may have sent long before).
+async fn send_bulk(
+    r: &mut OwnedReadHalf,
+    w: &mut OwnedWriteHalf,
+    p: &Params,
+    progress: &Shared,
+    t0: Instant,
+) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("connection lost: {e}");
+    let until = p.duration_s.map(|s| t0 + Duration::from_secs_f64(s));
+    let mut left = p.bytes.unwrap_or(u64::MAX);
+    let chunk = vec![0xa5u8; CHUNK];
+    // One read of the client's next header lives across the whole loop and is only ever
+    // polled, never dropped half-way, so no byte of the stream is lost.
+    let next = proto::read_header(r);
+    tokio::pin!(next);
+    let mut got = None;
+    while left > 0 && until.is_none_or(|u| Instant::now() < u) {
+        let n = (left as usize).min(CHUNK);
+        proto::write_frame(w, proto::DATA, &chunk[..n]).await.map_err(io)?;
+        left -= n as u64;
+        lock(progress).bytes_sent += n as u64;
+        if got.is_none() {
+            if let Ok(h) = tokio::time::timeout(Duration::ZERO, &mut next).await {
+                // Anything but the client's END (a failure, a departure) stops the test.
+                if !matches!(h, Ok(Some((proto::END, _)))) {
+                    got = Some(h);
+                    break;
+                }
+                got = Some(h);
+            }
+        }
+    }
+    let h = match got {
+        Some(h) => h,
+        None => tokio::time::timeout(EXCHANGE_TIMEOUT, &mut next)
+            .await
+            .map_err(|_| "the client did not end the test within 30 s".to_string())?,
+    };
+    match h.map_err(|e| e.to_string())? {
+        Some((proto::END, _)) => Ok(()),
+        Some((k, len)) => Err(format!("protocol error: frame kind {k} ({len} bytes) during -R")),
+        None => Err("the client left before the end of the test".into()),
+    }
+}
