@@ -126,9 +126,12 @@ impl fmt::Debug for KeyShare {
 impl KeyShare {
     /// Generates a fresh key pair.
     pub fn generate() -> Result<Self, CryptoError> {
-        let rng = rand::SystemRandom::new();
+        Self::from_rng(&rand::SystemRandom::new())
+    }
+
+    fn from_rng(rng: &dyn rand::SecureRandom) -> Result<Self, CryptoError> {
         let private =
-            agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng).map_err(|_| CryptoError::Rng)?;
+            agreement::EphemeralPrivateKey::generate(&agreement::X25519, rng).map_err(|_| CryptoError::Rng)?;
         let pk = private.compute_public_key().map_err(|_| CryptoError::Rng)?;
         let mut public = [0u8; 32];
         public.copy_from_slice(pk.as_ref());
@@ -141,13 +144,7 @@ impl KeyShare {
     /// hands it the seed instead.
     pub fn from_seed(seed: &[u8; 32]) -> Result<Self, CryptoError> {
         #[allow(deprecated)]
-        let rng = ring::test::rand::FixedSliceRandom { bytes: seed };
-        let private =
-            agreement::EphemeralPrivateKey::generate(&agreement::X25519, &rng).map_err(|_| CryptoError::Rng)?;
-        let pk = private.compute_public_key().map_err(|_| CryptoError::Rng)?;
-        let mut public = [0u8; 32];
-        public.copy_from_slice(pk.as_ref());
-        Ok(Self { private, public })
+        Self::from_rng(&ring::test::rand::FixedSliceRandom { bytes: seed })
     }
 
     /// Our public key, sent in INITIAL or HANDSHAKE.

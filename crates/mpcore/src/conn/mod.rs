@@ -472,25 +472,7 @@ impl Connection {
                 _ => None,
             },
             counters: self.counters,
-            subflows: self.subflows.stats(subflow_stats),
+            subflows: self.subflows.stats(Subflow::stats),
         }
-    }
-}
-
-/// A snapshot of subflow `s`.
-fn subflow_stats(s: &Subflow) -> SubflowStats {
-    SubflowStats {
-        id: s.id,
-        path: s.local_path,
-        remote: s.remote,
-        state: s.state,
-        backup: s.backup,
-        potentially_failed: s.pf(),
-        srtt_us: s.rec.rtt.srtt,
-        rttvar_us: s.rec.rtt.rttvar,
-        rto_us: s.rec.rtt.rto(),
-        cwnd: s.rec.cc.cwnd,
-        in_flight: s.rec.in_flight,
-        counters: s.counters,
     }
 }

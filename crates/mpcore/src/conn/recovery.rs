@@ -92,7 +92,7 @@ impl Connection {
     /// The drain of closed subflow `i` is over: its record goes, with its route; its
     /// statistics stay in the connection's history.
     pub(super) fn reclaim_subflow(&mut self, i: usize) {
-        let stats = subflow_stats(&self.subflows[i]);
+        let stats = self.subflows[i].stats();
         if let Some(sf) = self.subflows.reclaim(i, stats) {
             self.endpoint_events.push_back(EndpointEvent::RetireCid(sf.local_cid));
             self.send.forget_slot(1 << (i % 64));

@@ -324,6 +324,24 @@ impl Subflow {
         self.state != SubflowState::Closed
     }
 
+    /// A snapshot for the application.
+    pub fn stats(&self) -> SubflowStats {
+        SubflowStats {
+            id: self.id,
+            path: self.local_path,
+            remote: self.remote,
+            state: self.state,
+            backup: self.backup,
+            potentially_failed: self.pf(),
+            srtt_us: self.rec.rtt.srtt,
+            rttvar_us: self.rec.rtt.rttvar,
+            rto_us: self.rec.rtt.rto(),
+            cwnd: self.rec.cc.cwnd,
+            in_flight: self.rec.in_flight,
+            counters: self.counters,
+        }
+    }
+
     pub fn established(&self) -> bool {
         self.state == SubflowState::Established
     }

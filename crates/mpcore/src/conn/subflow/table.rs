@@ -186,25 +186,8 @@ mod tests {
         Subflow::new(id, SubflowState::Established, PathId(0), addr, cid, local_opener, false, rtt, cc, 0)
     }
 
-    fn stats(s: &Subflow) -> SubflowStats {
-        SubflowStats {
-            id: s.id,
-            path: s.local_path,
-            remote: s.remote,
-            state: s.state,
-            backup: s.backup,
-            potentially_failed: false,
-            srtt_us: 0,
-            rttvar_us: 0,
-            rto_us: 0,
-            cwnd: 0,
-            in_flight: 0,
-            counters: s.counters,
-        }
-    }
-
     fn reclaim(t: &mut SubflowTable, slot: usize) {
-        let st = stats(&t[slot]);
+        let st = t[slot].stats();
         assert!(t.reclaim(slot, st).is_some());
     }
 
@@ -271,10 +254,10 @@ mod tests {
         for slot in 0..11 {
             reclaim(&mut t, slot);
         }
-        let ids: Vec<u32> = t.stats(stats).iter().map(|s| s.id).collect();
+        let ids: Vec<u32> = t.stats(Subflow::stats).iter().map(|s| s.id).collect();
         assert_eq!(ids, vec![3, 4, 5, 6, 7, 8, 9, 10, 11], "{HISTORY} closed ones, then the one alive");
         let s = t.insert(subflow(12, true)).expect("slot");
         assert_eq!(s, 0, "a reused slot");
-        assert_eq!(t.stats(stats).last().map(|s| s.id), Some(12), "listed by creation, not by slot");
+        assert_eq!(t.stats(Subflow::stats).last().map(|s| s.id), Some(12), "listed by creation, not by slot");
     }
 }
