@@ -165,6 +165,16 @@ fn two_hundred_flaps_of_wifi_under_multimob() {
 }
 
 #[test]
+fn two_hundred_flaps_of_the_unused_cellular_interface_under_multimob() {
+    // The second interface itself: MultiMob opens nothing on it while WiFi works, so its
+    // flaps cost nothing, neither packets nor records.
+    let client = mpsim::multimob_client(oracle::Config::default());
+    let (carried, most) = flaps(client, mpsim::multimob_server(), mpsim::multimob_backup_paths(), 1);
+    assert_eq!(carried, 0, "cellular stays unused");
+    assert_eq!(most, 1, "the server holds the WiFi subflow alone");
+}
+
+#[test]
 fn a_server_reclaims_a_subflow_whose_client_end_went_silent() {
     // The client's second path dies without its interface going down (a NAT drops the
     // binding): the client cannot tell the server, so the server's idle timeout must.

@@ -94,7 +94,7 @@ impl Connection {
                     Verdict::Refuse(r) => {
                         let reason =
                             if r == Refusal::NoData { reason::MPTCP_ERROR } else { reason::FAST_JOIN_REJECTED };
-                        self.refuse_join(now, path, remote, j.subflow, j.scid, u64::from(j.pn), len, reason);
+                        self.refuse_join(now, path, remote, &j, len, reason);
                         return Err(DropReason::Refused);
                     }
                 }
@@ -164,26 +164,14 @@ impl Connection {
     /// answers the JOIN's repeats while it drains. The JOIN is not acknowledged: its data was
     /// not taken, and an acknowledged packet's data is held (§6), so the initiator sends it
     /// again elsewhere.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn refuse_join(
-        &mut self,
-        now: Time,
-        path: PathId,
-        remote: SocketAddr,
-        id: u32,
-        scid: Cid,
-        pn: u64,
-        len: u64,
-        reason: u8,
-    ) {
+    pub(super) fn refuse_join(&mut self, now: Time, path: PathId, remote: SocketAddr, j: &Join, len: u64, reason: u8) {
         let cid = self.rng.cid();
-        let mut sf = self.new_subflow(now, id, SubflowState::Closed, path, remote, cid);
-        sf.remote_cid = Some(scid);
+        let mut sf = self.new_subflow(now, j.subflow, SubflowState::Closed, path, remote, cid);
+        sf.remote_cid = Some(j.scid);
         sf.val.amp_rx = len;
         sf.reset_reason = reason;
         sf.ctrl_pending = ctrl::RESET;
         sf.drain_until = Some(now.saturating_add(3 * sf.rec.rtt.rto()));
-        let _ = pn;
         self.subflows.insert(sf);
     }
 
