@@ -1,6 +1,10 @@
-//! One multipath connection: the first handshake (client side), joins, the data stream with
-//! DSN reassembly, DATA_ACK and flow control, per-subflow loss recovery and congestion control,
-//! scheduling, reinjection and closing. No I/O, no clock: every call carries `now`.
+//! One multipath connection: its state, the application's calls and its statistics. The
+//! concerns live in submodules (ARCHITECTURE.md has the table of what each owns): the subflows
+//! and their recovery (`subflow`), the stream's two sides (`send`, `recv`, `dsn`), the receive
+//! path (`input`), the packet builder (`builder`), the send loop and scheduler adapter
+//! (`sched`), the timers (`timers`), the subflows' outcomes (`recovery`), joins (`join`), path
+//! managers and addresses (`paths`) and MultiMob's wiring (`multimob`); the first handshake is
+//! `crate::handshake`'s. No I/O, no clock: every call carries `now`.
 
 mod builder;
 pub mod cc;
