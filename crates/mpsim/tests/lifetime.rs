@@ -146,10 +146,15 @@ fn two_hundred_flaps_of_the_second_interface_under_fullmesh() {
     // Round-robin spreads the trickle over both paths, so each flap shows whether the path
     // carries data again.
     let client = Config { scheduler: "round-robin".into(), ..cfg(PathManager::Fullmesh) };
-    let (carried, most) = flaps(client, cfg(PathManager::Fullmesh), mpsim::multimob_paths(), 1);
-    println!("fullmesh: data on the second path after {carried} of 200 flaps; server held at most {most} records");
-    assert_eq!(carried, 200);
-    assert!(most <= 3, "paths + 1 = 3, held {most}");
+    let flapped = flaps(client, cfg(PathManager::Fullmesh), mpsim::multimob_paths(), 1);
+    assert_recovered("fullmesh, the second path", flapped);
+}
+
+/// Data on the flapped path after every flap, and at most paths + 1 = 3 records at the server.
+fn assert_recovered(what: &str, (carried, most): (usize, usize)) {
+    println!("{what}: data after {carried} of 200 flaps; the server held at most {most} records");
+    assert_eq!(carried, 200, "{what}");
+    assert!(most <= 3, "{what}: paths + 1 = 3, held {most}");
 }
 
 #[test]
@@ -158,10 +163,7 @@ fn two_hundred_flaps_of_wifi_under_multimob() {
     // (tests/core.rs shows it); a phone walking in and out of WiFi flaps WiFi.
     let client = mpsim::multimob_client(oracle::Config::default());
     let paths = mpsim::multimob_backup_paths();
-    let (carried, most) = flaps(client, mpsim::multimob_server(), paths, 0);
-    println!("multimob: data on WiFi after {carried} of 200 flaps; server held at most {most} records");
-    assert_eq!(carried, 200);
-    assert!(most <= 3, "paths + 1 = 3, held {most}");
+    assert_recovered("multimob, WiFi", flaps(client, mpsim::multimob_server(), paths, 0));
 }
 
 #[test]

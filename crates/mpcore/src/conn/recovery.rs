@@ -73,15 +73,9 @@ impl Connection {
             return;
         }
         let id = self.subflows[i].id;
-        let mask = 1u64 << (i % 64);
-        let (send, counters) = (&mut self.send, &mut self.counters);
-        let orphaned = self.subflows[i].close(now, reason, tell_peer, &mut |d| {
-            send.queue_retransmission(d, mask);
-            counters.reinjections += 1;
-        });
-        if orphaned != 0 {
-            self.pend_on_any(orphaned);
-        }
+        // Closed first, so that connection-level frames in flight there go to another subflow.
+        self.subflows[i].close(now, reason, tell_peer);
+        self.reinject_in_flight(now, i, false);
         self.emit(Event::SubflowClosed { id, reason });
         self.recv.forget_slot(i);
         if self.state == State::Established && self.subflows.open_count() == 0 {

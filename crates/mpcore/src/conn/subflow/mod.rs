@@ -388,12 +388,10 @@ impl Subflow {
     /// Closes the subflow: nothing more is sent on it but, if `tell_peer`, a SUBFLOW_RESET
     /// with `reason` (a MP_FASTCLOSE already pending stays). The record stays for a drain
     /// period of three retransmission timeouts, answering late packets with the reset, and
-    /// is then reclaimed. The data in flight goes to `reinject`; returns the connection-level
-    /// frames that were in flight here (see [`Subflow::drain_flight`]).
-    pub fn close(&mut self, now: Time, reason: u8, tell_peer: bool, reinject: &mut impl FnMut(DataRef)) -> u16 {
-        // Closed first, so that connection-level frames in flight here go to another subflow.
+    /// is then reclaimed. What is still in flight is the caller's to take out
+    /// ([`Subflow::drain_flight`]), after the close.
+    pub fn close(&mut self, now: Time, reason: u8, tell_peer: bool) {
         self.state = SubflowState::Closed;
-        let orphaned = self.drain_flight(now, false, reinject);
         self.reset_reason = reason;
         self.ctrl_pending &= ctrl::FASTCLOSE;
         self.sent_reset = tell_peer && self.remote_cid.is_some();
@@ -405,7 +403,6 @@ impl Subflow {
         self.copy = None;
         self.acks.clear();
         self.drain_until = Some(now.saturating_add(3 * self.rec.rtt.rto()));
-        orphaned
     }
 
     /// A packet arrived on the closed subflow: if we closed it and told the peer, the reset
