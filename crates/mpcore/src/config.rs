@@ -63,8 +63,13 @@ pub struct Config {
     pub send_buffer: usize,
     /// The connection closes after this long without an authenticated packet (0: never).
     pub idle_timeout: u64,
-    /// A subflow idle for this long sends a PING (0: never), so that an idle path's failure
-    /// is noticed.
+    /// Client: after this long without sending anything the peer must acknowledge, a PING
+    /// goes on the connection's primary subflow (0: never), so that the NAT bindings of its
+    /// path stay open and the path's failure is noticed while idle (PROTOCOL.md §7). One
+    /// subflow per connection, never an idle backup; at most half of either side's idle
+    /// timeout. 15 s by default: below the 30 s that the shortest-lived UDP NAT bindings seen
+    /// in carrier networks last, at 240 PINGs (and as many ACKs) per idle hour. Servers never
+    /// send keep-alives.
     pub keep_alive: u64,
     pub max_subflows: usize,
     /// Offer and accept FAST_JOIN (MultiMob).
@@ -129,7 +134,7 @@ impl Default for Config {
             recv_window: 1 << 20,
             send_buffer: 4 << 20,
             idle_timeout: 30_000_000,
-            keep_alive: 5_000_000,
+            keep_alive: 15_000_000,
             max_subflows: 8,
             fast_join: false,
             mp_idle: false,
@@ -160,6 +165,27 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
+    /// A phone's client, as MultiMob tuned it: the `multimob` path manager (no subflow on
+    /// another path until the oracle or a timeout says the current one degraded), the
+    /// `priority` scheduler (regular subflows before backups, WiFi before cellular), FAST_JOIN
+    /// and MP_IDLE offered, and keep-alives every 15 s on the primary subflow only (its NAT
+    /// bindings; an unused cellular path stays silent). Mark the cellular interface backup.
+    pub fn phone() -> Self {
+        Self {
+            path_manager: PathManager::MultiMob,
+            scheduler: "priority".into(),
+            fast_join: true,
+            mp_idle: true,
+            ..Self::default()
+        }
+    }
+
+    /// A server for phones: the `last-received` scheduler (answers go on the subflow the
+    /// client used last), FAST_JOIN and MP_IDLE accepted. Servers send no keep-alives.
+    pub fn server() -> Self {
+        Self { scheduler: "last-received".into(), fast_join: true, mp_idle: true, ..Self::default() }
+    }
+
     /// Checks the values against the protocol's limits.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |s: &str| Err(ConfigError(s.to_string()));

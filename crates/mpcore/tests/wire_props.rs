@@ -516,3 +516,36 @@ fn specific_malformations() {
     assert!(Ack::emit(&mut Writer::new(&mut buf), 0, [(5, 9), (8, 8)]).is_err(), "overlapping");
     assert!(Ack::emit(&mut Writer::new(&mut buf), 0, [(5, 9), (4, 4)]).is_err(), "touching");
 }
+
+/// PROTOCOL.md §5: a packet of ACK, a DSS carrying only a DATA_ACK and window, PADDING,
+/// SUBFLOW_RESET or MP_FASTCLOSE elicits no acknowledgement (else an idle connection would
+/// acknowledge acknowledgements forever); data, a DATA_FIN and a PING do.
+#[test]
+fn an_acknowledgement_elicits_no_acknowledgement() {
+    let eliciting = |frames: &[Frame<'_>]| {
+        let mut buf = [0u8; 512];
+        let mut w = Writer::new(&mut buf);
+        for f in frames {
+            f.emit(&mut w).unwrap();
+        }
+        let n = w.len();
+        let parsed: Vec<_> = Frames::new(&buf[..n]).collect::<Result<_, _>>().unwrap();
+        assert_eq!(parsed.len(), frames.len());
+        parsed.iter().any(Frame::is_ack_eliciting)
+    };
+    let mut ack_buf = [0u8; 32];
+    let mut w = Writer::new(&mut ack_buf);
+    Ack::emit(&mut w, 3, [(0u64, 7u64)]).unwrap();
+    let n = w.len();
+    let ack = Frame::parse(&mut Reader::new(&ack_buf[..n])).unwrap();
+    let data_ack = Frame::Dss(Dss { ack: Some((1_000, 65_536)), mapping: None, fin: false, idle: false });
+    let data = Frame::Dss(Dss { ack: Some((1_000, 65_536)), mapping: Some((9, b"hi")), fin: false, idle: false });
+    let fin = Frame::Dss(Dss { ack: None, mapping: Some((9, b"")), fin: true, idle: false });
+    let reset = Frame::SubflowReset { transient: false, reason: 9 };
+    let close = Frame::FastClose { key: 7, reason: 0 };
+    assert!(!eliciting(&[ack, data_ack, Frame::Padding { len: 20 }]), "ACK + DATA_ACK + padding");
+    assert!(!eliciting(&[ack, reset]) && !eliciting(&[close]), "reset and fast close end, nothing to answer");
+    assert!(eliciting(&[ack, data]), "data");
+    assert!(eliciting(&[fin]), "a DATA_FIN without data");
+    assert!(eliciting(&[data_ack, Frame::Ping]), "a window update with a PING");
+}

@@ -236,23 +236,15 @@ pub fn multimob_backup_paths() -> Vec<PathConfig> {
     p
 }
 
-/// The MultiMob client: the `multimob` path manager with this oracle, the `priority`
-/// scheduler, FAST_JOIN and MP_IDLE, no keep-alives.
+/// The MultiMob client of the paper: [`Config::phone`] with this oracle and without
+/// keep-alives (the paper's phones sent none).
 pub fn multimob_client(oracle: oracle::Config) -> Config {
-    Config {
-        path_manager: mpcore::PathManager::MultiMob,
-        scheduler: "priority".into(),
-        fast_join: true,
-        mp_idle: true,
-        keep_alive: 0,
-        oracle,
-        ..Config::default()
-    }
+    Config { keep_alive: 0, oracle, ..Config::phone() }
 }
 
-/// The MultiMob server: `last-received`, FAST_JOIN and MP_IDLE, no keep-alives.
+/// The MultiMob server: [`Config::server`] (`last-received`, FAST_JOIN, MP_IDLE).
 pub fn multimob_server() -> Config {
-    Config { scheduler: "last-received".into(), fast_join: true, mp_idle: true, keep_alive: 0, ..Config::default() }
+    Config::server()
 }
 
 impl Sim {

@@ -311,6 +311,7 @@ impl Connection {
             ctrl: ctrl_sent,
         });
         if let Some(d) = sent_data {
+            sf.last_data_tx = now;
             sf.counters.data_bytes_sent += u64::from(d.len);
             let retrans = data.is_some_and(|x| x.1);
             if retrans {

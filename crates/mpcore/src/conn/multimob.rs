@@ -60,7 +60,7 @@ impl Connection {
         if self.config.path_manager != PathManager::MultiMob || self.side != Side::Client || self.is_closed() {
             return;
         }
-        let failover_open = self.subflows.iter().any(|s| s.failover && s.is_open());
+        let failover_open = self.failover_open();
         let healthy = |s: &&Subflow| s.established() && !s.backup && !s.failover && !s.rec.pf && !s.was_bad;
         let last_loss = self.subflows.iter().filter(healthy).map(|s| s.rec.last_loss_at).max();
         let (true, Some(last_loss)) = (failover_open, last_loss) else {
@@ -84,6 +84,13 @@ impl Connection {
             }
         }
         tracing::debug!("multimob fail-back");
+    }
+
+    /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
+    pub(super) fn failover_open(&self) -> bool {
+        self.config.path_manager == PathManager::MultiMob
+            && self.side == Side::Client
+            && self.subflows.iter().any(|s| s.failover && s.is_open())
     }
 
     /// The peer's RTO as last reported on any subflow (MultiMob's RTO option).

@@ -19,9 +19,13 @@ impl Connection {
         }
         let n = self.subflows.slot_bound();
         if self.recv.take_window_update() {
+            // A DSS without data elicits no acknowledgement (§5), so a lost window update would
+            // never be repaired and a sender waiting on the window would wait for good: the
+            // update goes with a PING, which the retransmission timer repeats until answered.
             let best = self.subflows.enumerate().filter(|(_, s)| s.established() && !s.pf());
             if let Some((i, _)) = best.max_by_key(|(_, s)| s.last_original_rx) {
                 self.subflows[i].acks.immediate = true;
+                self.subflows[i].ctrl_pending |= ctrl::PING;
             }
         }
         // Control first: ACKs due, pending frames, probes, redundant copies.

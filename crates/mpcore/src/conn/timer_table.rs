@@ -21,6 +21,11 @@ impl<const N: usize> TimerTable<N> {
         self.at[kind] = at;
     }
 
+    /// Arms timer `kind` at `at`, or keeps its deadline if that is earlier.
+    pub fn set_earliest(&mut self, kind: usize, at: Time) {
+        self.at[kind] = Some(self.at[kind].map_or(at, |t| t.min(at)));
+    }
+
     /// Whether timer `kind` is armed and due at `now`.
     pub fn expired(&self, kind: usize, now: Time) -> bool {
         self.at[kind].is_some_and(|t| t <= now)
@@ -50,5 +55,8 @@ mod tests {
         t.set(2, Some(900));
         assert!(!t.expired(2, 300) && t.expired(2, 900), "re-arming replaces the deadline");
         assert_eq!(t.next(), Some(500));
+        t.set_earliest(0, 700);
+        t.set_earliest(1, 800);
+        assert!(t.expired(0, 500) && !t.expired(1, 799) && t.expired(1, 800), "the earlier deadline stays");
     }
 }

@@ -50,10 +50,37 @@ impl Connection {
         let idle = self.config.subflow_idle_timeout;
         TimerContext {
             peer_max_ack_delay: self.peer_max_ack_delay(),
-            keep_alive: if open { self.config.keep_alive } else { 0 },
+            keep_alive: if open { self.keep_alive_interval() } else { 0 },
+            keep_alive_on: self.keep_alive_subflow(),
+            probe_bad: if open && self.failover_open() { self.config.oracle.period / 5 } else { 0 },
             idle_timeout: (open && idle > 0 && self.side == Side::Server).then_some(idle),
             freshest_rx: self.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx).max().unwrap_or(0),
         }
+    }
+
+    /// The keep-alive interval (PROTOCOL.md §7): the client's `keep_alive`, at most half of
+    /// either side's idle timeout, so that a keep-alive and its answer land before either
+    /// side gives up; 0 (none) on the server, which is not behind the NAT whose bindings they
+    /// refresh and whose PINGs would wake a phone's radio.
+    pub(super) fn keep_alive_interval(&self) -> u64 {
+        if self.side != Side::Client {
+            return 0;
+        }
+        let half = |t: u64| if t > 0 { t / 2 } else { u64::MAX };
+        let peer_idle = self.peer_params.idle_timeout_ms.saturating_mul(1000);
+        self.config.keep_alive.min(half(self.config.idle_timeout)).min(half(peer_idle))
+    }
+
+    /// The one subflow keep-alives go on, the connection's primary: among the established,
+    /// not potentially failed subflows, regular ones before backup ones, the one that sent
+    /// data most recently (the client's requests pick the path the answers come back on),
+    /// then the one data (or its acknowledgement) arrived on, then the one heard from. A backup
+    /// subflow gets them only when it is all that is left, so an idle cellular backup stays
+    /// silent.
+    pub(super) fn keep_alive_subflow(&self) -> Option<u32> {
+        let ok = self.subflows.iter().filter(|s| s.is_open() && s.established() && !s.pf());
+        let key = |s: &&Subflow| (!s.backup, s.last_data_tx, s.last_original_rx, s.last_rx, std::cmp::Reverse(s.id));
+        ok.max_by_key(key).map(|s| s.id)
     }
 
     /// The earliest time `handle_timeout` has work to do.
@@ -137,6 +164,16 @@ impl Connection {
             }
             if t.expired(sf_timer::DRAIN, now) {
                 self.reclaim_subflow(i);
+            }
+        }
+        // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
+        // had already passed.
+        let cx = self.timer_context();
+        if let Some(i) = cx.keep_alive_on.and_then(|id| self.subflows.by_number(id)) {
+            if self.subflows[i].timers(&cx).expired(sf_timer::KEEP_ALIVE, now) {
+                let sf = &mut self.subflows[i];
+                sf.ctrl_pending |= ctrl::PING;
+                sf.last_activity = now;
             }
         }
     }

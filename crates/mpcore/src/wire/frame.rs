@@ -477,9 +477,17 @@ impl<'a> Frame<'a> {
         }
     }
 
-    /// True unless the frame is PADDING or ACK (PROTOCOL.md §5).
+    /// Whether a packet carrying this frame must be acknowledged (PROTOCOL.md §5.1). A frame
+    /// that only acknowledges or ends does not: PADDING, ACK, a DSS without a mapping (a
+    /// DATA_ACK and window, which cannot carry DATA_FIN or MP_IDLE), SUBFLOW_RESET and
+    /// MP_FASTCLOSE. Were a DATA_ACK eliciting, each side would acknowledge the other's
+    /// acknowledgements forever and an idle connection would never go quiet.
     pub fn is_ack_eliciting(&self) -> bool {
-        !matches!(self, Frame::Padding { .. } | Frame::Ack(_))
+        match self {
+            Frame::Padding { .. } | Frame::Ack(_) | Frame::SubflowReset { .. } | Frame::FastClose { .. } => false,
+            Frame::Dss(d) => d.mapping.is_some(),
+            _ => true,
+        }
     }
 
     /// Writes the frame. An [`Frame::Ack`] is re-emitted from its parsed ranges.

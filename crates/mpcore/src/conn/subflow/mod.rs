@@ -208,6 +208,12 @@ pub struct TimerContext {
     pub peer_max_ack_delay: u64,
     /// Keep-alive interval (0: none), applicable while the connection is open.
     pub keep_alive: u64,
+    /// The subflow number keep-alives go on (one per connection).
+    pub keep_alive_on: Option<u32>,
+    /// `multimob` client during a failover: the interval of the probes a regular subflow
+    /// flagged bad (or high-RTO) gets, so that the oracle sees its path carry packets again
+    /// and can clear it (0: none).
+    pub probe_bad: u64,
     /// Server: the subflow idle timeout, for subflows quieter than the freshest one.
     pub idle_timeout: Option<u64>,
     /// When the connection last heard anything, on any of its subflows.
@@ -251,6 +257,8 @@ pub struct Subflow {
     pub drain_until: Option<Time>,
     // For the schedulers and the oracle.
     pub last_original_rx: Time,
+    /// When this subflow last sent data (for the choice of the keep-alive subflow).
+    pub last_data_tx: Time,
     pub was_bad: bool,
     pub high_rto: bool,
     pub last_activity: Time,
@@ -312,6 +320,7 @@ impl Subflow {
             idle_probe: None,
             drain_until: None,
             last_original_rx: 0,
+            last_data_tx: 0,
             was_bad: false,
             high_rto: false,
             last_activity: now,
@@ -437,12 +446,19 @@ impl Subflow {
         }
         t.set(timer::LOSS, self.rec.loss_time);
         t.set(timer::RETRANSMIT, self.rec.rto_deadline(cx.peer_max_ack_delay));
-        if cx.keep_alive > 0 && self.established() {
+        if cx.keep_alive > 0 && cx.keep_alive_on == Some(self.id) {
             t.set(timer::KEEP_ALIVE, Some(self.last_activity.saturating_add(cx.keep_alive)));
+        }
+        let flagged = (self.was_bad || self.high_rto) && !self.backup && !self.failover;
+        if cx.probe_bad > 0 && flagged && self.established() && !self.rec.pf {
+            t.set_earliest(timer::KEEP_ALIVE, self.last_activity.saturating_add(cx.probe_bad));
         }
         // Only a subflow quieter than another one of the connection: the last one heard is
         // left to the connection's idle timeout.
-        if let Some(idle) = cx.idle_timeout.filter(|_| self.established() && self.last_rx < cx.freshest_rx) {
+        // Never a backup subflow: its quiet is by design, and a probe every period would keep
+        // a phone's cellular radio awake.
+        let quieter = self.established() && !self.backup && self.last_rx < cx.freshest_rx;
+        if let Some(idle) = cx.idle_timeout.filter(|_| quieter) {
             t.set(
                 timer::IDLE,
                 Some(match self.idle_probe {
