@@ -164,26 +164,40 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The idle timeout of the phone presets: 2 minutes, so that a connection left on a cellular
+/// backup alone (WiFi lost) needs a keep-alive there only once a minute.
+const PHONE_IDLE_TIMEOUT: u64 = 120_000_000;
+
 impl Config {
     /// A phone's client, as MultiMob tuned it: the `multimob` path manager (no subflow on
     /// another path until the oracle or a timeout says the current one degraded), the
     /// `priority` scheduler (regular subflows before backups, WiFi before cellular), FAST_JOIN
     /// and MP_IDLE offered, and keep-alives every 15 s on the primary subflow only (its NAT
-    /// bindings; an unused cellular path stays silent). Mark the cellular interface backup.
+    /// bindings; an unused cellular path stays silent), an idle timeout of 2 minutes (a
+    /// cellular backup carrying the connection alone gets a keep-alive once a minute). Mark
+    /// the cellular interface backup.
     pub fn phone() -> Self {
         Self {
             path_manager: PathManager::MultiMob,
             scheduler: "priority".into(),
             fast_join: true,
             mp_idle: true,
+            idle_timeout: PHONE_IDLE_TIMEOUT,
             ..Self::default()
         }
     }
 
     /// A server for phones: the `last-received` scheduler (answers go on the subflow the
-    /// client used last), FAST_JOIN and MP_IDLE accepted. Servers send no keep-alives.
+    /// client used last), FAST_JOIN and MP_IDLE accepted, an idle timeout of 2 minutes (as the
+    /// phone's). Servers send no keep-alives.
     pub fn server() -> Self {
-        Self { scheduler: "last-received".into(), fast_join: true, mp_idle: true, ..Self::default() }
+        Self {
+            scheduler: "last-received".into(),
+            fast_join: true,
+            mp_idle: true,
+            idle_timeout: PHONE_IDLE_TIMEOUT,
+            ..Self::default()
+        }
     }
 
     /// Checks the values against the protocol's limits.

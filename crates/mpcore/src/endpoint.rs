@@ -63,6 +63,8 @@ pub struct Endpoint {
     oracle_actions: Vec<oracle::Action>,
     /// Per local path: reported down by the driver.
     path_down: Vec<bool>,
+    /// Per local path: removed (`remove_path`); the slot is reused by `add_path`.
+    removed: Vec<bool>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -84,6 +86,7 @@ impl Endpoint {
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
             path_down: vec![false; paths.len()],
+            removed: vec![false; paths.len()],
             paths,
             server,
             conns: Vec::new(),
@@ -110,8 +113,61 @@ impl Endpoint {
         &self.config
     }
 
+    /// Every local path slot, indexed by `PathId`; a removed path's slot keeps its last
+    /// address until `add_path` reuses it (see [`Endpoint::path`]).
     pub fn paths(&self) -> &[LocalPath] {
         &self.paths
+    }
+
+    /// Local path `path`, unless it does not exist or was removed.
+    pub fn path(&self, path: PathId) -> Option<&LocalPath> {
+        let p = usize::from(path.0);
+        self.paths.get(p).filter(|_| !self.removed[p])
+    }
+
+    /// Adds a local path (an interface that appeared, or a new address on one) and tells
+    /// every connection (`Connection::path_added`: a client joins from it where its path
+    /// manager says so). Reuses the slot of a removed path if there is one; at most 255.
+    pub fn add_path(&mut self, now: Time, lp: LocalPath) -> Result<PathId, ConfigError> {
+        let p = match self.removed.iter().position(|&r| r) {
+            Some(p) => p,
+            None if self.paths.len() < 255 => {
+                self.paths.push(lp);
+                self.path_down.push(false);
+                self.removed.push(false);
+                self.paths.len() - 1
+            }
+            None => return Err(ConfigError("an endpoint has at most 255 local paths".into())),
+        };
+        self.paths[p] = lp;
+        self.path_down[p] = false;
+        self.removed[p] = false;
+        let path = PathId(p as u8);
+        for idx in 0..self.conns.len() {
+            if let Some(c) = self.conns[idx].as_deref_mut() {
+                c.path_added(now, path, lp);
+                self.apply_events(idx, now);
+            }
+        }
+        Ok(path)
+    }
+
+    /// Removes local path `path` for good (its interface went away, or lost this address):
+    /// every connection closes its subflows there and withdraws the address
+    /// (`Connection::path_removed`). Datagrams later handed in on it are dropped.
+    pub fn remove_path(&mut self, now: Time, path: PathId) {
+        let p = usize::from(path.0);
+        if p >= self.paths.len() || self.removed[p] {
+            return;
+        }
+        self.removed[p] = true;
+        self.path_down[p] = true;
+        for idx in 0..self.conns.len() {
+            if let Some(c) = self.conns[idx].as_deref_mut() {
+                c.path_removed(now, path);
+                self.apply_events(idx, now);
+            }
+        }
     }
 
     pub fn drops(&self) -> &Drops {
@@ -143,7 +199,7 @@ impl Endpoint {
 
     /// Starts a connection to `remote` over local path `path`.
     pub fn connect(&mut self, now: Time, path: PathId, remote: SocketAddr) -> Result<ConnHandle, ConnectError> {
-        if usize::from(path.0) >= self.paths.len() {
+        if self.path(path).is_none() {
             return Err(ConnectError::UnknownPath(path));
         }
         let mut cid = self.rng.cid();
@@ -244,7 +300,7 @@ impl Endpoint {
             self.drops.oversized += 1;
             return;
         }
-        if usize::from(path.0) >= self.paths.len() {
+        if self.path(path).is_none() {
             self.drops.unexpected += 1;
             return;
         }
@@ -408,6 +464,18 @@ impl Endpoint {
 
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.run_due(now);
+        if !self.closed_cids.is_empty() {
+            self.closed_cids.retain(|_, exp| *exp > now);
+        }
+        self.run_oracle(now);
+        // The oracle's decisions (and a netpath one connection declared bad) change other
+        // connections' subflows, which may make their timers due now (a keep-alive moving to
+        // another subflow): those run too, so that nothing due is left.
+        self.run_due(now);
+    }
+
+    fn run_due(&mut self, now: Time) {
         for idx in 0..self.conns.len() {
             let due = self.conns[idx].as_deref().and_then(|c| c.poll_timeout()).is_some_and(|t| t <= now);
             if due {
@@ -417,10 +485,6 @@ impl Endpoint {
                 self.apply_events(idx, now);
             }
         }
-        if !self.closed_cids.is_empty() {
-            self.closed_cids.retain(|_, exp| *exp > now);
-        }
-        self.run_oracle(now);
     }
 
     /// The oracle's period (MultiMob §III-B): every subflow of every connection reports to
@@ -466,8 +530,10 @@ impl Endpoint {
     /// Tells every connection that local path `path`'s interface went down or came back
     /// (`Connection::path_down` / `path_up`); later connections start with the same view.
     pub fn set_path_up(&mut self, now: Time, path: PathId, up: bool) {
-        let Some(d) = self.path_down.get_mut(usize::from(path.0)) else { return };
-        *d = !up;
+        if self.path(path).is_none() {
+            return;
+        }
+        self.path_down[usize::from(path.0)] = !up;
         for idx in 0..self.conns.len() {
             if let Some(c) = self.conns[idx].as_deref_mut() {
                 if up {

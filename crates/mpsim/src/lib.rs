@@ -158,19 +158,14 @@ struct PathState {
     log: Vec<LogEntry>,
 }
 
-impl PathState {
-    /// The address the server sees for the client on this path.
-    fn client_visible(&self) -> SocketAddr {
-        self.nat.unwrap_or(self.cfg.client_addr)
-    }
-}
-
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Delivery {
     at: Time,
     seq: u64,
     to_server: bool,
     path: usize,
+    /// The client's local path it arrives on (towards the client).
+    local: PathId,
     from: SocketAddr,
     bytes: Vec<u8>,
 }
@@ -196,6 +191,8 @@ pub struct Sim {
     pub tap: Option<Box<dyn FnMut(Time, usize, Dir, &[u8])>>,
     /// Datagrams to inject: (time, path, direction, source, bytes).
     injections: Vec<(Time, usize, Dir, SocketAddr, Vec<u8>)>,
+    /// The simulated path (link) each of the client's local paths sends over, by `PathId`.
+    links: Vec<usize>,
 }
 
 impl std::fmt::Debug for Sim {
@@ -256,6 +253,7 @@ impl Sim {
         let cpaths =
             paths.iter().map(|p| LocalPath { addr: p.client_addr, iface: p.iface, backup: p.backup }).collect();
         let spaths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];
+        let npaths = paths.len();
         Ok(Self {
             now: 0,
             client: Endpoint::new(client, cpaths, false)?,
@@ -274,6 +272,7 @@ impl Sim {
             logging: true,
             tap: None,
             injections: Vec::new(),
+            links: (0..npaths).collect(),
         })
     }
 
@@ -283,10 +282,57 @@ impl Sim {
         self.script.sort_by_key(|e| Reverse(e.0));
     }
 
+    /// Changes path `path` now (what [`Sim::at`] does when its time comes), so that an
+    /// application reacting in the same step (a driver reporting the link up) sees it.
+    pub fn change(&mut self, path: usize, ev: PathEvent) {
+        let p = &mut self.paths[path];
+        match ev {
+            PathEvent::Down => p.up = false,
+            PathEvent::Up => p.up = true,
+            PathEvent::Loss(l) => p.cfg.loss = l,
+            PathEvent::Delay(d) => p.cfg.delay = d,
+            PathEvent::RateBps(r) => p.cfg.rate_bps = r,
+            PathEvent::Rebind(a) => p.nat = Some(a),
+        }
+    }
+
     /// Schedules a datagram to enter path `path` at `at` in direction `dir`, from `from`.
     pub fn inject(&mut self, at: Time, path: usize, dir: Dir, from: SocketAddr, bytes: Vec<u8>) {
         self.injections.push((at, path, dir, from, bytes));
         self.injections.sort_by_key(|e| Reverse(e.0));
+    }
+
+    /// Adds a local path to the client (a new address, or a new interface) that sends over
+    /// simulated path `link` from `lp.addr` ([`Endpoint::add_path`]).
+    pub fn add_client_path(&mut self, link: usize, lp: LocalPath) -> PathId {
+        assert!(link < self.paths.len(), "no simulated path {link}");
+        let id = self.client.add_path(self.now, lp).expect("at most 255 local paths");
+        let p = usize::from(id.0);
+        if self.links.len() <= p {
+            self.links.resize(p + 1, link);
+        }
+        self.links[p] = link;
+        id
+    }
+
+    /// Removes one of the client's local paths ([`Endpoint::remove_path`]).
+    pub fn remove_client_path(&mut self, path: PathId) {
+        self.client.remove_path(self.now, path);
+    }
+
+    /// The simulated path the client's local path `path` sends over.
+    pub fn link_of(&self, path: PathId) -> usize {
+        self.links.get(usize::from(path.0)).copied().unwrap_or(usize::from(path.0))
+    }
+
+    /// The client's local path that receives what arrives over `link` for address `dst`:
+    /// the one with that address, else (behind a NAT, or an injection) the first one on it.
+    fn client_path_for(&self, link: usize, dst: Option<SocketAddr>) -> PathId {
+        let on_link = |p: &usize| self.links[*p] == link && self.client.path(PathId(*p as u8)).is_some();
+        let mut ps = (0..self.links.len()).filter(on_link);
+        let by_addr =
+            dst.and_then(|d| (0..self.links.len()).filter(on_link).find(|&p| self.client.paths()[p].addr == d));
+        PathId(by_addr.or_else(|| ps.next()).unwrap_or(link) as u8)
     }
 
     /// Forgets every path's packet log (a long run keeps only what it still needs).
@@ -335,7 +381,15 @@ impl Sim {
         let (k, dir) = if from_client {
             (path_hint, Dir::Up)
         } else {
-            match self.paths.iter().position(|p| p.client_visible() == dst) {
+            // Towards a NAT's public address, or one of the client's addresses.
+            let natted = self.paths.iter().position(|p| p.nat == Some(dst));
+            let own = (0..self.links.len())
+                .find(|&p| {
+                    self.client.path(PathId(p as u8)).is_some_and(|lp| lp.addr == dst)
+                        && self.paths[self.links[p]].nat.is_none()
+                })
+                .map(|p| self.links[p]);
+            match natted.or(own) {
                 Some(k) => (k, Dir::Down),
                 None => {
                     if self.logging && !self.paths.is_empty() {
@@ -378,14 +432,22 @@ impl Sim {
                     }
                     let dup = self.rng.chance(cfg.duplicate);
                     let (to_server, from) = if from_client { (true, p.nat.unwrap_or(src)) } else { (false, src) };
+                    let local = if from_client { PathId(0) } else { self.client_path_for(k, Some(dst)) };
                     if dup {
                         self.seq += 1;
-                        let copy =
-                            Delivery { at: at + 1, seq: self.seq, to_server, path: k, from, bytes: bytes.clone() };
+                        let copy = Delivery {
+                            at: at + 1,
+                            seq: self.seq,
+                            to_server,
+                            path: k,
+                            local,
+                            from,
+                            bytes: bytes.clone(),
+                        };
                         self.queue.push(Reverse(copy));
                     }
                     self.seq += 1;
-                    self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, from, bytes }));
+                    self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, local, from, bytes }));
                     if dup {
                         Verdict::Duplicate
                     } else {
@@ -405,7 +467,7 @@ impl Sim {
         let mut buf = std::mem::take(&mut self.buf);
         while let Some(t) = self.client.poll_transmit(now, &mut buf) {
             let src = self.client.paths()[usize::from(t.path.0)].addr;
-            self.route(true, usize::from(t.path.0), src, t.remote, buf[..t.len].to_vec());
+            self.route(true, self.link_of(t.path), src, t.remote, buf[..t.len].to_vec());
         }
         while let Some(t) = self.server.poll_transmit(now, &mut buf) {
             let src = self.server.paths()[usize::from(t.path.0)].addr;
@@ -472,21 +534,15 @@ impl Sim {
         let now = self.now;
         while self.script.last().is_some_and(|e| e.0 <= now) {
             let Some((_, k, ev)) = self.script.pop() else { break };
-            let p = &mut self.paths[k];
-            match ev {
-                PathEvent::Down => p.up = false,
-                PathEvent::Up => p.up = true,
-                PathEvent::Loss(l) => p.cfg.loss = l,
-                PathEvent::Delay(d) => p.cfg.delay = d,
-                PathEvent::RateBps(r) => p.cfg.rate_bps = r,
-                PathEvent::Rebind(a) => p.nat = Some(a),
-            }
+            self.change(k, ev);
         }
         while self.injections.last().is_some_and(|e| e.0 <= now) {
             let Some((_, k, dir, from, bytes)) = self.injections.pop() else { break };
             self.seq += 1;
             let at = now + self.paths[k].cfg.delay;
-            self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server: dir == Dir::Up, path: k, from, bytes }));
+            let local = self.client_path_for(k, None);
+            let to_server = dir == Dir::Up;
+            self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, local, from, bytes }));
         }
         while self.queue.peek().is_some_and(|d| d.0.at <= now) {
             let Some(Reverse(d)) = self.queue.pop() else { break };
@@ -498,7 +554,7 @@ impl Sim {
             if d.to_server {
                 self.server.handle_datagram(now, PathId(0), d.from, &d.bytes);
             } else {
-                self.client.handle_datagram(now, PathId(d.path as u8), d.from, &d.bytes);
+                self.client.handle_datagram(now, d.local, d.from, &d.bytes);
             }
         }
         for (name, ep) in [("client", &mut self.client), ("server", &mut self.server)] {

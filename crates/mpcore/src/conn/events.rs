@@ -32,7 +32,7 @@ pub enum CloseReason {
     VersionMismatch,
     /// Our token collided with another connection's (§4.3); connect again.
     TokenCollision,
-    /// Every subflow closed.
+    /// Every subflow closed, and the connection has no idle timeout to wait for a new one.
     NoSubflow,
 }
 

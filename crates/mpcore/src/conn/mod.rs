@@ -106,8 +106,6 @@ pub struct Connection {
     orphan_ctrl: u16,
     /// Tests only: raw frames for the next packet (see [`Connection::inject_frames`]).
     injected: Vec<u8>,
-    /// The local path of the connection's first subflow (its address id is 0).
-    initial_path: PathId,
     fastclose: bool,
     /// `multimob`: the receive idle timer (MultiMob §III-B).
     idle_timer: oracle::IdleTimer,
@@ -120,6 +118,10 @@ pub struct Connection {
     path_down: Vec<bool>,
     /// Per local path: `path_down` closed a subflow there, so `path_up` opens one again.
     reopen: Vec<bool>,
+    /// Per local path: the address id its address has (RFC 8684 §3.4.1; see `paths`).
+    addr_ids: Vec<u8>,
+    /// The address id the next address added gets (`path_added`).
+    next_addr_id: u8,
 }
 
 impl std::fmt::Debug for Connection {
@@ -174,7 +176,6 @@ impl Connection {
             remove: Vec::new(),
             orphan_ctrl: 0,
             injected: Vec::new(),
-            initial_path,
             fastclose: false,
             idle_timer: oracle::IdleTimer::default(),
             healthy_since: None,
@@ -182,6 +183,8 @@ impl Connection {
             drained: false,
             path_down: vec![false; paths.len()],
             reopen: vec![false; paths.len()],
+            addr_ids: (0..paths.len()).map(|p| paths::initial_addr_id(PathId(p as u8), initial_path)).collect(),
+            next_addr_id: paths.len().clamp(1, 255) as u8,
         }
     }
 

@@ -150,7 +150,11 @@ impl Connection {
                 set_flags(None, Some(true));
                 self.open_other_paths(now, false, true);
             }
-            oracle::Verdict::Clear => set_flags(Some(false), Some(false)),
+            oracle::Verdict::Clear => {
+                set_flags(Some(false), Some(false));
+                // A regular subflow may be healthy from now on: the fail-back hold starts.
+                self.check_fail_back(now);
+            }
         }
     }
 }

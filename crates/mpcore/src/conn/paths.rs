@@ -3,16 +3,122 @@
 
 use super::*;
 
+/// The address id of local path `path` among the paths a connection started with. RFC 8684
+/// §3.4.1 gives the initial subflow's address id 0: the connection's first path has id 0,
+/// path 0 takes the first path's index, and every other path its own index. An address added
+/// later gets a fresh id (`Connection::path_added`).
+pub(super) fn initial_addr_id(path: PathId, initial: PathId) -> u8 {
+    match path {
+        p if p == initial => 0,
+        PathId(0) => initial.0,
+        p => p.0,
+    }
+}
+
 impl Connection {
-    /// The address id of local path `path`. RFC 8684 §3.4.1 gives the initial subflow's
-    /// address id 0: the connection's first path has id 0, path 0 takes the first path's
-    /// index, and every other path its own index.
+    /// The address id of local path `path`'s current address.
     pub(super) fn addr_id(&self, path: PathId) -> u8 {
-        match path {
-            p if p == self.initial_path => 0,
-            PathId(0) => self.initial_path.0,
-            p => p.0,
+        self.addr_ids.get(usize::from(path.0)).copied().unwrap_or(path.0)
+    }
+
+    /// Local path `path` has a new address, `lp` (a new interface, or a new address on one):
+    /// the endpoint reused a removed path's slot or added one. The address gets an address
+    /// id no live address of the connection has, never one just withdrawn (a REMOVE_ADDR
+    /// still in flight for the old address must not close the new address's subflows). A
+    /// client joins from it at once under `fullmesh` and `backup`, and under `multimob` and
+    /// `ondemand` when the connection has no usable regular subflow left (the phone moved to
+    /// a network whose address replaces the lost one).
+    pub fn path_added(&mut self, now: Time, path: PathId, lp: LocalPath) {
+        let p = usize::from(path.0);
+        if p > self.paths.len() || p > 254 {
+            return;
         }
+        if p == self.paths.len() {
+            self.paths.push(lp);
+            self.path_down.push(false);
+            self.reopen.push(false);
+            self.addr_ids.push(0);
+        }
+        self.paths[p] = lp;
+        self.path_down[p] = false;
+        self.reopen[p] = false;
+        self.addr_ids[p] = self.fresh_addr_id(p);
+        if self.side != Side::Client || self.state != State::Established || self.is_closed() {
+            return;
+        }
+        let usable_regular = self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup);
+        let open = match self.config.path_manager {
+            PathManager::Fullmesh | PathManager::Backup => true,
+            PathManager::MultiMob | PathManager::OnDemand => !usable_regular,
+        };
+        if open && !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+            let backup = lp.backup || (self.config.path_manager == PathManager::Backup && usable_regular);
+            self.open(now, path, self.peer_addr, backup);
+        }
+        tracing::debug!(side = ?self.side, path = p, addr = %lp.addr, "local path added");
+    }
+
+    /// An address id for path slot `p` that no other path uses and no pending REMOVE_ADDR
+    /// names; ids cycle through 1..=255 (0 is the initial address's).
+    fn fresh_addr_id(&mut self, p: usize) -> u8 {
+        for _ in 0..255 {
+            let id = self.next_addr_id.max(1);
+            self.next_addr_id = id.checked_add(1).unwrap_or(1);
+            let taken = self.addr_ids.iter().enumerate().any(|(k, &a)| k != p && a == id) || self.remove.contains(&id);
+            if !taken {
+                return id;
+            }
+        }
+        self.addr_ids[p]
+    }
+
+    /// Local path `path`'s address is gone for good (the interface went away, or lost this
+    /// address): unlike `path_down`, its subflows are closed even where nothing else could
+    /// carry the connection, and nothing reopens them there. A client first joins from a path
+    /// of the same kind that has no subflow (the address that replaced this one), or, when
+    /// no regular subflow is left and there is none, from every other path (a failover).
+    /// The peer is told with SUBFLOW_RESETs (if they still get out) and a REMOVE_ADDR.
+    pub fn path_removed(&mut self, now: Time, path: PathId) {
+        let p = usize::from(path.0);
+        if p >= self.paths.len() {
+            return;
+        }
+        self.path_down[p] = true;
+        self.reopen[p] = false;
+        if self.is_closed() {
+            return;
+        }
+        let on_path = |s: &Subflow| s.local_path == path && s.is_open();
+        if !self.subflows.iter().any(on_path) {
+            return;
+        }
+        if self.side == Side::Client && self.state == State::Established {
+            let regular_elsewhere =
+                self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup && s.local_path != path);
+            if !regular_elsewhere {
+                let kind = self.paths[p].iface;
+                let same_kind = (0..self.paths.len()).find(|&k| {
+                    k != p
+                        && !self.path_down[k]
+                        && self.paths[k].iface == kind
+                        && !self.subflows.iter().any(|s| s.local_path.0 == k as u8 && s.is_open())
+                });
+                match same_kind {
+                    Some(k) => {
+                        let backup = self.paths[k].backup;
+                        self.open(now, PathId(k as u8), self.peer_addr, backup);
+                    }
+                    None => self.open_other_paths(now, false, true),
+                }
+            }
+        }
+        for i in 0..self.subflows.slot_bound() {
+            if self.subflows.get(i).is_some_and(on_path) {
+                self.shut_subflow(now, i, reason::UNSPECIFIED, true);
+            }
+        }
+        self.withdraw(path);
+        tracing::debug!(side = ?self.side, path = p, "local path removed");
     }
 
     /// Announces a local path's address to the peer (ADD_ADDR).
@@ -38,10 +144,17 @@ impl Connection {
         }
     }
 
-    /// Queues a REMOVE_ADDR for `path`'s address (once; it goes on another subflow).
+    /// Queues a REMOVE_ADDR for `path`'s address (once; it goes on another subflow). A
+    /// REMOVE_ADDR names the last `MAX_WITHDRAWN` ids withdrawn; older ones are taken as
+    /// delivered (each went out reliably in several packets since), and fresh ids cycle
+    /// through all 255 before one comes back, so an old withdrawal never names a new address.
     fn withdraw(&mut self, path: PathId) {
+        const MAX_WITHDRAWN: usize = 16;
         let id = self.addr_id(path);
         if !self.remove.contains(&id) {
+            if self.remove.len() >= MAX_WITHDRAWN {
+                self.remove.remove(0);
+            }
             self.remove.push(id);
         }
         self.pend_on_any(ctrl::REMOVE_ADDR);

@@ -78,7 +78,9 @@ impl Connection {
         self.reinject_in_flight(now, i, false);
         self.emit(Event::SubflowClosed { id, reason });
         self.recv.forget_slot(i);
-        if self.state == State::Established && self.subflows.open_count() == 0 {
+        // The last subflow gone: the connection waits for a join (the client's new address
+        // after a break-before-make move) until its idle timeout; without one, it ends now.
+        if self.state == State::Established && self.subflows.open_count() == 0 && self.config.idle_timeout == 0 {
             self.enter_closed(now, CloseReason::NoSubflow);
         }
     }

@@ -48,27 +48,36 @@ impl Connection {
     fn timer_context(&self) -> TimerContext {
         let open = !self.is_closed();
         let idle = self.config.subflow_idle_timeout;
+        let keep_alive_on = self.keep_alive_subflow();
         TimerContext {
             peer_max_ack_delay: self.peer_max_ack_delay(),
-            keep_alive: if open { self.keep_alive_interval() } else { 0 },
-            keep_alive_on: self.keep_alive_subflow(),
+            keep_alive: if open { self.keep_alive_interval(keep_alive_on) } else { 0 },
+            keep_alive_on: keep_alive_on.map(|s| s.id),
             probe_bad: if open && self.failover_open() { self.config.oracle.period / 5 } else { 0 },
             idle_timeout: (open && idle > 0 && self.side == Side::Server).then_some(idle),
             freshest_rx: self.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx).max().unwrap_or(0),
         }
     }
 
-    /// The keep-alive interval (PROTOCOL.md §7): the client's `keep_alive`, at most half of
-    /// either side's idle timeout, so that a keep-alive and its answer land before either
-    /// side gives up; 0 (none) on the server, which is not behind the NAT whose bindings they
-    /// refresh and whose PINGs would wake a phone's radio.
-    pub(super) fn keep_alive_interval(&self) -> u64 {
-        if self.side != Side::Client {
-            return 0;
-        }
+    /// The keep-alive interval on subflow `on` (PROTOCOL.md §7). On a regular subflow, the
+    /// client's `keep_alive` (for the NAT bindings of its path), at most half of either
+    /// side's idle timeout, so that a keep-alive and its answer land before either side gives
+    /// up. On a backup subflow that is all the connection has left (WiFi lost, cellular
+    /// carrying), only what the idle timeouts need: half of the smaller one, since every PING
+    /// there costs a cellular radio promotion; its NAT binding may lapse, and the client's
+    /// next packet makes a new one. 0 (none) when keep-alives are off, and on the server,
+    /// which is not behind the NAT whose bindings they refresh and whose PINGs would wake a
+    /// phone's radio.
+    pub(super) fn keep_alive_interval(&self, on: Option<&Subflow>) -> u64 {
+        let Some(sf) = on.filter(|_| self.side == Side::Client && self.config.keep_alive > 0) else { return 0 };
         let half = |t: u64| if t > 0 { t / 2 } else { u64::MAX };
         let peer_idle = self.peer_params.idle_timeout_ms.saturating_mul(1000);
-        self.config.keep_alive.min(half(self.config.idle_timeout)).min(half(peer_idle))
+        let idle = half(self.config.idle_timeout).min(half(peer_idle));
+        match sf.backup {
+            false => self.config.keep_alive.min(idle),
+            true if idle == u64::MAX => 0,
+            true => idle,
+        }
     }
 
     /// The one subflow keep-alives go on, the connection's primary: among the established,
@@ -77,10 +86,10 @@ impl Connection {
     /// then the one data (or its acknowledgement) arrived on, then the one heard from. A backup
     /// subflow gets them only when it is all that is left, so an idle cellular backup stays
     /// silent.
-    pub(super) fn keep_alive_subflow(&self) -> Option<u32> {
+    pub(super) fn keep_alive_subflow(&self) -> Option<&Subflow> {
         let ok = self.subflows.iter().filter(|s| s.is_open() && s.established() && !s.pf());
         let key = |s: &&Subflow| (!s.backup, s.last_data_tx, s.last_original_rx, s.last_rx, std::cmp::Reverse(s.id));
-        ok.max_by_key(key).map(|s| s.id)
+        ok.max_by_key(key)
     }
 
     /// The earliest time `handle_timeout` has work to do.
