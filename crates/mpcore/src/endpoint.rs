@@ -74,12 +74,13 @@ impl fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// An endpoint with these local paths. A `server` endpoint accepts connections; any
-    /// endpoint may connect.
+    /// An endpoint with these local paths (any number up to 255, none included: more come
+    /// with `add_path`). A `server` endpoint accepts connections; any endpoint may connect.
     pub fn new(config: Config, paths: Vec<LocalPath>, server: bool) -> Result<Self, ConfigError> {
         config.validate()?;
-        if paths.is_empty() || paths.len() > 255 {
-            return Err(ConfigError("an endpoint needs between 1 and 255 local paths".into()));
+        // None is fine: a phone's interfaces may all be waiting for an address (`add_path`).
+        if paths.len() > 255 {
+            return Err(ConfigError("an endpoint has at most 255 local paths".into()));
         }
         let mut rng = Rng::new(config.rng_seed);
         let keys = ServerKeys::new(&mut rng).map_err(|_| ConfigError("no system randomness".into()))?;

@@ -71,18 +71,33 @@ impl MpEndpoint {
         Ok(Self { shared, connect_timeout: opts.connect_timeout })
     }
 
-    /// Opens a connection to `remote` from the primary path. Resolves when the handshake
-    /// completes; [`Error::Unreachable`] after the connect timeout (`Options::connect_timeout`)
-    /// without an answer.
+    /// Opens a connection to `remote` from the primary path (the first interface configured
+    /// that has an address and is up; if none has yet, it waits for one). Resolves when the
+    /// handshake completes; [`Error::Unreachable`] after the connect timeout
+    /// (`Options::connect_timeout`) without an answer, [`Error::NoAddress`] if no interface
+    /// got an address by then.
     pub async fn connect(&self, remote: SocketAddr) -> Result<MpStream> {
         let started = std::time::Instant::now();
-        let h = {
+        let path = poll_fn(|cx| {
             let mut st = self.shared.lock();
             if st.stopped {
-                return Err(Error::EndpointClosed);
+                return Poll::Ready(Err(Error::EndpointClosed));
             }
+            match st.primary() {
+                Some(p) => Poll::Ready(Ok(p)),
+                None => {
+                    store(&mut st.path_waker, cx.waker());
+                    Poll::Pending
+                }
+            }
+        });
+        let family = if remote.is_ipv6() { "IPv6" } else { "IPv4" };
+        let no_address = || Error::NoAddress { name: "any of the endpoint's interfaces".into(), family };
+        let path = tokio::time::timeout(self.connect_timeout, path).await.map_err(|_| no_address())??;
+        let h = {
+            let mut st = self.shared.lock();
             let now = st.now();
-            let h = st.ep.connect(now, PathId(0), remote).map_err(|e| Error::Config(format!("{e:?}")))?;
+            let h = st.ep.connect(now, path, remote).map_err(|e| Error::Config(format!("{e:?}")))?;
             st.wake_driver();
             h
         };
@@ -138,14 +153,69 @@ impl MpEndpoint {
         Ok((MpStream::new(&self.shared, h, remote), remote))
     }
 
-    /// The local paths: interface, bound address, link state and datagram counters.
+    /// The local paths, indexed by `PathId`: interface, bound address, link state, datagram
+    /// counters; a path whose address went is kept, marked `removed`, until its slot is reused.
     pub fn paths(&self) -> Vec<PathInfo> {
         self.shared.lock().path_infos()
     }
 
-    /// The primary path's bound address.
+    /// The primary path's bound address (the unspecified address while no interface has
+    /// one).
     pub fn local_addr(&self) -> SocketAddr {
-        self.shared.lock().paths[0].addr
+        let st = self.shared.lock();
+        let p = st.primary().or_else(|| (!st.paths.is_empty()).then_some(PathId(0)));
+        p.map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |p| st.paths[usize::from(p.0)].addr)
+    }
+
+    /// The application says interface `name` (a device name, or an interface's
+    /// [`label`](Interface::label)) is up again: feed the OS's connectivity callbacks in
+    /// here. Undoes [`set_path_down`](Self::set_path_down); a link the driver sees down stays
+    /// down.
+    pub fn set_path_up(&self, name: &str) -> Result<()> {
+        self.command(name, driver::Command::SetUp { name: name.into(), up: true })
+    }
+
+    /// The application says interface `name` is down (it lost its network): its subflows
+    /// close at once and the traffic moves, as when the driver sees the link go down.
+    pub fn set_path_down(&self, name: &str) -> Result<()> {
+        self.command(name, driver::Command::SetUp { name: name.into(), up: false })
+    }
+
+    /// Adds an interface to the endpoint: used (joined from, as the path manager says) as soon
+    /// as it has an address; a device that does not exist yet is waited for.
+    pub fn add_interface(&self, i: Interface) -> Result<()> {
+        let name = i.name();
+        let mut st = self.shared.lock();
+        if st.stopped {
+            return Err(Error::EndpointClosed);
+        }
+        if st.names.contains(&name) {
+            return Err(Error::Config(format!("interface {name:?} is already one of the endpoint's")));
+        }
+        st.names.push(name);
+        st.commands.push_back(driver::Command::Add(i));
+        st.wake_driver();
+        Ok(())
+    }
+
+    /// Removes interface `name`: its subflows close (the peer is told) and its socket goes.
+    pub fn remove_interface(&self, name: &str) -> Result<()> {
+        self.command(name, driver::Command::Remove { name: name.into() })?;
+        self.shared.lock().names.retain(|n| n != name);
+        Ok(())
+    }
+
+    fn command(&self, name: &str, c: driver::Command) -> Result<()> {
+        let mut st = self.shared.lock();
+        if st.stopped {
+            return Err(Error::EndpointClosed);
+        }
+        if !st.names.iter().any(|n| n == name) {
+            return Err(Error::Config(format!("no interface named {name:?} in this endpoint")));
+        }
+        st.commands.push_back(c);
+        st.wake_driver();
+        Ok(())
     }
 
     /// Datagrams the endpoint dropped (malformed, forged, replayed, unknown), by reason.

@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 pub enum Error {
     /// No network interface has this name.
     NoSuchDevice { name: String },
-    /// The interface has no address of the family the peer uses.
+    /// No interface got an address of the family the peer uses within the connect timeout.
     NoAddress { name: String, family: &'static str },
     /// Binding a socket to a device (`SO_BINDTODEVICE`) was refused.
     PermissionDenied { name: String },
@@ -39,7 +39,7 @@ impl fmt::Display for Error {
             }
             Error::NoAddress { name, family } => write!(
                 f,
-                "interface {name:?} has no {family} address (give one with `ip addr add`, or name the address explicitly)"
+                "{name} got no {family} address in time (give one with `ip addr add`, or name the address explicitly)"
             ),
             Error::PermissionDenied { name } => write!(
                 f,

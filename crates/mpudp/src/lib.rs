@@ -41,6 +41,8 @@ mod driver;
 mod endpoint;
 mod error;
 mod iface;
+#[cfg(target_os = "linux")]
+mod netlink;
 mod options;
 mod stream;
 

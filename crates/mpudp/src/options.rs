@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::iface;
 use mpcore::{Config, Iface, PathManager};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One local path: a UDP socket on a network interface.
@@ -24,7 +25,21 @@ pub struct Interface {
     pub(crate) port: u16,
     pub(crate) kind: Option<Iface>,
     pub(crate) backup: bool,
+    pub(crate) label: Option<String>,
+    pub(crate) socket: Option<Adopted>,
 }
+
+/// A socket the application handed over (compared by identity).
+#[derive(Clone, Debug)]
+pub(crate) struct Adopted(pub(crate) Arc<std::net::UdpSocket>);
+
+impl PartialEq for Adopted {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Adopted {}
 
 impl Interface {
     /// The interface named `device` (as `ip link` shows it). Its socket is bound to the device
@@ -33,13 +48,61 @@ impl Interface {
     /// unless [`ip`](Self::ip) names one. The role is guessed from the name
     /// ([`guess_kind`](crate::guess_kind)) unless [`kind`](Self::kind) sets it.
     pub fn new(device: impl Into<String>) -> Self {
-        Self { device: Some(device.into()), ip: None, port: 0, kind: None, backup: false }
+        Self { device: Some(device.into()), ip: None, port: 0, kind: None, backup: false, label: None, socket: None }
     }
 
     /// A socket bound to `addr` without a device binding: the routing table picks the way out.
     /// Needs no privilege; the choice for loopback tests and for hosts with one interface.
     pub fn unbound(addr: SocketAddr) -> Self {
-        Self { device: None, ip: Some(addr.ip()), port: addr.port(), kind: None, backup: false }
+        let ip = Some(addr.ip());
+        Self { device: None, ip, port: addr.port(), kind: None, backup: false, label: None, socket: None }
+    }
+
+    /// A socket the operating system already bound to a network, handed over by the
+    /// application: Android's `Network.bindSocket`, iOS's `IP_BOUND_IF`, or any
+    /// `std::net::UdpSocket` (from an `OwnedFd` with `UdpSocket::from`). The app needs no
+    /// privilege (no `SO_BINDTODEVICE`) to run multipath this way. Name it with
+    /// [`label`](Self::label) to report it up or down ([`MpEndpoint::set_path_up`]); the
+    /// driver cannot watch its link.
+    ///
+    /// [`MpEndpoint::set_path_up`]: crate::MpEndpoint::set_path_up
+    pub fn from_socket(socket: impl Into<std::net::UdpSocket>) -> Self {
+        let socket = Some(Adopted(Arc::new(socket.into())));
+        Self { device: None, ip: None, port: 0, kind: None, backup: false, label: None, socket }
+    }
+
+    /// The name the application refers to this interface by ([`MpEndpoint::set_path_up`],
+    /// [`MpEndpoint::remove_interface`]); by default the device name, else the address.
+    ///
+    /// [`MpEndpoint::set_path_up`]: crate::MpEndpoint::set_path_up
+    /// [`MpEndpoint::remove_interface`]: crate::MpEndpoint::remove_interface
+    pub fn label(mut self, name: impl Into<String>) -> Self {
+        self.label = Some(name.into());
+        self
+    }
+
+    /// This interface's name (see [`label`](Self::label)).
+    pub fn name(&self) -> String {
+        if let Some(l) = &self.label {
+            return l.clone();
+        }
+        if let Some(d) = &self.device {
+            return d.clone();
+        }
+        match (&self.socket, self.ip) {
+            (Some(s), _) => s.0.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| "socket".into()),
+            (None, Some(ip)) => SocketAddr::new(ip, self.port).to_string(),
+            (None, None) => "any".into(),
+        }
+    }
+
+    pub(crate) fn adopted(&self) -> Option<&std::net::UdpSocket> {
+        self.socket.as_ref().map(|s| &*s.0)
+    }
+
+    /// The driver follows this interface's addresses (a device without a fixed address).
+    pub(crate) fn follows_addresses(&self) -> bool {
+        self.device.is_some() && self.ip.is_none() && self.socket.is_none()
     }
 
     /// The local address to bind (one of the interface's).
@@ -76,29 +139,37 @@ impl Interface {
         self.kind.unwrap_or_else(|| self.device.as_deref().map(iface::guess_kind).unwrap_or_default())
     }
 
-    /// The address to bind: the one given, else the device's first address of the family.
-    pub(crate) fn resolve(&self, v6: bool) -> Result<SocketAddr> {
-        let family = if v6 { "IPv6" } else { "IPv4" };
+    /// The address to bind: the one given, else the device's address of the family in
+    /// `all` (its current `keep` if it still has it, else its first), else `None` (a device
+    /// without an address yet: the driver waits for one). A socket handed over has its own.
+    pub(crate) fn resolve(&self, v6: bool, all: &[iface::InterfaceInfo], keep: Option<IpAddr>) -> Option<SocketAddr> {
         let unspecified = if v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
+        if let Some(s) = self.adopted() {
+            return s.local_addr().ok();
+        }
         if let Some(ip) = self.ip {
-            return Ok(SocketAddr::new(ip, self.port));
+            return Some(SocketAddr::new(ip, self.port));
         }
-        let Some(name) = self.device.as_deref() else { return Ok(SocketAddr::new(unspecified, self.port)) };
-        let all = iface::interfaces()?;
-        // An interface without any address is not listed by getifaddrs: ask sysfs whether it
-        // exists at all.
-        let info = all.iter().find(|i| i.name == name);
-        if info.is_none() && !iface::exists(name) {
-            return Err(Error::NoSuchDevice { name: name.into() });
-        }
+        let Some(name) = self.device.as_deref() else { return Some(SocketAddr::new(unspecified, self.port)) };
         // IPv6 link-local addresses need a scope on every send: skip them.
-        let usable = |a: &&IpAddr| match a {
+        let usable = |a: &IpAddr| match a {
             IpAddr::V4(_) => !v6,
             IpAddr::V6(a) => v6 && (a.segments()[0] & 0xffc0) != 0xfe80,
         };
-        match info.and_then(|i| i.addrs.iter().find(usable)) {
-            Some(ip) => Ok(SocketAddr::new(*ip, self.port)),
-            None => Err(Error::NoAddress { name: name.into(), family }),
+        let addrs = &all.iter().find(|i| i.name == name)?.addrs;
+        let ip = keep.filter(|k| addrs.contains(k)).or_else(|| addrs.iter().copied().find(usable))?;
+        Some(SocketAddr::new(ip, self.port))
+    }
+
+    /// At start: a device that does not exist is a mistake (a typo), not something to wait
+    /// for; [`MpEndpoint::add_interface`](crate::MpEndpoint::add_interface) adds one that
+    /// appears later.
+    pub(crate) fn check_exists(&self) -> Result<()> {
+        match self.device.as_deref() {
+            Some(name) if self.socket.is_none() && !iface::exists(name) => {
+                Err(Error::NoSuchDevice { name: name.into() })
+            }
+            _ => Ok(()),
         }
     }
 }
@@ -146,6 +217,28 @@ impl Options {
             connect_timeout: Duration::from_secs(10),
             ipv6: false,
         }
+    }
+
+    /// A phone's client ([`Config::phone`]): MultiMob's break-before-make path manager (the
+    /// cellular path opened only when WiFi degrades), the `priority` scheduler, FAST_JOIN and
+    /// MP_IDLE, keep-alives every 15 s on the primary subflow only. Add the WiFi interface
+    /// first and the cellular one as a backup:
+    ///
+    /// ```
+    /// use mpudp::{Iface, Interface, Options, PathManager};
+    /// let opts = Options::phone()
+    ///     .interface(Interface::new("wlan0").kind(Iface::Wifi))
+    ///     .interface(Interface::new("rmnet0").kind(Iface::Cellular).backup(true));
+    /// assert_eq!(opts.config().path_manager, PathManager::MultiMob);
+    /// ```
+    pub fn phone() -> Self {
+        Self { config: Config::phone(), ..Self::new() }
+    }
+
+    /// A server for phones ([`Config::server`]): answers on the subflow the client used last
+    /// (`last-received`), FAST_JOIN and MP_IDLE accepted.
+    pub fn server() -> Self {
+        Self { config: Config::server(), ..Self::new() }
     }
 
     /// Adds a local path; the first one added is the primary path.

@@ -1,0 +1,320 @@
+//! The sockets: one per local path (by `PathId`), opened bound to a device, to an address, or
+//! handed over by the application; GSO batches on the way out.
+
+use super::state::State;
+use super::{GSO_BYTES, TX_BUDGET};
+use crate::error::{Error, Result};
+use crate::options::Interface;
+use bytes::BytesMut;
+use mpcore::Time;
+use quinn_udp::UdpSocketState;
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::task::{Context, Poll};
+use tokio::io::Interest;
+
+/// One local path's socket.
+#[derive(Debug)]
+pub(crate) struct PathSocket {
+    pub(crate) io: tokio::net::UdpSocket,
+    pub(crate) state: UdpSocketState,
+    /// Datagrams per GSO batch on this socket (1: no GSO).
+    pub(crate) max_segments: usize,
+    /// A socket on the wildcard address answers each peer from the address the peer wrote to.
+    pub(crate) replies: Option<ReplyFrom>,
+}
+
+impl PathSocket {
+    /// Opens interface `i`'s socket on `addr` (or takes the one the application handed
+    /// over); `max_datagram` bounds its GSO batches.
+    pub(crate) fn open(i: &Interface, addr: SocketAddr, bufs: (usize, usize), max_datagram: usize) -> Result<Self> {
+        let (io, state) = open_socket(i, addr, bufs.0, bufs.1)?;
+        let local =
+            io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
+        let max_segments = state.max_gso_segments().clamp(1, GSO_BYTES / max_datagram.max(1200));
+        let replies = local.ip().is_unspecified().then(ReplyFrom::new);
+        Ok(Self { io, state, max_segments, replies })
+    }
+
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.io.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+}
+
+/// The local address each peer last wrote to, learnt from IP_PKTINFO on a socket bound to the
+/// wildcard address, so that answers leave from it rather than from whatever address the
+/// route back to the peer prefers (which the peer does not know: a multihomed server).
+#[derive(Debug)]
+pub(crate) struct ReplyFrom {
+    map: HashMap<SocketAddr, IpAddr>,
+}
+
+impl ReplyFrom {
+    /// Peers remembered; past this the table is emptied and relearnt from the next datagrams,
+    /// so it never grows (allocates) after the endpoint is built.
+    const ENTRIES: usize = 4096;
+
+    fn new() -> Self {
+        Self { map: HashMap::with_capacity(Self::ENTRIES) }
+    }
+
+    pub(crate) fn learn(&mut self, peer: SocketAddr, local: IpAddr) {
+        if self.map.get(&peer) != Some(&local) {
+            if self.map.len() >= Self::ENTRIES {
+                self.map.clear();
+            }
+            self.map.insert(peer, local);
+        }
+    }
+
+    fn source(&self, peer: SocketAddr) -> Option<IpAddr> {
+        self.map.get(&peer).copied()
+    }
+}
+
+/// One path's datagrams being gathered into one GSO send; while the socket is full it is
+/// that path's queue (at most `GSO_BYTES`; beyond, datagrams are dropped like at a full
+/// drop-tail queue, and the protocol's loss detection and congestion control react).
+#[derive(Debug)]
+pub(crate) struct TxBatch {
+    buf: BytesMut,
+    /// Bytes of the batch at the start of `buf`.
+    len: usize,
+    /// Segment size (the first datagram's length); every one but the last has it.
+    seg: usize,
+    count: usize,
+    remote: SocketAddr,
+    /// The socket said WouldBlock: wait for its write readiness.
+    blocked: bool,
+}
+
+impl TxBatch {
+    pub(crate) fn new() -> Self {
+        Self {
+            buf: BytesMut::zeroed(GSO_BYTES),
+            len: 0,
+            seg: 0,
+            count: 0,
+            remote: SocketAddr::from(([0, 0, 0, 0], 0)),
+            blocked: false,
+        }
+    }
+
+    /// Whether a datagram of `len` bytes to `remote` can join this batch.
+    fn accepts(&self, remote: SocketAddr, len: usize, max: usize) -> bool {
+        self.count == 0
+            || (remote == self.remote
+                && self.count < max
+                && len <= self.seg
+                && self.len + len <= GSO_BYTES
+                && self.len == self.count * self.seg)
+    }
+
+    fn push(&mut self, remote: SocketAddr, d: &[u8]) {
+        if self.count == 0 {
+            self.remote = remote;
+            self.seg = d.len();
+        }
+        self.buf[self.len..self.len + d.len()].copy_from_slice(d);
+        self.len += d.len();
+        self.count += 1;
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.count = 0;
+        self.blocked = false;
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flush {
+    Done,
+    Blocked,
+}
+
+/// The sockets by `PathId` (none where the path was removed or never was), a batch per
+/// socket, and the buffer the endpoint writes each datagram into.
+#[derive(Debug)]
+pub(crate) struct Io {
+    pub(crate) sockets: Vec<Option<PathSocket>>,
+    pub(crate) tx: Vec<TxBatch>,
+    pub(crate) scratch: BytesMut,
+}
+
+fn open_socket(
+    i: &Interface,
+    addr: SocketAddr,
+    rcvbuf: usize,
+    sndbuf: usize,
+) -> Result<(tokio::net::UdpSocket, UdpSocketState)> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    if let Some(s) = i.adopted() {
+        return adopt(s);
+    }
+    let dev = i.device.as_deref();
+    let ctx = |what: &str| match dev {
+        Some(d) => format!("{what} on interface {d} ({addr})"),
+        None => format!("{what} ({addr})"),
+    };
+    let io_err = |e: io::Error, what: &str| Error::from_io(e, ctx(what), dev, addr);
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(|e| io_err(e, "creating a UDP socket"))?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true).map_err(|e| io_err(e, "setting IPV6_V6ONLY"))?;
+    }
+    if let Some(d) = dev {
+        if !crate::iface::exists(d) {
+            return Err(Error::NoSuchDevice { name: d.into() });
+        }
+        bind_device(&s, d, addr).map_err(|e| io_err(e, "binding to the device"))?;
+    }
+    // A large receive buffer absorbs bursts; the send buffer is the queue towards the link
+    // (`Options::send_buffer`). The kernel caps both at its own maxima.
+    let _ = s.set_recv_buffer_size(rcvbuf);
+    let _ = s.set_send_buffer_size(sndbuf);
+    s.bind(&addr.into()).map_err(|e| io_err(e, "binding"))?;
+    s.set_nonblocking(true).map_err(|e| io_err(e, "setting non-blocking mode"))?;
+    let std: std::net::UdpSocket = s.into();
+    let state = UdpSocketState::new((&std).into()).map_err(|e| io_err(e, "configuring the socket"))?;
+    let io = tokio::net::UdpSocket::from_std(std).map_err(|e| io_err(e, "registering the socket with tokio"))?;
+    Ok((io, state))
+}
+
+/// A socket the application handed over, already bound to its network by the OS (Android's
+/// `Network.bindSocket`, iOS's `IP_BOUND_IF`): used as it is, made non-blocking.
+fn adopt(s: &std::net::UdpSocket) -> Result<(tokio::net::UdpSocket, UdpSocketState)> {
+    let ctx = |what: &str| format!("{what} (a socket handed over)");
+    let io_err = |e: io::Error, what: &str| Error::Io { context: ctx(what), source: e };
+    let std = s.try_clone().map_err(|e| io_err(e, "duplicating"))?;
+    std.set_nonblocking(true).map_err(|e| io_err(e, "setting non-blocking mode"))?;
+    let state = UdpSocketState::new((&std).into()).map_err(|e| io_err(e, "configuring the socket"))?;
+    let io = tokio::net::UdpSocket::from_std(std).map_err(|e| io_err(e, "registering the socket with tokio"))?;
+    Ok((io, state))
+}
+
+/// `SO_BINDTODEVICE`: the socket's packets leave through the device whatever the routes say.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn bind_device(s: &socket2::Socket, device: &str, _addr: SocketAddr) -> io::Result<()> {
+    s.bind_device(Some(device.as_bytes()))
+}
+
+/// `IP_BOUND_IF` / `IPV6_BOUND_IF` by the device's index: Apple's equivalent.
+#[cfg(any(target_os = "macos", target_os = "ios"))]
+fn bind_device(s: &socket2::Socket, device: &str, addr: SocketAddr) -> io::Result<()> {
+    let index = crate::iface::index_of(device).and_then(std::num::NonZeroU32::new);
+    let index = index.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such device"))?;
+    match addr {
+        SocketAddr::V4(_) => s.bind_device_by_index_v4(Some(index)),
+        SocketAddr::V6(_) => s.bind_device_by_index_v6(Some(index)),
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios")))]
+fn bind_device(_s: &socket2::Socket, _device: &str, _addr: SocketAddr) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "binding a socket to a device"))
+}
+
+impl Io {
+    /// Installs path `p`'s socket.
+    pub(crate) fn install(&mut self, p: usize, sock: PathSocket) {
+        if self.sockets.len() <= p {
+            self.sockets.resize_with(p + 1, || None);
+            self.tx.resize_with(p + 1, TxBatch::new);
+        }
+        self.tx[p].clear();
+        self.sockets[p] = Some(sock);
+    }
+
+    /// Closes path `p`'s socket (what its batch held is dropped, as on a link gone).
+    pub(crate) fn close(&mut self, p: usize) {
+        if let Some(s) = self.sockets.get_mut(p) {
+            *s = None;
+            self.tx[p].clear();
+        }
+    }
+
+    /// Sends what the endpoint has; returns whether anything was sent. A path whose socket is
+    /// full does not hold up the others.
+    pub(crate) fn transmit(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
+        let mut progress = false;
+        // Batches a full socket held back go first.
+        for p in 0..self.tx.len() {
+            if self.tx[p].count > 0 && self.flush(cx, st, p) == Flush::Done {
+                progress = true;
+            }
+        }
+        for _ in 0..TX_BUDGET {
+            let Some(t) = st.ep.poll_transmit(now, &mut self.scratch) else { break };
+            progress = true;
+            let p = usize::from(t.path.0);
+            let Some(max) = self.sockets.get(p).and_then(|s| s.as_ref()).map(|s| s.max_segments) else { continue };
+            if !self.tx[p].accepts(t.remote, t.len, max)
+                && (self.tx[p].blocked || self.flush(cx, st, p) == Flush::Blocked)
+            {
+                st.paths[p].io.queue_drops += 1;
+                continue;
+            }
+            let b = &mut self.tx[p];
+            b.push(t.remote, &self.scratch[..t.len]);
+            // A full batch, or one ended by a short datagram, leaves at once.
+            if !b.blocked && (b.count == max || t.len < b.seg) {
+                self.flush(cx, st, p);
+            }
+        }
+        for p in 0..self.tx.len() {
+            if self.tx[p].count > 0 && !self.tx[p].blocked {
+                self.flush(cx, st, p);
+            }
+        }
+        progress
+    }
+
+    /// Sends path `p`'s batch, unless its socket is full: then the batch stays, and the
+    /// socket's write readiness wakes the task.
+    pub(crate) fn flush(&mut self, cx: &mut Context<'_>, st: &mut State, p: usize) -> Flush {
+        let (Some(Some(sock)), Some(tx)) = (self.sockets.get_mut(p), self.tx.get_mut(p)) else { return Flush::Done };
+        loop {
+            match sock.io.poll_send_ready(cx) {
+                Poll::Pending => {
+                    tx.blocked = true;
+                    return Flush::Blocked;
+                }
+                Poll::Ready(Err(e)) => {
+                    tracing::warn!(path = p, error = %e, "socket not writable");
+                    st.paths[p].io.send_errors += tx.count as u64;
+                    break;
+                }
+                Poll::Ready(Ok(())) => {}
+            }
+            let t = quinn_udp::Transmit {
+                destination: tx.remote,
+                ecn: None,
+                contents: &tx.buf[..tx.len],
+                segment_size: (tx.count > 1).then_some(tx.seg),
+                src_ip: sock.replies.as_ref().and_then(|r| r.source(tx.remote)),
+            };
+            match sock.io.try_io(Interest::WRITABLE, || sock.state.try_send((&sock.io).into(), &t)) {
+                Ok(()) => {
+                    st.paths[p].io.send_calls += 1;
+                    let now = st.now();
+                    st.count(p, now, true, tx.count, tx.len);
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => {
+                    st.paths[p].io.send_errors += tx.count as u64;
+                    // EIO: the device cannot segment (no GSO after all); send one by one.
+                    if e.raw_os_error() == Some(5) && tx.count > 1 {
+                        sock.max_segments = 1;
+                    }
+                    tracing::debug!(path = p, remote = %tx.remote, error = %e, "send failed");
+                    break;
+                }
+            }
+        }
+        tx.clear();
+        Flush::Done
+    }
+}

@@ -1,0 +1,298 @@
+//! The driver: one tokio task per endpoint owns the sockets and a clock and runs the sans-IO
+//! `mpcore::Endpoint`; the application's handles share the endpoint behind a mutex and wake
+//! the task when they change what it has to send (quinn's design).
+//!
+//! Each poll of the task repeats, until nothing moves: receive a batch of datagrams from every
+//! socket (recvmmsg, GRO super-datagrams split at their stride), run the timers that are due,
+//! follow the interfaces (`paths`: on the kernel's netlink events, the application's requests,
+//! or every `monitor_interval` where there are no events), hand events to the waiting handles,
+//! and send what the endpoint has (consecutive datagrams to the same peer on the same socket
+//! go out as one UDP GSO batch). Every buffer is allocated when the endpoint is built (or a
+//! path added), none per packet.
+//!
+//! - `state`: what the handles and the task share.
+//! - `io`: the sockets and GSO batches.
+//! - `paths`: the interfaces and their paths.
+
+mod io;
+mod paths;
+mod state;
+
+use state::State;
+pub(crate) use state::{store, Command, Shared};
+pub use state::{IoCounters, PathInfo};
+
+use crate::error::{Error, Result};
+use crate::options::{Interface, Options};
+use bytes::BytesMut;
+use io::Io;
+use mpcore::{Endpoint, PathId, Time};
+use paths::Interfaces;
+use quinn_udp::RecvMeta;
+use std::future::Future;
+use std::io::IoSliceMut;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::Interest;
+use tokio::time::Sleep;
+
+/// Datagrams (or GRO super-datagrams) read by one recvmmsg call.
+const BATCH: usize = 8;
+/// Room for one GRO super-datagram.
+const CHUNK: usize = 65_536;
+/// recvmmsg calls on one socket before the others get their turn.
+const RECV_ROUNDS: usize = 2;
+/// Datagrams built per round before receiving again.
+const TX_BUDGET: usize = 128;
+/// Datagrams handled between two sends (the ACKs they elicit leave without waiting for the
+/// rest of a receive batch).
+const ACK_EVERY: usize = 16;
+/// Rounds per poll before the task yields to the runtime.
+const ROUNDS: usize = 16;
+/// The most a GSO batch carries (the kernel's limit is 64 KiB of payload).
+const GSO_BYTES: usize = 65_000;
+
+/// The endpoint's task.
+#[derive(Debug)]
+pub(crate) struct Driver {
+    shared: Arc<Shared>,
+    io: Io,
+    ifaces: Interfaces,
+    /// The kernel's link and address events (Linux); without them, `monitor_interval` polls.
+    #[cfg(target_os = "linux")]
+    events: Option<crate::netlink::Events>,
+    rx: BytesMut,
+    meta: [RecvMeta; BATCH],
+    timer: Pin<Box<Sleep>>,
+    armed: Option<Instant>,
+    next_monitor: Instant,
+    monitor_interval: Duration,
+}
+
+/// Builds the sockets and the endpoint and spawns the driver. Must run inside a tokio runtime.
+/// The returned share already counts as one handle (see `attach`), so that the driver cannot
+/// see no handle and stop before the caller holds it.
+pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared>> {
+    opts.validate()?;
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(Error::Config("mpudp endpoints must be created inside a tokio runtime".into()));
+    }
+    let mut ifaces = Interfaces::new(v6, (opts.socket_buffer, opts.send_buffer), opts.config.max_datagram_size);
+    if opts.interfaces.is_empty() {
+        let any: SocketAddr = if v6 { "[::]:0" } else { "0.0.0.0:0" }.parse().expect("a literal address");
+        ifaces.add(Interface::unbound(any))?;
+    }
+    for i in &opts.interfaces {
+        ifaces.add(i.clone())?;
+    }
+    let mut io = Io { sockets: Vec::new(), tx: Vec::new(), scratch: BytesMut::zeroed(CHUNK) };
+    let (paths, infos) = ifaces.open_initial(&mut io)?;
+    let mut ep = Endpoint::new(opts.config.clone(), paths, server).map_err(|e| Error::Config(e.to_string()))?;
+    for (p, info) in infos.iter().enumerate() {
+        if !info.up {
+            ep.set_path_up(0, PathId(p as u8), false);
+        }
+    }
+    let epoch = Instant::now();
+    let names = ifaces.list.iter().map(|w| w.iface.name()).collect();
+    let shared = Arc::new(Shared { state: Mutex::new(State::new(ep, epoch, infos, names)) });
+    #[cfg(target_os = "linux")]
+    let events = ifaces
+        .list
+        .iter()
+        .any(|w| w.iface.device.is_some())
+        .then(|| {
+            crate::netlink::Events::new()
+                .map_err(|e| tracing::warn!(error = %e, "no netlink events: polling the links"))
+                .ok()
+        })
+        .flatten();
+    let driver = Driver {
+        shared: shared.clone(),
+        rx: BytesMut::zeroed(BATCH * CHUNK),
+        meta: [RecvMeta::default(); BATCH],
+        io,
+        ifaces,
+        #[cfg(target_os = "linux")]
+        events,
+        timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
+        armed: None,
+        next_monitor: epoch + opts.monitor_interval,
+        monitor_interval: opts.monitor_interval,
+    };
+    tokio::spawn(driver);
+    Ok(shared)
+}
+
+impl Future for Driver {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let shared = this.shared.clone();
+        let mut st = shared.lock();
+        store(&mut st.driver, cx.waker());
+        for _ in 0..ROUNDS {
+            let now = st.now();
+            let mut progress = this.receive(cx, &mut st, now);
+            if st.ep.poll_timeout().is_some_and(|t| t <= now) {
+                st.ep.handle_timeout(now);
+                progress = true;
+            }
+            progress |= this.follow_interfaces(cx, &mut st, now);
+            progress |= this.io.transmit(cx, &mut st, now);
+            st.dispatch();
+            if st.refs == 0 && st.ep.live_connections() == 0 {
+                st.stopped = true;
+                st.driver = None;
+                st.wake_all();
+                return Poll::Ready(());
+            }
+            let monitor = this.polls_links().then_some(this.next_monitor);
+            let timeout = st.ep.poll_timeout().map(|t| st.instant(t));
+            let deadline =
+                [monitor, timeout].into_iter().flatten().min().unwrap_or(st.instant(now) + Duration::from_secs(3600));
+            if this.armed != Some(deadline) {
+                this.timer.as_mut().reset(deadline.into());
+                this.armed = Some(deadline);
+            }
+            let fired = this.timer.as_mut().poll(cx).is_ready();
+            if fired {
+                this.armed = None;
+            }
+            if !progress && !fired {
+                return Poll::Pending;
+            }
+        }
+        // Still busy: let other tasks run, then go on.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl Driver {
+    /// Reads what every socket has (a bounded number of batches each) into the endpoint. What
+    /// the endpoint has to send goes out every `ACK_EVERY` datagrams: a GRO batch holds dozens
+    /// of them, and the peer's congestion window needs the ACKs they elicit.
+    fn receive(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
+        let Driver { io, rx, meta, .. } = self;
+        let mut progress = false;
+        let mut since_tx = 0;
+        for i in 0..io.sockets.len() {
+            if io.sockets[i].is_none() {
+                continue;
+            }
+            let mut reads = 0;
+            // Until the socket is empty (a WouldBlock, then a Pending that registers the wakeup)
+            // or the budget is spent (then the next round comes back here).
+            while reads < RECV_ROUNDS {
+                let Some(sock) = io.sockets[i].as_ref() else { break };
+                match sock.io.poll_recv_ready(cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(Err(e)) => {
+                        tracing::warn!(path = i, error = %e, "socket not readable");
+                        break;
+                    }
+                    Poll::Ready(Ok(())) => {}
+                }
+                let res = {
+                    let mut chunks = rx.chunks_mut(CHUNK);
+                    let mut bufs: [IoSliceMut<'_>; BATCH] =
+                        std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or(&mut [])));
+                    sock.io.try_io(Interest::READABLE, || sock.state.recv((&sock.io).into(), &mut bufs, meta))
+                };
+                let n = match res {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(e) => {
+                        st.paths[i].io.recv_errors += 1;
+                        tracing::debug!(path = i, error = %e, "receive error");
+                        break;
+                    }
+                };
+                reads += 1;
+                st.paths[i].io.recv_calls += 1;
+                progress = true;
+                for (k, m) in meta.iter().enumerate().take(n) {
+                    let replies = io.sockets[i].as_mut().and_then(|s| s.replies.as_mut());
+                    if let (Some(r), Some(local)) = (replies, m.dst_ip) {
+                        r.learn(unmap(m.addr), local);
+                    }
+                    let data = &rx[k * CHUNK..k * CHUNK + m.len.min(CHUNK)];
+                    let stride = if m.stride == 0 { m.len } else { m.stride };
+                    for d in data.chunks(stride.max(1)) {
+                        st.count(i, now, false, 1, d.len());
+                        st.ep.handle_datagram(now, PathId(i as u8), unmap(m.addr), d);
+                        since_tx += 1;
+                        if since_tx == ACK_EVERY {
+                            since_tx = 0;
+                            io.transmit(cx, st, now);
+                        }
+                    }
+                }
+            }
+        }
+        progress
+    }
+
+    /// Follows the interfaces: applies the application's requests, and reconciles the paths
+    /// with the system when the kernel reported a change, on a request, or (without netlink
+    /// events) every `monitor_interval`. Returns whether anything was done.
+    fn follow_interfaces(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
+        #[cfg(target_os = "linux")]
+        let mut due = self.events.as_mut().is_some_and(|e| e.poll_changed(cx));
+        #[cfg(not(target_os = "linux"))]
+        let mut due = {
+            let _ = cx;
+            false
+        };
+        while let Some(c) = st.commands.pop_front() {
+            self.ifaces.command(st, &mut self.io, now, c);
+            due = true;
+        }
+        let at = st.instant(now);
+        if at >= self.next_monitor {
+            self.next_monitor = at + self.monitor_interval;
+            due |= self.polls_links();
+        }
+        if due {
+            self.ifaces.sync(st, &mut self.io, now);
+        }
+        due
+    }
+
+    /// Without the kernel's events, links and addresses are read every `monitor_interval`.
+    fn polls_links(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.events.is_none();
+        #[cfg(not(target_os = "linux"))]
+        return true;
+    }
+}
+
+/// IPv4 peers on an IPv6 socket appear as `::ffff:a.b.c.d`; the endpoint sees them as IPv4.
+fn unmap(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
+            None => a,
+        },
+        a => a,
+    }
+}
+
+/// A handle's share of the endpoint: counts in `refs` while alive.
+pub(crate) fn attach(shared: &Arc<Shared>) -> Arc<Shared> {
+    shared.lock().refs += 1;
+    shared.clone()
+}
+
+/// Drops a handle's share; the driver ends once none is left and every connection drained.
+pub(crate) fn detach(shared: &Shared) {
+    let mut st = shared.lock();
+    st.refs = st.refs.saturating_sub(1);
+    st.wake_driver();
+}

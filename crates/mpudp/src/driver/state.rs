@@ -1,0 +1,298 @@
+//! What the application's handles and the driver task share: the endpoint, the handles'
+//! wakers and news, the paths as the driver sees them, and the application's requests about
+//! interfaces.
+
+use crate::options::Interface;
+use mpcore::{CloseReason, ConnHandle, Endpoint, Event, Iface, Time};
+use oracle::energy::{Energy, Meter, Model};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Mutex, MutexGuard};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+/// Datagrams and bytes through one local path's socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    pub datagrams_sent: u64,
+    pub bytes_sent: u64,
+    pub datagrams_received: u64,
+    pub bytes_received: u64,
+    /// sendmsg calls (one per GSO batch).
+    pub send_calls: u64,
+    /// recvmmsg calls that returned data.
+    pub recv_calls: u64,
+    /// Datagrams the kernel refused to send (the link is down, no route): lost, like a drop
+    /// on the path, and recovered by the protocol.
+    pub send_errors: u64,
+    /// Datagrams dropped because the socket stayed full while more than a GSO batch waited
+    /// (a drop-tail queue in front of the socket; the protocol sees them as lost).
+    pub queue_drops: u64,
+    /// Errors reading the socket (ICMP errors reported on it, among others).
+    pub recv_errors: u64,
+    /// Up/down transitions of the interface seen by the driver (or said by the application).
+    pub link_changes: u64,
+}
+
+/// One local path as the driver sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathInfo {
+    /// The device the socket is bound to (`SO_BINDTODEVICE`), if any.
+    pub device: Option<String>,
+    /// The socket's local address.
+    pub addr: SocketAddr,
+    pub kind: Iface,
+    pub backup: bool,
+    /// The link was up at the last check (and the application did not say it is down).
+    pub up: bool,
+    /// The address is gone (the interface lost it, or went away): the path is closed, and its
+    /// slot may be reused for a later address, with new counters.
+    pub removed: bool,
+    pub io: IoCounters,
+    /// When the first datagram crossed this path, either way.
+    pub first_packet: Option<Instant>,
+    /// A cellular path's radio energy since the endpoint was built, by the LTE model of
+    /// Huang et al. ([`oracle::energy`]) over every datagram sent and received; `None` for
+    /// other kinds of interface.
+    pub radio: Option<Energy>,
+    /// The place of its interface among the endpoint's (the first is the primary).
+    pub(crate) order: usize,
+}
+
+impl PathInfo {
+    /// A slot no path has used.
+    pub(crate) fn vacant() -> Self {
+        Self {
+            device: None,
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            kind: Iface::Other,
+            backup: false,
+            up: false,
+            removed: true,
+            io: IoCounters::default(),
+            first_packet: None,
+            radio: None,
+            order: usize::MAX,
+        }
+    }
+}
+
+/// What the application's handles and the driver share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the endpoint as consistent as mpcore left it;
+        // the state machine itself never panics on input.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Wakers and news of one connection.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    pub(crate) read: Option<Waker>,
+    pub(crate) write: Option<Waker>,
+    pub(crate) connect: Option<Waker>,
+    pub(crate) close: Option<Waker>,
+    pub(crate) connected: bool,
+    pub(crate) closed: Option<CloseReason>,
+}
+
+/// What the application asks of the driver about interfaces (`MpEndpoint`'s methods); the
+/// driver applies it on its next turn.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// The application says the named interface is up or down (its OS's connectivity
+    /// callbacks); down wins over the link state until it says up again.
+    SetUp {
+        name: String,
+        up: bool,
+    },
+    Add(Interface),
+    Remove {
+        name: String,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) ep: Endpoint,
+    pub(crate) epoch: Instant,
+    slots: Vec<Slot>,
+    pub(crate) driver: Option<Waker>,
+    pub(crate) accepted: VecDeque<ConnHandle>,
+    pub(crate) accept_waker: Option<Waker>,
+    /// Application handles alive (endpoints, listeners, streams); the driver ends when none
+    /// is left and every connection has drained.
+    pub(crate) refs: usize,
+    /// Per local path (by `PathId`), as the driver sees it.
+    pub(crate) paths: Vec<PathInfo>,
+    /// Per path: every datagram's time and size, summed up by the energy model (cellular
+    /// paths only; `first_packet` is kept for every path).
+    pub(crate) meters: Vec<Meter>,
+    /// The application's requests, for the driver.
+    pub(crate) commands: VecDeque<Command>,
+    /// Tasks waiting for a usable path (`connect` before any interface has an address).
+    pub(crate) path_waker: Option<Waker>,
+    /// The names of the endpoint's interfaces (for the application's requests).
+    pub(crate) names: Vec<String>,
+    /// The driver task has ended.
+    pub(crate) stopped: bool,
+    pub(crate) idle_waker: Option<Waker>,
+    /// Live connections at the last `dispatch`.
+    pub(crate) live: usize,
+}
+
+impl State {
+    pub(crate) fn new(ep: Endpoint, epoch: Instant, paths: Vec<PathInfo>, names: Vec<String>) -> Self {
+        Self {
+            ep,
+            epoch,
+            slots: Vec::new(),
+            driver: None,
+            accepted: VecDeque::new(),
+            accept_waker: None,
+            refs: 1,
+            meters: vec![Meter::new(Model::default(), 0); paths.len()],
+            paths,
+            stopped: false,
+            idle_waker: None,
+            live: 0,
+            commands: VecDeque::new(),
+            path_waker: None,
+            names,
+        }
+    }
+
+    /// Microseconds since the endpoint was built: the core's clock.
+    pub(crate) fn now(&self) -> Time {
+        self.epoch.elapsed().as_micros() as Time
+    }
+
+    pub(crate) fn instant(&self, t: Time) -> Instant {
+        self.epoch + Duration::from_micros(t)
+    }
+
+    /// A snapshot of the paths, indexed by `PathId` (removed ones included, with what they
+    /// carried until their slot is reused), with their first packet and radio energy up to now.
+    pub(crate) fn path_infos(&self) -> Vec<PathInfo> {
+        let now = self.now();
+        let mut v = self.paths.clone();
+        for (info, meter) in v.iter_mut().zip(&self.meters) {
+            info.first_packet = meter.first_packet().map(|t| self.instant(t));
+            info.radio = (info.kind == Iface::Cellular).then(|| meter.estimate(now));
+        }
+        v
+    }
+
+    /// Installs path `p`'s view (a new address), with new counters, growing the table.
+    pub(crate) fn set_path(&mut self, p: usize, info: PathInfo) {
+        if self.paths.len() <= p {
+            self.paths.resize_with(p + 1, PathInfo::vacant);
+            self.meters.resize_with(p + 1, || Meter::new(Model::default(), 0));
+        }
+        self.paths[p] = info;
+        self.meters[p] = Meter::new(Model::default(), self.now());
+        wake(&mut self.path_waker);
+    }
+
+    /// The path to connect from: the first one up, of the first interface configured.
+    pub(crate) fn primary(&self) -> Option<mpcore::PathId> {
+        (0..self.paths.len())
+            .filter(|&p| !self.paths[p].removed && self.paths[p].up)
+            .min_by_key(|&p| self.paths[p].order)
+            .map(|p| mpcore::PathId(p as u8))
+    }
+
+    /// Counts `count` datagrams of `bytes` in all on path `p` at `now`.
+    pub(crate) fn count(&mut self, p: usize, now: Time, up: bool, count: usize, bytes: usize) {
+        let io = &mut self.paths[p].io;
+        if up {
+            io.datagrams_sent += count as u64;
+            io.bytes_sent += bytes as u64;
+        } else {
+            io.datagrams_received += count as u64;
+            io.bytes_received += bytes as u64;
+        }
+        self.meters[p].packet(now, up, bytes);
+    }
+
+    pub(crate) fn wake_driver(&self) {
+        if let Some(w) = &self.driver {
+            w.wake_by_ref();
+        }
+    }
+
+    pub(crate) fn slot(&mut self, h: ConnHandle) -> &mut Slot {
+        if self.slots.len() <= h.0 {
+            self.slots.resize_with(h.0 + 1, Slot::default);
+        }
+        &mut self.slots[h.0]
+    }
+
+    /// Hands the endpoint's events and accepted connections to the handles waiting for them.
+    pub(crate) fn dispatch(&mut self) {
+        while let Some((h, ev)) = self.ep.poll_event() {
+            let slot = self.slot(h);
+            match ev {
+                Event::Connected => {
+                    slot.connected = true;
+                    wake(&mut slot.connect);
+                }
+                Event::Readable | Event::Finished => wake(&mut slot.read),
+                Event::Closed { reason } => {
+                    slot.closed = Some(reason);
+                    for w in [&mut slot.read, &mut slot.write, &mut slot.connect, &mut slot.close] {
+                        wake(w);
+                    }
+                }
+                other => tracing::debug!(conn = h.0, event = ?other, "connection event"),
+            }
+        }
+        // A connection drained (the endpoint forgot it): whoever waits for idleness checks.
+        let live = self.ep.live_connections();
+        if live < self.live {
+            wake(&mut self.idle_waker);
+        }
+        self.live = live;
+        while let Some(h) = self.ep.accept() {
+            self.accepted.push_back(h);
+            wake(&mut self.accept_waker);
+        }
+        // Writers blocked on a full send buffer: acknowledgements may have made room.
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if slot.write.is_some() && self.ep.conn(ConnHandle(i)).is_none_or(|c| c.write_room() > 0 || c.is_closed()) {
+                wake(&mut slot.write);
+            }
+        }
+    }
+
+    pub(crate) fn wake_all(&mut self) {
+        for s in &mut self.slots {
+            for w in [&mut s.read, &mut s.write, &mut s.connect, &mut s.close] {
+                wake(w);
+            }
+        }
+        for w in [&mut self.accept_waker, &mut self.idle_waker, &mut self.path_waker] {
+            wake(w);
+        }
+    }
+}
+
+/// Keeps `w` in `slot` without cloning it again when it is the same task.
+pub(crate) fn store(slot: &mut Option<Waker>, w: &Waker) {
+    match slot {
+        Some(old) if old.will_wake(w) => {}
+        _ => *slot = Some(w.clone()),
+    }
+}
+
+pub(crate) fn wake(slot: &mut Option<Waker>) {
+    if let Some(w) = slot.take() {
+        w.wake();
+    }
+}

@@ -1,0 +1,211 @@
+//! The phone's networks change under a running connection, in two network namespaces (root
+//! only; elsewhere the test says why it skips); the driver follows the kernel's netlink events:
+//!
+//! - the client's `c0` has no address when the endpoint starts: it is waited for, not an
+//!   error, and the connection starts on `c1`; `c0` gets its address 2 s later and is joined;
+//! - mid-transfer, `c0` gets a second address on another subnet and loses the first (a phone
+//!   moving to another WiFi network, or a DHCP renumbering): the driver opens a socket on the
+//!   new address, the client joins from it, the old path is removed (REMOVE_ADDR to the server);
+//! - the 40 MB upload arrives intact (SHA-256), and the new address carried data.
+//!
+//! Layout as in `tests/netns.rs` (the `testbed` crate), plus `10.92.3.1/24` on `c0` later.
+#![allow(clippy::unwrap_used)]
+
+use mpudp::{Iface, Interface, MpStream, Options};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use testbed::{ip, Reap, Testbed};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+const TOTAL_MB: usize = 40;
+const NET: u8 = 92;
+const SERVER: &str = "10.92.9.1:5201";
+const NEW_ADDR: &str = "10.92.3.1";
+
+fn exec(ns: &str, role: &str) -> Child {
+    let exe = std::env::current_exe().unwrap();
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(exe)
+        .args(["--ignored", "--exact", "renumber_peer", "--nocapture", "--test-threads", "1"])
+        .env("MPUDP_RENUMBER_ROLE", role)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn an_address_that_comes_late_and_one_that_changes_mid_transfer() {
+    if let Some(why) = testbed::unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let bed = Testbed::new("mpren", NET).expect("setting up the namespaces");
+    let (c, s) = (bed.client.clone(), bed.server.clone());
+    // c0 starts without an address; the server can route back to the later one.
+    ip(&format!("-n {c} addr flush dev c0")).unwrap();
+    ip(&format!("-n {s} route add 10.{NET}.3.0/24 dev s0")).unwrap();
+    let mut server = Reap(exec(&s, "server"));
+    let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
+    let mut line = String::new();
+    while line.trim() != "listening" {
+        line.clear();
+        assert!(server_out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
+    }
+    let mut client = Reap(exec(&c, "client"));
+    let mut to_client = client.0.stdin.take().unwrap();
+    let from_client = BufReader::new(client.0.stdout.take().unwrap());
+    let started = Instant::now();
+    let (mut late_joined, mut renumbered) = (false, false);
+    let (mut subflows, mut paths, mut hashes, mut done) = (Vec::new(), Vec::new(), None, false);
+    for line in from_client.lines() {
+        let line = line.unwrap();
+        eprintln!("client: {line}");
+        assert!(started.elapsed() < Duration::from_secs(240), "the run took too long");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["connected"] => {
+                // The endpoint is up, on c1 alone: c0 gets its address 2 s later.
+                std::thread::sleep(Duration::from_secs(2));
+                ip(&format!("-n {c} addr add 10.{NET}.1.1/24 dev c0")).unwrap();
+                bed.route(0).unwrap();
+                writeln!(to_client, "go").unwrap();
+            }
+            ["joined", "c0"] => late_joined = true,
+            ["sent", "10"] => {
+                ip(&format!("-n {c} addr add {NEW_ADDR}/24 dev c0")).unwrap();
+                ip(&format!("-n {c} addr del 10.{NET}.1.1/24 dev c0")).unwrap();
+                bed.route(0).unwrap();
+                renumbered = true;
+            }
+            ["subflow", id, path, state, bytes] => subflows.push((
+                id.to_string(),
+                path.parse::<usize>().unwrap(),
+                state.to_string(),
+                bytes.parse::<u64>().unwrap(),
+            )),
+            ["path", dev, addr, removed] => paths.push((dev.to_string(), addr.to_string(), *removed == "true")),
+            ["hashes", mine, theirs] => hashes = Some((mine.to_string(), theirs.to_string())),
+            ["done"] => done = true,
+            _ => {}
+        }
+    }
+    let status = client.0.wait().unwrap();
+    assert!(status.success() && done, "client helper failed");
+    assert!(late_joined, "c0 was joined once it got its address");
+    assert!(renumbered);
+    let (mine, theirs) = hashes.expect("the client reported both hashes");
+    assert_eq!(mine, theirs, "the server received the 40 MB intact");
+    // c0's first address is a removed path; its new address is a path that carried data.
+    let path_of = |addr: &str| paths.iter().position(|p| p.1.starts_with(addr));
+    let old = path_of(&format!("10.{NET}.1.1:")).expect("a path on c0's first address");
+    let new = path_of(&format!("{NEW_ADDR}:")).expect("a path on c0's new address");
+    assert!(paths[old].2 && !paths[new].2, "the old address's path removed, the new one's not: {paths:?}");
+    let carried = subflows.iter().filter(|s| s.1 == new).map(|s| s.3).sum::<u64>();
+    assert!(carried > 1 << 20, "the new address carried data: {subflows:?}");
+    assert!(subflows.iter().any(|s| s.1 == old && s.2 == "Closed"), "the old address's subflow closed: {subflows:?}");
+    assert!(server.0.wait().unwrap().success(), "server helper failed");
+}
+
+/// The processes of the test above; does nothing without its environment.
+#[test]
+#[ignore = "helper process of an_address_that_comes_late_and_one_that_changes_mid_transfer"]
+fn renumber_peer() {
+    let Ok(role) = std::env::var("MPUDP_RENUMBER_ROLE") else { return };
+    println!();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    match role.as_str() {
+        "server" => rt.block_on(server()),
+        "client" => rt.block_on(client()),
+        other => panic!("unknown role {other}"),
+    }
+}
+
+async fn server() {
+    let l = mpudp::MpListener::bind(SERVER.parse().unwrap(), Options::server()).unwrap();
+    println!("listening");
+    let (mut s, _) = l.accept().await.unwrap();
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = s.read(&mut buf).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+    }
+    s.write_all(hash.finish().as_ref()).await.unwrap();
+    s.shutdown().await.unwrap();
+    s.closed().await;
+}
+
+async fn client() {
+    // Fullmesh with round-robin, so that every path carries part of the paced upload. The
+    // monitor interval is long: the driver must follow the kernel's events, not poll.
+    let opts = Options::new()
+        .scheduler("round-robin")
+        .interface(Interface::new("c0").kind(Iface::Wifi))
+        .interface(Interface::new("c1").kind(Iface::Cellular))
+        .monitor_interval(Duration::from_secs(3600));
+    let mut s = MpStream::connect(SERVER.parse().unwrap(), opts).await.unwrap();
+    println!("connected");
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    stdin.next_line().await.unwrap();
+    established_on(&s, "10.92.1.1:").await;
+    println!("joined c0");
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut chunk = vec![0u8; 1 << 20];
+    for mb in 1..=TOTAL_MB {
+        for b in chunk.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        hash.update(&chunk);
+        s.write_all(&chunk).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        println!("sent {mb}");
+        if mb == 15 {
+            // Renumbered at 10 MB: the rest goes over the new address too.
+            established_on(&s, "10.92.3.1:").await;
+            println!("joined new");
+        }
+    }
+    s.shutdown().await.unwrap();
+    let mut theirs = Vec::new();
+    s.read_to_end(&mut theirs).await.unwrap();
+    let mine = hash.finish();
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    for f in &s.stats().unwrap().subflows {
+        println!("subflow {} {} {:?} {}", f.id, f.path.0, f.state, f.counters.data_bytes_sent);
+    }
+    for p in s.paths() {
+        println!("path {} {} {}", p.device.as_deref().unwrap_or("-"), p.addr, p.removed);
+    }
+    println!("hashes {} {}", hex(mine.as_ref()), hex(&theirs));
+    println!("done");
+}
+
+/// Waits (at most 10 s) for an established subflow on the path bound to an address starting
+/// with `addr`.
+async fn established_on(s: &MpStream, addr: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let paths = s.paths();
+        let path = paths.iter().position(|p| !p.removed && p.addr.to_string().starts_with(addr));
+        let st = s.stats().unwrap();
+        let up = |p: usize| {
+            st.subflows.iter().any(|f| usize::from(f.path.0) == p && f.state == mpcore::SubflowState::Established)
+        };
+        if path.is_some_and(up) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no established subflow from {addr}: {paths:#?} {st:#?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
