@@ -63,6 +63,12 @@ pub fn guess_kind(name: &str) -> Iface {
     }
 }
 
+/// The kernel's index of the named interface (`IP_BOUND_IF` takes it on Apple systems).
+#[cfg(any(target_os = "macos", target_os = "ios"))]
+pub(crate) fn index_of(name: &str) -> Option<u32> {
+    interfaces().ok()?.into_iter().find(|i| i.name == name)?.index
+}
+
 /// Whether the named interface exists on this host.
 pub fn exists(name: &str) -> bool {
     !name.is_empty() && !name.contains('/') && std::path::Path::new("/sys/class/net").join(name).exists()
