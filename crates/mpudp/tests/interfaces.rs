@@ -81,7 +81,7 @@ async fn the_app_reports_a_path_down_and_up_and_adds_and_removes_interfaces() {
     until(&s, "fullmesh joins the second path", open_on(1)).await;
     let chunk = vec![1u8; 100_000];
     let mut sent = 0u64;
-    let mut send = async |s: &mut MpStream, n: usize| {
+    let send = async |s: &mut MpStream, n: usize| {
         for _ in 0..n {
             s.write_all(&chunk).await.unwrap();
         }
