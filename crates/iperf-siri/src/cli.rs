@@ -80,10 +80,13 @@ pub struct RunArgs {
     /// `@wired` (default: guessed from the name; addresses: first wifi, others cellular).
     #[arg(short = 'm', long, value_name = "IF1,IF2", value_delimiter = ',')]
     pub subflows: Vec<String>,
-    /// Packet scheduler (this side's; client and server choose independently).
-    #[arg(long, default_value = "lowest-rtt", value_parser = parse_scheduler)]
-    pub scheduler: String,
-    /// Client: how subflows are opened.
+    /// Packet scheduler (this side's; client and server choose independently). Default: the
+    /// phone presets': a client's `priority` under `--path-manager multimob`, `lowest-rtt`
+    /// otherwise; a server's `last-received` (it answers on the subflow the client used last).
+    #[arg(long, value_parser = parse_scheduler)]
+    pub scheduler: Option<String>,
+    /// Client: how subflows are opened. `multimob` is MultiMob whole (Options::phone): the
+    /// `priority` scheduler, FAST_JOIN and MP_IDLE, keep-alives on the primary only.
     #[arg(long, default_value = "fullmesh", value_parser = ["fullmesh", "backup", "multimob", "on-demand"])]
     pub path_manager: String,
     /// Carry data in the first packet of a new subflow (MultiMob's FAST_JOIN). A server
@@ -288,26 +291,44 @@ impl RunArgs {
             ir: !w.no_ir,
             seed: w.seed,
             test_id: self.test_id.clone(),
-            scheduler: self.scheduler.clone(),
+            scheduler: self.scheduler(true),
             path_manager: self.path_manager.clone(),
             fast_join: self.fast_join,
             subflows: self.subflows.clone(),
         })
     }
 
+    /// This side's scheduler: the one asked for, else the presets' (see `--scheduler`).
+    pub fn scheduler(&self, client: bool) -> String {
+        let pm = PathManager::from_name(&self.path_manager).unwrap_or_default();
+        match (&self.scheduler, client, pm) {
+            (Some(s), _, _) => s.clone(),
+            (None, true, PathManager::MultiMob) => "priority".into(),
+            (None, true, _) => "lowest-rtt".into(),
+            (None, false, _) => "last-received".into(),
+        }
+    }
+
     /// The transport's options for this side.
     pub fn options(&self, client: bool) -> Result<Options, String> {
-        let mut o = Options::new()
-            .scheduler(&self.scheduler)
+        let pm = PathManager::from_name(&self.path_manager).unwrap_or_default();
+        let multimob = client && pm == PathManager::MultiMob;
+        let base = match (client, multimob) {
+            (true, true) => Options::phone(),
+            (true, false) => Options::new(),
+            (false, _) => Options::server(),
+        };
+        let mut o = base
+            .scheduler(&self.scheduler(client))
             .connect_timeout(self.connect_timeout)
-            // A server accepts fast joins; a client offers them only when asked.
-            .fast_join(!client || self.fast_join);
+            // A server accepts fast joins; a client offers them under multimob or when asked.
+            .fast_join(!client || multimob || self.fast_join);
         let c = o.config_mut();
         c.congestion = mpudp::CongestionControl::from_name(&self.cc).unwrap_or_default();
         c.oracle.period = self.oracle_period.as_micros().max(1) as u64;
         c.oracle.loss_threshold = self.sloss;
         if client {
-            c.path_manager = PathManager::from_name(&self.path_manager).unwrap_or_default();
+            c.path_manager = pm;
             let backup_all = c.path_manager == PathManager::Backup;
             for (k, spec) in self.subflows.iter().enumerate() {
                 o = o.interface(interface(spec, k, backup_all)?);

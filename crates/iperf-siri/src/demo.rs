@@ -49,9 +49,10 @@ pub const SETUPS: [Setup; 3] = [
         path_manager: PathManager::Backup,
         fast_join: false,
     },
+    // The phone presets: Options::phone() on the client, Options::server() on the server.
     Setup {
         label: "MultiMob",
-        client_scheduler: "lowest-rtt",
+        client_scheduler: "priority",
         server_scheduler: "last-received",
         path_manager: PathManager::MultiMob,
         fast_join: true,
@@ -81,7 +82,9 @@ pub fn params(args: &DemoArgs, s: &Setup) -> Params {
 
 /// One pair through its emulator; the client's report.
 pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
-    let server_opts = Options::new().scheduler(s.server_scheduler).fast_join(true);
+    let multimob = s.path_manager == PathManager::MultiMob;
+    let server_opts =
+        if multimob { Options::server() } else { Options::new().scheduler(s.server_scheduler).fast_join(true) };
     let listener =
         MpListener::bind(SocketAddr::new(ip(WIFI), 0), server_opts).map_err(|e| format!("{}: {e}", s.label))?;
     let paths = [
@@ -101,12 +104,13 @@ pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
         run::server(stream, server_ctx, crate::VERSION).await.map_err(|f| f.message)
     });
 
-    let backup = s.path_manager == PathManager::Backup;
-    let opts = Options::new()
+    // Cellular is a backup path for the backup path manager and for the phone preset.
+    let backup = s.path_manager == PathManager::Backup || multimob;
+    let base = if multimob { Options::phone() } else { Options::new().path_manager(s.path_manager) };
+    let opts = base
         .interface(Interface::unbound(SocketAddr::new(ip(WIFI), 0)).kind(Iface::Wifi))
         .interface(Interface::unbound(SocketAddr::new(ip(CELLULAR), 0)).kind(Iface::Cellular).backup(backup))
         .scheduler(s.client_scheduler)
-        .path_manager(s.path_manager)
         .fast_join(s.fast_join);
     let started = Instant::now();
     let ep = Arc::new(MpEndpoint::client(opts).map_err(|e| e.to_string())?);

@@ -79,7 +79,7 @@ pub async fn client(args: &RunArgs) -> Result<(), String> {
         live: (!args.json).then(|| out.clone()),
         verbose: args.verbose,
         started,
-        ..Context::new(Arc::new(move || paths_ep.paths()), ep.local_addr(), remote, &args.scheduler)
+        ..Context::new(Arc::new(move || paths_ep.paths()), ep.local_addr(), remote, &args.scheduler(true))
     };
     let result = run::client(stream, params, protocol, ctx, None).await;
     // Let the closing handshake finish, briefly.
@@ -119,7 +119,7 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
         out.line(&format!(
             "{rule}\nServer listening on {} (mpudp; scheduler {})\n{rule}",
             listener.local_addr().port(),
-            args.scheduler
+            args.scheduler(false)
         ));
     }
     let busy = Arc::new(AtomicBool::new(false));
@@ -144,7 +144,7 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             interval: args.interval,
             live: (!args.json).then(|| out.clone()),
             verbose: args.verbose,
-            ..Context::new(paths, listener.local_addr(), peer, &args.scheduler)
+            ..Context::new(paths, listener.local_addr(), peer, &args.scheduler(false))
         };
         let (args, out, busy, done) = (args.clone(), out.clone(), busy.clone(), done_tx.clone());
         tokio::spawn(async move {

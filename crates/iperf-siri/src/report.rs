@@ -105,6 +105,9 @@ pub struct SubflowReport {
     pub bytes_reinjected: u64,
     pub rto_count: u64,
     pub tlp_count: u64,
+    /// Stream bytes this side sent on the subflow (first copies, retransmissions, reinjections).
+    #[serde(default)]
+    pub data_bytes_sent: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -143,6 +146,7 @@ impl From<&ConnStats> for ConnectionReport {
                     bytes_reinjected: f.counters.bytes_reinjected,
                     rto_count: f.counters.rto_count,
                     tlp_count: f.counters.tlp_count,
+                    data_bytes_sent: f.counters.data_bytes_sent,
                 })
                 .collect(),
         }
@@ -226,6 +230,15 @@ impl Report {
     /// The first cellular interface's report.
     pub fn cellular(&self) -> Option<&InterfaceReport> {
         self.side.interfaces.iter().find(|i| i.radio.is_some())
+    }
+
+    /// On the first cellular interface: this side's subflows there, and the stream bytes they
+    /// sent (0 for a backup that carried only its join and keep-alives).
+    pub fn cellular_subflows(&self) -> Option<(usize, u64)> {
+        let path = self.side.interfaces.iter().position(|i| i.radio.is_some())?;
+        let c = self.side.connection.as_ref()?;
+        let on = c.subflows.iter().filter(|f| usize::from(f.path) == path);
+        Some(on.fold((0, 0), |(n, b), f| (n + 1, b + f.data_bytes_sent)))
     }
 }
 
@@ -502,6 +515,16 @@ pub fn summary(r: &Report) -> String {
             e.promotions,
             if e.promotions == 1 { "" } else { "s" }
         );
+        if let Some((n, data)) = r.cellular_subflows() {
+            let what = if data == 0 { "no data: joins and keep-alives only" } else { "data" };
+            let _ = writeln!(
+                s,
+                "Cellular path: {} packets out, {} in; {n} subflow{}, {data} stream bytes sent ({what})",
+                i.packets_sent,
+                i.packets_received,
+                if n == 1 { "" } else { "s" }
+            );
+        }
     }
     if r.verbose {
         for (who, side) in [("this side", Some(&r.side)), ("peer", r.peer.as_ref())] {
@@ -645,10 +668,15 @@ pub fn json(r: &Report) -> Value {
     });
     if let Some(c) = r.cellular() {
         let e = c.radio.as_ref().expect("a cellular report has a radio");
+        let (subflows, data) = r.cellular_subflows().map_or((None, None), |(n, b)| (Some(n), Some(b)));
         end["cellular"] = json!({
             "interface": c.name,
             "first_packet_s": c.first_packet_s,
             "packets": c.packets_sent + c.packets_received,
+            "packets_sent": c.packets_sent,
+            "packets_received": c.packets_received,
+            "subflows": subflows,
+            "data_bytes_sent": data,
             "energy_j": e.energy_j,
             "above_idle_j": e.above_idle_j,
             "mean_power_mw": e.mean_power_mw,

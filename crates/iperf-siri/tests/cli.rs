@@ -215,3 +215,66 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
     assert!(first_cell(1).unwrap() < 1.0, "{:?}", first_cell(1));
     assert!(first_cell(2).unwrap() > 2.4 + 0.3, "{:?}", first_cell(2));
 }
+
+/// `--path-manager backup` on two paths and no failure (issue 17): the cellular backup
+/// subflow carries its join and nothing else, no data and no keep-alive (those go on WiFi,
+/// the primary); the JSON and the closing summary say so.
+#[test]
+fn a_backup_that_is_never_needed_carries_only_its_join() {
+    let (srv, port) = server(&["-1"]);
+    let out = run(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-m",
+        "127.0.0.1,127.0.0.2",
+        "--path-manager",
+        "backup",
+        "--requests",
+        "3",
+        "--burst-gap",
+        "50ms",
+        "--wait",
+        "0.3s",
+        "-i",
+        "0",
+        "-J",
+    ]);
+    let j = json(&out);
+    let end = &j["end"];
+    assert_eq!(end["delay"]["requests_answered"], 3);
+    let cell = &end["cellular"];
+    assert_eq!(cell["subflows"], 1, "{cell}");
+    assert_eq!(cell["data_bytes_sent"], 0, "{cell}");
+    // The join (MP_JOIN, SYN/ACK, ACK, its acknowledgement) and the connection's close.
+    let (sent, received) = (cell["packets_sent"].as_u64().unwrap(), cell["packets_received"].as_u64().unwrap());
+    assert!(sent <= 4 && received <= 4, "the backup carried more than its join: {cell}");
+    let subflows = end["connection"]["subflows"].as_array().unwrap();
+    let backup = subflows.iter().find(|f| f["path"] == 1).unwrap();
+    assert_eq!(backup["backup"], true, "{backup}");
+    assert!(wait_exit(srv, Duration::from_secs(10)).success());
+    // The human summary says it too.
+    let (srv, port) = server(&["-1"]);
+    let text = run(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-m",
+        "127.0.0.1,127.0.0.2",
+        "--path-manager",
+        "backup",
+        "--requests",
+        "1",
+        "--burst-gap",
+        "20ms",
+        "--wait",
+        "0.1s",
+        "-i",
+        "0",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    assert!(text.contains("0 stream bytes sent (no data: joins and keep-alives only)"), "{text}");
+    assert!(wait_exit(srv, Duration::from_secs(10)).success());
+}
