@@ -329,7 +329,9 @@ impl RunArgs {
         c.oracle.loss_threshold = self.sloss;
         if client {
             c.path_manager = pm;
-            let backup_all = c.path_manager == PathManager::Backup;
+            // Every path but the primary is a backup path under `backup` and, as the phone
+            // preset has it, under `multimob`.
+            let backup_all = matches!(c.path_manager, PathManager::Backup | PathManager::MultiMob);
             for (k, spec) in self.subflows.iter().enumerate() {
                 o = o.interface(interface(spec, k, backup_all)?);
             }
@@ -454,6 +456,13 @@ mod tests {
         let o = c.run.options(true).expect("valid");
         assert_eq!(o.config().path_manager, PathManager::MultiMob);
         assert!(o.config().fast_join);
+        // The phone preset under multimob, the server's preset on the other side.
+        let phone = parse(&["-c", "h", "--path-manager", "multimob"]).expect("parses").run;
+        let o = phone.options(true).expect("valid");
+        assert_eq!((o.config().scheduler.as_str(), o.config().fast_join, o.config().mp_idle), ("priority", true, true));
+        assert_eq!(o.config().keep_alive, mpudp::Config::phone().keep_alive);
+        let server = parse(&["-s"]).expect("parses").run;
+        assert_eq!(server.options(false).expect("valid").config().scheduler, "last-received");
     }
 
     #[test]

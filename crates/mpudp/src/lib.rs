@@ -8,16 +8,18 @@
 //! Each local path is one UDP socket, bound to its interface with `SO_BINDTODEVICE`
 //! ([`Interface::new`]) or to an address only ([`Interface::unbound`]). One tokio task per
 //! endpoint owns the sockets: it reads with recvmmsg (and GRO), sends with UDP GSO batches,
-//! runs the protocol's timers, and watches the links, so that an interface going down moves
-//! the traffic at once and one coming back is joined again. Its buffers are allocated once;
+//! runs the protocol's timers, and follows the interfaces (the kernel's netlink events on
+//! Linux), so that an interface going down moves the traffic at once, one coming back is joined
+//! again, and an address that appears or changes is used. A socket the OS already bound to a
+//! network can be handed over ([`Interface::from_socket`]). Its buffers are allocated once;
 //! sending and receiving a packet allocates nothing.
 //!
 //! ```no_run
-//! use mpudp::{Iface, Interface, MpListener, MpStream, Options, PathManager};
+//! use mpudp::{Iface, Interface, MpListener, MpStream, Options};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
 //! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-//! // Server: one address, every client subflow arrives there.
-//! let listener = MpListener::bind("0.0.0.0:5201".parse()?, Options::new().scheduler("last-received"))?;
+//! // Server for phones: answers on the subflow the client used last, accepts fast joins.
+//! let listener = MpListener::bind("0.0.0.0:5201".parse()?, Options::server())?;
 //! tokio::spawn(async move {
 //!     while let Ok((s, _peer)) = listener.accept().await {
 //!         tokio::spawn(async move {
@@ -26,12 +28,12 @@
 //!         });
 //!     }
 //! });
-//! // Client: WiFi first, cellular opened only when WiFi degrades (MultiMob).
-//! let opts = Options::new()
+//! // A phone: WiFi first, cellular a backup opened only when WiFi degrades (MultiMob), silent
+//! // while idle but for a keep-alive every 15 s on WiFi. Interfaces and addresses that come
+//! // and go later are followed (netlink); `MpEndpoint::set_path_down` takes the OS's word.
+//! let opts = Options::phone()
 //!     .interface(Interface::new("wlan0").kind(Iface::Wifi))
-//!     .interface(Interface::new("rmnet0").kind(Iface::Cellular).backup(true))
-//!     .path_manager(PathManager::MultiMob)
-//!     .fast_join(true);
+//!     .interface(Interface::new("rmnet0").kind(Iface::Cellular).backup(true));
 //! let mut s = MpStream::connect("192.0.2.1:5201".parse()?, opts).await?;
 //! s.write_all(b"ping").await?;
 //! # Ok(()) }
