@@ -289,7 +289,8 @@ impl Options {
         &mut self.config
     }
 
-    /// How often the driver checks whether each interface is up (default 200 ms).
+    /// How often the driver reads the interfaces' links and addresses where the kernel gives
+    /// no events (netlink, on Linux, wakes it at once instead; default 200 ms).
     pub fn monitor_interval(mut self, d: Duration) -> Self {
         self.monitor_interval = d.max(Duration::from_millis(1));
         self

@@ -6,12 +6,14 @@
 //! - mid-transfer, `c0` gets a second address on another subnet and loses the first (a phone
 //!   moving to another WiFi network, or a DHCP renumbering): the driver opens a socket on the
 //!   new address, the client joins from it, the old path is removed (REMOVE_ADDR to the server);
-//! - the 40 MB upload arrives intact (SHA-256), and the new address carried data.
+//! - an interface the application added before it existed (`c2`) appears mid-transfer, with
+//!   its address, and is joined;
+//! - the 40 MB upload arrives intact (SHA-256), and the new address and `c2` carried data.
 //!
 //! Layout as in `tests/netns.rs` (the `testbed` crate), plus `10.92.3.1/24` on `c0` later.
 #![allow(clippy::unwrap_used)]
 
-use mpudp::{Iface, Interface, MpStream, Options};
+use mpudp::{Iface, Interface, MpEndpoint, MpStream, Options};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,7 +61,7 @@ fn an_address_that_comes_late_and_one_that_changes_mid_transfer() {
     let mut to_client = client.0.stdin.take().unwrap();
     let from_client = BufReader::new(client.0.stdout.take().unwrap());
     let started = Instant::now();
-    let (mut late_joined, mut renumbered) = (false, false);
+    let (mut first_c0, mut renumbered, mut appeared) = (None, false, false);
     let (mut subflows, mut paths, mut hashes, mut done) = (Vec::new(), Vec::new(), None, false);
     for line in from_client.lines() {
         let line = line.unwrap();
@@ -74,20 +76,34 @@ fn an_address_that_comes_late_and_one_that_changes_mid_transfer() {
                 bed.route(0).unwrap();
                 writeln!(to_client, "go").unwrap();
             }
-            ["joined", "c0"] => late_joined = true,
+            ["joined", "c0", id] => first_c0 = Some(id.to_string()),
             ["sent", "10"] => {
                 ip(&format!("-n {c} addr add {NEW_ADDR}/24 dev c0")).unwrap();
                 ip(&format!("-n {c} addr del 10.{NET}.1.1/24 dev c0")).unwrap();
                 bed.route(0).unwrap();
                 renumbered = true;
             }
+            ["sent", "20"] => {
+                // c2 appears: a new link with its address and a route to the server.
+                ip(&format!("link add c2 netns {c} type veth peer name s2 netns {s}")).unwrap();
+                ip(&format!("-n {s} addr add 10.{NET}.4.2/24 dev s2")).unwrap();
+                ip(&format!("-n {s} link set s2 up")).unwrap();
+                ip(&format!("-n {c} addr add 10.{NET}.4.1/24 dev c2")).unwrap();
+                ip(&format!("-n {c} link set c2 up")).unwrap();
+                ip(&format!("-n {c} route replace 10.{NET}.9.1/32 dev c2 metric 12")).unwrap();
+                appeared = true;
+            }
+            // c2's link fails: the driver watches the link of a device that appeared late too.
+            ["sent", "30"] => ip(&format!("-n {c} link set c2 down")).unwrap(),
             ["subflow", id, path, state, bytes] => subflows.push((
                 id.to_string(),
                 path.parse::<usize>().unwrap(),
                 state.to_string(),
                 bytes.parse::<u64>().unwrap(),
             )),
-            ["path", dev, addr, removed] => paths.push((dev.to_string(), addr.to_string(), *removed == "true")),
+            ["path", dev, addr, removed, up] => {
+                paths.push((dev.to_string(), addr.to_string(), *removed == "true", up.to_string()))
+            }
             ["hashes", mine, theirs] => hashes = Some((mine.to_string(), theirs.to_string())),
             ["done"] => done = true,
             _ => {}
@@ -95,18 +111,29 @@ fn an_address_that_comes_late_and_one_that_changes_mid_transfer() {
     }
     let status = client.0.wait().unwrap();
     assert!(status.success() && done, "client helper failed");
-    assert!(late_joined, "c0 was joined once it got its address");
-    assert!(renumbered);
+    let first_c0 = first_c0.expect("c0 was joined once it got its address");
+    assert!(renumbered && appeared);
     let (mine, theirs) = hashes.expect("the client reported both hashes");
     assert_eq!(mine, theirs, "the server received the 40 MB intact");
-    // c0's first address is a removed path; its new address is a path that carried data.
-    let path_of = |addr: &str| paths.iter().position(|p| p.1.starts_with(addr));
-    let old = path_of(&format!("10.{NET}.1.1:")).expect("a path on c0's first address");
-    let new = path_of(&format!("{NEW_ADDR}:")).expect("a path on c0's new address");
-    assert!(paths[old].2 && !paths[new].2, "the old address's path removed, the new one's not: {paths:?}");
+    // c0's first address is no live path (its slot may have gone to c2); the subflow from it
+    // closed; c0's new address is a path that carried data.
+    let live = |addr: &str| paths.iter().position(|p| p.1.starts_with(addr) && !p.2);
+    assert!(live(&format!("10.{NET}.1.1:")).is_none(), "c0's first address still in use: {paths:?}");
+    let new = live(&format!("{NEW_ADDR}:")).expect("a path on c0's new address");
     let carried = subflows.iter().filter(|s| s.1 == new).map(|s| s.3).sum::<u64>();
     assert!(carried > 1 << 20, "the new address carried data: {subflows:?}");
-    assert!(subflows.iter().any(|s| s.1 == old && s.2 == "Closed"), "the old address's subflow closed: {subflows:?}");
+    assert!(
+        subflows.iter().any(|s| s.0 == first_c0 && s.2 == "Closed"),
+        "the old address's subflow closed: {subflows:?}"
+    );
+    let c2 = paths.iter().position(|p| p.0 == "c2").expect("a path on c2");
+    let carried = subflows.iter().filter(|s| s.1 == c2).map(|s| s.3).sum::<u64>();
+    assert!(carried > 1 << 20, "c2 carried data once it appeared: {subflows:?}");
+    assert!(paths[c2].3 == "false", "c2's link seen down: {paths:?}");
+    assert!(
+        subflows.iter().filter(|s| s.1 == c2).all(|s| s.2 == "Closed"),
+        "c2's subflow closed with its link: {subflows:?}"
+    );
     assert!(server.0.wait().unwrap().success(), "server helper failed");
 }
 
@@ -150,12 +177,15 @@ async fn client() {
         .interface(Interface::new("c0").kind(Iface::Wifi))
         .interface(Interface::new("c1").kind(Iface::Cellular))
         .monitor_interval(Duration::from_secs(3600));
-    let mut s = MpStream::connect(SERVER.parse().unwrap(), opts).await.unwrap();
+    let ep = MpEndpoint::client(opts).unwrap();
+    // c2 does not exist yet: it is waited for.
+    ep.add_interface(Interface::new("c2").kind(Iface::Wired)).unwrap();
+    let mut s = ep.connect(SERVER.parse().unwrap()).await.unwrap();
     println!("connected");
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     stdin.next_line().await.unwrap();
-    established_on(&s, "10.92.1.1:").await;
-    println!("joined c0");
+    let id = established_on(&s, "10.92.1.1:").await;
+    println!("joined c0 {id}");
     let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut chunk = vec![0u8; 1 << 20];
@@ -175,6 +205,11 @@ async fn client() {
             established_on(&s, "10.92.3.1:").await;
             println!("joined new");
         }
+        if mb == 25 {
+            // c2 appeared at 20 MB.
+            established_on(&s, "10.92.4.1:").await;
+            println!("joined c2");
+        }
     }
     s.shutdown().await.unwrap();
     let mut theirs = Vec::new();
@@ -185,25 +220,25 @@ async fn client() {
         println!("subflow {} {} {:?} {}", f.id, f.path.0, f.state, f.counters.data_bytes_sent);
     }
     for p in s.paths() {
-        println!("path {} {} {}", p.device.as_deref().unwrap_or("-"), p.addr, p.removed);
+        println!("path {} {} {} {}", p.device.as_deref().unwrap_or("-"), p.addr, p.removed, p.up);
     }
     println!("hashes {} {}", hex(mine.as_ref()), hex(&theirs));
     println!("done");
 }
 
 /// Waits (at most 10 s) for an established subflow on the path bound to an address starting
-/// with `addr`.
-async fn established_on(s: &MpStream, addr: &str) {
+/// with `addr`; its number.
+async fn established_on(s: &MpStream, addr: &str) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let paths = s.paths();
         let path = paths.iter().position(|p| !p.removed && p.addr.to_string().starts_with(addr));
         let st = s.stats().unwrap();
         let up = |p: usize| {
-            st.subflows.iter().any(|f| usize::from(f.path.0) == p && f.state == mpcore::SubflowState::Established)
+            st.subflows.iter().find(|f| usize::from(f.path.0) == p && f.state == mpcore::SubflowState::Established)
         };
-        if path.is_some_and(up) {
-            return;
+        if let Some(f) = path.and_then(up) {
+            return f.id;
         }
         assert!(Instant::now() < deadline, "no established subflow from {addr}: {paths:#?} {st:#?}");
         tokio::time::sleep(Duration::from_millis(5)).await;

@@ -124,6 +124,14 @@ impl Interfaces {
             } else {
                 w.path.map(|(_, a)| a).or_else(|| w.iface.resolve(self.v6, all.as_deref().unwrap_or_default(), None))
             };
+            // A path comes for an address on a link that is up (and not said down): one on a
+            // link still coming up would be joined from and closed again at once.
+            if w.link.is_none() {
+                // A device added before it existed: watch its link once it does.
+                w.link = w.iface.device.as_deref().and_then(LinkWatch::new);
+            }
+            let usable = !w.app_down && w.link.as_mut().is_none_or(|l| l.is_up());
+            let want = want.filter(|_| keep.is_some() || usable);
             if want.map(|a| a.ip()) != keep {
                 let old = w.path.take();
                 if let Some(addr) = want {
