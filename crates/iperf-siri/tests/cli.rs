@@ -221,27 +221,18 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
 /// the primary); the JSON and the closing summary say so.
 #[test]
 fn a_backup_that_is_never_needed_carries_only_its_join() {
-    let (srv, port) = server(&["-1"]);
-    let out = run(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-m",
-        "127.0.0.1,127.0.0.2",
-        "--path-manager",
-        "backup",
-        "--requests",
-        "3",
-        "--burst-gap",
-        "50ms",
-        "--wait",
-        "0.3s",
-        "-i",
-        "0",
-        "-J",
-    ]);
-    let j = json(&out);
+    // A client with `--path-manager backup` over two loopback paths, against a one-off server.
+    let backup_run = |requests: &str, extra: &[&str]| {
+        let (srv, port) = server(&["-1"]);
+        let p = port.to_string();
+        let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-m", "127.0.0.1,127.0.0.2", "--path-manager", "backup"];
+        args.extend_from_slice(&["--requests", requests, "--burst-gap", "50ms", "--wait", "0.3s", "-i", "0"]);
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(wait_exit(srv, Duration::from_secs(10)).success());
+        out
+    };
+    let j = json(&backup_run("3", &["-J"]));
     let end = &j["end"];
     assert_eq!(end["delay"]["requests_answered"], 3);
     let cell = &end["cellular"];
@@ -253,28 +244,7 @@ fn a_backup_that_is_never_needed_carries_only_its_join() {
     let subflows = end["connection"]["subflows"].as_array().unwrap();
     let backup = subflows.iter().find(|f| f["path"] == 1).unwrap();
     assert_eq!(backup["backup"], true, "{backup}");
-    assert!(wait_exit(srv, Duration::from_secs(10)).success());
     // The human summary says it too.
-    let (srv, port) = server(&["-1"]);
-    let text = run(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-m",
-        "127.0.0.1,127.0.0.2",
-        "--path-manager",
-        "backup",
-        "--requests",
-        "1",
-        "--burst-gap",
-        "20ms",
-        "--wait",
-        "0.1s",
-        "-i",
-        "0",
-    ]);
-    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    let text = String::from_utf8_lossy(&backup_run("1", &[]).stdout).to_string();
     assert!(text.contains("0 stream bytes sent (no data: joins and keep-alives only)"), "{text}");
-    assert!(wait_exit(srv, Duration::from_secs(10)).success());
 }

@@ -15,30 +15,16 @@
 //! transfer goes on over c1), brought back up (the client joins it again and sends on it).
 #![allow(clippy::unwrap_used)]
 
-use mpudp::{Iface, Interface, MpListener, MpStream, Options};
+mod common;
+
+use mpudp::{Iface, Interface, MpStream, Options};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use testbed::{Reap, Testbed};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 const TOTAL_MB: usize = 50;
 const SERVER: &str = "10.91.9.1:5201";
-
-/// Runs this test binary in namespace `ns` as the ignored helper `netns_peer`.
-fn exec(ns: &str, role: &str) -> Child {
-    let exe = std::env::current_exe().unwrap();
-    Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(exe)
-        .args(["--ignored", "--exact", "netns_peer", "--nocapture", "--test-threads", "1"])
-        .env("MPUDP_NETNS_ROLE", role)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
 
 #[test]
 fn two_interfaces_in_namespaces() {
@@ -47,7 +33,7 @@ fn two_interfaces_in_namespaces() {
         return;
     }
     let bed = Testbed::new("mpudp", 91).expect("setting up the namespaces");
-    let mut server = Reap(exec(&bed.server, "server"));
+    let mut server = Reap(common::exec(&bed.server, "netns_peer", "MPUDP_NETNS_ROLE", "server"));
     let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
     // The test harness prints its own lines first.
     let mut line = String::new();
@@ -56,7 +42,7 @@ fn two_interfaces_in_namespaces() {
         assert!(server_out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
     }
 
-    let mut client = Reap(exec(&bed.client, "client"));
+    let mut client = Reap(common::exec(&bed.client, "netns_peer", "MPUDP_NETNS_ROLE", "client"));
     let mut to_client = client.0.stdin.take().unwrap();
     let from_client = BufReader::new(client.0.stdout.take().unwrap());
     let started = Instant::now();
@@ -118,34 +104,11 @@ fn two_interfaces_in_namespaces() {
 #[test]
 #[ignore = "helper process of two_interfaces_in_namespaces"]
 fn netns_peer() {
-    let Ok(role) = std::env::var("MPUDP_NETNS_ROLE") else { return };
-    // The harness printed "test netns_peer ... " without a newline: start the protocol's lines
-    // on a line of their own.
-    println!();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    match role.as_str() {
-        "server" => rt.block_on(server()),
-        "client" => rt.block_on(client()),
-        other => panic!("unknown role {other}"),
-    }
+    common::run_role("MPUDP_NETNS_ROLE", server, client);
 }
 
 async fn server() {
-    let l = MpListener::bind(SERVER.parse().unwrap(), Options::new().scheduler("last-received")).unwrap();
-    println!("listening");
-    let (mut s, _) = l.accept().await.unwrap();
-    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = s.read(&mut buf).await.unwrap();
-        if n == 0 {
-            break;
-        }
-        hash.update(&buf[..n]);
-    }
-    s.write_all(hash.finish().as_ref()).await.unwrap();
-    s.shutdown().await.unwrap();
-    s.closed().await;
+    common::hashing_server(SERVER.parse().unwrap(), Options::new().scheduler("last-received")).await;
 }
 
 async fn client() {
@@ -164,12 +127,7 @@ async fn client() {
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut chunk = vec![0u8; 1 << 20];
     for mb in 1..=TOTAL_MB {
-        for b in chunk.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
+        common::fill(&mut x, &mut chunk);
         hash.update(&chunk);
         s.write_all(&chunk).await.unwrap();
         // Paced (about 50 MB/s at most) so that the link events fall inside the transfer.
@@ -186,12 +144,11 @@ async fn client() {
     let mut theirs = Vec::new();
     s.read_to_end(&mut theirs).await.unwrap();
     let mine = hash.finish();
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     let st = s.stats().unwrap();
     for f in &st.subflows {
         println!("subflow {} {} {:?} {}", f.id, f.path.0, f.state, f.counters.data_bytes_sent);
     }
-    println!("hashes {} {}", hex(mine.as_ref()), hex(&theirs));
+    println!("hashes {} {}", common::hex(mine.as_ref()), common::hex(&theirs));
     println!("done");
 }
 

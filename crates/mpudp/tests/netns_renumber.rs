@@ -13,9 +13,10 @@
 //! Layout as in `tests/netns.rs` (the `testbed` crate), plus `10.92.3.1/24` on `c0` later.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use mpudp::{Iface, Interface, MpEndpoint, MpStream, Options};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use testbed::{ip, Reap, Testbed};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
@@ -24,20 +25,6 @@ const TOTAL_MB: usize = 40;
 const NET: u8 = 92;
 const SERVER: &str = "10.92.9.1:5201";
 const NEW_ADDR: &str = "10.92.3.1";
-
-fn exec(ns: &str, role: &str) -> Child {
-    let exe = std::env::current_exe().unwrap();
-    Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(exe)
-        .args(["--ignored", "--exact", "renumber_peer", "--nocapture", "--test-threads", "1"])
-        .env("MPUDP_RENUMBER_ROLE", role)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
-}
 
 #[test]
 fn an_address_that_comes_late_and_one_that_changes_mid_transfer() {
@@ -50,14 +37,14 @@ fn an_address_that_comes_late_and_one_that_changes_mid_transfer() {
     // c0 starts without an address; the server can route back to the later one.
     ip(&format!("-n {c} addr flush dev c0")).unwrap();
     ip(&format!("-n {s} route add 10.{NET}.3.0/24 dev s0")).unwrap();
-    let mut server = Reap(exec(&s, "server"));
+    let mut server = Reap(common::exec(&s, "renumber_peer", "MPUDP_RENUMBER_ROLE", "server"));
     let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
     let mut line = String::new();
     while line.trim() != "listening" {
         line.clear();
         assert!(server_out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
     }
-    let mut client = Reap(exec(&c, "client"));
+    let mut client = Reap(common::exec(&c, "renumber_peer", "MPUDP_RENUMBER_ROLE", "client"));
     let mut to_client = client.0.stdin.take().unwrap();
     let from_client = BufReader::new(client.0.stdout.take().unwrap());
     let started = Instant::now();
@@ -141,32 +128,11 @@ fn an_address_that_comes_late_and_one_that_changes_mid_transfer() {
 #[test]
 #[ignore = "helper process of an_address_that_comes_late_and_one_that_changes_mid_transfer"]
 fn renumber_peer() {
-    let Ok(role) = std::env::var("MPUDP_RENUMBER_ROLE") else { return };
-    println!();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    match role.as_str() {
-        "server" => rt.block_on(server()),
-        "client" => rt.block_on(client()),
-        other => panic!("unknown role {other}"),
-    }
+    common::run_role("MPUDP_RENUMBER_ROLE", server, client);
 }
 
 async fn server() {
-    let l = mpudp::MpListener::bind(SERVER.parse().unwrap(), Options::server()).unwrap();
-    println!("listening");
-    let (mut s, _) = l.accept().await.unwrap();
-    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = s.read(&mut buf).await.unwrap();
-        if n == 0 {
-            break;
-        }
-        hash.update(&buf[..n]);
-    }
-    s.write_all(hash.finish().as_ref()).await.unwrap();
-    s.shutdown().await.unwrap();
-    s.closed().await;
+    common::hashing_server(SERVER.parse().unwrap(), Options::server()).await;
 }
 
 async fn client() {
@@ -190,12 +156,7 @@ async fn client() {
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut chunk = vec![0u8; 1 << 20];
     for mb in 1..=TOTAL_MB {
-        for b in chunk.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
+        common::fill(&mut x, &mut chunk);
         hash.update(&chunk);
         s.write_all(&chunk).await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -215,14 +176,13 @@ async fn client() {
     let mut theirs = Vec::new();
     s.read_to_end(&mut theirs).await.unwrap();
     let mine = hash.finish();
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     for f in &s.stats().unwrap().subflows {
         println!("subflow {} {} {:?} {}", f.id, f.path.0, f.state, f.counters.data_bytes_sent);
     }
     for p in s.paths() {
         println!("path {} {} {} {}", p.device.as_deref().unwrap_or("-"), p.addr, p.removed, p.up);
     }
-    println!("hashes {} {}", hex(mine.as_ref()), hex(&theirs));
+    println!("hashes {} {}", common::hex(mine.as_ref()), common::hex(&theirs));
     println!("done");
 }
 

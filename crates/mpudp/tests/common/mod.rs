@@ -1,0 +1,77 @@
+//! What the namespace tests share: running this test binary as a helper process in a
+//! namespace, the server that hashes what it receives, and the upload's pseudo-random bytes.
+#![allow(clippy::unwrap_used, dead_code)]
+
+use mpudp::{MpListener, Options};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Runs this test binary in namespace `ns` as the ignored helper test `helper`, with
+/// `role_var=role` in its environment; its stdin and stdout are piped.
+pub fn exec(ns: &str, helper: &str, role_var: &str, role: &str) -> Child {
+    let exe = std::env::current_exe().unwrap();
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(exe)
+        .args(["--ignored", "--exact", helper, "--nocapture", "--test-threads", "1"])
+        .env(role_var, role)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+/// Accepts one connection on `addr`, reads it to the end, answers with the SHA-256 of what it
+/// read, and closes. Prints `listening` once bound.
+pub async fn hashing_server(addr: SocketAddr, opts: Options) {
+    let l = MpListener::bind(addr, opts).unwrap();
+    println!("listening");
+    let (mut s, _) = l.accept().await.unwrap();
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = s.read(&mut buf).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+    }
+    s.write_all(hash.finish().as_ref()).await.unwrap();
+    s.shutdown().await.unwrap();
+    s.closed().await;
+}
+
+/// Fills `chunk` with the next pseudo-random bytes of the upload (xorshift, state `x`).
+pub fn fill(x: &mut u64, chunk: &mut [u8]) {
+    for b in chunk.iter_mut() {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *b = *x as u8;
+    }
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The helper test's body: runs `server` or `client` as the environment's `role_var` says
+/// (nothing without it, as when the test harness runs the ignored helper itself).
+pub fn run_role<S, C>(role_var: &str, server: impl FnOnce() -> S, client: impl FnOnce() -> C)
+where
+    S: std::future::Future<Output = ()>,
+    C: std::future::Future<Output = ()>,
+{
+    let Ok(role) = std::env::var(role_var) else { return };
+    // The harness printed "test NAME ... " without a newline: start the protocol's lines on a
+    // line of their own.
+    println!();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    match role.as_str() {
+        "server" => rt.block_on(server()),
+        "client" => rt.block_on(client()),
+        other => panic!("unknown role {other}"),
+    }
+}
