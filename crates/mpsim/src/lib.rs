@@ -14,6 +14,7 @@
 //! interactive workload take milliseconds.
 
 pub mod apps;
+pub mod scenarios;
 
 use mpcore::{Config, ConfigError, Endpoint, Iface, LocalPath, PathId, Time};
 use std::cmp::Reverse;
@@ -77,6 +78,8 @@ pub struct PathConfig {
     /// Probability that a datagram is held back by `reorder_delay` (so later ones overtake it).
     pub reorder: f64,
     pub reorder_delay: Time,
+    /// Extra one-way delay client to server (0 unless scripted: `PathEvent::UplinkDelay`).
+    pub uplink_extra: Time,
 }
 
 impl PathConfig {
@@ -96,6 +99,7 @@ impl PathConfig {
             duplicate: 0.0,
             reorder: 0.0,
             reorder_delay: 0,
+            uplink_extra: 0,
         }
     }
 }
@@ -107,7 +111,10 @@ pub enum PathEvent {
     Down,
     Up,
     Loss(f64),
+    /// The one-way delay, both directions.
     Delay(Time),
+    /// Extra delay on the client-to-server direction only (a bloated uplink queue).
+    UplinkDelay(Time),
     RateBps(u64),
     /// A NAT in front of the client now maps it to this address.
     Rebind(SocketAddr),
@@ -291,6 +298,7 @@ impl Sim {
             PathEvent::Up => p.up = true,
             PathEvent::Loss(l) => p.cfg.loss = l,
             PathEvent::Delay(d) => p.cfg.delay = d,
+            PathEvent::UplinkDelay(d) => p.cfg.uplink_extra = d,
             PathEvent::RateBps(r) => p.cfg.rate_bps = r,
             PathEvent::Rebind(a) => p.nat = Some(a),
         }
@@ -426,7 +434,7 @@ impl Sim {
                     let tx = if cfg.rate_bps > 0 { (size as u64 * 8 * 1_000_000).div_ceil(cfg.rate_bps) } else { 0 };
                     let done = busy + tx;
                     p.busy_until[d] = done;
-                    let mut at = done + cfg.delay;
+                    let mut at = done + cfg.delay + if from_client { cfg.uplink_extra } else { 0 };
                     if self.rng.chance(cfg.reorder) {
                         at += cfg.reorder_delay;
                     }

@@ -4,14 +4,18 @@
 //!
 //! Interfaces are ranked by a preference order (default WiFi, wired, cellular, other). Going down
 //! the ranks, the first rank with an available subflow (established, not potentially failed, not
-//! yet used for this segment) that shows no retransmissions is the one used: its lowest-RTT
-//! subflow that can send, or, if its window is full, nothing now. A rank whose subflows all
-//! retransmit or are potentially failed passes to the next. If every rank passes, the least bad
+//! yet used for this segment) that shows no retransmissions and that the oracle has not flagged
+//! (bad, or a high RTO: up but degraded) is the one used: its lowest-RTT subflow that can send,
+//! or, if its window is full, nothing now. A rank whose subflows all retransmit, are
+//! potentially failed or flagged passes to the next (the open failover subflow). If every rank passes, the least bad
 //! choice is taken: the lowest-RTT subflow that can send, so a lossy WiFi with no cellular
 //! subflow yet still carries data.
 
 use crate::lowest_rtt::{data_fin_subflow, key_index, rtt_key, NONE};
-use crate::{considered, Iface, Pick, Segment, SubflowInfo};
+use crate::{considered, Flags, Iface, Pick, Segment, SubflowInfo};
+
+/// The oracle's flags for a path that is up but degraded.
+const DEGRADED: u8 = Flags::WAS_BAD.0 | Flags::HIGH_RTO.0;
 
 /// The priority scheduler.
 #[derive(Clone, Copy, Debug)]
@@ -83,7 +87,9 @@ impl Priority {
         // twice on purpose: bound once to a local, the bench measured 12 ns instead of 9.5.)
         for (i, s) in subflows.iter().enumerate() {
             let candidate = s.available() & !s.already_sent();
-            let healthy = candidate & (s.retrans_outstanding == 0);
+            // A subflow the oracle flagged (bad, or a high RTO: degraded though up) is not
+            // healthy either: the open failover subflow is preferred while it is flagged.
+            let healthy = candidate & (s.retrans_outstanding == 0) & (s.flags.0 & DEGRADED == 0);
             let can = candidate & s.can_send(seg.len);
             let rank = self.rank(s.iface);
             any |= candidate;
@@ -114,7 +120,6 @@ impl Priority {
 mod tests {
     use super::*;
     use crate::testutil::{seg, sf};
-    use crate::Flags;
 
     fn pair() -> [SubflowInfo; 2] {
         let mut s = [sf(40, 0), sf(15, 0)];
@@ -135,6 +140,17 @@ mod tests {
         assert_eq!(Priority::default().pick(&s, &seg()), Pick::Send(1));
         s[0].retrans_outstanding = 0;
         assert_eq!(Priority::default().pick(&s, &seg()), Pick::Send(0));
+    }
+
+    #[test]
+    fn cellular_while_the_oracle_flags_wifi_degraded_and_wifi_without_another_choice() {
+        for flag in [Flags::WAS_BAD, Flags::HIGH_RTO] {
+            let mut s = pair();
+            s[0].flags.set(flag, true);
+            assert_eq!(Priority::default().pick(&s, &seg()), Pick::Send(1), "{flag:?}");
+            // No failover subflow: the degraded WiFi still carries the data.
+            assert_eq!(Priority::default().pick(&s[..1], &seg()), Pick::Send(0), "{flag:?}");
+        }
     }
 
     #[test]
@@ -185,7 +201,9 @@ mod tests {
         };
         let candidate = |s: &SubflowInfo| s.available() && !s.already_sent();
         for r in 0..=order.len() {
-            let healthy = |s: &SubflowInfo| candidate(s) && s.retrans_outstanding == 0 && rank(s.iface) == r;
+            let flagged = |s: &SubflowInfo| s.flags.contains(Flags::WAS_BAD) || s.flags.contains(Flags::HIGH_RTO);
+            let healthy =
+                |s: &SubflowInfo| candidate(s) && s.retrans_outstanding == 0 && !flagged(s) && rank(s.iface) == r;
             if subflows.iter().any(healthy) {
                 return lowest_rtt(&healthy).map_or(Pick::Wait, Pick::Send);
             }

@@ -1,0 +1,127 @@
+//! Paths that degrade without dying (issue 18): the Siri workload on the MultiMob
+//! configuration (`multimob_client`, `multimob_server`, WiFi and a cellular backup) while WiFi
+//! gets slow, flaps, turns lossy, or fails and returns. [`run`] gives one seed's figures;
+//! `examples/scenarios.rs` prints them as a table and `tests/degrade.rs` asserts them.
+
+use crate::apps::{Siri, SiriConfig};
+use crate::{ms, multimob_backup_paths, multimob_client, multimob_server, Flow, PathEvent, Sim};
+use mpcore::{Config, Time};
+
+const WIFI: usize = 0;
+const CELL: usize = 1;
+
+/// What happens to WiFi.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// One-way (uplink) delay +500 ms from 4 s on, no loss; 30 s.
+    Delay,
+    /// WiFi 2 s off, 3 s on, from 4 s for 30 s.
+    Flap,
+    /// WiFi loss 5%, then 30%, then 60%, each for 8 s from 4 s on; 30 s.
+    LossRamp,
+    /// 1% random WiFi loss for 60 s.
+    RandomLoss,
+    /// WiFi down at 4 s, back at 14 s; 30 s.
+    Blackout,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 5] =
+        [Scenario::Delay, Scenario::Flap, Scenario::LossRamp, Scenario::RandomLoss, Scenario::Blackout];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Delay => "WiFi uplink +500 ms at 4 s",
+            Scenario::Flap => "WiFi 2 s off / 3 s on",
+            Scenario::LossRamp => "WiFi loss 5% > 30% > 60%",
+            Scenario::RandomLoss => "WiFi 1% random loss, 60 s",
+            Scenario::Blackout => "WiFi down 4 s to 14 s",
+        }
+    }
+
+    /// How long the workload runs.
+    pub fn duration(self) -> Time {
+        match self {
+            Scenario::RandomLoss => ms(60_000),
+            _ => ms(30_000),
+        }
+    }
+
+    fn script(self, sim: &mut Sim) {
+        match self {
+            Scenario::Delay => sim.at(ms(4_000), WIFI, PathEvent::UplinkDelay(ms(500))),
+            Scenario::Flap => {
+                for k in 0..6 {
+                    let t = ms(4_000) + k * ms(5_000);
+                    sim.at(t, WIFI, PathEvent::Down);
+                    sim.at(t + ms(2_000), WIFI, PathEvent::Up);
+                }
+            }
+            Scenario::LossRamp => {
+                for (k, l) in [0.05, 0.30, 0.60].into_iter().enumerate() {
+                    sim.at(ms(4_000) + k as Time * ms(8_000), WIFI, PathEvent::Loss(l));
+                }
+                sim.at(ms(28_000), WIFI, PathEvent::Loss(0.0));
+            }
+            Scenario::RandomLoss => sim.at(0, WIFI, PathEvent::Loss(0.01)),
+            Scenario::Blackout => {
+                sim.at(ms(4_000), WIFI, PathEvent::Down);
+                sim.at(ms(14_000), WIFI, PathEvent::Up);
+            }
+        }
+    }
+
+    /// When WiFi is clean again for good, if it is within the run.
+    pub fn wifi_clean_at(self) -> Option<Time> {
+        match self {
+            Scenario::Blackout => Some(ms(14_000)),
+            Scenario::LossRamp => Some(ms(28_000)),
+            _ => None,
+        }
+    }
+}
+
+/// One run's figures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    pub requests: usize,
+    pub answered: usize,
+    /// Median of the final responses' delays (end of the last burst to the first byte).
+    pub median_ms: f64,
+    /// The longest wait for any response, intermediate ones included.
+    pub worst_ms: f64,
+    /// Datagrams on the cellular path, both ways.
+    pub cell_packets: usize,
+    pub cell_joules: f64,
+    /// The last cellular datagram.
+    pub cell_last: Option<Time>,
+}
+
+/// One seed of `s` with `client` as the client's configuration (`None`: the MultiMob one).
+pub fn run_with(s: Scenario, seed: u64, client: Option<Config>) -> Outcome {
+    let client = client.unwrap_or_else(|| multimob_client(oracle::Config::default()));
+    let mut sim = Sim::new(seed, client, multimob_server(), multimob_backup_paths()).expect("a valid configuration");
+    s.script(&mut sim);
+    // A request and its wait take about 8 s: as many as fit.
+    let requests = (s.duration() / ms(7_800)) as usize;
+    let mut app = Siri::new(SiriConfig { requests, ..SiriConfig::default() }, seed);
+    sim.run(s.duration() + ms(30_000), |sim| app.drive(sim));
+    let mut finals: Vec<Time> = app.results.iter().filter_map(|r| r.delay).collect();
+    finals.sort_unstable();
+    let worst = app.results.iter().filter_map(|r| r.max_burst_delay()).max().unwrap_or(0);
+    let end = sim.now;
+    let log = sim.path_log(CELL);
+    Outcome {
+        requests,
+        answered: finals.len(),
+        median_ms: finals.get(finals.len() / 2).map_or(f64::NAN, |&d| d as f64 / 1e3),
+        worst_ms: worst as f64 / 1e3,
+        cell_packets: log.len(),
+        cell_joules: sim.radio_energy(CELL, 0, end).above_idle_joules,
+        cell_last: log.last().map(|e| e.time),
+    }
+}
+
+pub fn run(s: Scenario, seed: u64) -> Outcome {
+    run_with(s, seed, None)
+}
