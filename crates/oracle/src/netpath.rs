@@ -10,6 +10,10 @@
 //!   failed and "was bad", and every connection on it opens its backup subflows;
 //! - otherwise a maximum RTO of 1.5 s or more opens the backup subflows without declaring the
 //!   netpath bad;
+//! - a smoothed RTT far above the netpath's own baseline (its least RTT seen): at least
+//!   `rtt_ratio` times it and `rtt_margin` above it, and above the best other netpath's by the
+//!   margin when one is known, marks it bad as loss does (a path that stays up but gets slow:
+//!   a bloated queue, a congested access point; iOS's handover judges by RTT thresholds too);
 //! - otherwise a bad netpath is cleared.
 //!
 //! "Rising" is an edge with hysteresis: a trigger fires when its value reaches the threshold
@@ -44,6 +48,10 @@ pub struct Config {
     pub hysteresis: f64,
     /// The V-EMA weight (0.5, as in Android).
     pub alpha: f64,
+    /// A smoothed RTT at least this many times the netpath's baseline (its least RTT)...
+    pub rtt_ratio: f64,
+    /// ...and at least this much above it marks the netpath bad (0: never by delay).
+    pub rtt_margin: Time,
 }
 
 impl Default for Config {
@@ -55,6 +63,8 @@ impl Default for Config {
             rto_threshold: 1_500_000,
             hysteresis: 0.05,
             alpha: 0.5,
+            rtt_ratio: 4.0,
+            rtt_margin: 100_000,
         }
     }
 }
@@ -68,8 +78,12 @@ pub struct Sample {
     pub lost: u64,
     /// Packets that carried retransmitted or reinjected data.
     pub retransmitted: u64,
-    /// The subflow's current RTO.
+    /// The subflow's current RTO, with its backoff (as Linux hands it to the module).
     pub rto: Time,
+    /// The subflow's smoothed RTT (0: no sample yet).
+    pub srtt: Time,
+    /// The least RTT the subflow has seen (0: none yet).
+    pub min_rtt: Time,
 }
 
 /// What the oracle decided for a netpath at the end of a period.
@@ -127,6 +141,9 @@ pub struct Stats {
     pub loss: f64,
     pub retrans: f64,
     pub max_rto: Time,
+    /// The largest smoothed RTT of the last period, and the least RTT ever seen (0: none).
+    pub srtt: Time,
+    pub base_rtt: Time,
     pub bad: bool,
     pub high_rto: bool,
 }
@@ -141,6 +158,11 @@ struct Entry {
     retrans_trigger: Trigger,
     rto_trigger: bool,
     max_rto: Time,
+    /// The last period's largest smoothed RTT (0: none), and the least RTT ever seen.
+    srtt: Time,
+    base_rtt: Time,
+    /// The delay rule has fired and not re-armed.
+    delay_fired: bool,
     bad: bool,
     high_rto: bool,
 }
@@ -176,6 +198,9 @@ impl Oracle {
                     retrans_trigger: Trigger::default(),
                     rto_trigger: false,
                     max_rto: 0,
+                    srtt: 0,
+                    base_rtt: 0,
+                    delay_fired: false,
                     bad: false,
                     high_rto: false,
                 });
@@ -192,6 +217,10 @@ impl Oracle {
         e.period.lost += s.lost;
         e.period.retransmitted += s.retransmitted;
         e.period.rto = e.period.rto.max(s.rto);
+        e.period.srtt = e.period.srtt.max(s.srtt);
+        if s.min_rtt > 0 {
+            e.base_rtt = if e.base_rtt == 0 { s.min_rtt } else { e.base_rtt.min(s.min_rtt) };
+        }
     }
 
     /// Starts the periods at `now` (once; later calls change nothing).
@@ -212,6 +241,9 @@ impl Oracle {
             return false;
         }
         self.next = Some(now + self.config.period);
+        for e in &mut self.table {
+            e.srtt = e.period.srtt;
+        }
         for k in 0..self.table.len() {
             if let Some(a) = self.evaluate(k) {
                 out.push(a);
@@ -220,8 +252,23 @@ impl Oracle {
         true
     }
 
+    /// Whether netpath `k`'s delay is far above its baseline (and above the best other
+    /// netpath's, if one is known): see the module's rules.
+    fn slow(&self, k: usize) -> bool {
+        let c = self.config;
+        let e = &self.table[k];
+        if c.rtt_margin == 0 || e.srtt == 0 || e.base_rtt == 0 {
+            return false;
+        }
+        let own = e.srtt as f64 >= e.base_rtt as f64 * c.rtt_ratio && e.srtt >= e.base_rtt + c.rtt_margin;
+        let others = self.table.iter().enumerate().filter(|(j, o)| *j != k && o.srtt > 0 && !o.bad);
+        let best_other = others.map(|(_, o)| o.srtt).min();
+        own && best_other.is_none_or(|b| e.srtt >= b + c.rtt_margin)
+    }
+
     fn evaluate(&mut self, k: usize) -> Option<Action> {
         let c = self.config;
+        let slow = self.slow(k);
         let e = &mut self.table[k];
         let p = std::mem::take(&mut e.period);
         if p.sent > 0 {
@@ -231,12 +278,20 @@ impl Oracle {
         }
         e.max_rto = p.rto;
         let loss_fires = e.loss_trigger.update(e.loss.value(), c.loss_threshold, c.hysteresis);
+        // The delay rule fires once per excursion; it re-arms when the delay is judged normal
+        // on a period with samples.
+        let delay_fires = slow && !e.delay_fired;
+        if slow {
+            e.delay_fired = true;
+        } else if p.srtt > 0 {
+            e.delay_fired = false;
+        }
         let retrans_fires = e.retrans_trigger.update(e.retrans.value(), c.retrans_threshold, c.hysteresis);
         let rto_high = p.rto >= c.rto_threshold;
         let rto_fires = rto_high && !e.rto_trigger;
         e.rto_trigger = rto_high;
-        let above = e.loss.value() >= c.loss_threshold || e.retrans.value() >= c.retrans_threshold;
-        let verdict = if loss_fires || retrans_fires {
+        let above = e.loss.value() >= c.loss_threshold || e.retrans.value() >= c.retrans_threshold || slow;
+        let verdict = if loss_fires || retrans_fires || delay_fires {
             e.bad = true;
             Some(Verdict::Bad)
         } else if !above && rto_fires {
@@ -272,6 +327,8 @@ impl Oracle {
             loss: e.loss.value(),
             retrans: e.retrans.value(),
             max_rto: e.max_rto,
+            srtt: e.srtt,
+            base_rtt: e.base_rtt,
             bad: e.bad,
             high_rto: e.high_rto,
         })
@@ -302,7 +359,7 @@ mod tests {
     }
 
     fn s(sent: u64, lost: u64, retransmitted: u64, rto_ms: u64) -> Sample {
-        Sample { sent, lost, retransmitted, rto: rto_ms * 1000 }
+        Sample { sent, lost, retransmitted, rto: rto_ms * 1000, ..Sample::default() }
     }
 
     #[test]

@@ -68,7 +68,10 @@ impl Connection {
                 ack_sent = true;
             }
         }
-        let pending = sf.ctrl_pending;
+        // A probe (tail loss probe, RTO) carries a PING, which the peer acknowledges at once
+        // (§5.2): its answer, or its silence, is what the probe is for.
+        let probing = sf.rec.probe.is_some() && seg.is_none() && sf.copy.is_none() && sf.established();
+        let pending = sf.ctrl_pending | if probing { ctrl::PING } else { 0 };
         let put = |w: &mut Writer<'_>, bit: u16, f: Frame<'_>, sent: &mut u16| {
             if pending & bit != 0 && w.len() + 64 < limit && f.emit(w).is_ok() {
                 *sent |= bit;

@@ -186,7 +186,8 @@ impl Connection {
             look.eliciting |= f.is_ack_eliciting();
             look.urgent |= matches!(
                 f,
-                Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. } | Frame::FastJoinReply(_)
+                Frame::Ping
+                    | Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. } | Frame::FastJoinReply(_)
             );
             look.answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
             look.carries_reset |= matches!(f, Frame::SubflowReset { .. });

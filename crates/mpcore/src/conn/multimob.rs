@@ -124,7 +124,11 @@ impl Connection {
             let now = [c.packets_sent, c.packets_lost + c.tlp_count, c.packets_retransmitted];
             let d = [now[0] - sf.reported[0], now[1] - sf.reported[1], now[2] - sf.reported[2]];
             sf.reported = now;
-            out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto: sf.rec.rtt.rto() });
+            let rtt = &sf.rec.rtt;
+            // The RTO with its backoff, as Linux hands it to MultiMob's module.
+            let rto = (rtt.rto() << sf.rec.rto_backoff.min(10)).min(rtt.max_rto());
+            let (srtt, min_rtt) = if rtt.has_sample { (rtt.srtt, rtt.min) } else { (0, 0) };
+            out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto, srtt, min_rtt });
         }
     }
 

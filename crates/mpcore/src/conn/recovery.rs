@@ -27,6 +27,8 @@ impl Connection {
     /// control runs with the coupling over the open subflows, then loss detection.
     pub(super) fn on_ack(&mut self, now: Time, i: usize, a: &Ack<'_>) {
         let Some(acked) = self.subflows[i].on_ack(now, a, self.config.max_ack_delay) else { return };
+        // Something new was acknowledged: a tail loss probe pending verdict was answered.
+        self.subflows[i].tlp_check = None;
         let id = self.subflows[i].id;
         if acked.recovered {
             self.emit(Event::SubflowRecovered { id });

@@ -159,6 +159,9 @@ impl Connection {
                 sf.ctrl_pending |= ctrl::PING;
                 sf.last_activity = now;
             }
+            if t.expired(sf_timer::TLP_CHECK, now) {
+                self.on_tlp_check(now, i);
+            }
             if t.expired(sf_timer::LOSS, now) {
                 self.detect_lost(now, i);
             }
@@ -187,27 +190,52 @@ impl Connection {
         }
     }
 
+}
+
+/// The least time a tail loss probe's answer is given beyond the smoothed RTT.
+const GRANULARITY: u64 = 2_000;
+
+impl Connection {
+    /// The conditions under which a `multimob` client's tail loss probe may fail the path over:
+    /// a regular subflow, no other usable one, a path left to open.
+    fn tlp_may_fail_over(&self, i: usize) -> bool {
+        let sf = &self.subflows[i];
+        let alone = !self.subflows.iter().any(|s| s.id != sf.id && s.is_open() && !s.pf());
+        self.config.path_manager == PathManager::MultiMob
+            && self.config.failover_on_timeout
+            && self.side == Side::Client
+            && !sf.backup
+            && alone
+            && self.has_unused_path()
+    }
+
+    /// The tail loss probe of subflow `i` was not answered in time: the path failed. The
+    /// endpoint's oracle hears of it too, and declares the netpath bad for every connection on
+    /// it ("one connection experiences issues, others react").
+    fn on_tlp_check(&mut self, now: Time, i: usize) {
+        self.subflows[i].tlp_check = None;
+        if !self.subflows[i].rec.tlp_sent || !self.tlp_may_fail_over(i) {
+            return;
+        }
+        if let Some(np) = self.netpath(i) {
+            self.endpoint_events.push_back(EndpointEvent::NetpathFailed(np));
+        }
+        let id = self.subflows[i].id;
+        self.fail_over(now, true, |_, s| s.id == id);
+    }
+
     pub(super) fn on_retransmission_timeout(&mut self, now: Time, i: usize) {
         match self.subflows[i].on_retransmission_timer(now, self.config.max_handshake_attempts) {
             Expiry::TailProbe => {
                 // multimob: the primary's first timeout with data pending and nothing else to
-                // fall back on opens the other paths at once, without waiting for the oracle's
-                // period.
-                let id = self.subflows[i].id;
-                let alone = !self.subflows.iter().any(|s| s.id != id && s.is_open() && !s.pf());
-                if self.config.path_manager == PathManager::MultiMob
-                    && self.config.failover_on_timeout
-                    && self.side == Side::Client
-                    && !self.subflows[i].backup
-                    && alone
-                    && self.has_unused_path()
-                {
-                    // The endpoint's oracle hears of it too, and declares the netpath bad for
-                    // every connection on it ("one connection experiences issues, others react").
-                    if let Some(np) = self.netpath(i) {
-                        self.endpoint_events.push_back(EndpointEvent::NetpathFailed(np));
-                    }
-                    self.fail_over(now, true, |_, s| s.id == id);
+                // fall back on may be a failed path, or one lost packet. The probe just sent
+                // tells (it carries a PING, acknowledged at once): unanswered within an RTT and
+                // its variation, the path is failed over (`on_tlp_check`); answered, nothing
+                // opens (a 1% loss must not wake the cellular radio).
+                if self.tlp_may_fail_over(i) {
+                    let rtt = &self.subflows[i].rec.rtt;
+                    let wait = rtt.smoothed_or_default() + rtt.rttvar.max(GRANULARITY);
+                    self.subflows[i].tlp_check = Some(now + wait);
                 }
             }
             Expiry::JoinGivenUp => self.shut_subflow(now, i, reason::UNSPECIFIED, true),

@@ -198,7 +198,9 @@ pub mod timer {
     pub const IDLE: usize = 4;
     /// A closed subflow's drain is over: its record goes.
     pub const DRAIN: usize = 5;
-    pub const COUNT: usize = 6;
+    /// `multimob`: the tail loss probe went unanswered this long; the path is failed over.
+    pub const TLP_CHECK: usize = 6;
+    pub const COUNT: usize = 7;
 }
 
 /// What a subflow's timers depend on beyond the subflow.
@@ -253,6 +255,9 @@ pub struct Subflow {
     pub last_rx: Time,
     /// The server's idle probe went out at this time; the subflow closes if it stays silent.
     pub idle_probe: Option<Time>,
+    /// `multimob`: when an unanswered tail loss probe fails the path over (see
+    /// `Connection::on_retransmission_timeout`).
+    pub tlp_check: Option<Time>,
     /// Closed: the record is reclaimed at this time.
     pub drain_until: Option<Time>,
     // For the schedulers and the oracle.
@@ -318,6 +323,7 @@ impl Subflow {
             sent_reset: false,
             last_rx: now,
             idle_probe: None,
+            tlp_check: None,
             drain_until: None,
             last_original_rx: 0,
             last_data_tx: 0,
@@ -444,6 +450,7 @@ impl Subflow {
         if !self.acks.immediate {
             t.set(timer::ACK, self.acks.deadline);
         }
+        t.set(timer::TLP_CHECK, self.tlp_check);
         t.set(timer::LOSS, self.rec.loss_time);
         t.set(timer::RETRANSMIT, self.rec.rto_deadline(cx.peer_max_ack_delay));
         if cx.keep_alive > 0 && cx.keep_alive_on == Some(self.id) {
