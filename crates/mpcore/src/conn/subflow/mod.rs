@@ -212,9 +212,8 @@ pub struct TimerContext {
     pub keep_alive: u64,
     /// The subflow number keep-alives go on (one per connection).
     pub keep_alive_on: Option<u32>,
-    /// `multimob` client during a failover: the interval of the probes a regular subflow
-    /// flagged bad (or high-RTO) gets, so that the oracle sees its path carry packets again
-    /// and can clear it (0: none).
+    /// `multimob` client during a failover: the interval of the probes each regular subflow
+    /// gets (see `Subflow::timers`; 0: none).
     pub probe_bad: u64,
     /// Server: the subflow idle timeout, for subflows quieter than the freshest one.
     pub idle_timeout: Option<u64>,
@@ -456,8 +455,12 @@ impl Subflow {
         if cx.keep_alive > 0 && cx.keep_alive_on == Some(self.id) {
             t.set(timer::KEEP_ALIVE, Some(self.last_activity.saturating_add(cx.keep_alive)));
         }
-        let flagged = (self.was_bad || self.high_rto) && !self.backup && !self.failover;
-        if cx.probe_bad > 0 && flagged && self.established() && !self.rec.pf {
+        // While failover subflows are open, every regular subflow is probed: a flagged one so
+        // that the oracle sees it carry packets again, a healthy one so that it fails back only
+        // after carrying probes cleanly for the hold time, and so that its failing again (a
+        // flapping link) is seen before data is sent to it.
+        let regular = !self.backup && !self.failover;
+        if cx.probe_bad > 0 && regular && self.established() && !self.rec.pf {
             t.set_earliest(timer::KEEP_ALIVE, self.last_activity.saturating_add(cx.probe_bad));
         }
         // Only a subflow quieter than another one of the connection: the last one heard is
