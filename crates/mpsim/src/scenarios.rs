@@ -4,7 +4,7 @@
 //! `examples/scenarios.rs` prints them as a table and `tests/degrade.rs` asserts them.
 
 use crate::apps::{Siri, SiriConfig};
-use crate::{ms, multimob_backup_paths, multimob_client, multimob_server, Flow, PathEvent, Sim};
+use crate::{ms, multimob_backup_paths, multimob_client, multimob_server, PathEvent, Sim};
 use mpcore::{Config, Time};
 
 const WIFI: usize = 0;

@@ -145,7 +145,9 @@ proptest! {
             }
             let rank = |k: Iface| [Iface::Wifi, Iface::Wired, Iface::Cellular, Iface::Other].iter().position(|x| *x == k).unwrap();
             for r in &s {
-                let healthy = r.available() && !r.already_sent() && r.retrans_outstanding == 0;
+                // Healthy: no retransmissions, and not flagged by the oracle (bad, high RTO).
+                let flagged = r.flags.contains(Flags::WAS_BAD) || r.flags.contains(Flags::HIGH_RTO);
+                let healthy = r.available() && !r.already_sent() && r.retrans_outstanding == 0 && !flagged;
                 prop_assert!(!(healthy && rank(r.iface) < rank(s[i].iface)),
                     "picked {:?} over healthy preferred {:?}", s[i], r);
             }

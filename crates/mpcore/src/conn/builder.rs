@@ -216,7 +216,8 @@ impl Connection {
         let mut advertised = false;
         if sf.established() || confirm || fast_joining {
             let ack = Some((self.recv.edsn().0, self.recv.window()));
-            let room = limit.saturating_sub(w.len() + Dss::overhead(true, 65_535));
+            // One byte stays free for the PING that ends a flight (below).
+            let room = limit.saturating_sub(w.len() + Dss::overhead(true, 65_535) + 1);
             match data {
                 Some((d, _, _)) if room > 0 || (d.len == 0 && d.fin) => {
                     let take = u64::from(d.len).min(room as u64);
@@ -231,6 +232,12 @@ impl Connection {
                             if self.send.copy_out(d.off, dst) {
                                 sent_data = Some(DataRef { off: d.off, len: take as u32, fin });
                                 eliciting = true;
+                                // The packet that empties the send queue ends a flight (a
+                                // request, an answer): a PING has it acknowledged at once, so
+                                // its tail loss probe needs no delayed-ACK allowance.
+                                if empties && ctrl_sent & ctrl::PING == 0 && Frame::Ping.emit(&mut w).is_ok() {
+                                    ctrl_sent |= ctrl::PING;
+                                }
                             }
                         }
                     }

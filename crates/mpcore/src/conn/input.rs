@@ -187,7 +187,10 @@ impl Connection {
             look.urgent |= matches!(
                 f,
                 Frame::Ping
-                    | Frame::HandshakeDone | Frame::MpJoinSynAck(_) | Frame::MpJoinAck { .. } | Frame::FastJoinReply(_)
+                    | Frame::HandshakeDone
+                    | Frame::MpJoinSynAck(_)
+                    | Frame::MpJoinAck { .. }
+                    | Frame::FastJoinReply(_)
             );
             look.answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
             look.carries_reset |= matches!(f, Frame::SubflowReset { .. });

@@ -189,7 +189,6 @@ impl Connection {
             }
         }
     }
-
 }
 
 /// The least time a tail loss probe's answer is given beyond the smoothed RTT.

@@ -174,6 +174,8 @@ pub struct Recovery {
     /// Bytes of ack-eliciting packets in flight, and their count.
     pub in_flight: u64,
     pub eliciting_in_flight: u32,
+    /// The last ack-eliciting packet sent carried a PING (its answer is not delayed).
+    pub tail_ping: bool,
     pub rtt: Rtt,
     pub cc: Cc,
     /// Start of the current retransmission timer (RFC 6298 §5: restarted by new ACKs).
@@ -215,6 +217,7 @@ impl Recovery {
             sent: SentRing::default(),
             in_flight: 0,
             eliciting_in_flight: 0,
+            tail_ping: false,
             rtt,
             cc,
             rto_start: now,
@@ -259,7 +262,8 @@ impl Recovery {
             // RFC 8985 §7.2: PTO = 2 * SRTT, plus the peer's delayed-ACK allowance when only
             // one packet is outstanding.
             let mut pto = 2 * self.rtt.srtt;
-            if self.eliciting_in_flight == 1 {
+            // A packet with a PING is acknowledged at once (§5.2): no delayed-ACK allowance.
+            if self.eliciting_in_flight == 1 && !self.tail_ping {
                 pto += max_ack_delay;
             }
             return Some(full.min(self.rto_start.saturating_add(pto.max(GRANULARITY_US))));
@@ -294,6 +298,7 @@ impl Subflow {
             r.eliciting_in_flight += 1;
             r.in_flight += u64::from(p.size);
             self.last_activity = p.time;
+            r.tail_ping = p.ctrl & ctrl::PING != 0;
         }
         r.next_pn = p.pn + 1;
         r.sent.push(p);
