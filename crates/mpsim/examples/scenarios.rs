@@ -8,8 +8,8 @@
 use mpsim::scenarios::{run, Scenario};
 
 fn main() {
-    println!("| scenario | seed | answered | median final (ms) | worst response (ms) | cellular packets | cellular J above idle | kernel MPTCP (median / worst) |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| scenario | seed | answered | median final (ms) | worst response (ms) | cellular packets | cellular J above idle (0-30 s) | its floor (J) | last cellular packet (s) | kernel MPTCP (median / worst) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for s in Scenario::ALL {
         let kernel = match s {
             Scenario::Delay => "430 ms / 720 ms",
@@ -18,14 +18,16 @@ fn main() {
         for seed in 1..=3 {
             let o = run(s, seed);
             println!(
-                "| {} | {seed} | {}/{} | {:.1} | {:.1} | {} | {:.1} | {kernel} |",
+                "| {} | {seed} | {}/{} | {:.1} | {:.1} | {} | {:.1} | {} | {} | {kernel} |",
                 s.name(),
                 o.answered,
                 o.requests,
                 o.median_ms,
                 o.worst_ms,
                 o.cell_packets,
-                o.cell_joules
+                o.cell_joules,
+                o.cell_floor_joules.map_or("-".to_string(), |j| format!("{j:.1}")),
+                o.cell_last.map_or("-".to_string(), |t| format!("{:.1}", t as f64 / 1e6))
             );
         }
     }

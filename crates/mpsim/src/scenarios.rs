@@ -47,7 +47,8 @@ impl Scenario {
         }
     }
 
-    fn script(self, sim: &mut Sim) {
+    /// Schedules the scenario's path events.
+    pub fn script(self, sim: &mut Sim) {
         match self {
             Scenario::Delay => sim.at(ms(4_000), WIFI, PathEvent::UplinkDelay(ms(500))),
             Scenario::Flap => {
@@ -92,32 +93,61 @@ pub struct Outcome {
     pub worst_ms: f64,
     /// Datagrams on the cellular path, both ways.
     pub cell_packets: usize,
+    /// Cellular energy above idle over the scenario's duration (the BRIEF's model).
     pub cell_joules: f64,
+    /// The least energy the same model gives for a radio connected from this run's first
+    /// cellular packet until WiFi is clean plus the fail-back hold (carrying nothing, so
+    /// only the promotion, the connected state and the tail count): what any fail-back within
+    /// the hold must spend. `None` where WiFi is never clean again or cellular was unused.
+    pub cell_floor_joules: Option<f64>,
     /// The last cellular datagram.
     pub cell_last: Option<Time>,
+}
+
+/// The energy of a cellular radio kept connected (a packet every 5 s, inside its 11.6 s tail)
+/// from `from` to `to`, over `[0, end]`: promotion, connected state and tail, no data.
+fn connected_floor(from: Time, to: Time, end: Time) -> f64 {
+    let model = oracle::energy::Model::default();
+    let mut packets = Vec::new();
+    let mut t = from;
+    while t < to {
+        packets.push(oracle::energy::Packet { time: t, up: true, bytes: 0 });
+        t += ms(5_000);
+    }
+    packets.push(oracle::energy::Packet { time: to, up: true, bytes: 0 });
+    oracle::energy::estimate(&model, &packets, 0, end).above_idle_joules
 }
 
 /// One seed of `s` with `client` as the client's configuration (`None`: the MultiMob one).
 pub fn run_with(s: Scenario, seed: u64, client: Option<Config>) -> Outcome {
     let client = client.unwrap_or_else(|| multimob_client(oracle::Config::default()));
+    let client_hold = client.fail_back_hold;
     let mut sim = Sim::new(seed, client, multimob_server(), multimob_backup_paths()).expect("a valid configuration");
     s.script(&mut sim);
-    // A request and its wait take about 8 s: as many as fit.
-    let requests = (s.duration() / ms(7_800)) as usize;
+    // A request and its wait take about 6 s: as many as keep the workload going for the
+    // whole scenario, then 10 s of quiet in which the cellular subflow must be let go.
+    let requests = (s.duration() / ms(6_000)) as usize;
     let mut app = Siri::new(SiriConfig { requests, ..SiriConfig::default() }, seed);
     sim.run(s.duration() + ms(30_000), |sim| app.drive(sim));
+    let quiet = sim.now + ms(10_000);
+    sim.run_until(quiet, |_| None);
     let mut finals: Vec<Time> = app.results.iter().filter_map(|r| r.delay).collect();
     finals.sort_unstable();
     let worst = app.results.iter().filter_map(|r| r.max_burst_delay()).max().unwrap_or(0);
-    let end = sim.now;
     let log = sim.path_log(CELL);
+    let hold = client_hold;
+    let floor = match (s.wifi_clean_at(), log.first()) {
+        (Some(clean), Some(first)) => Some(connected_floor(first.time, clean + hold, s.duration())),
+        _ => None,
+    };
     Outcome {
         requests,
         answered: finals.len(),
         median_ms: finals.get(finals.len() / 2).map_or(f64::NAN, |&d| d as f64 / 1e3),
         worst_ms: worst as f64 / 1e3,
         cell_packets: log.len(),
-        cell_joules: sim.radio_energy(CELL, 0, end).above_idle_joules,
+        cell_joules: sim.radio_energy(CELL, 0, s.duration()).above_idle_joules,
+        cell_floor_joules: floor,
         cell_last: log.last().map(|e| e.time),
     }
 }

@@ -53,16 +53,17 @@ impl Connection {
         tracing::debug!(side = ?self.side, "multimob failover");
     }
 
-    /// `multimob` fail-back: once a regular subflow has been healthy (usable, not declared bad
-    /// by the oracle, no loss or timeout) for the hold time while failover subflows are open,
-    /// close those (the radio may sleep) and clear the flags.
+    /// `multimob` fail-back: once a regular subflow has worked (answered, no loss or timeout;
+    /// while failover subflows are open it is probed) for the hold time, and the oracle no
+    /// longer flags it, close the failover subflows (the radio may sleep) and clear the flags.
+    /// The hold counts from the subflow's recovery, not from the oracle's verdict, which needs
+    /// a period or two of evidence to clear: the two overlap.
     pub(super) fn check_fail_back(&mut self, now: Time) {
         if self.config.path_manager != PathManager::MultiMob || self.side != Side::Client || self.is_closed() {
             return;
         }
         let failover_open = self.failover_open();
-        let healthy = |s: &&Subflow| s.established() && !s.backup && !s.failover && !s.rec.pf && !s.was_bad;
-        let last_loss = self.subflows.iter().filter(healthy).map(|s| s.rec.last_loss_at).max();
+        let last_loss = self.subflows.iter().filter(|s| s.fail_back_candidate()).map(|s| s.rec.last_loss_at).max();
         let (true, Some(last_loss)) = (failover_open, last_loss) else {
             self.healthy_since = None;
             return;
@@ -70,7 +71,7 @@ impl Connection {
         let since = *self.healthy_since.get_or_insert(now);
         let since = since.max(last_loss);
         self.healthy_since = Some(since);
-        if now < since + self.config.fail_back_hold {
+        if now < since + self.config.fail_back_hold || !self.fail_back_cleared() {
             return;
         }
         self.healthy_since = None;
@@ -84,6 +85,11 @@ impl Connection {
             }
         }
         tracing::debug!("multimob fail-back");
+    }
+
+    /// Whether a subflow the fail-back could go to is no longer flagged by the oracle.
+    pub(super) fn fail_back_cleared(&self) -> bool {
+        self.subflows.iter().any(|s| s.fail_back_candidate() && !s.was_bad)
     }
 
     /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.

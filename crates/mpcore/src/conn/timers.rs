@@ -39,7 +39,9 @@ impl Connection {
             if self.idle_timer_applies() {
                 t.set(timer::RECEIVE_IDLE, self.idle_timer.deadline());
             }
-            t.set(timer::FAIL_BACK, self.healthy_since.map(|h| h.saturating_add(self.config.fail_back_hold)));
+            // Still flagged when the hold ends: the oracle's clear verdict fails back instead.
+            let hold = self.healthy_since.filter(|_| self.fail_back_cleared());
+            t.set(timer::FAIL_BACK, hold.map(|h| h.saturating_add(self.config.fail_back_hold)));
         }
         t
     }
@@ -208,12 +210,35 @@ impl Connection {
             && self.has_unused_path()
     }
 
-    /// The tail loss probe of subflow `i` was not answered in time: the path failed. The
-    /// endpoint's oracle hears of it too, and declares the netpath bad for every connection on
-    /// it ("one connection experiences issues, others react").
+    /// Whether subflow `i`'s unanswered tail loss probe should move its data to another
+    /// subflow at once: one is established and not failed (a failover subflow still open, the
+    /// server's side of it), and `i` is not already failed.
+    fn tlp_may_reinject(&self, i: usize) -> bool {
+        let sf = &self.subflows[i];
+        !sf.pf() && self.subflows.iter().any(|s| s.id != sf.id && s.established() && !s.pf())
+    }
+
+    /// The tail loss probe of subflow `i` was not answered in time.
+    ///
+    /// A `multimob` client with a path left to open fails the path over: the endpoint's oracle
+    /// hears of it too, and declares the netpath bad for every connection on it ("one
+    /// connection experiences issues, others react"). Otherwise, when another subflow works,
+    /// the subflow is declared potentially failed and its data in flight is queued for that
+    /// one, without waiting for the retransmission timeout (a flapping WiFi that fails again
+    /// after the client's request arrived: the server answers over the open cellular subflow
+    /// an RTO sooner). It stays in flight here, so the first new ACK recovers the subflow.
     fn on_tlp_check(&mut self, now: Time, i: usize) {
         self.subflows[i].tlp_check = None;
-        if !self.subflows[i].rec.tlp_sent || !self.tlp_may_fail_over(i) {
+        if !self.subflows[i].rec.tlp_sent {
+            return;
+        }
+        if !self.tlp_may_fail_over(i) {
+            if self.tlp_may_reinject(i) {
+                self.subflows[i].rec.pf = true;
+                let id = self.subflows[i].id;
+                self.emit(Event::SubflowFailed { id });
+                self.copy_in_flight_for_reinjection(i);
+            }
             return;
         }
         if let Some(np) = self.netpath(i) {
@@ -231,7 +256,7 @@ impl Connection {
                 // tells (it carries a PING, acknowledged at once): unanswered within an RTT and
                 // its variation, the path is failed over (`on_tlp_check`); answered, nothing
                 // opens (a 1% loss must not wake the cellular radio).
-                if self.tlp_may_fail_over(i) {
+                if self.tlp_may_fail_over(i) || self.tlp_may_reinject(i) {
                     let rtt = &self.subflows[i].rec.rtt;
                     let wait = rtt.smoothed_or_default() + rtt.rttvar.max(GRANULARITY);
                     self.subflows[i].tlp_check = Some(now + wait);

@@ -362,6 +362,12 @@ impl Subflow {
 
     /// Potentially failed: its retransmission timer expired and nothing new was acknowledged
     /// since (or an oracle said so).
+    /// A regular subflow that works (established, not potentially failed): where a `multimob`
+    /// client fails back to.
+    pub fn fail_back_candidate(&self) -> bool {
+        self.established() && !self.backup && !self.failover && !self.rec.pf
+    }
+
     pub fn pf(&self) -> bool {
         self.rec.pf
     }
@@ -455,12 +461,14 @@ impl Subflow {
         if cx.keep_alive > 0 && cx.keep_alive_on == Some(self.id) {
             t.set(timer::KEEP_ALIVE, Some(self.last_activity.saturating_add(cx.keep_alive)));
         }
-        // While failover subflows are open, every regular subflow is probed: a flagged one so
-        // that the oracle sees it carry packets again, a healthy one so that it fails back only
-        // after carrying probes cleanly for the hold time, and so that its failing again (a
-        // flapping link) is seen before data is sent to it.
+        // While failover subflows are open, every regular subflow is probed: a failed one so
+        // that its return is seen within a fifth of the oracle's period (its retransmission
+        // timer, backed off, would wait seconds), a flagged one so that the oracle sees it
+        // carry packets again, a healthy one so that it fails back only after carrying probes
+        // cleanly for the hold time, and so that its failing again (a flapping link) is seen
+        // before data is sent to it.
         let regular = !self.backup && !self.failover;
-        if cx.probe_bad > 0 && regular && self.established() && !self.rec.pf {
+        if cx.probe_bad > 0 && regular && self.established() {
             t.set_earliest(timer::KEEP_ALIVE, self.last_activity.saturating_add(cx.probe_bad));
         }
         // Only a subflow quieter than another one of the connection: the last one heard is

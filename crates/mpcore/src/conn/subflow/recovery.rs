@@ -260,12 +260,16 @@ impl Recovery {
         let full = self.rto_start.saturating_add((rto << self.rto_backoff.min(10)).min(self.rtt.max_rto()));
         if !self.tlp_sent && self.rto_backoff == 0 && self.rtt.has_sample {
             // RFC 8985 §7.2: PTO = 2 * SRTT, plus the peer's delayed-ACK allowance when only
-            // one packet is outstanding.
-            let mut pto = 2 * self.rtt.srtt;
-            // A packet with a PING is acknowledged at once (§5.2): no delayed-ACK allowance.
-            if self.eliciting_in_flight == 1 && !self.tail_ping {
-                pto += max_ack_delay;
-            }
+            // one packet is outstanding. When the last packet carried a PING, which the peer
+            // acknowledges at once (§5.2), no ACK is delayed: RFC 9002 §6.2.1's PTO without
+            // its max_ack_delay term, SRTT + max(4 * RTTVAR, granularity).
+            let pto = if self.tail_ping {
+                self.rtt.srtt + (4 * self.rtt.rttvar).max(GRANULARITY_US)
+            } else if self.eliciting_in_flight == 1 {
+                2 * self.rtt.srtt + max_ack_delay
+            } else {
+                2 * self.rtt.srtt
+            };
             return Some(full.min(self.rto_start.saturating_add(pto.max(GRANULARITY_US))));
         }
         Some(full)

@@ -1,0 +1,77 @@
+//! Issue 18 in the simulator: paths that degrade without dying. The Siri workload on the
+//! MultiMob configuration (WiFi 15 ms RTT, cellular 25 ms as the backup, 10 Mbit/s) while WiFi
+//! gets slow, flaps, turns lossy, or fails and returns; seeds 1 to 3, each threshold the
+//! issue's. `cargo run --release -p mpsim --example scenarios` prints the same runs as a table.
+#![allow(clippy::unwrap_used)]
+
+use mpsim::ms;
+use mpsim::scenarios::{run, Outcome, Scenario};
+
+fn runs(s: Scenario) -> Vec<Outcome> {
+    (1..=3)
+        .map(|seed| {
+            let o = run(s, seed);
+            assert_eq!(o.answered, o.requests, "{s:?} seed {seed}: every request answered: {o:?}");
+            o
+        })
+        .collect()
+}
+
+/// One-way WiFi delay +500 ms at 4 s, no loss: the oracle judges the path by its delay, the
+/// priority scheduler passes over it to the open cellular subflow, and it is not failed back to
+/// while it stays slow.
+#[test]
+fn slow_wifi_is_left_for_cellular() {
+    for (seed, o) in runs(Scenario::Delay).iter().enumerate() {
+        assert!(o.median_ms <= 60.0, "seed {}: median {} ms", seed + 1, o.median_ms);
+        assert!(o.worst_ms <= 600.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
+        // Cellular carries the requests to the end: WiFi never got fast again.
+        assert!(o.cell_last.unwrap() >= ms(29_000), "seed {}: {o:?}", seed + 1);
+    }
+}
+
+/// WiFi 2 s off / 3 s on for 30 s: a burst that starts while WiFi is down again goes to the
+/// cellular subflow still open, and a reply lost when WiFi fails under it moves to cellular
+/// one RTT after its probe, not an RTO.
+#[test]
+fn flapping_wifi_costs_no_timeout() {
+    for (seed, o) in runs(Scenario::Flap).iter().enumerate() {
+        assert!(o.worst_ms <= 150.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
+    }
+}
+
+/// WiFi loss 5% > 30% > 60% in steps of 8 s: no fail-back to a WiFi still lossy. The issue
+/// asks for a worst response of 300 ms; the code before it gave 91-259 ms on these seeds (the
+/// issue's testbed 88-357 ms), so the bound here is 150 ms, which that code fails.
+#[test]
+fn lossy_wifi_is_not_failed_back_to() {
+    for (seed, o) in runs(Scenario::LossRamp).iter().enumerate() {
+        assert!(o.worst_ms <= 150.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
+        assert!(o.median_ms <= 30.0, "seed {}: median {} ms", seed + 1, o.median_ms);
+    }
+}
+
+/// 1% random WiFi loss for 60 s: a lost packet is one lost packet (its tail loss probe is
+/// answered), not a reason to wake the cellular radio.
+#[test]
+fn random_loss_opens_no_cellular() {
+    for (seed, o) in runs(Scenario::RandomLoss).iter().enumerate() {
+        assert_eq!(o.cell_packets, 0, "seed {}: {o:?}", seed + 1);
+        assert!(o.worst_ms <= 60.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
+    }
+}
+
+/// WiFi down at 4 s, back at 14 s: fast failover, and the cellular subflow closed within the
+/// hold time plus one second after WiFi is back, so that the radio spends within 5% of what the
+/// energy model makes unavoidable for that use.
+#[test]
+fn blackout_fails_back_within_the_hold() {
+    let hold = mpsim::multimob_client(oracle::Config::default()).fail_back_hold;
+    for (seed, o) in runs(Scenario::Blackout).iter().enumerate() {
+        assert!(o.worst_ms <= 100.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
+        let last = o.cell_last.unwrap();
+        assert!(last <= ms(14_000) + hold + ms(1_000), "seed {}: last cellular packet at {last} us", seed + 1);
+        let floor = o.cell_floor_joules.unwrap();
+        assert!(o.cell_joules <= floor * 1.05, "seed {}: {} J, floor {floor} J", seed + 1, o.cell_joules);
+    }
+}
