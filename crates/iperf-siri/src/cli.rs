@@ -94,7 +94,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub fast_join: bool,
     /// Congestion control.
-    #[arg(long, default_value = "lia", value_parser = ["lia", "cubic", "reno"])]
+    #[arg(long, default_value = "lia", value_parser = ["lia", "olia", "cubic", "reno"])]
     pub cc: String,
     /// multimob: the oracle's period Ts.
     #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = parse_duration)]
@@ -440,6 +440,8 @@ mod tests {
             "50",
             "--seed",
             "7",
+            "--cc",
+            "olia",
         ])
         .expect("parses");
         assert_eq!(c.run.port, 6000);
@@ -456,6 +458,7 @@ mod tests {
         let o = c.run.options(true).expect("valid");
         assert_eq!(o.config().path_manager, PathManager::MultiMob);
         assert!(o.config().fast_join);
+        assert_eq!(o.config().congestion, mpudp::CongestionControl::Olia);
         // The phone preset under multimob, the server's preset on the other side.
         let phone = parse(&["-c", "h", "--path-manager", "multimob"]).expect("parses").run;
         let o = phone.options(true).expect("valid");

@@ -76,12 +76,8 @@ fn options(cli: &Cli) -> Result<Options, String> {
     let mut o = Options::new().scheduler(&cli.scheduler);
     o.config_mut().recv_window = cli.window;
     o.config_mut().max_datagram_size = cli.max_datagram;
-    o.config_mut().congestion = match cli.cc.as_str() {
-        "lia" => CongestionControl::Lia,
-        "cubic" => CongestionControl::Cubic,
-        "reno" => CongestionControl::Reno,
-        other => return Err(format!("unknown congestion control {other:?} (lia, cubic, reno)")),
-    };
+    o.config_mut().congestion = CongestionControl::from_name(&cli.cc)
+        .ok_or_else(|| format!("unknown congestion control {:?} (lia, olia, cubic, reno)", cli.cc))?;
     Ok(o)
 }
 

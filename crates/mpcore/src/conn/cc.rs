@@ -1,5 +1,14 @@
-//! Per-subflow congestion control: Reno (RFC 5681), CUBIC (RFC 9438), and Reno with the
-//! coupled increase of RFC 6356 (LIA). All windows are in bytes.
+//! Per-subflow congestion control: Reno (RFC 5681), CUBIC (RFC 9438), and the two coupled
+//! increases for multipath: RFC 6356's LIA and OLIA (Khalili et al., "MPTCP is not
+//! Pareto-optimal", CoNEXT 2012; draft-khalili-mptcp-congestion-control). All windows are in
+//! bytes.
+//!
+//! Both couplings were designed for a bulk flow, every subflow using its whole window. A
+//! subflow that is not (an interactive flow's idle cellular subflow with a large window) is
+//! left out of the coupling ([`Coupling::compute`] is handed only the subflows whose window
+//! was full within the last RTO, and the one acknowledged): otherwise its window would hold
+//! the busy one far below what the application offers (issue 18: a slow WiFi carrying 2-3
+//! packets per round trip under LIA while the cellular window sat unused).
 
 /// Which algorithm a subflow runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -11,6 +20,10 @@ pub enum CongestionControl {
     /// RFC 6356 "Linked Increases": Reno's decrease, the coupled increase across subflows.
     #[default]
     Lia,
+    /// OLIA, "Opportunistic Linked Increases": Reno's decrease, an increase that moves
+    /// window from the largest-window subflows to the best ones (Pareto-optimal where LIA is
+    /// not); the coupled algorithm of the Linux MPTCP kernel the Siri/MONROE study ran.
+    Olia,
 }
 
 impl CongestionControl {
@@ -19,34 +32,84 @@ impl CongestionControl {
             "reno" => Some(Self::Reno),
             "cubic" => Some(Self::Cubic),
             "lia" => Some(Self::Lia),
+            "olia" => Some(Self::Olia),
             _ => None,
         }
     }
 }
 
-/// RFC 6356 §3 inputs gathered over the connection's subflows at the time of an ACK.
+/// One subflow as the coupling sees it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CoupledPath {
+    /// The subflow whose ACK is being processed.
+    pub this: bool,
+    pub cwnd: u64,
+    /// Smoothed RTT, µs.
+    pub rtt: u64,
+    /// OLIA's `l_r`: the larger of the bytes acknowledged between the last two losses and
+    /// since the last one.
+    pub inter_loss: u64,
+}
+
+/// The connection-wide inputs of the coupled increases, gathered over the coupled subflows
+/// at the time of an ACK.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Coupling {
     /// `cwnd_total`, bytes.
     pub total: f64,
     /// `alpha` of RFC 6356 §3.
     pub alpha: f64,
+    /// `sum_p cwnd_p / rtt_p`, bytes per µs (OLIA's denominator).
+    pub rate_sum: f64,
+    /// OLIA's `alpha_r` of the acknowledged subflow.
+    pub olia_alpha: f64,
 }
 
 impl Coupling {
-    /// `alpha = cwnd_total * max_i(cwnd_i / rtt_i^2) / (sum_i cwnd_i / rtt_i)^2` over
-    /// `(cwnd bytes, srtt µs)` pairs.
-    pub fn compute(subflows: impl Iterator<Item = (u64, u64)>) -> Self {
-        let (mut total, mut best, mut sum) = (0.0f64, 0.0f64, 0.0f64);
-        for (cwnd, rtt) in subflows {
-            let (c, r) = (cwnd as f64, rtt.max(1) as f64);
+    /// LIA: `alpha = cwnd_total * max_i(cwnd_i / rtt_i^2) / (sum_i cwnd_i / rtt_i)^2`.
+    ///
+    /// OLIA (draft-khalili-mptcp-congestion-control §3): "M the set of the paths with the
+    /// largest window ... B the set of paths that are presumably the best paths", those with
+    /// the largest `l_r^2 / rtt_r`, and "C = B \ M". If C is not empty, `alpha_r =
+    /// 1/(|R| |C|)` for r in C, `-1/(|R| |M|)` for r in M, 0 otherwise; if it is, all are 0.
+    ///
+    /// Two passes over `subflows` (a cheap iterator over the connection's table: no
+    /// allocation on the ACK path).
+    pub fn compute(subflows: impl Iterator<Item = CoupledPath> + Clone) -> Self {
+        let (mut total, mut best, mut sum, mut n) = (0.0f64, 0.0f64, 0.0f64, 0u32);
+        let (mut max_w, mut max_q) = (0u64, 0.0f64);
+        for p in subflows.clone() {
+            let (c, r) = (p.cwnd as f64, p.rtt.max(1) as f64);
             total += c;
             best = best.max(c / (r * r));
             sum += c / r;
+            n += 1;
+            max_w = max_w.max(p.cwnd);
+            max_q = max_q.max(quality(&p));
         }
         let alpha = if sum > 0.0 { total * best / (sum * sum) } else { 1.0 };
-        Self { total, alpha }
+        let (mut in_m, mut in_c, mut this_m, mut this_c) = (0u32, 0u32, false, false);
+        for p in subflows {
+            let m = p.cwnd == max_w;
+            let c = !m && quality(&p) >= max_q;
+            in_m += u32::from(m);
+            in_c += u32::from(c);
+            this_m |= p.this && m;
+            this_c |= p.this && c;
+        }
+        let olia_alpha = match (in_c > 0, this_c, this_m) {
+            (true, true, _) => 1.0 / f64::from(n * in_c),
+            (true, false, true) => -1.0 / f64::from(n * in_m),
+            _ => 0.0,
+        };
+        Self { total, alpha, rate_sum: sum, olia_alpha }
     }
+}
+
+/// OLIA's path quality `l_r^2 / rtt_r`.
+fn quality(p: &CoupledPath) -> f64 {
+    let l = p.inter_loss as f64;
+    l * l / p.rtt.max(1) as f64
 }
 
 const CUBIC_C: f64 = 0.4;
@@ -62,6 +125,12 @@ pub struct Cc {
     recovery_start: Option<u64>,
     /// Bytes acknowledged in congestion avoidance not yet turned into a window increase.
     acked_acc: u64,
+    /// OLIA: the fraction of a byte of window change not yet applied.
+    olia_acc: f64,
+    /// OLIA's `l1_r` and `l2_r`: bytes acknowledged between the last two losses, and since
+    /// the last one.
+    between_losses: u64,
+    since_loss: u64,
     // CUBIC state (RFC 9438 §4), windows in bytes, times in µs.
     w_max: f64,
     k_s: f64,
@@ -79,6 +148,9 @@ impl Cc {
             ssthresh: u64::MAX,
             recovery_start: None,
             acked_acc: 0,
+            olia_acc: 0.0,
+            between_losses: 0,
+            since_loss: 0,
             w_max: 0.0,
             k_s: 0.0,
             epoch_start: None,
@@ -98,6 +170,11 @@ impl Cc {
         self.cwnd < self.ssthresh
     }
 
+    /// OLIA's `l_r`.
+    pub fn inter_loss(&self) -> u64 {
+        self.between_losses.max(self.since_loss)
+    }
+
     pub fn in_recovery(&self, sent_time: u64) -> bool {
         self.recovery_start.is_some_and(|t| sent_time <= t)
     }
@@ -105,6 +182,7 @@ impl Cc {
     /// `bytes` newly acknowledged, from a packet sent at `sent_time`; `srtt_us` the subflow's
     /// smoothed RTT; `coupling` the connection-wide LIA inputs.
     pub fn on_ack(&mut self, now: u64, sent_time: u64, bytes: u64, srtt_us: u64, coupling: Coupling) {
+        self.since_loss = self.since_loss.saturating_add(bytes);
         if self.in_recovery(sent_time) {
             return;
         }
@@ -125,7 +203,31 @@ impl Cc {
                 };
                 self.reno_increase(bytes, coupled.min(own));
             }
+            CongestionControl::Olia => self.olia_increase(bytes, srtt_us, coupling),
             CongestionControl::Cubic => self.cubic_increase(now, bytes, srtt_us),
+        }
+    }
+
+    /// OLIA (draft-khalili-mptcp-congestion-control §3): "For each ACK on path r, increase
+    /// w_r by (w_r/rtt_r^2) / (sum_p w_p/rtt_p)^2 + alpha_r/w_r" (windows in packets, per
+    /// packet acknowledged; here per byte, so the change in bytes is `bytes` times that).
+    /// The `alpha_r` term may be negative: window moves from the largest-window paths to the
+    /// best ones, never below the minimum window.
+    fn olia_increase(&mut self, bytes: u64, srtt_us: u64, coupling: Coupling) {
+        let mss = self.mss as f64;
+        let w = (self.cwnd as f64 / mss).max(1.0);
+        let rtt = srtt_us.max(1) as f64;
+        let sum = coupling.rate_sum / mss;
+        let coupled = if sum > 0.0 { (w / (rtt * rtt)) / (sum * sum) } else { 1.0 / w };
+        self.olia_acc += bytes as f64 * (coupled + coupling.olia_alpha / w);
+        let whole = self.olia_acc.trunc();
+        self.olia_acc -= whole;
+        if whole >= 0.0 {
+            self.cwnd = self.cwnd.saturating_add(whole as u64);
+        } else {
+            self.cwnd = self.cwnd.saturating_sub((-whole) as u64).max(self.min_window());
+            // Window given up on purpose is not to be regained by slow start.
+            self.ssthresh = self.ssthresh.min(self.cwnd);
         }
     }
 
@@ -178,8 +280,10 @@ impl Cc {
         }
         self.recovery_start = Some(now);
         self.acked_acc = 0;
+        self.olia_acc = 0.0;
+        self.between_losses = std::mem::take(&mut self.since_loss);
         match self.kind {
-            CongestionControl::Reno | CongestionControl::Lia => {
+            CongestionControl::Reno | CongestionControl::Lia | CongestionControl::Olia => {
                 self.ssthresh = (self.cwnd / 2).max(self.min_window());
             }
             CongestionControl::Cubic => {
@@ -206,6 +310,8 @@ impl Cc {
         self.cwnd = self.min_window();
         self.recovery_start = Some(now);
         self.acked_acc = 0;
+        self.olia_acc = 0.0;
+        self.between_losses = std::mem::take(&mut self.since_loss);
     }
 }
 
@@ -240,7 +346,8 @@ mod tests {
             cc.cwnd = 20 * MSS;
         }
         // Two identical subflows of 20 MSS at 50 ms: alpha = 40 * (20/2500) / (2*20/50)^2 = 0.5.
-        let coupling = Coupling::compute([(20 * MSS, 50_000), (20 * MSS, 50_000)].into_iter());
+        let p = CoupledPath { this: true, cwnd: 20 * MSS, rtt: 50_000, inter_loss: 0 };
+        let coupling = Coupling::compute([p, CoupledPath { this: false, ..p }].into_iter());
         assert!((coupling.alpha - 0.5).abs() < 1e-9, "{}", coupling.alpha);
         for i in 0..200 {
             reno.on_ack(10 + i, 5, MSS, 50_000, coupling);
@@ -248,6 +355,82 @@ mod tests {
         }
         assert!(lia.cwnd < reno.cwnd, "coupled {} vs reno {}", lia.cwnd, reno.cwnd);
         assert!(lia.cwnd > 20 * MSS, "but it still grows");
+    }
+
+    fn path(this: bool, cwnd_mss: u64, rtt: u64, inter_loss: u64) -> CoupledPath {
+        CoupledPath { this, cwnd: cwnd_mss * MSS, rtt, inter_loss }
+    }
+
+    #[test]
+    fn olia_alone_on_its_path_is_reno() {
+        let mut reno = Cc::new(CongestionControl::Reno, MSS);
+        let mut olia = Cc::new(CongestionControl::Olia, MSS);
+        for cc in [&mut reno, &mut olia] {
+            cc.on_congestion(0, 0);
+            cc.cwnd = 20 * MSS;
+        }
+        for i in 0..400 {
+            let coupling = Coupling::compute([path(true, olia.cwnd / MSS, 50_000, 0)].into_iter());
+            assert_eq!(coupling.olia_alpha, 0.0);
+            reno.on_ack(10 + i, 5, MSS, 50_000, Coupling::default());
+            olia.on_ack(10 + i, 5, MSS, 50_000, coupling);
+        }
+        assert!(reno.cwnd > 30 * MSS);
+        assert!(olia.cwnd.abs_diff(reno.cwnd) <= MSS, "olia {} reno {}", olia.cwnd, reno.cwnd);
+    }
+
+    #[test]
+    fn olia_moves_window_from_the_largest_path_to_the_best_one() {
+        // A: the largest window, few bytes between losses. B: a small window, the most bytes
+        // between losses for its RTT: B is in C = B \ M, A in M; |R| = 2.
+        let paths = |this_a: bool| [path(this_a, 40, 50_000, 10_000), path(!this_a, 10, 50_000, 100_000)];
+        let on_a = Coupling::compute(paths(true).into_iter());
+        let on_b = Coupling::compute(paths(false).into_iter());
+        assert_eq!((on_a.olia_alpha, on_b.olia_alpha), (-0.5, 0.5));
+        // A third path neither largest nor best gets 0.
+        let three = [path(false, 40, 50_000, 10_000), path(false, 10, 50_000, 100_000), path(true, 20, 50_000, 0)];
+        assert_eq!(Coupling::compute(three.into_iter()).olia_alpha, 0.0);
+        // The best path also has the largest window: C is empty, no transfer.
+        let same = [path(true, 40, 50_000, 100_000), path(false, 10, 50_000, 10_000)];
+        assert_eq!(Coupling::compute(same.into_iter()).olia_alpha, 0.0);
+        // Over the same ACKs, the largest window grows less than the coupled term alone would
+        // make it, the best path more.
+        let grow = |w: u64, coupling: Coupling| {
+            let mut cc = Cc::new(CongestionControl::Olia, MSS);
+            cc.on_congestion(0, 0);
+            (cc.cwnd, cc.ssthresh) = (w * MSS, w * MSS);
+            for i in 0..100 {
+                cc.on_ack(10 + i, 5, MSS, 50_000, coupling);
+            }
+            cc.cwnd
+        };
+        let plain = |c: Coupling| Coupling { olia_alpha: 0.0, ..c };
+        assert!(grow(40, on_a) < grow(40, plain(on_a)), "{} vs {}", grow(40, on_a), grow(40, plain(on_a)));
+        assert!(grow(10, on_b) > grow(10, plain(on_b)) + 3 * MSS, "{} vs {}", grow(10, on_b), grow(10, plain(on_b)));
+    }
+
+    #[test]
+    fn olia_never_shrinks_below_the_minimum_window() {
+        let mut cc = Cc::new(CongestionControl::Olia, MSS);
+        cc.on_congestion(0, 0);
+        (cc.cwnd, cc.ssthresh) = (3 * MSS, 3 * MSS);
+        let coupling = Coupling { rate_sum: 1e9, olia_alpha: -1.0, ..Coupling::default() };
+        for i in 0..100 {
+            cc.on_ack(10 + i, 5, MSS, 50_000, coupling);
+        }
+        assert_eq!(cc.cwnd, cc.min_window());
+    }
+
+    #[test]
+    fn olia_counts_bytes_between_losses() {
+        let mut cc = Cc::new(CongestionControl::Olia, MSS);
+        cc.on_ack(1, 0, 5 * MSS, 50_000, Coupling::default());
+        assert_eq!(cc.inter_loss(), 5 * MSS);
+        cc.on_congestion(2, 1);
+        cc.on_ack(3, 3, MSS, 50_000, Coupling::default());
+        assert_eq!(cc.inter_loss(), 5 * MSS, "l1 (between the last two losses) is larger");
+        cc.on_congestion(4, 3);
+        assert_eq!(cc.inter_loss(), MSS);
     }
 
     #[test]

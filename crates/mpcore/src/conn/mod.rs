@@ -31,7 +31,7 @@ use crate::wire::frame::{reason, AddAddr, FastJoinIn, FastJoinOut, FastJoinReply
 use crate::wire::packet::{self, decode_pn, Confirm, Join, Short};
 use crate::wire::{Ack, Cid, Dss, Frame, Frames, Header, Packet, TransportParams, Writer};
 use crate::{LocalPath, PathId, Time, Transmit};
-use cc::{Cc, Coupling};
+use cc::{Cc, CoupledPath, Coupling};
 use dsn::Dsn;
 use fastjoin::{Refusal, Verdict};
 use recv::RecvSide;

@@ -38,11 +38,19 @@ impl Connection {
             let ev = Event::SubflowEstablished { id, path: sf.local_path, backup: sf.backup };
             self.emit(ev);
         }
+        // Coupled: the working subflows that used their window within the last RTO, and this
+        // one (see `cc`'s module documentation).
+        let this = self.subflows[i].id;
         let coupling = Coupling::compute(
             self.subflows
                 .iter()
-                .filter(|s| s.established() && !s.pf())
-                .map(|s| (s.rec.cc.cwnd, s.rec.rtt.smoothed_or_default())),
+                .filter(|s| s.established() && !s.pf() && (s.id == this || s.rec.cwnd_limited(now)))
+                .map(|s| CoupledPath {
+                    this: s.id == this,
+                    cwnd: s.rec.cc.cwnd,
+                    rtt: s.rec.rtt.smoothed_or_default(),
+                    inter_loss: s.rec.cc.inter_loss(),
+                }),
         );
         let send = &mut self.send;
         self.subflows[i].finish_ack(now, &acked, coupling, &mut |d| send.queue_retransmission(d, 0));

@@ -176,6 +176,9 @@ pub struct Recovery {
     pub eliciting_in_flight: u32,
     /// The last ack-eliciting packet sent carried a PING (its answer is not delayed).
     pub tail_ping: bool,
+    /// The last time a packet sent filled the congestion window (no room for another of its
+    /// size): the subflow was window-limited, not application-limited.
+    pub window_full_at: Option<Time>,
     pub rtt: Rtt,
     pub cc: Cc,
     /// Start of the current retransmission timer (RFC 6298 §5: restarted by new ACKs).
@@ -218,6 +221,7 @@ impl Recovery {
             in_flight: 0,
             eliciting_in_flight: 0,
             tail_ping: false,
+            window_full_at: None,
             rtt,
             cc,
             rto_start: now,
@@ -232,6 +236,12 @@ impl Recovery {
     }
 
     /// Room left in the congestion window.
+    /// Whether the window was full within the last RTO (Linux's `tcp_is_cwnd_limited`, in
+    /// time rather than in packets): only such a subflow takes part in the coupled increase.
+    pub fn cwnd_limited(&self, now: Time) -> bool {
+        self.window_full_at.is_some_and(|t| now.saturating_sub(t) <= self.rtt.rto())
+    }
+
     pub fn cwnd_room(&self) -> u64 {
         self.cc.cwnd.saturating_sub(self.in_flight)
     }
@@ -301,6 +311,9 @@ impl Subflow {
             }
             r.eliciting_in_flight += 1;
             r.in_flight += u64::from(p.size);
+            if r.in_flight + u64::from(p.size) > r.cc.cwnd {
+                r.window_full_at = Some(p.time);
+            }
             self.last_activity = p.time;
             r.tail_ping = p.ctrl & ctrl::PING != 0;
         }

@@ -71,7 +71,7 @@ impl SubflowTable {
     }
 
     /// The subflows held, in slot order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Subflow> + '_ {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Subflow> + Clone + '_ {
         self.slots.iter().flatten()
     }
 
