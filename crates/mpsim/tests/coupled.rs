@@ -29,6 +29,7 @@ fn an_idle_backup_subflow_does_not_starve_the_busy_one() {
         let reno = upload_over_slow_wifi(CongestionControl::Reno, seed);
         for cc in [CongestionControl::Lia, CongestionControl::Olia] {
             let coupled = upload_over_slow_wifi(cc, seed);
+            println!("slow WiFi, idle backup, seed {seed}: {cc:?} {coupled} bytes, Reno {reno}");
             // Alone on its path, a coupled subflow is a Reno flow; seeds differ in their losses,
             // so the same seed is compared.
             assert!(coupled as f64 >= 0.9 * reno as f64, "seed {seed}: {cc:?} delivered {coupled} bytes, Reno {reno}");
@@ -55,6 +56,7 @@ fn two_busy_subflows_stay_coupled() {
         let reno = upload_over_two_paths(CongestionControl::Reno, seed);
         for cc in [CongestionControl::Lia, CongestionControl::Olia] {
             let coupled = upload_over_two_paths(cc, seed);
+            println!("two lossy paths, seed {seed}: {cc:?} {coupled} bytes, Reno {reno}");
             // Two uncoupled Reno flows take more than one coupled flow is allowed (RFC 6356
             // goal 1: no more than a single TCP flow on the best path), yet it takes more
             // than nothing.
