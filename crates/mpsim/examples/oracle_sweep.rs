@@ -6,13 +6,16 @@
 //! starts, the cellular energy above idle, and how many subflows the Siri connection opened.
 //! Means over seeds 1 to 3.
 //!
+//! A second table sweeps the delay rule (issue 18): WiFi's uplink gets slower by 100 or 500 ms
+//! at the same moment, without loss, for each `rtt_ratio` and `rtt_margin` (off: a margin of 0).
+//!
 //! Run: `cargo run --release -p mpsim --example oracle_sweep [loss]`
 
 use mpcore::Config;
 use mpsim::apps::{Siri, SiriConfig, Trickle};
 use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, Flow, PathEvent, Sim};
 
-fn run(seed: u64, loss: f64, oracle: oracle::Config, failover_on_timeout: bool) -> (f64, f64, f64) {
+fn run(seed: u64, event: PathEvent, oracle: oracle::Config, failover_on_timeout: bool) -> (f64, f64, f64) {
     let client = Config { failover_on_timeout, ..multimob_client(oracle) };
     let Ok(mut sim) = Sim::new(seed, client, multimob_server(), multimob_backup_paths()) else {
         eprintln!("bad configuration");
@@ -22,7 +25,7 @@ fn run(seed: u64, loss: f64, oracle: oracle::Config, failover_on_timeout: bool) 
     let mut app = Siri::new(SiriConfig { requests: 4, ..SiriConfig::default() }, seed);
     // Loss starts 1 s after the first request's last burst.
     let loss_at = ms(200 + 8 * 300 + 1_000);
-    sim.at(loss_at, 0, PathEvent::Loss(loss));
+    sim.at(loss_at, 0, event);
     let done = sim.run(ms(120_000), |s| {
         let next = background.step(s);
         match app.drive(s) {
@@ -39,8 +42,8 @@ fn run(seed: u64, loss: f64, oracle: oracle::Config, failover_on_timeout: bool) 
     (max as f64 / 1e3, e.above_idle_joules, opened as f64)
 }
 
-fn mean(loss: f64, oracle: oracle::Config, on_timeout: bool) -> (f64, f64, f64) {
-    let r: Vec<_> = (1..=3).map(|seed| run(seed, loss, oracle, on_timeout)).collect();
+fn mean(event: PathEvent, oracle: oracle::Config, on_timeout: bool) -> (f64, f64, f64) {
+    let r: Vec<_> = (1..=3).map(|seed| run(seed, event, oracle, on_timeout)).collect();
     let n = r.len() as f64;
     (
         r.iter().map(|x| x.0).sum::<f64>() / n,
@@ -66,12 +69,24 @@ fn main() {
     for on_timeout in [false, true] {
         let label = if on_timeout { "on" } else { "off" };
         for t in [0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40] {
-            let (d, e, o) = mean(loss, oracle::Config { loss_threshold: t, ..base }, on_timeout);
+            let (d, e, o) = mean(PathEvent::Loss(loss), oracle::Config { loss_threshold: t, ..base }, on_timeout);
             println!("| {label} | {:.0}% | 500 ms | {d:.1} ms | {e:.1} J | {o:.1} |", t * 100.0);
         }
         for ts in [1u64, 10, 50, 100, 250, 1_000] {
-            let (d, e, o) = mean(loss, oracle::Config { period: ms(ts), ..base }, on_timeout);
+            let (d, e, o) = mean(PathEvent::Loss(loss), oracle::Config { period: ms(ts), ..base }, on_timeout);
             println!("| {label} | 25% | {ts} ms | {d:.1} ms | {e:.1} J | {o:.1} |");
+        }
+    }
+    println!();
+    println!("WiFi uplink slower by 100 or 500 ms from 3.6 s, no loss; the delay rule's thresholds (Ts = 500 ms)");
+    println!("| uplink delay | rtt_ratio | rtt_margin | max delay after it | cellular energy above idle | Siri subflows opened |");
+    println!("|---|---|---|---|---|---|");
+    for extra in [100u64, 500] {
+        for (ratio, margin) in [(4.0, 0u64), (2.0, 50), (4.0, 100), (4.0, 200), (8.0, 100)] {
+            let oracle = oracle::Config { rtt_ratio: ratio, rtt_margin: ms(margin), ..base };
+            let (d, e, o) = mean(PathEvent::UplinkDelay(ms(extra)), oracle, true);
+            let rule = if margin == 0 { "off".to_string() } else { format!("{ratio}") };
+            println!("| +{extra} ms | {rule} | {margin} ms | {d:.1} ms | {e:.1} J | {o:.1} |");
         }
     }
 }

@@ -13,7 +13,10 @@
 //! - a smoothed RTT far above the netpath's own baseline (its least RTT seen): at least
 //!   `rtt_ratio` times it and `rtt_margin` above it, and above the best other netpath's by the
 //!   margin when one is known, marks it bad as loss does (a path that stays up but gets slow:
-//!   a bloated queue, a congested access point; iOS's handover judges by RTT thresholds too);
+//!   a bloated queue, a congested access point; iOS's handover judges by RTT thresholds too).
+//!   It has hysteresis as the loss trigger has: once fired, the netpath counts as slow until
+//!   its smoothed RTT falls below half the margin above its baseline (and half the ratio's
+//!   excess), so a delay hovering at the threshold does not fail over and back every hold time;
 //! - otherwise a bad netpath is cleared.
 //!
 //! "Rising" is an edge with hysteresis: a trigger fires when its value reaches the threshold
@@ -253,17 +256,23 @@ impl Oracle {
     }
 
     /// Whether netpath `k`'s delay is far above its baseline (and above the best other
-    /// netpath's, if one is known): see the module's rules.
+    /// netpath's, if one is known): see the module's rules. Once the rule has fired, the
+    /// thresholds are halved (the ratio's excess over 1 and the margin) until it re-arms.
     fn slow(&self, k: usize) -> bool {
         let c = self.config;
         let e = &self.table[k];
         if c.rtt_margin == 0 || e.srtt == 0 || e.base_rtt == 0 {
             return false;
         }
-        let own = e.srtt as f64 >= e.base_rtt as f64 * c.rtt_ratio && e.srtt >= e.base_rtt + c.rtt_margin;
+        let (ratio, margin) = if e.delay_fired {
+            (1.0 + (c.rtt_ratio - 1.0) / 2.0, c.rtt_margin / 2)
+        } else {
+            (c.rtt_ratio, c.rtt_margin)
+        };
+        let own = e.srtt as f64 >= e.base_rtt as f64 * ratio && e.srtt >= e.base_rtt + margin;
         let others = self.table.iter().enumerate().filter(|(j, o)| *j != k && o.srtt > 0 && !o.bad);
         let best_other = others.map(|(_, o)| o.srtt).min();
-        own && best_other.is_none_or(|b| e.srtt >= b + c.rtt_margin)
+        own && best_other.is_none_or(|b| e.srtt >= b + margin)
     }
 
     fn evaluate(&mut self, k: usize) -> Option<Action> {
@@ -360,6 +369,45 @@ mod tests {
 
     fn s(sent: u64, lost: u64, retransmitted: u64, rto_ms: u64) -> Sample {
         Sample { sent, lost, retransmitted, rto: rto_ms * 1000, ..Sample::default() }
+    }
+
+    /// A sample with packets carried, an RTO of 200 ms and this smoothed and least RTT (ms).
+    fn rtt(srtt_ms: u64, min_ms: u64) -> Sample {
+        Sample { sent: 10, srtt: srtt_ms * 1000, min_rtt: min_ms * 1000, ..s(10, 0, 0, 200) }
+    }
+
+    #[test]
+    fn delay_rule_fires_far_above_the_baseline_and_clears_below_half_its_thresholds() {
+        let mut o = Oracle::new(Config::default()); // ratio 4, margin 100 ms
+        let mut now = 0;
+        o.start(now);
+        let verdicts = |a: Vec<Action>| a.into_iter().map(|a| a.verdict).collect::<Vec<_>>();
+        assert!(period(&mut o, &mut now, &[(np(0), rtt(15, 15))]).is_empty());
+        // 100 ms slower: 6.7 times the baseline but 99 ms above it: not yet.
+        assert!(period(&mut o, &mut now, &[(np(0), rtt(114, 60))]).is_empty());
+        assert_eq!(verdicts(period(&mut o, &mut now, &[(np(0), rtt(115, 60))])), [Verdict::Bad]);
+        assert!(o.is_bad(np(0)));
+        // Back under the thresholds but above half of them (2.5 times, 50 ms above): still
+        // slow, no clear (a delay hovering at the threshold does not flap).
+        for _ in 0..4 {
+            assert!(period(&mut o, &mut now, &[(np(0), rtt(80, 60))]).is_empty());
+        }
+        assert!(o.is_bad(np(0)));
+        assert_eq!(verdicts(period(&mut o, &mut now, &[(np(0), rtt(60, 60))])), [Verdict::Clear]);
+        // Re-armed: the thresholds are whole again.
+        assert!(period(&mut o, &mut now, &[(np(0), rtt(80, 60))]).is_empty());
+        assert_eq!(verdicts(period(&mut o, &mut now, &[(np(0), rtt(115, 60))])), [Verdict::Bad]);
+        // Not slower than the other netpath by the margin: not bad.
+        let mut o = Oracle::new(Config::default());
+        o.start(0);
+        let mut now = 0;
+        let both = [(np(0), rtt(200, 15)), (np(1), rtt(150, 150))];
+        assert!(period(&mut o, &mut now, &both).is_empty());
+        // A margin of 0 turns the rule off.
+        let mut o = Oracle::new(Config { rtt_margin: 0, ..Config::default() });
+        o.start(0);
+        let mut now = 0;
+        assert!(period(&mut o, &mut now, &[(np(0), rtt(900, 15))]).is_empty());
     }
 
     #[test]
