@@ -28,8 +28,11 @@ command -v tc >/dev/null || { echo "tc (iproute2) is missing" >&2; exit 1; }
 
 cargo build -q --release -p mpudp --example upload
 UPLOAD=target/release/examples/upload
+KEYFILE=$(mktemp -u /tmp/mpudp-net-key.XXXXXX)
+KEY=$($UPLOAD keygen "$KEYFILE")
 
 cleanup() {
+    rm -f "$KEYFILE"
     ip netns pids $S 2>/dev/null | xargs -r kill 2>/dev/null || true
     ip netns pids $C 2>/dev/null | xargs -r kill 2>/dev/null || true
     ip netns del $C 2>/dev/null || true
@@ -81,11 +84,11 @@ iperf() { # $1: "" or "mptcpize run"; prints Mbit/s
 ours() { # $1: bytes, $2..: client interface flags; prints Mbit/s
     local bytes=$1
     shift
-    ip netns exec $S $UPLOAD --max-datagram 1472 server $SERVER:5300 --once >/dev/null 2>&1 &
+    ip netns exec $S $UPLOAD --max-datagram 1472 server $SERVER:5300 --once --key "$KEYFILE" >/dev/null 2>&1 &
     local srv=$!
     sleep 0.5
     local out
-    out=$(ip netns exec $C $UPLOAD --max-datagram 1472 client $SERVER:5300 --bytes "$bytes" "$@" 2>&1 || true)
+    out=$(ip netns exec $C $UPLOAD --max-datagram 1472 client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" "$@" 2>&1 || true)
     wait $srv 2>/dev/null || true
     local goodput wire
     goodput=$(sed -n 's/^sent .*: \([0-9.]*\) Mbit\/s$/\1/p' <<<"$out" | head -1 | grep . || echo "n/a")

@@ -3,7 +3,7 @@
 
 use crate::proto::{Mode, Params};
 use clap::{Args, Parser, Subcommand};
-use mpudp::{Iface, Interface, Options, PathManager};
+use mpudp::{Iface, Interface, Options, PathManager, PublicKey, ServerIdentity};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -34,6 +34,15 @@ pub enum Command {
     /// cellular 25 ms RTT, 10 Mbit/s), WiFi failing between two requests, with lowest-RTT +
     /// fullmesh, backup, and MultiMob side by side.
     Demo(DemoArgs),
+    /// Write a key pair for a server to FILE (PEM, readable by its owner only) and print its
+    /// public key, one base64 line, for the clients (`-c HOST --server-key KEY`).
+    Keygen(KeygenArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct KeygenArgs {
+    /// Where to write the private key (refused if it exists).
+    pub file: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -105,6 +114,17 @@ pub struct RunArgs {
     /// Seconds to wait for the server's answer before giving up.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     pub connect_timeout: Duration,
+    /// Server: its key pair (PEM, as `iperf-siri keygen FILE` writes). Without it the server
+    /// makes one at start and prints its public key.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Client: the server's public key (base64, as the server or `keygen` prints it); may be
+    /// repeated (a server rotating its key). A server that cannot prove it is refused.
+    #[arg(long = "server-key", value_name = "KEY", value_parser = parse_public_key)]
+    pub server_keys: Vec<PublicKey>,
+    /// Client: do not authenticate the server (anyone on the path could sit in the middle).
+    #[arg(long, conflicts_with = "server_keys")]
+    pub insecure: bool,
     /// A label carried in the output.
     #[arg(long, value_name = "ID")]
     pub test_id: Option<String>,
@@ -239,6 +259,10 @@ fn parse_range(s: &str) -> Result<(u32, u32), String> {
     Ok((a, b))
 }
 
+fn parse_public_key(s: &str) -> Result<PublicKey, String> {
+    s.parse::<PublicKey>().map_err(|e| format!("{e} (the server prints its key as one base64 line)"))
+}
+
 fn parse_rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
@@ -309,8 +333,25 @@ impl RunArgs {
         }
     }
 
+    /// The server's identity: `--key`'s, else a new one (`true`: made now).
+    pub fn identity(&self) -> Result<(ServerIdentity, bool), String> {
+        match &self.key {
+            Some(f) => {
+                let text = std::fs::read_to_string(f).map_err(|e| format!("--key {}: {e}", f.display()))?;
+                let id = ServerIdentity::from_pem(&text).map_err(|e| format!("--key {}: {e}", f.display()))?;
+                Ok((id, false))
+            }
+            None => ServerIdentity::generate().map(|id| (id, true)).map_err(|e| format!("cannot make a key pair: {e}")),
+        }
+    }
+
     /// The transport's options for this side.
     pub fn options(&self, client: bool) -> Result<Options, String> {
+        if client && self.server_keys.is_empty() && !self.insecure {
+            return Err(
+                "the server is not authenticated: give --server-key KEY (the server prints it) or --insecure".into()
+            );
+        }
         let pm = PathManager::from_name(&self.path_manager).unwrap_or_default();
         let multimob = client && pm == PathManager::MultiMob;
         let base = match (client, multimob) {
@@ -328,6 +369,8 @@ impl RunArgs {
         c.oracle.period = self.oracle_period.as_micros().max(1) as u64;
         c.oracle.loss_threshold = self.sloss;
         if client {
+            c.server_keys.clone_from(&self.server_keys);
+            c.unauthenticated_server = self.insecure;
             c.path_manager = pm;
             // Every path but the primary is a backup path under `backup` and, as the phone
             // preset has it, under `multimob`.
@@ -442,6 +485,8 @@ mod tests {
             "7",
             "--cc",
             "olia",
+            "--server-key",
+            "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=",
         ])
         .expect("parses");
         assert_eq!(c.run.port, 6000);
@@ -459,9 +504,12 @@ mod tests {
         assert_eq!(o.config().path_manager, PathManager::MultiMob);
         assert!(o.config().fast_join);
         assert_eq!(o.config().congestion, mpudp::CongestionControl::Olia);
+        assert_eq!(o.config().server_keys[0].to_string(), "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=");
+        assert!(!o.config().unauthenticated_server);
         // The phone preset under multimob, the server's preset on the other side.
-        let phone = parse(&["-c", "h", "--path-manager", "multimob"]).expect("parses").run;
+        let phone = parse(&["-c", "h", "--path-manager", "multimob", "--insecure"]).expect("parses").run;
         let o = phone.options(true).expect("valid");
+        assert!(o.config().unauthenticated_server && o.config().server_keys.is_empty());
         assert_eq!((o.config().scheduler.as_str(), o.config().fast_join, o.config().mp_idle), ("priority", true, true));
         assert_eq!(o.config().keep_alive, mpudp::Config::phone().keep_alive);
         let server = parse(&["-s"]).expect("parses").run;
@@ -494,10 +542,17 @@ mod tests {
         }
         let c = parse(&["-c", "h", "-n", "1M"]).expect("parses");
         assert!(c.run.params(1).unwrap_err().contains("--mode bulk"));
-        let c = parse(&["-c", "h", "-m", "eth0@radio"]).expect("parses");
+        let c = parse(&["-c", "h", "-m", "eth0@radio", "--insecure"]).expect("parses");
         assert!(c.run.options(true).unwrap_err().contains("unknown interface kind"));
-        let c = parse(&["-c", "h", "-m", "no-such-if0"]).expect("parses");
+        let c = parse(&["-c", "h", "-m", "no-such-if0", "--insecure"]).expect("parses");
         assert!(c.run.options(true).unwrap_err().contains("no interface named 'no-such-if0'"));
+        // No key and no --insecure; both at once; a key that is not one.
+        let c = parse(&["-c", "h"]).expect("parses");
+        assert!(c.run.options(true).unwrap_err().contains("--server-key"));
+        assert!(
+            parse(&["-c", "h", "--insecure", "--server-key", "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="]).is_err()
+        );
+        assert!(parse(&["-c", "h", "--server-key", "AAAA"]).is_err());
     }
 
     #[test]

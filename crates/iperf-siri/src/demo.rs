@@ -85,6 +85,11 @@ pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
     let multimob = s.path_manager == PathManager::MultiMob;
     let server_opts =
         if multimob { Options::server() } else { Options::new().scheduler(s.server_scheduler).fast_join(true) };
+    // The server proves a key pair made here; the client is given its public key, as an app
+    // ships its server's.
+    let identity = mpudp::ServerIdentity::generate().map_err(|e| format!("cannot make a key pair: {e}"))?;
+    let key = identity.public_key();
+    let server_opts = server_opts.identity(identity);
     let listener =
         MpListener::bind(SocketAddr::new(ip(WIFI), 0), server_opts).map_err(|e| format!("{}: {e}", s.label))?;
     let paths = [
@@ -111,7 +116,8 @@ pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
         .interface(Interface::unbound(SocketAddr::new(ip(WIFI), 0)).kind(Iface::Wifi))
         .interface(Interface::unbound(SocketAddr::new(ip(CELLULAR), 0)).kind(Iface::Cellular).backup(backup))
         .scheduler(s.client_scheduler)
-        .fast_join(s.fast_join);
+        .fast_join(s.fast_join)
+        .server_key(key);
     let started = Instant::now();
     let ep = Arc::new(MpEndpoint::client(opts).map_err(|e| e.to_string())?);
     let stream = ep.connect(emu.addr()).await.map_err(|e| format!("{}: {e}", s.label))?;

@@ -59,6 +59,28 @@ fn emit(out: &Out, args: &RunArgs, report: &report::Report) -> Result<(), String
     Ok(())
 }
 
+/// `iperf-siri keygen FILE`: a key pair to FILE (created, mode 0600), its public key printed.
+pub fn keygen(file: &std::path::Path) -> Result<(), String> {
+    use std::io::Write;
+    let id = mpudp::ServerIdentity::generate().map_err(|e| format!("cannot make a key pair: {e}"))?;
+    let mut f = open_private(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    f.write_all(id.to_pem().as_bytes()).map_err(|e| format!("{}: {e}", file.display()))?;
+    println!("{}", id.public_key());
+    Ok(())
+}
+
+/// A new file only its owner can read (an existing one is not overwritten).
+fn open_private(file: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(file)
+}
+
 /// `iperf-siri -c HOST`.
 pub async fn client(args: &RunArgs) -> Result<(), String> {
     let host = args.client.as_deref().unwrap_or_default();
@@ -67,6 +89,9 @@ pub async fn client(args: &RunArgs) -> Result<(), String> {
     let remote = resolve(host, args.port).await?;
     let opts = args.options(true)?.ipv6(remote.is_ipv6());
     let out = output(args)?;
+    if args.insecure {
+        eprintln!("iperf-siri: warning: the server is not authenticated (--insecure)");
+    }
     if !args.json {
         out.line(&format!("Connecting to host {host}, port {}", args.port));
     }
@@ -113,7 +138,10 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
     let ip = args.bind.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
     let addr = SocketAddr::new(ip, args.port);
     let out = output(args)?;
-    let listener = Arc::new(MpListener::bind(addr, args.options(false)?).map_err(|e| e.to_string())?);
+    let (identity, made) = args.identity()?;
+    let key = identity.public_key();
+    let opts = args.options(false)?.identity(identity);
+    let listener = Arc::new(MpListener::bind(addr, opts).map_err(|e| e.to_string())?);
     let rule = "-----------------------------------------------------------";
     if !args.json {
         out.line(&format!(
@@ -121,6 +149,12 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             listener.local_addr().port(),
             args.scheduler(false)
         ));
+    }
+    // The key clients need, on stderr so that -J's standard output stays one JSON document.
+    if made {
+        eprintln!("server key: {key} (made at start; `iperf-siri keygen FILE` and --key FILE keep one)");
+    } else {
+        eprintln!("server key: {key}");
     }
     let busy = Arc::new(AtomicBool::new(false));
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Result<(), String>>();

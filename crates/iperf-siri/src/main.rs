@@ -38,6 +38,7 @@ fn main() -> ExitCode {
     let result = rt.block_on(async {
         match &cli.command {
             Some(Command::Demo(d)) => iperf_siri::demo::run(d).await,
+            Some(Command::Keygen(k)) => iperf_siri::keygen(&k.file),
             None if cli.run.server => iperf_siri::server(&cli.run).await,
             None if cli.run.client.is_some() => iperf_siri::client(&cli.run).await,
             None => Err("say -s (server), -c HOST (client) or `demo`; see --help".into()),

@@ -13,10 +13,32 @@ fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
-/// A server on a free port (`-p 0`); returns it and its port, read from its first lines.
+/// The key pair every test server proves (`iperf-siri keygen` wrote it once, in a temporary
+/// directory), and its public key for the clients.
+fn key() -> &'static (String, String) {
+    static KEY: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("iperf-siri-test-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("server.key");
+        let _ = std::fs::remove_file(&file);
+        let out = run(&["keygen", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let public = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        (file.to_str().unwrap().to_string(), public)
+    })
+}
+
+/// Runs the binary with the test server's key before `args`.
+fn client(args: &[&str]) -> Output {
+    Command::new(BIN).args(["--server-key", key().1.as_str()]).args(args).output().unwrap()
+}
+
+/// A server on a free port (`-p 0`) with the test key; returns it and its port, read from its
+/// first lines.
 fn server(extra: &[&str]) -> (Child, u16) {
     let mut child = Command::new(BIN)
-        .args(["-s", "-p", "0", "-i", "0"])
+        .args(["-s", "-p", "0", "-i", "0", "--key", key().0.as_str()])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -31,6 +53,8 @@ fn server(extra: &[&str]) -> (Child, u16) {
     };
     // Keep draining the server's output so it never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    std::thread::spawn(move || for _ in err.by_ref() {});
     (child, port)
 }
 
@@ -73,6 +97,16 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         (&["-c", "no-such-host.invalid"], "cannot resolve"),
         (&["-c", "127.0.0.1", "-p", "9", "--connect-timeout", "0.5"], "no answer from 127.0.0.1:9"),
         (&["--logfile", "/no/such/dir/log", "-c", "127.0.0.1"], "--logfile"),
+    ] {
+        let e = stderr_line(&client(args));
+        assert!(e.contains(expect), "{args:?}: {e}");
+    }
+    // Without a server key, and with one that is not a key.
+    for (args, expect) in [
+        (&["-c", "127.0.0.1"][..], "the server is not authenticated: give --server-key KEY"),
+        (&["-c", "127.0.0.1", "--server-key", "AAAA"], "32 bytes"),
+        (&["-c", "127.0.0.1", "--server-key", "not base64!"], "base64"),
+        (&["-s", "--key", "/no/such/key.pem"], "--key /no/such/key.pem"),
         (&[], "say -s"),
         (&["demo", "--fail-after", "9", "--requests", "3"], "--fail-after"),
     ] {
@@ -87,7 +121,7 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
 fn siri_over_two_loopback_paths_fills_the_json() {
     let (srv, port) = server(&["-1", "--scheduler", "last-received"]);
     let svg = std::env::temp_dir().join(format!("iperf-siri-test-{}.svg", std::process::id()));
-    let out = run(&[
+    let out = client(&[
         "-c",
         "127.0.0.1",
         "-p",
@@ -158,17 +192,17 @@ fn siri_over_two_loopback_paths_fills_the_json() {
 fn bulk_both_ways_counts_every_byte() {
     let (mut srv, port) = server(&[]);
     let p = port.to_string();
-    let up = json(&run(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-n", "2M", "-J", "-i", "0"]));
+    let up = json(&client(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-n", "2M", "-J", "-i", "0"]));
     assert_eq!(up["end"]["sum_received"]["bytes"], 2 << 20);
     assert_eq!(up["end"]["sum_sent"]["bytes"], 2 << 20);
     assert!(up["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() > 0.0);
     assert!(up["requests"].as_array().unwrap().is_empty());
-    let down = json(&run(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-n", "1M", "-R", "-J", "-i", "0"]));
+    let down = json(&client(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-n", "1M", "-R", "-J", "-i", "0"]));
     assert_eq!(down["end"]["sum_received"]["bytes"], 1 << 20);
     assert_eq!(down["end"]["server_output"]["bytes_sent"], 1 << 20);
     // By time, with the human output in a log file.
     let log = std::env::temp_dir().join(format!("iperf-siri-log-{}.txt", std::process::id()));
-    let out = run(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-t", "0.5", "--logfile", log.to_str().unwrap()]);
+    let out = client(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-t", "0.5", "--logfile", log.to_str().unwrap()]);
     assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains(" sender") && text.contains(" receiver") && text.contains("iperf-siri Done."), "{text}");
@@ -181,19 +215,31 @@ fn a_busy_server_and_a_version_mismatch_are_refused_clearly() {
     let (mut srv, port) = server(&[]);
     let p = port.to_string();
     let long = Command::new(BIN)
-        .args(["-c", "127.0.0.1", "-p", &p, "--requests", "1", "--burst-gap", "200ms", "-i", "0"])
+        .args([
+            "--server-key",
+            key().1.as_str(),
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--requests",
+            "1",
+            "--burst-gap",
+            "200ms",
+        ])
+        .args(["-i", "0"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(400));
-    let busy = stderr_line(&run(&["-c", "127.0.0.1", "-p", &p, "--requests", "1"]));
+    let busy = stderr_line(&client(&["-c", "127.0.0.1", "-p", &p, "--requests", "1"]));
     assert!(busy.contains("busy"), "{busy}");
     assert!(wait_exit(long, Duration::from_secs(20)).success());
-    let v = stderr_line(&run(&["-c", "127.0.0.1", "-p", &p, "--protocol-version", "99"]));
+    let v = stderr_line(&client(&["-c", "127.0.0.1", "-p", &p, "--protocol-version", "99"]));
     assert!(v.contains("version mismatch") && v.contains("99"), "{v}");
     // The server is still serving after both.
     let ok =
-        json(&run(&["-c", "127.0.0.1", "-p", &p, "--requests", "1", "--burst-gap", "10ms", "--bursts", "2", "-J"]));
+        json(&client(&["-c", "127.0.0.1", "-p", &p, "--requests", "1", "--burst-gap", "10ms", "--bursts", "2", "-J"]));
     assert_eq!(ok["end"]["delay"]["requests_answered"], 1);
     srv.kill().unwrap();
 }
@@ -228,7 +274,7 @@ fn a_backup_that_is_never_needed_carries_only_its_join() {
         let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-m", "127.0.0.1,127.0.0.2", "--path-manager", "backup"];
         args.extend_from_slice(&["--requests", requests, "--burst-gap", "50ms", "--wait", "0.3s", "-i", "0"]);
         args.extend_from_slice(extra);
-        let out = run(&args);
+        let out = client(&args);
         assert!(wait_exit(srv, Duration::from_secs(10)).success());
         out
     };
@@ -247,4 +293,46 @@ fn a_backup_that_is_never_needed_carries_only_its_join() {
     // The human summary says it too.
     let text = String::from_utf8_lossy(&backup_run("1", &[]).stdout).to_string();
     assert!(text.contains("0 stream bytes sent (no data: joins and keep-alives only)"), "{text}");
+}
+
+/// Issue 20 end to end: `keygen` writes a private key only its owner can read and prints the
+/// public key; a client given another key refuses the server in one line and sends it nothing
+/// (the server stays free for the next test); `--insecure` connects with a warning.
+#[test]
+fn the_server_is_authenticated_by_the_key_the_client_was_given() {
+    use std::os::unix::fs::PermissionsExt;
+    let (file, public) = key();
+    assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(std::fs::read_to_string(file).unwrap().starts_with("-----BEGIN PRIVATE KEY-----"));
+    assert_eq!(public.len(), 44, "{public}");
+    let again = stderr_line(&run(&["keygen", file]));
+    assert!(again.contains("exists"), "keygen never overwrites a key: {again}");
+    let (mut srv, port) = server(&[]);
+    let p = port.to_string();
+    // Another server's key (RFC 8032's test key).
+    let other = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+    let t0 = std::time::Instant::now();
+    let e = stderr_line(&run(&["-c", "127.0.0.1", "-p", &p, "--server-key", other, "--requests", "1"]));
+    assert!(e.contains("did not prove the server key"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // --insecure: a warning, then the test runs.
+    let out = run(&["-c", "127.0.0.1", "-p", &p, "--insecure", "--requests", "1", "--burst-gap", "10ms", "-J"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: the server is not authenticated"), "{out:?}");
+    assert_eq!(json(&out)["end"]["delay"]["requests_answered"], 1);
+    // And the right key, with the old one beside it (rotation).
+    let ok = json(&client(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--server-key",
+        other,
+        "--requests",
+        "1",
+        "--burst-gap",
+        "10ms",
+        "-J",
+    ]));
+    assert_eq!(ok["end"]["delay"]["requests_answered"], 1);
+    srv.kill().unwrap();
 }

@@ -46,11 +46,21 @@ fn two_interfaces_in_namespaces_survive_wifi_failing() {
         "the server did not start"
     );
     std::thread::spawn(move || for _ in lines {});
+    // It made a key pair at start and printed the public key, as a user would copy it.
+    let mut err = BufReader::new(server.0.stderr.take().unwrap()).lines();
+    let key = err
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("server key: ").map(|k| k.split_whitespace().next().unwrap_or("").to_string()))
+        .expect("the server prints its key");
+    std::thread::spawn(move || for _ in err {});
 
     let started = Instant::now();
     let client = spawn(
         &bed.client,
         &[
+            "--server-key",
+            &key,
             "-c",
             "10.93.9.1",
             "-m",

@@ -26,6 +26,7 @@ pub struct Outcome {
     pub replay_rejected: bool,
     pub forgery_rejected: bool,
     pub add_addr_verified: bool,
+    pub server_authenticated: bool,
 }
 
 fn log(out: &mut Outcome, verbose: bool, what: &str, len: usize, note: &str) {
@@ -147,6 +148,8 @@ pub fn run(verbose: bool) -> Outcome {
 
     // ---- Server: token valid, so answer with HANDSHAKE + cookie; still keep nothing.
     let mut cookie_key = CookieKey::from_bytes(1, &[0x44; 32]);
+    let server_identity = mpcore::ServerIdentity::from_seed(&[0x1d; 32]).expect("identity");
+    let server_key = server_identity.public_key();
     let s_cid = Cid([0x5e; 8]);
     let s_hs = {
         let p = Packet::parse(&initial2).expect("parse");
@@ -155,17 +158,21 @@ pub fn run(verbose: bool) -> Outcome {
         let params = TransportParams::parse(i.params).expect("client params");
         let suite = Suite::from_id(params.suites()[0]).expect("suite");
         let s_share = KeyShare::generate().expect("key share");
-        let hs = Handshake {
+        let mut hs = Handshake {
             version: packet::VERSION_1,
             dcid: i.scid,
             scid: s_cid,
             key_share: *s_share.public(),
             suite: suite.id(),
+            // The S bit (§3.1) is in TH: the signature's place is kept, then filled.
+            signature: Some([0; 64]),
             pn: 0,
         };
-        let mut hbuf = [0u8; Handshake::LEN];
+        let mut hbuf = [0u8; Handshake::MAX_LEN];
         hs.emit(&mut Writer::new(&mut hbuf)).expect("hs");
         let th = transcript_hash(&initial2[..p.header_len], &hbuf[..Handshake::TRANSCRIPT_LEN]);
+        // §4.6: the server's identity signs TH; the signature travels after the suite.
+        hs.signature = Some(server_identity.sign_transcript(&th));
         let master = Master::derive(&s_share.agree(&i.key_share).expect("agree"), &th);
         // Cookie: issued-at, client address, master, suite (§4.4).
         let mut plain = Vec::new();
@@ -193,13 +200,18 @@ pub fn run(verbose: bool) -> Outcome {
         );
         dgram // the server forgets everything else: the cookie is its only memory
     };
-    log(&mut out, verbose, "server HANDSHAKE", s_hs.len(), "X25519 share, {params, cookie} sealed");
+    log(&mut out, verbose, "server HANDSHAKE", s_hs.len(), "X25519 share, Ed25519 signature, {params, cookie} sealed");
     assert!(s_hs.len() <= 3 * initial2.len(), "anti-amplification");
 
     // ---- Client: derives the same keys, opens the HANDSHAKE, sends CONFIRM with data.
     let p = Packet::parse(&s_hs).expect("parse hs");
     let Header::Handshake(hs) = p.header else { panic!() };
     let th = transcript_hash(&initial2[..c_transcript_len], &s_hs[..Handshake::TRANSCRIPT_LEN]);
+    // The client was given the server's public key: the signature must verify before the key
+    // share is used.
+    let sig = hs.signature.expect("a signed HANDSHAKE");
+    assert!(server_key.verifies(&th, &sig), "server signature");
+    out.server_authenticated = true;
     let c_master = Master::derive(&c_share.agree(&hs.key_share).expect("agree"), &th);
     let suite = Suite::from_id(hs.suite).expect("suite");
     let c: Secrets = c_master.secrets(suite);

@@ -2,6 +2,7 @@
 
 use crate::conn::cc::CongestionControl;
 use crate::crypto::Suite;
+use crate::identity::{PublicKey, ServerIdentity};
 use std::fmt;
 
 /// How a client opens additional subflows (the server never opens them on its own).
@@ -103,6 +104,19 @@ pub struct Config {
     /// `multimob`: how long a regular subflow must stay healthy before the subflows opened for
     /// a failover are closed.
     pub fail_back_hold: u64,
+    /// Server: the identity that signs every HANDSHAKE (PROTOCOL.md §4.6), so that clients
+    /// given its public key can tell it from a man in the middle. `None`: HANDSHAKEs are
+    /// unsigned and only clients that opted out of authentication accept them.
+    pub identity: Option<ServerIdentity>,
+    /// Client: the server public keys accepted (several while a server rotates its key). A
+    /// HANDSHAKE not signed by one of them is refused and nothing is sent; when no valid one
+    /// arrives before the INITIAL is due again, the connection ends with
+    /// `CloseReason::ServerAuthFailed`.
+    pub server_keys: Vec<PublicKey>,
+    /// Client: connect without authenticating the server (an active attacker on the path can
+    /// then read and change everything). `Endpoint::connect` refuses to start with neither
+    /// this nor `server_keys`.
+    pub unauthenticated_server: bool,
     /// Deliberate protocol violations, for tests of the peer's defences. Never set outside
     /// tests.
     #[doc(hidden)]
@@ -147,6 +161,9 @@ impl Default for Config {
             oracle: oracle::Config::default(),
             failover_on_timeout: true,
             fail_back_hold: 3_000_000,
+            identity: None,
+            server_keys: Vec::new(),
+            unauthenticated_server: false,
             faults: Faults::default(),
         }
     }

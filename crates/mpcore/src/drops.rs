@@ -20,6 +20,8 @@ pub enum DropReason {
     CookieReplay,
     ReplayedJoin,
     BadHmac,
+    /// A HANDSHAKE not signed by one of the server keys the client was given (§4.6).
+    BadSignature,
     Refused,
     Unexpected,
     Protocol,
@@ -54,6 +56,8 @@ pub struct Drops {
     pub replayed_join: u64,
     /// A join, ADD_ADDR or MP_FASTCLOSE whose HMAC or key is wrong.
     pub bad_hmac: u64,
+    /// A HANDSHAKE whose signature the client's server keys do not verify (or that has none).
+    pub bad_signature: u64,
     /// A join beyond the subflow limit, or of a kind not accepted.
     pub refused: u64,
     /// A valid packet in the wrong state (e.g. an INITIAL to a client).
@@ -81,6 +85,7 @@ impl Drops {
             DropReason::CookieReplay => &mut self.cookie_replay,
             DropReason::ReplayedJoin => &mut self.replayed_join,
             DropReason::BadHmac => &mut self.bad_hmac,
+            DropReason::BadSignature => &mut self.bad_signature,
             DropReason::Refused => &mut self.refused,
             DropReason::Unexpected => &mut self.unexpected,
             DropReason::Protocol => &mut self.protocol,
@@ -102,6 +107,7 @@ impl Drops {
             + self.cookie_replay
             + self.replayed_join
             + self.bad_hmac
+            + self.bad_signature
             + self.refused
             + self.unexpected
             + self.protocol

@@ -26,6 +26,9 @@ pub enum ConnectError {
     UnknownPath(PathId),
     /// The system has no randomness for a key share.
     Crypto,
+    /// No server key to authenticate the server with (`Config::server_keys`), and no explicit
+    /// opt-out (`Config::unauthenticated_server`).
+    NoServerKey,
 }
 
 impl fmt::Display for ConnectError {
@@ -33,6 +36,9 @@ impl fmt::Display for ConnectError {
         match self {
             ConnectError::UnknownPath(p) => write!(f, "local path {} is not configured on this endpoint", p.0),
             ConnectError::Crypto => f.write_str("no system randomness for a key share"),
+            ConnectError::NoServerKey => f.write_str(
+                "the server is not authenticated: give its public key (Config::server_keys) or opt out (Config::unauthenticated_server)",
+            ),
         }
     }
 }
@@ -202,6 +208,9 @@ impl Endpoint {
     pub fn connect(&mut self, now: Time, path: PathId, remote: SocketAddr) -> Result<ConnHandle, ConnectError> {
         if self.path(path).is_none() {
             return Err(ConnectError::UnknownPath(path));
+        }
+        if self.config.server_keys.is_empty() && !self.config.unauthenticated_server {
+            return Err(ConnectError::NoServerKey);
         }
         let mut cid = self.rng.cid();
         while self.by_cid.contains_key(&cid) {

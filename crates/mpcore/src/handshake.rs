@@ -15,6 +15,7 @@ use crate::crypto::{
     self, ct_eq, encode_addr, transcript_hash, CookieKey, KeyShare, Master, RetryTokenKey, Secrets, Suite,
 };
 use crate::drops::DropReason;
+use crate::identity;
 use crate::rng::Rng;
 use crate::wire::packet::{self, Confirm, Handshake, Initial, Retry};
 use crate::wire::{Cid, Frame, Frames, Header, Packet, TransportParams, Writer};
@@ -39,6 +40,8 @@ pub struct Client {
     retried: bool,
     cookie: Vec<u8>,
     attempts: u32,
+    /// A HANDSHAKE came that the server keys did not authenticate (§4.6).
+    auth_failed: bool,
     /// When the last INITIAL went out, and when the next one is due.
     sent_at: Time,
     next_send: Time,
@@ -78,6 +81,7 @@ impl Client {
             retried: false,
             cookie: Vec::new(),
             attempts: 0,
+            auth_failed: false,
             sent_at: now,
             next_send: now,
             send_now: true,
@@ -129,13 +133,20 @@ impl Client {
         (!self.send_now).then_some(self.next_send)
     }
 
-    /// The resend timer expired: `false` if `max_attempts` INITIALs went unanswered (give up).
+    /// The resend timer expired: `false` if `max_attempts` INITIALs went unanswered, or if a
+    /// HANDSHAKE the server keys did not authenticate came and no valid one followed before
+    /// this repeat (give up: [`Client::auth_failed`] tells which).
     pub fn on_timeout(&mut self, max_attempts: u32) -> bool {
-        if self.attempts >= max_attempts {
+        if self.attempts >= max_attempts || self.auth_failed {
             return false;
         }
         self.send_now = true;
         true
+    }
+
+    /// Whether a HANDSHAKE came that none of the server keys authenticated.
+    pub fn auth_failed(&self) -> bool {
+        self.auth_failed
     }
 
     /// A RETRY (§4.5): its integrity tag is checked, then the INITIAL is repeated at once with
@@ -187,6 +198,17 @@ impl Client {
             return Err(DropReason::Malformed);
         }
         let th = transcript_hash(&self.initial[..self.transcript_len], &scratch[..Handshake::TRANSCRIPT_LEN]);
+        // §4.6: the server's signature of TH, checked before the key share is spent, so that a
+        // forged HANDSHAKE (a man in the middle's own key share) leaves the real one acceptable.
+        if !config.server_keys.is_empty() {
+            let signed = h.signature.is_some_and(|sig| identity::verify_transcript(&config.server_keys, &th, &sig));
+            if !signed {
+                self.auth_failed = true;
+                return Err(DropReason::BadSignature);
+            }
+        } else if !config.unauthenticated_server {
+            return Err(DropReason::Unexpected);
+        }
         // The key share is consumed by the agreement (a second HANDSHAKE finds none).
         let Some(share) = self.share.take() else { return Err(DropReason::Unexpected) };
         let Ok(shared) = share.agree(&h.key_share) else {
@@ -288,15 +310,17 @@ pub fn answer_initial(
         while cid_taken(&scid) {
             scid = rng.cid();
         }
-        let hs = Handshake {
+        let mut hs = Handshake {
             version: packet::VERSION_1,
             dcid: i.scid,
             scid,
             key_share: *share.public(),
             suite: suite.id(),
+            // The S bit is in TH: set before TH is taken, the signature filled in after.
+            signature: config.identity.as_ref().map(|_| [0u8; identity::SIGNATURE_LEN]),
             pn: 0,
         };
-        let mut hbuf = [0u8; Handshake::LEN];
+        let mut hbuf = [0u8; Handshake::MAX_LEN];
         hs.emit(&mut Writer::new(&mut hbuf)).map_err(|_| DropReason::Malformed)?;
         let transcript = transcript_hash(&dgram[..p.header_len], &hbuf[..Handshake::TRANSCRIPT_LEN]);
         let shared = share.agree(&i.key_share).map_err(|_| DropReason::Malformed)?;
@@ -319,7 +343,9 @@ pub fn answer_initial(
         let cl = keys.cookie.seal(&aad, &plain, &mut cookie).map_err(|_| DropReason::Refused)?;
         let mut sp = [0u8; 128];
         let spl = config.transport_params().emit(&mut Writer::new(&mut sp)).map_err(|_| DropReason::Refused)?;
-        let mut out = vec![0u8; Handshake::LEN + 256 + cl];
+        // §4.6: the identity signs TH (the signature is outside TH, inside the AEAD's data).
+        hs.signature = config.identity.as_ref().map(|id| id.sign_transcript(&transcript));
+        let mut out = vec![0u8; Handshake::MAX_LEN + 256 + cl];
         let mut w = Writer::new(&mut out);
         let hl = hs.emit(&mut w).map_err(|_| DropReason::Refused)?;
         Frame::TransportParams(&sp[..spl]).emit(&mut w).map_err(|_| DropReason::Refused)?;

@@ -19,6 +19,7 @@ pub mod crypto;
 pub mod drops;
 pub mod endpoint;
 mod handshake;
+pub mod identity;
 pub mod ranges;
 pub mod rng;
 pub mod wire;
@@ -31,6 +32,7 @@ pub use conn::{
 };
 pub use drops::{DropReason, Drops};
 pub use endpoint::{ConnHandle, ConnectError, Endpoint};
+pub use identity::{KeyError, PublicKey, ServerIdentity};
 pub use scheduler::Iface;
 
 use std::net::SocketAddr;

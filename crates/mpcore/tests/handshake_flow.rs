@@ -14,6 +14,7 @@ fn protocol_walk_through() {
     assert!(o.replay_rejected);
     assert!(o.forgery_rejected);
     assert!(o.add_addr_verified);
+    assert!(o.server_authenticated);
     // Sizes the spec promises: INITIAL padded to 1200; nothing exceeds the 1200-byte default.
     assert_eq!(o.packets[0], ("client INITIAL".to_string(), 1200));
     assert!(o.packets.iter().all(|(_, n)| *n <= 1200), "{:?}", o.packets);

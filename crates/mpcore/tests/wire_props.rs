@@ -366,8 +366,10 @@ proptest! {
         dcid in arb_cid(), scid in arb_cid(), ks in any::<[u8; 32]>(), suite in any::<u8>(), pn in any::<u32>(),
         cookie in proptest::collection::vec(any::<u8>(), 1..120), token in any::<u32>(), subflow in any::<u32>(),
         payload in proptest::collection::vec(any::<u8>(), 16..200),
+        signature in proptest::option::of(proptest::collection::vec(any::<u8>(), 64..=64)),
     ) {
-        let hs = Handshake { version: packet::VERSION_1, dcid, scid, key_share: ks, suite, pn };
+        let signature = signature.map(|s| <[u8; 64]>::try_from(s.as_slice()).unwrap());
+        let hs = Handshake { version: packet::VERSION_1, dcid, scid, key_share: ks, suite, signature, pn };
         let cf = Confirm { version: packet::VERSION_1, dcid, scid, cookie: &cookie, pn };
         let jn = Join { version: packet::VERSION_1, token, scid, subflow, pn };
         for which in 0..3 {

@@ -16,7 +16,7 @@
 pub mod apps;
 pub mod scenarios;
 
-use mpcore::{Config, ConfigError, Endpoint, Iface, LocalPath, PathId, Time};
+use mpcore::{Config, ConfigError, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::SocketAddr;
@@ -253,10 +253,25 @@ pub fn multimob_server() -> Config {
 
 impl Sim {
     /// A client and a server with these configurations over `paths`.
+    ///
+    /// As an app ships its server's key, the simulator provisions one: a server without an
+    /// identity gets one drawn from the seed, and a client given no server key and not opted
+    /// out of authentication is given that server's public key. A test of authentication sets
+    /// either itself.
     pub fn new(seed: u64, mut client: Config, mut server: Config, paths: Vec<PathConfig>) -> Result<Self, ConfigError> {
         let mut seeds = Rng::new(seed ^ 0x6d70_7369_6d00);
         client.rng_seed.get_or_insert(seeds.next_u64());
         server.rng_seed.get_or_insert(seeds.next_u64());
+        if server.identity.is_none() {
+            let mut key = [0u8; 32];
+            for chunk in key.chunks_mut(8) {
+                chunk.copy_from_slice(&seeds.next_u64().to_le_bytes());
+            }
+            server.identity = Some(ServerIdentity::from_seed(&key).map_err(|e| ConfigError(e.to_string()))?);
+        }
+        if client.server_keys.is_empty() && !client.unauthenticated_server {
+            client.server_keys = server.identity.iter().map(|id| id.public_key()).collect();
+        }
         let cpaths =
             paths.iter().map(|p| LocalPath { addr: p.client_addr, iface: p.iface, backup: p.backup }).collect();
         let spaths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];

@@ -18,9 +18,9 @@ use std::time::Duration;
 /// handle (endpoints, listeners, streams) is dropped and every connection has closed.
 ///
 /// ```no_run
-/// use mpudp::{Interface, MpEndpoint, Options};
-/// # async fn f() -> mpudp::Result<()> {
-/// let ep = MpEndpoint::client(Options::new().interface(Interface::new("wlan0")))?;
+/// use mpudp::{Interface, MpEndpoint, Options, PublicKey};
+/// # async fn f(key: PublicKey) -> mpudp::Result<()> {
+/// let ep = MpEndpoint::client(Options::new().interface(Interface::new("wlan0")).server_key(key))?;
 /// let a = ep.connect("192.0.2.1:5201".parse().unwrap()).await?;
 /// let b = ep.connect("192.0.2.1:5201".parse().unwrap()).await?;
 /// # let _ = (a, b); Ok(()) }
@@ -97,7 +97,10 @@ impl MpEndpoint {
         let h = {
             let mut st = self.shared.lock();
             let now = st.now();
-            let h = st.ep.connect(now, path, remote).map_err(|e| Error::Config(format!("{e:?}")))?;
+            let h = st.ep.connect(now, path, remote).map_err(|e| match e {
+                mpcore::ConnectError::NoServerKey => Error::NoServerKey,
+                e => Error::Config(e.to_string()),
+            })?;
             st.wake_driver();
             h
         };
@@ -112,6 +115,7 @@ impl MpEndpoint {
             }
             match slot.closed {
                 Some(CloseReason::HandshakeTimeout) => Poll::Ready(Err(unreachable())),
+                Some(CloseReason::ServerAuthFailed) => Poll::Ready(Err(Error::ServerNotAuthenticated { addr: remote })),
                 Some(r) => Poll::Ready(Err(Error::Closed(r))),
                 None if stopped => Poll::Ready(Err(Error::EndpointClosed)),
                 None => {
@@ -260,10 +264,10 @@ impl MpEndpoint {
 /// A server: accepts multipath connections on one address, or on several interfaces.
 ///
 /// ```no_run
-/// use mpudp::{MpListener, Options};
+/// use mpudp::{MpListener, Options, ServerIdentity};
 /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
-/// # async fn f() -> mpudp::Result<()> {
-/// let listener = MpListener::bind("0.0.0.0:5201".parse().unwrap(), Options::new())?;
+/// # async fn f(identity: ServerIdentity) -> mpudp::Result<()> {
+/// let listener = MpListener::bind("0.0.0.0:5201".parse().unwrap(), Options::new().identity(identity))?;
 /// loop {
 ///     let (mut s, peer) = listener.accept().await?;
 ///     tokio::spawn(async move {

@@ -23,6 +23,11 @@ pub enum Error {
     Unreachable { addr: SocketAddr, waited: std::time::Duration },
     /// The configuration is inconsistent.
     Config(String),
+    /// A client was given no server key and did not opt out of authenticating the server.
+    NoServerKey,
+    /// The answer to the handshake was not signed by the server key given (a man in the
+    /// middle, or a server with another key); nothing was sent to it.
+    ServerNotAuthenticated { addr: SocketAddr },
     /// The connection closed, for this reason.
     Closed(CloseReason),
     /// The endpoint's driver stopped (the endpoint was closed, or its runtime shut down).
@@ -57,6 +62,13 @@ impl fmt::Display for Error {
                 waited.as_secs_f64()
             ),
             Error::Config(msg) => write!(f, "invalid configuration: {msg}"),
+            Error::NoServerKey => f.write_str(
+                "the server is not authenticated: give its public key (Options::server_key) or opt out (Options::insecure_unauthenticated_server)",
+            ),
+            Error::ServerNotAuthenticated { addr } => write!(
+                f,
+                "{addr} did not prove the server key: a man in the middle, or a server with another key (check the key you were given); nothing was sent"
+            ),
             Error::Closed(reason) => write!(f, "connection closed: {reason:?}"),
             Error::EndpointClosed => write!(f, "the endpoint is closed"),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
@@ -81,7 +93,8 @@ impl From<Error> for io::Error {
             Error::AddrInUse { .. } => io::ErrorKind::AddrInUse,
             Error::AddrNotAvailable { .. } => io::ErrorKind::AddrNotAvailable,
             Error::Unreachable { .. } => io::ErrorKind::TimedOut,
-            Error::Config(_) => io::ErrorKind::InvalidInput,
+            Error::Config(_) | Error::NoServerKey => io::ErrorKind::InvalidInput,
+            Error::ServerNotAuthenticated { .. } => io::ErrorKind::PermissionDenied,
             Error::Closed(CloseReason::Aborted | CloseReason::PeerAborted) => io::ErrorKind::ConnectionReset,
             Error::Closed(_) | Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
             Error::Io { source, .. } => source.kind(),

@@ -14,12 +14,19 @@
 //! network can be handed over ([`Interface::from_socket`]). Its buffers are allocated once;
 //! sending and receiving a packet allocates nothing.
 //!
+//! The server proves an Ed25519 identity in every handshake; the client is given its public
+//! key (an app ships it) and refuses a server that cannot sign with it, so nobody on a hostile
+//! WiFi sits in the middle (PROTOCOL.md §4.6, §12).
+//!
 //! ```no_run
-//! use mpudp::{Iface, Interface, MpListener, MpStream, Options};
+//! use mpudp::{Iface, Interface, MpListener, MpStream, Options, PublicKey, ServerIdentity};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
 //! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-//! // Server for phones: answers on the subflow the client used last, accepts fast joins.
-//! let listener = MpListener::bind("0.0.0.0:5201".parse()?, Options::server())?;
+//! // Server for phones: answers on the subflow the client used last, accepts fast joins. Its
+//! // key pair is kept in a file (`iperf-siri keygen` writes one); the public key goes to apps.
+//! let identity = ServerIdentity::from_pem(&std::fs::read_to_string("server.key")?)?;
+//! let key: PublicKey = identity.public_key();
+//! let listener = MpListener::bind("0.0.0.0:5201".parse()?, Options::server().identity(identity))?;
 //! tokio::spawn(async move {
 //!     while let Ok((s, _peer)) = listener.accept().await {
 //!         tokio::spawn(async move {
@@ -33,7 +40,8 @@
 //! // and go later are followed (netlink); `MpEndpoint::set_path_down` takes the OS's word.
 //! let opts = Options::phone()
 //!     .interface(Interface::new("wlan0").kind(Iface::Wifi))
-//!     .interface(Interface::new("rmnet0").kind(Iface::Cellular).backup(true));
+//!     .interface(Interface::new("rmnet0").kind(Iface::Cellular).backup(true))
+//!     .server_key(key);
 //! let mut s = MpStream::connect("192.0.2.1:5201".parse()?, opts).await?;
 //! s.write_all(b"ping").await?;
 //! # Ok(()) }
@@ -52,6 +60,9 @@ pub use driver::{IoCounters, PathInfo};
 pub use endpoint::{MpEndpoint, MpListener};
 pub use error::{Error, Result};
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
-pub use mpcore::{CloseReason, Config, CongestionControl, ConnStats, Drops, Iface, PathManager, SubflowStats};
+pub use mpcore::{
+    CloseReason, Config, CongestionControl, ConnStats, Drops, Iface, KeyError, PathManager, PublicKey, ServerIdentity,
+    SubflowStats,
+};
 pub use options::{Interface, Options};
 pub use stream::{MpStream, OwnedReadHalf, OwnedWriteHalf};

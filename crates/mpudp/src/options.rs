@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::iface;
-use mpcore::{Config, Iface, PathManager};
+use mpcore::{Config, Iface, PathManager, PublicKey, ServerIdentity};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -270,6 +270,30 @@ impl Options {
     pub fn fast_join(mut self, on: bool) -> Self {
         self.config.fast_join = on;
         self.config.mp_idle = on;
+        self
+    }
+
+    /// Client: authenticate the server by this public key (PROTOCOL.md §4.6); may be given
+    /// several times (a server rotating its key). A connection to a server that does not sign
+    /// with one of them fails with [`Error::ServerNotAuthenticated`](crate::Error) and sends
+    /// it nothing.
+    pub fn server_key(mut self, key: PublicKey) -> Self {
+        self.config.server_keys.push(key);
+        self
+    }
+
+    /// Client: connect without authenticating the server. Anyone on the path can then sit in
+    /// the middle of the connection; connecting with neither this nor a
+    /// [`server_key`](Self::server_key) is refused.
+    pub fn insecure_unauthenticated_server(mut self) -> Self {
+        self.config.unauthenticated_server = true;
+        self
+    }
+
+    /// Server: the identity that signs its handshakes (its public key is what clients are
+    /// given). Without one, only clients that opted out of authentication can connect.
+    pub fn identity(mut self, id: ServerIdentity) -> Self {
+        self.config.identity = Some(id);
         self
     }
 

@@ -107,12 +107,15 @@ impl ConnRef {
 /// [`into_split`]: MpStream::into_split
 ///
 /// ```no_run
-/// use mpudp::{Interface, MpStream, Options};
+/// use mpudp::{Interface, MpStream, Options, PublicKey};
 /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// // The server's public key, as `iperf-siri keygen` prints it.
+/// let key: PublicKey = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=".parse()?;
 /// let opts = Options::new()
 ///     .interface(Interface::new("wlan0"))
-///     .interface(Interface::new("rmnet0").backup(true));
+///     .interface(Interface::new("rmnet0").backup(true))
+///     .server_key(key);
 /// let mut s = MpStream::connect("192.0.2.1:5201".parse()?, opts).await?;
 /// s.write_all(b"hello").await?;
 /// s.shutdown().await?;
@@ -133,7 +136,12 @@ impl MpStream {
     /// Opens a connection to `remote` from a new client endpoint with `opts`'s interfaces (the
     /// first is the primary path; with none, one unbound socket). Resolves once the handshake
     /// completes; fails with [`Error::Unreachable`] if the server does not answer within the
-    /// connect timeout (see [`MpEndpoint::connect`](crate::MpEndpoint::connect)).
+    /// connect timeout (see [`MpEndpoint::connect`](crate::MpEndpoint::connect)), with
+    /// [`Error::ServerNotAuthenticated`] if it cannot prove the server key of `opts`, and at
+    /// once with [`Error::NoServerKey`] if `opts` has none and did not opt out.
+    ///
+    /// [`Error::ServerNotAuthenticated`]: crate::Error::ServerNotAuthenticated
+    /// [`Error::NoServerKey`]: crate::Error::NoServerKey
     pub async fn connect(remote: SocketAddr, opts: Options) -> Result<MpStream> {
         let ep = crate::MpEndpoint::client_for(opts, remote.is_ipv6())?;
         ep.connect(remote).await

@@ -4,14 +4,23 @@
 #![allow(clippy::unwrap_used)]
 
 use mpcore::{PathId, SubflowState};
-use mpudp::{Error, Interface, MpEndpoint, MpListener, MpStream, Options};
+use mpudp::{Error, Interface, MpEndpoint, MpListener, MpStream, Options, ServerIdentity};
+
+fn identity() -> ServerIdentity {
+    ServerIdentity::from_seed(&[7; 32]).unwrap()
+}
+
+/// A client given the test server's key.
+fn client() -> Options {
+    Options::new().server_key(identity().public_key())
+}
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A server that reads everything and answers with the byte count when the client finishes.
 async fn counting_server() -> (SocketAddr, tokio::task::JoinHandle<u64>) {
-    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::server()).unwrap();
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::server().identity(identity())).unwrap();
     let addr = l.local_addr();
     let task = tokio::spawn(async move {
         let (mut s, _) = l.accept().await.unwrap();
@@ -59,7 +68,7 @@ async fn a_socket_the_app_hands_over_carries_a_connection() {
     // As Android's Network.bindSocket would give it: bound already, to the network's address.
     let sock = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
     let local = sock.local_addr().unwrap();
-    let opts = Options::new().interface(Interface::from_socket(sock).label("cell").kind(mpudp::Iface::Cellular));
+    let opts = client().interface(Interface::from_socket(sock).label("cell").kind(mpudp::Iface::Cellular));
     let mut s = MpStream::connect(addr, opts).await.unwrap();
     s.write_all(&[7u8; 300_000]).await.unwrap();
     let paths = s.paths();
@@ -72,7 +81,7 @@ async fn a_socket_the_app_hands_over_carries_a_connection() {
 async fn the_app_reports_a_path_down_and_up_and_adds_and_removes_interfaces() {
     let (addr, server) = counting_server().await;
     let ep = MpEndpoint::client(
-        Options::new()
+        client()
             .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()).label("wifi"))
             .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()).label("cell")),
     )

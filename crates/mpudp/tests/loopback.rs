@@ -1,13 +1,27 @@
 //! The driver over loopback: two local paths (127.0.0.1 and 127.0.0.2), no privilege needed.
 #![allow(clippy::unwrap_used)]
 
-use mpudp::{Error, Interface, MpEndpoint, MpListener, MpStream, Options, PathManager};
+use mpudp::{Error, Interface, MpEndpoint, MpListener, MpStream, Options, PathManager, ServerIdentity};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The test server's identity, and the options of a server that proves it.
+fn identity() -> ServerIdentity {
+    ServerIdentity::from_seed(&[7; 32]).unwrap()
+}
+
+fn server() -> Options {
+    Options::new().identity(identity())
+}
+
+/// A client given the test server's key.
+fn client() -> Options {
+    Options::new().server_key(identity().public_key())
+}
+
 fn two_paths() -> Options {
-    Options::new()
+    client()
         .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()))
         .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()).kind(mpudp::Iface::Cellular))
 }
@@ -43,7 +57,7 @@ async fn echo_server(opts: Options) -> (SocketAddr, tokio::task::JoinHandle<()>)
 
 #[tokio::test]
 async fn echo_over_two_paths() {
-    let (addr, server) = echo_server(Options::new()).await;
+    let (addr, server) = echo_server(server()).await;
     let mut s = MpStream::connect(addr, two_paths()).await.unwrap();
     assert_eq!(s.peer_addr(), addr);
     s.write_all(b"hello over two loopback paths").await.unwrap();
@@ -72,7 +86,7 @@ async fn echo_over_two_paths() {
 
 #[tokio::test]
 async fn bulk_transfer_is_intact_and_uses_both_paths() {
-    let (addr, server) = echo_server(Options::new()).await;
+    let (addr, server) = echo_server(server()).await;
     let data = pattern(24 << 20);
     let s = MpStream::connect(addr, two_paths()).await.unwrap();
     let (mut r, mut w) = s.into_split();
@@ -96,7 +110,7 @@ async fn bulk_transfer_is_intact_and_uses_both_paths() {
 
 #[tokio::test]
 async fn many_connections_on_one_endpoint() {
-    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::new()).unwrap();
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), server()).unwrap();
     let addr = l.local_addr();
     let server = tokio::spawn(async move {
         for _ in 0..8 {
@@ -138,25 +152,25 @@ async fn clear_errors() {
     // Nobody listens: the connect timeout names the address.
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap();
-    let opts = Options::new().connect_timeout(Duration::from_millis(300));
+    let opts = client().connect_timeout(Duration::from_millis(300));
     let e = MpStream::connect(addr, opts).await.unwrap_err();
     assert!(matches!(e, Error::Unreachable { addr: a, .. } if a == addr), "{e:?}");
     assert!(e.to_string().contains(&addr.to_string()) && e.to_string().contains("check that the server runs"), "{e}");
     // An address in use.
-    let e = MpListener::bind(addr, Options::new()).unwrap_err();
+    let e = MpListener::bind(addr, server()).unwrap_err();
     assert!(matches!(e, Error::AddrInUse { .. }), "{e:?}");
     assert!(e.to_string().contains("in use"), "{e}");
     // A device that does not exist.
-    let opts = Options::new().interface(Interface::new("nosuchif0"));
+    let opts = client().interface(Interface::new("nosuchif0"));
     let e = MpStream::connect(addr, opts).await.unwrap_err();
     assert!(matches!(&e, Error::NoSuchDevice { name } if name == "nosuchif0"), "{e:?}");
     assert!(e.to_string().contains("ip link"), "{e}");
     // An address that is not ours.
-    let opts = Options::new().interface(Interface::unbound("192.0.2.1:0".parse().unwrap()));
+    let opts = client().interface(Interface::unbound("192.0.2.1:0".parse().unwrap()));
     let e = MpStream::connect(addr, opts).await.unwrap_err();
     assert!(matches!(e, Error::AddrNotAvailable { .. }), "{e:?}");
     // A configuration mpcore refuses.
-    let e = MpStream::connect(addr, Options::new().scheduler("fastest-ever")).await.unwrap_err();
+    let e = MpStream::connect(addr, client().scheduler("fastest-ever")).await.unwrap_err();
     assert!(matches!(e, Error::Config(_)), "{e:?}");
     // Converted for io::Result users.
     let io: std::io::Error = Error::AddrInUse { addr }.into();
@@ -171,7 +185,7 @@ fn outside_a_runtime_is_an_error_not_a_panic() {
 
 #[tokio::test]
 async fn ipv6_loopback() {
-    let Ok(l) = MpListener::bind("[::1]:0".parse().unwrap(), Options::new()) else {
+    let Ok(l) = MpListener::bind("[::1]:0".parse().unwrap(), server()) else {
         eprintln!("skipped: no IPv6 loopback here");
         return;
     };
@@ -185,7 +199,7 @@ async fn ipv6_loopback() {
         s.shutdown().await.unwrap();
         s.closed().await;
     });
-    let mut s = MpStream::connect(addr, Options::new()).await.unwrap();
+    let mut s = MpStream::connect(addr, client()).await.unwrap();
     s.write_all(&pattern(100_000)).await.unwrap();
     s.shutdown().await.unwrap();
     let mut back = Vec::new();
@@ -193,4 +207,62 @@ async fn ipv6_loopback() {
     assert_eq!(back, pattern(100_000));
     assert!(s.paths()[0].addr.is_ipv6());
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+}
+
+/// Issue 20 over loopback: a client given another key refuses the server and sends it no byte;
+/// a client given no key refuses to start; a key list with the server's key among others
+/// (rotation) connects; the explicit opt-out connects to a server without identity.
+#[tokio::test]
+async fn the_server_is_authenticated_by_its_key() {
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), server()).unwrap();
+    let addr = l.local_addr();
+    let accepted = tokio::spawn(async move {
+        let mut got = Vec::new();
+        while let Ok((mut s, _)) = l.accept().await {
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf).await;
+            got.push(buf);
+            s.shutdown().await.unwrap();
+            if got.len() == 2 {
+                break;
+            }
+        }
+        got
+    });
+    // Another server's key: refused, and the server never saw a connection.
+    let other = ServerIdentity::from_seed(&[8; 32]).unwrap().public_key();
+    let opts = Options::new().server_key(other).connect_timeout(Duration::from_secs(5));
+    let t0 = std::time::Instant::now();
+    let e = MpStream::connect(addr, opts).await.unwrap_err();
+    assert!(matches!(e, Error::ServerNotAuthenticated { addr: a } if a == addr), "{e:?}");
+    assert!(e.to_string().contains("did not prove the server key"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "refused at the first repeat, not the timeout: {:?}", t0.elapsed());
+    // No key and no opt-out: refused before anything is sent.
+    let e = MpStream::connect(addr, Options::new()).await.unwrap_err();
+    assert!(matches!(e, Error::NoServerKey), "{e:?}");
+    assert!(e.to_string().contains("server_key") && e.to_string().contains("insecure_unauthenticated_server"), "{e}");
+    // Rotation: the old key and the new one; the server proves the new one.
+    for msg in [&b"rotated"[..], b"second"] {
+        let opts = Options::new().server_key(other).server_key(identity().public_key());
+        let mut s = MpStream::connect(addr, opts).await.unwrap();
+        s.write_all(msg).await.unwrap();
+        s.shutdown().await.unwrap();
+        let mut back = Vec::new();
+        s.read_to_end(&mut back).await.unwrap();
+    }
+    let got = tokio::time::timeout(Duration::from_secs(10), accepted).await.unwrap().unwrap();
+    assert_eq!(got, [b"rotated".to_vec(), b"second".to_vec()], "only the authenticated clients reached the server");
+    // The opt-out, to a server without an identity (unsigned HANDSHAKEs).
+    let (addr, server_task) = echo_server(Options::new()).await;
+    let mut s = MpStream::connect(addr, Options::new().insecure_unauthenticated_server()).await.unwrap();
+    s.write_all(b"unauthenticated").await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).await.unwrap();
+    assert_eq!(back, b"unauthenticated");
+    tokio::time::timeout(Duration::from_secs(10), server_task).await.unwrap().unwrap();
+    // And a client with a key refuses that unsigned server.
+    let (addr, _server_task) = echo_server(Options::new()).await;
+    let e = MpStream::connect(addr, client().connect_timeout(Duration::from_secs(5))).await.unwrap_err();
+    assert!(matches!(e, Error::ServerNotAuthenticated { .. }), "{e:?}");
 }

@@ -114,7 +114,7 @@ async fn server() {
 async fn client() {
     // Round-robin, so that both links share the paced upload (lowest-rtt would leave a rejoined
     // link in slow start idle while the other has room).
-    let opts = Options::new()
+    let opts = common::client_options()
         .scheduler("round-robin")
         .interface(Interface::new("c0").kind(Iface::Wifi))
         .interface(Interface::new("c1").kind(Iface::Cellular))

@@ -138,7 +138,7 @@ async fn server() {
 async fn client() {
     // Fullmesh with round-robin, so that every path carries part of the paced upload. The
     // monitor interval is long: the driver must follow the kernel's events, not poll.
-    let opts = Options::new()
+    let opts = common::client_options()
         .scheduler("round-robin")
         .interface(Interface::new("c0").kind(Iface::Wifi))
         .interface(Interface::new("c1").kind(Iface::Cellular))

@@ -79,7 +79,9 @@ fn measure() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     MEASURED.with(|m| m.set(true));
     rt.block_on(async {
-        let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::new()).unwrap();
+        let id = mpudp::ServerIdentity::from_seed(&[7; 32]).unwrap();
+        let key = id.public_key();
+        let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::new().identity(id)).unwrap();
         let addr = l.local_addr();
         const WARM: usize = 16 << 20;
         const MEASURED: usize = 16 << 20;
@@ -106,6 +108,7 @@ fn measure() {
             (got, s.paths())
         });
         let opts = Options::new()
+            .server_key(key)
             .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()))
             .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()));
         let mut c = MpStream::connect(addr, opts).await.unwrap();

@@ -28,6 +28,9 @@ pub enum CloseReason {
     IdleTimeout,
     /// The first handshake got no answer.
     HandshakeTimeout,
+    /// The server's HANDSHAKE was not signed by a key the client was given (PROTOCOL.md §4.6):
+    /// a man in the middle, or a server with another key. Nothing was sent to it.
+    ServerAuthFailed,
     /// The server speaks none of our versions.
     VersionMismatch,
     /// Our token collided with another connection's (§4.3); connect again.

@@ -120,7 +120,11 @@ impl Connection {
         if t.expired(timer::HANDSHAKE, now) {
             let max = self.config.max_handshake_attempts;
             if !self.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
-                self.enter_closed(now, CloseReason::HandshakeTimeout);
+                let auth = self.hs.as_ref().is_some_and(|hs| hs.auth_failed());
+                self.enter_closed(
+                    now,
+                    if auth { CloseReason::ServerAuthFailed } else { CloseReason::HandshakeTimeout },
+                );
                 self.set_drained();
                 return;
             }

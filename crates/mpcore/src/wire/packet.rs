@@ -131,22 +131,40 @@ pub struct Handshake {
     pub scid: Cid,
     pub key_share: [u8; KEY_SHARE_LEN],
     pub suite: u8,
+    /// The server's Ed25519 signature of the transcript hash (§4.6), if it has an identity.
+    pub signature: Option<[u8; SIGNATURE_LEN]>,
     pub pn: u32,
 }
+
+/// An Ed25519 signature's length.
+pub const SIGNATURE_LEN: usize = 64;
+
+/// HANDSHAKE's first byte, bit 0 (the `S` bit, §3.1): a signature follows the suite. The first
+/// byte is in the transcript hash, so removing a signature changes the keys.
+pub const SIGNED_BIT: u8 = 0x01;
 
 impl Handshake {
     /// Offset of the byte after the suite: the end of the HANDSHAKE's transcript part (§4.2).
     pub const TRANSCRIPT_LEN: usize = 1 + 4 + 8 + 8 + KEY_SHARE_LEN + 1;
+    /// The longest header (with a signature).
+    pub const MAX_LEN: usize = Self::TRANSCRIPT_LEN + SIGNATURE_LEN + 4;
+
     /// Header length (the associated data).
-    pub const LEN: usize = Self::TRANSCRIPT_LEN + 4;
+    pub fn header_len(&self) -> usize {
+        Self::TRANSCRIPT_LEN + self.signature.map_or(0, |_| SIGNATURE_LEN) + 4
+    }
 
     pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
-        w.u8(LongType::Handshake.first_byte())?;
+        let signed = if self.signature.is_some() { SIGNED_BIT } else { 0 };
+        w.u8(LongType::Handshake.first_byte() | signed)?;
         w.u32(self.version)?;
         w.bytes(&self.dcid.0)?;
         w.bytes(&self.scid.0)?;
         w.bytes(&self.key_share)?;
         w.u8(self.suite)?;
+        if let Some(sig) = &self.signature {
+            w.bytes(sig)?;
+        }
         w.u32(self.pn)?;
         Ok(w.len())
     }
@@ -342,6 +360,7 @@ impl<'a> Packet<'a> {
                 scid: cid(&mut r)?,
                 key_share: r.array()?,
                 suite: r.u8()?,
+                signature: if first & SIGNED_BIT != 0 { Some(r.array()?) } else { None },
                 pn: r.u32()?,
             }),
             LongType::Confirm => {

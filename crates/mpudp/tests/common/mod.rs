@@ -2,7 +2,7 @@
 //! namespace, the server that hashes what it receives, and the upload's pseudo-random bytes.
 #![allow(clippy::unwrap_used, dead_code)]
 
-use mpudp::{MpListener, Options};
+use mpudp::{MpListener, Options, ServerIdentity};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,10 +23,20 @@ pub fn exec(ns: &str, helper: &str, role_var: &str, role: &str) -> Child {
         .unwrap()
 }
 
-/// Accepts one connection on `addr`, reads it to the end, answers with the SHA-256 of what it
-/// read, and closes. Prints `listening` once bound.
+/// The test server's identity (the same in every process), and the options of a client
+/// given its key.
+pub fn identity() -> ServerIdentity {
+    ServerIdentity::from_seed(&[7; 32]).unwrap()
+}
+
+pub fn client_options() -> Options {
+    Options::new().server_key(identity().public_key())
+}
+
+/// Accepts one connection on `addr` (proving [`identity`]), reads it to the end, answers with
+/// the SHA-256 of what it read, and closes. Prints `listening` once bound.
 pub async fn hashing_server(addr: SocketAddr, opts: Options) {
-    let l = MpListener::bind(addr, opts).unwrap();
+    let l = MpListener::bind(addr, opts.identity(identity())).unwrap();
     println!("listening");
     let (mut s, _) = l.accept().await.unwrap();
     let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
