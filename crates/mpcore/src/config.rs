@@ -3,7 +3,9 @@
 use crate::conn::cc::CongestionControl;
 use crate::crypto::Suite;
 use crate::identity::{PublicKey, ServerIdentity};
+use scheduler::{AnyScheduler, Iface, Scheduler};
 use std::fmt;
+use std::sync::Arc;
 
 /// How a client opens additional subflows (the server never opens them on its own).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,8 +57,14 @@ pub struct Config {
     /// Longest delay before acknowledging an ack-eliciting packet.
     pub max_ack_delay: u64,
     pub congestion: CongestionControl,
-    /// A name from `scheduler::NAMES`.
+    /// A name from `scheduler::NAMES` (ignored when `custom_scheduler` is set).
     pub scheduler: String,
+    /// An application's own scheduler: each connection gets one from this factory.
+    pub custom_scheduler: Option<SchedulerFactory>,
+    /// The `priority` scheduler's interface preference, most preferred first (empty: WiFi,
+    /// wired, cellular). Kinds left out rank after the listed ones. A user on a metered WiFi
+    /// and a flat-rate cellular plan says `[Cellular, Wifi]`.
+    pub interface_order: Vec<Iface>,
     pub path_manager: PathManager,
     /// Receive buffer, and the window advertised beyond the DATA_ACK.
     pub recv_window: usize,
@@ -123,6 +131,45 @@ pub struct Config {
     pub faults: Faults,
 }
 
+/// Makes a connection's scheduler (see [`scheduler::Scheduler`]): one instance per
+/// connection, so a scheduler may keep per-connection state.
+#[derive(Clone)]
+pub struct SchedulerFactory(Arc<dyn Fn() -> Box<dyn Scheduler> + Send + Sync>);
+
+impl SchedulerFactory {
+    pub fn new(make: impl Fn() -> Box<dyn Scheduler> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(make))
+    }
+
+    /// A new scheduler.
+    pub fn make(&self) -> Box<dyn Scheduler> {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for SchedulerFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SchedulerFactory({})", self.make().name())
+    }
+}
+
+impl Config {
+    /// The scheduler a new connection runs: the custom one, else the named one (with
+    /// `interface_order` for `priority`).
+    pub fn make_scheduler(&self) -> AnyScheduler {
+        if let Some(f) = &self.custom_scheduler {
+            return AnyScheduler::Custom(f.make());
+        }
+        match AnyScheduler::from_name(&self.scheduler) {
+            Ok(AnyScheduler::Priority(_)) if !self.interface_order.is_empty() => {
+                AnyScheduler::Priority(scheduler::Priority::new(&self.interface_order))
+            }
+            Ok(s) => s,
+            Err(_) => AnyScheduler::LowestRtt(scheduler::LowestRtt),
+        }
+    }
+}
+
 /// Ways a test can make an endpoint misbehave towards its peer.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -144,6 +191,8 @@ impl Default for Config {
             max_ack_delay: 25_000,
             congestion: CongestionControl::Lia,
             scheduler: "lowest-rtt".into(),
+            custom_scheduler: None,
+            interface_order: Vec::new(),
             path_manager: PathManager::Fullmesh,
             recv_window: 1 << 20,
             send_buffer: 4 << 20,

@@ -24,7 +24,7 @@ pub mod ranges;
 pub mod rng;
 pub mod wire;
 
-pub use config::{Config, ConfigError, Faults, PathManager};
+pub use config::{Config, ConfigError, Faults, PathManager, SchedulerFactory};
 pub use conn::cc::CongestionControl;
 pub use conn::{
     CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowState,
@@ -33,7 +33,7 @@ pub use conn::{
 pub use drops::{DropReason, Drops};
 pub use endpoint::{ConnHandle, ConnectError, Endpoint};
 pub use identity::{KeyError, PublicKey, ServerIdentity};
-pub use scheduler::Iface;
+pub use scheduler::{AnyScheduler, Flags, Iface, Mask, Pick, Scheduler, Segment, SubflowInfo};
 
 use std::net::SocketAddr;
 

@@ -48,3 +48,71 @@ fn last_received_halves_the_worst_delay_after_a_primary_failure() {
         assert!(ratio < 0.7, "last-received {lr} us vs lowest-rtt {rtt} us: ratio {ratio:.2}");
     }
 }
+
+/// Issue 21: a scheduler written outside the scheduler crate (implementing
+/// `scheduler::Scheduler` here) steers every segment to the second path, the cellular one,
+/// as a user with a metered WiFi would; the connection's statistics name it.
+#[derive(Debug, Default)]
+struct CellularOnly {
+    picks: u64,
+}
+
+impl mpcore::Scheduler for CellularOnly {
+    fn pick(&mut self, subflows: &[mpcore::SubflowInfo], seg: &mpcore::Segment) -> mpcore::Pick {
+        self.picks += 1;
+        let cell = |s: &mpcore::SubflowInfo| s.iface == mpcore::Iface::Cellular && s.available();
+        match subflows.iter().position(|s| cell(s) && s.can_send(seg.len)) {
+            Some(i) => mpcore::Pick::Send(i),
+            // Not joined yet, or its window is full: wait for it rather than use WiFi.
+            None => mpcore::Pick::Wait,
+        }
+    }
+
+    fn name(&self) -> &str {
+        "cellular-only"
+    }
+}
+
+#[test]
+fn a_user_scheduler_steers_every_segment_to_the_second_path() {
+    use mpsim::apps::{pattern, Bulk};
+    let client = Config {
+        custom_scheduler: Some(mpcore::SchedulerFactory::new(|| Box::new(CellularOnly::default()))),
+        ..Config::default()
+    };
+    let mut sim = Sim::new(1, client, Config::default(), multimob_paths()).unwrap();
+    let data = pattern(2 << 20, 1);
+    let mut app = Bulk::new(data.clone(), false);
+    assert!(sim.run(ms(60_000), |s| app.drive(s)));
+    assert_eq!(app.received, data);
+    let st = sim.client.conn(app.client.unwrap()).unwrap().stats();
+    assert_eq!(st.scheduler, "cellular-only");
+    let on = |path: u8| -> u64 {
+        st.subflows.iter().filter(|f| f.path == mpcore::PathId(path)).map(|f| f.counters.data_bytes_sent).sum()
+    };
+    assert_eq!(on(0), 0, "no data on WiFi: {st:#?}");
+    assert!(on(1) >= data.len() as u64, "all of it on cellular: {st:#?}");
+}
+
+/// Issue 21: the priority scheduler's interface order is the user's: cellular before WiFi
+/// (a metered WiFi, a flat-rate cellular plan) puts the data on cellular; the default order
+/// on WiFi.
+#[test]
+fn the_priority_schedulers_interface_order_is_configurable() {
+    use mpsim::apps::{pattern, Bulk};
+    for (order, busy) in [(vec![mpcore::Iface::Cellular, mpcore::Iface::Wifi], 1u8), (vec![], 0)] {
+        let client = Config { scheduler: "priority".into(), interface_order: order.clone(), ..Config::default() };
+        let mut sim = Sim::new(2, client, Config::default(), multimob_paths()).unwrap();
+        let data = pattern(1 << 20, 2);
+        // Written once both subflows are up, below either path's rate (6.5 of 10 Mbit/s), so
+        // that the order alone decides.
+        let mut app = Bulk::paced(data.clone(), 8 << 10, ms(10), ms(500));
+        assert!(sim.run(ms(60_000), |s| app.drive(s)));
+        assert_eq!(app.received, data);
+        let st = sim.client.conn(app.client.unwrap()).unwrap().stats();
+        let on = |path: u8| -> u64 {
+            st.subflows.iter().filter(|f| f.path == mpcore::PathId(path)).map(|f| f.counters.data_bytes_sent).sum()
+        };
+        assert!(on(busy) >= data.len() as u64 * 9 / 10, "{order:?}: {} / {} bytes", on(busy), on(1 - busy));
+    }
+}

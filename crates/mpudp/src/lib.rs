@@ -61,8 +61,9 @@ pub use endpoint::{MpEndpoint, MpListener};
 pub use error::{Error, Result};
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
 pub use mpcore::{
-    CloseReason, Config, CongestionControl, ConnStats, Drops, Iface, KeyError, PathManager, PublicKey, ServerIdentity,
-    SubflowStats,
+    CloseReason, Config, CongestionControl, ConnStats, Drops, Event, Flags, Iface, KeyError, Mask, PathId, PathManager,
+    Pick, PublicKey, Scheduler, SchedulerFactory, Segment, ServerIdentity, SubflowInfo, SubflowState, SubflowStats,
 };
 pub use options::{Interface, Options};
+pub use oracle::Config as OracleConfig;
 pub use stream::{MpStream, OwnedReadHalf, OwnedWriteHalf};

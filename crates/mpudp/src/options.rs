@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::iface;
-use mpcore::{Config, Iface, PathManager, PublicKey, ServerIdentity};
+use mpcore::{Config, Iface, PathManager, PublicKey, Scheduler, SchedulerFactory, ServerIdentity};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -251,6 +251,36 @@ impl Options {
     /// round-robin, redundant, ecf).
     pub fn scheduler(mut self, name: &str) -> Self {
         self.config.scheduler = name.to_string();
+        self
+    }
+
+    /// An application's own packet scheduler (see [`mpcore::Scheduler`]): `make` gives each
+    /// connection its instance. Replaces the named scheduler.
+    ///
+    /// ```
+    /// use mpudp::{Options, Pick, Scheduler, Segment, SubflowInfo};
+    /// #[derive(Debug)]
+    /// struct FirstThatCanSend;
+    /// impl Scheduler for FirstThatCanSend {
+    ///     fn pick(&mut self, s: &[SubflowInfo], seg: &Segment) -> Pick {
+    ///         s.iter().position(|f| f.can_send(seg.len)).map_or(Pick::Wait, Pick::Send)
+    ///     }
+    ///     fn name(&self) -> &str {
+    ///         "first"
+    ///     }
+    /// }
+    /// let opts = Options::new().custom_scheduler(|| Box::new(FirstThatCanSend));
+    /// assert!(opts.config().custom_scheduler.is_some());
+    /// ```
+    pub fn custom_scheduler(mut self, make: impl Fn() -> Box<dyn Scheduler> + Send + Sync + 'static) -> Self {
+        self.config.custom_scheduler = Some(SchedulerFactory::new(make));
+        self
+    }
+
+    /// The `priority` scheduler's interface preference, most preferred first (default WiFi,
+    /// wired, cellular): `&[Iface::Cellular, Iface::Wifi]` for a metered WiFi.
+    pub fn interface_order(mut self, order: &[Iface]) -> Self {
+        self.config.interface_order = order.to_vec();
         self
     }
 

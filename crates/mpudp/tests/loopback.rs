@@ -266,3 +266,47 @@ async fn the_server_is_authenticated_by_its_key() {
     let e = MpStream::connect(addr, client().connect_timeout(Duration::from_secs(5))).await.unwrap_err();
     assert!(matches!(e, Error::ServerNotAuthenticated { .. }), "{e:?}");
 }
+
+/// Issue 21 over loopback: a scheduler written by the application steers every segment to the
+/// second path.
+#[derive(Debug)]
+struct CellularOnly;
+
+impl mpudp::Scheduler for CellularOnly {
+    fn pick(&mut self, subflows: &[mpudp::SubflowInfo], seg: &mpudp::Segment) -> mpudp::Pick {
+        let cell = subflows.iter().position(|s| s.iface == mpudp::Iface::Cellular && s.available());
+        match cell {
+            Some(i) if subflows[i].can_send(seg.len) => mpudp::Pick::Send(i),
+            _ => mpudp::Pick::Wait,
+        }
+    }
+
+    fn name(&self) -> &str {
+        "cellular-only"
+    }
+}
+
+#[tokio::test]
+async fn a_user_scheduler_steers_every_segment_to_the_second_path() {
+    let (addr, server) = echo_server(server()).await;
+    let s = MpStream::connect(addr, two_paths().custom_scheduler(|| Box::new(CellularOnly))).await.unwrap();
+    let data = pattern(1 << 20);
+    let (mut r, mut w) = s.into_split();
+    let sent = data.clone();
+    let writer = tokio::spawn(async move {
+        w.write_all(&sent).await.unwrap();
+        w.shutdown().await.unwrap();
+        w
+    });
+    let mut back = Vec::new();
+    r.read_to_end(&mut back).await.unwrap();
+    assert_eq!(back, data);
+    let st = writer.await.unwrap().stats().unwrap();
+    assert_eq!(st.scheduler, "cellular-only");
+    let on = |p: u8| -> u64 {
+        st.subflows.iter().filter(|f| f.path == mpcore::PathId(p)).map(|f| f.counters.data_bytes_sent).sum()
+    };
+    assert_eq!(on(0), 0, "{st:#?}");
+    assert!(on(1) >= data.len() as u64, "{st:#?}");
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+}

@@ -5,6 +5,34 @@
 //! once per packet, so every scheduler here is a plain struct whose `pick` allocates nothing,
 //! and [`AnyScheduler`] selects one by name at run time with a `match` (no dynamic dispatch).
 //!
+//! An application brings its own by implementing [`Scheduler`] (mpcore's
+//! `Config::custom_scheduler`, mpudp's `Options::custom_scheduler`); it runs behind the one
+//! `AnyScheduler::Custom` arm, so only custom schedulers pay for a dynamic call:
+//!
+//! ```
+//! use scheduler::{AnyScheduler, Pick, Scheduler, Segment, SubflowInfo};
+//!
+//! /// Everything on the last subflow that can send (say, a metered WiFi left for the rest).
+//! #[derive(Debug)]
+//! struct LastOne;
+//!
+//! impl Scheduler for LastOne {
+//!     fn pick(&mut self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
+//!         match subflows.iter().rposition(|s| s.can_send(seg.len)) {
+//!             Some(i) => Pick::Send(i),
+//!             None if subflows.iter().any(|s| s.available()) => Pick::Wait,
+//!             None => Pick::Unavailable,
+//!         }
+//!     }
+//!     fn name(&self) -> &str {
+//!         "last-one"
+//!     }
+//! }
+//!
+//! let mut s = AnyScheduler::Custom(Box::new(LastOne));
+//! assert_eq!(s.name(), "last-one");
+//! ```
+//!
 //! | name | rule | source |
 //! |---|---|---|
 //! | `lowest-rtt` | [`LowestRtt`]: lowest smoothed RTT among available subflows, backups only when no regular one is available | Linux MPTCP v0.9x `default` scheduler |
@@ -236,14 +264,49 @@ pub enum Pick {
     Unavailable,
 }
 
+/// A packet scheduler. The connection calls [`pick`](Scheduler::pick) for each packet it
+/// sends, with a snapshot of its subflows (index = the subflow's place in the slice; at most
+/// [`MAX_SUBFLOWS`]) and the segment. It never reads a clock (times are in the snapshots) and
+/// should not allocate: it runs on the per-packet path.
+pub trait Scheduler: fmt::Debug + Send {
+    /// Which subflow(s) carry `seg`; indices refer to `subflows`. An index out of range, or a
+    /// subflow that is not established, is treated as [`Pick::Unavailable`].
+    fn pick(&mut self, subflows: &[SubflowInfo], seg: &Segment) -> Pick;
+
+    /// Its name, for statistics and logs.
+    fn name(&self) -> &str;
+}
+
+macro_rules! builtin {
+    ($t:ty, $name:literal) => {
+        impl Scheduler for $t {
+            #[inline]
+            fn pick(&mut self, subflows: &[SubflowInfo], seg: &Segment) -> Pick {
+                <$t>::pick(self, subflows, seg)
+            }
+            fn name(&self) -> &str {
+                $name
+            }
+        }
+    };
+}
+
+builtin!(LowestRtt, "lowest-rtt");
+builtin!(LastReceived, "last-received");
+builtin!(Priority, "priority");
+builtin!(RoundRobin, "round-robin");
+builtin!(Redundant, "redundant");
+builtin!(Ecf, "ecf");
+
 /// The subflows a scheduler considers.
 #[inline]
 pub(crate) fn considered(subflows: &[SubflowInfo]) -> &[SubflowInfo] {
     &subflows[..subflows.len().min(MAX_SUBFLOWS)]
 }
 
-/// Every scheduler, chosen at run time by name, dispatched by `match`.
-#[derive(Clone, Debug)]
+/// Every scheduler, chosen at run time by name and dispatched by `match`; an application's
+/// own behind [`AnyScheduler::Custom`].
+#[derive(Debug)]
 pub enum AnyScheduler {
     LowestRtt(LowestRtt),
     LastReceived(LastReceived),
@@ -251,6 +314,8 @@ pub enum AnyScheduler {
     RoundRobin(RoundRobin),
     Redundant(Redundant),
     Ecf(Ecf),
+    /// A scheduler written outside this crate (one dynamic call per packet).
+    Custom(Box<dyn Scheduler>),
 }
 
 /// The names [`AnyScheduler::from_name`] accepts.
@@ -283,7 +348,7 @@ impl AnyScheduler {
     }
 
     /// The scheduler's name.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             AnyScheduler::LowestRtt(_) => "lowest-rtt",
             AnyScheduler::LastReceived(_) => "last-received",
@@ -291,6 +356,7 @@ impl AnyScheduler {
             AnyScheduler::RoundRobin(_) => "round-robin",
             AnyScheduler::Redundant(_) => "redundant",
             AnyScheduler::Ecf(_) => "ecf",
+            AnyScheduler::Custom(s) => s.name(),
         }
     }
 
@@ -304,7 +370,64 @@ impl AnyScheduler {
             AnyScheduler::RoundRobin(s) => s.pick(subflows, seg),
             AnyScheduler::Redundant(s) => s.pick(subflows, seg),
             AnyScheduler::Ecf(s) => s.pick(subflows, seg),
+            AnyScheduler::Custom(s) => sanitize(s.pick(subflows, seg), considered(subflows)),
         }
+    }
+}
+
+/// A custom scheduler's answer, checked: an index beyond the slice or a subflow not established
+/// becomes [`Pick::Unavailable`] (a `SendAll` keeps its valid members), so that a mistake in
+/// application code cannot make the connection send on nothing.
+fn sanitize(p: Pick, subflows: &[SubflowInfo]) -> Pick {
+    let ok = |i: usize| subflows.get(i).is_some_and(|s| s.established());
+    match p {
+        Pick::Send(i) if !ok(i) => Pick::Unavailable,
+        Pick::SendAll(m) => {
+            let mut kept = Mask::default();
+            for i in m.iter().filter(|&i| ok(i)) {
+                kept.insert(i);
+            }
+            if kept.is_empty() {
+                Pick::Unavailable
+            } else {
+                Pick::SendAll(kept)
+            }
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod custom_tests {
+    use super::testutil::{seg, sf};
+    use super::*;
+
+    /// Answers whatever it was built with.
+    #[derive(Debug)]
+    struct Fixed(Pick);
+
+    impl Scheduler for Fixed {
+        fn pick(&mut self, _: &[SubflowInfo], _: &Segment) -> Pick {
+            self.0
+        }
+        fn name(&self) -> &str {
+            "fixed"
+        }
+    }
+
+    #[test]
+    fn a_custom_schedulers_mistakes_become_unavailable() {
+        let mut joining = sf(10, 0);
+        joining.flags = Flags(0);
+        let subflows = [sf(10, 0), joining];
+        let run = |p: Pick| AnyScheduler::Custom(Box::new(Fixed(p))).pick(&subflows, &seg());
+        assert_eq!(run(Pick::Send(0)), Pick::Send(0));
+        assert_eq!(run(Pick::Send(1)), Pick::Unavailable, "not established");
+        assert_eq!(run(Pick::Send(7)), Pick::Unavailable, "out of range");
+        assert_eq!(run(Pick::SendAll(Mask(0b111))), Pick::SendAll(Mask(0b1)), "only valid members kept");
+        assert_eq!(run(Pick::SendAll(Mask(0b110))), Pick::Unavailable);
+        assert_eq!(run(Pick::Wait), Pick::Wait);
+        assert_eq!(AnyScheduler::Custom(Box::new(Fixed(Pick::Wait))).name(), "fixed");
     }
 }
 

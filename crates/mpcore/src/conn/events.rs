@@ -120,6 +120,8 @@ pub struct ConnStats {
     pub closed: Option<CloseReason>,
     pub counters: ConnCounters,
     pub subflows: Vec<SubflowStats>,
+    /// The scheduler's name (a custom scheduler's own).
+    pub scheduler: String,
 }
 
 /// What a connection asks of its endpoint. The connection never touches the endpoint's

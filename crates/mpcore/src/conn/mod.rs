@@ -145,7 +145,7 @@ impl Connection {
         peer_addr: SocketAddr,
         rng: Rng,
     ) -> Self {
-        let sched = AnyScheduler::from_name(&config.scheduler).unwrap_or(AnyScheduler::LowestRtt(scheduler::LowestRtt));
+        let sched = config.make_scheduler();
         Self {
             side,
             state: State::Initial,
@@ -480,6 +480,7 @@ impl Connection {
             },
             counters: self.counters,
             subflows: self.subflows.stats(Subflow::stats),
+            scheduler: self.sched.name().to_string(),
         }
     }
 }
