@@ -14,6 +14,7 @@ pub mod cli;
 pub mod context;
 pub mod demo;
 pub mod emu;
+pub mod events;
 pub mod out;
 pub mod plot;
 pub mod proto;
@@ -98,6 +99,7 @@ pub async fn client(args: &RunArgs) -> Result<(), String> {
     let started = std::time::Instant::now();
     let ep = Arc::new(MpEndpoint::client(opts).map_err(|e| e.to_string())?);
     let stream = ep.connect(remote).await.map_err(|e| e.to_string())?;
+    let events = events::collect(stream.events(), started, (args.verbose && !args.json).then(|| out.clone()));
     let paths_ep = ep.clone();
     let ctx = Context {
         interval: args.interval,
@@ -110,9 +112,13 @@ pub async fn client(args: &RunArgs) -> Result<(), String> {
     // Let the closing handshake finish, briefly.
     let _ = tokio::time::timeout(Duration::from_secs(2), ep.wait_idle()).await;
     match result {
-        Ok(report) => emit(&out, args, &report),
-        Err(f) => {
-            if let Some(partial) = &f.partial {
+        Ok(mut report) => {
+            report.events = events.snapshot();
+            emit(&out, args, &report)
+        }
+        Err(mut f) => {
+            if let Some(partial) = &mut f.partial {
+                partial.events = events.snapshot();
                 emit(&out, args, partial)?;
             }
             Err(f.message)
@@ -172,6 +178,11 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             tokio::spawn(refuse_busy(stream));
             continue;
         }
+        let events = events::collect(
+            stream.events(),
+            std::time::Instant::now(),
+            (args.verbose && !args.json).then(|| out.clone()),
+        );
         let paths_l = listener.clone();
         let paths = Arc::new(move || paths_l.endpoint().paths());
         let ctx = Context {
@@ -181,9 +192,13 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             ..Context::new(paths, listener.local_addr(), peer, &args.scheduler(false))
         };
         let (args, out, busy, done) = (args.clone(), out.clone(), busy.clone(), done_tx.clone());
+        let drops_l = listener.clone();
         tokio::spawn(async move {
             let result = match run::server(stream, ctx, VERSION).await {
-                Ok(report) => emit(&out, &args, &report),
+                Ok(mut report) => {
+                    report.events = events.snapshot();
+                    emit(&out, &args, &report)
+                }
                 Err(f) => {
                     if let Some(partial) = &f.partial {
                         let _ = emit(&out, &args, partial);
@@ -193,6 +208,14 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
                     Err(f.message)
                 }
             };
+            // Hostile or broken traffic leaves a line: what the server dropped, by reason.
+            let d = drops_l.drops();
+            if d.total() > 0 {
+                tracing::warn!(total = d.total(), "datagrams dropped since start: {}", d.summary());
+                if !args.json {
+                    out.line(&format!("Dropped since start: {} datagrams ({})", d.total(), d.summary()));
+                }
+            }
             if !args.json {
                 out.line(&format!("{rule}\nServer listening on {}\n{rule}", args.port));
             }

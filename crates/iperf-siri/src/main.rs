@@ -28,6 +28,13 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // The libraries' logs on stderr: RUST_LOG's directives if set, else warnings, and with -V
+    // the transport's decisions (failover, fail-back, oracle verdicts, paths, connections).
+    let verbose = cli.command.is_none() && cli.run.verbose;
+    let default = if verbose { "info,mpcore=debug,mpudp=debug" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -185,6 +185,8 @@ pub struct Report {
     pub peer: Option<SideResults>,
     pub error: Option<String>,
     pub verbose: bool,
+    /// The connection's events (subflows, verdicts, fail-back), for `-J`.
+    pub events: Vec<crate::events::EventRecord>,
 }
 
 impl Report {
@@ -202,6 +204,7 @@ impl Report {
             side: SideResults { scheduler: ctx.scheduler.clone(), ..SideResults::default() },
             peer: None,
             error: None,
+            events: Vec::new(),
             verbose: ctx.verbose,
         }
     }
@@ -690,6 +693,7 @@ pub fn json(r: &Report) -> Value {
         "start": start,
         "intervals": intervals,
         "requests": r.requests,
+        "events": crate::events::json(&r.events),
         "end": end,
     });
     if let Some(e) = &r.error {

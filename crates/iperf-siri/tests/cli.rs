@@ -145,7 +145,13 @@ fn siri_over_two_loopback_paths_fills_the_json() {
     let j = json(&out);
     // iperf3's layout, in its order.
     let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["start", "intervals", "requests", "end"]);
+    assert_eq!(keys, ["start", "intervals", "requests", "events", "end"]);
+    // The connection's events: connected, then fullmesh's two subflows, each on its path.
+    let events = j["events"].as_array().unwrap();
+    assert_eq!(events[0]["kind"], "connected", "{events:?}");
+    let joined: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subflow_established").collect();
+    assert_eq!(joined.iter().map(|e| e["path"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1], "{events:?}");
+    assert!(events.windows(2).all(|w| w[0]["time"].as_f64() <= w[1]["time"].as_f64()), "{events:?}");
     let start = &j["start"];
     for k in ["connected", "version", "system_info", "timestamp", "test_start", "multipath", "connecting_to"] {
         assert!(!start[k].is_null(), "start.{k} missing: {start}");

@@ -93,6 +93,36 @@ impl Drops {
         *c += 1;
     }
 
+    /// Every counter with its name (the field's), in declaration order.
+    pub fn by_reason(&self) -> [(&'static str, u64); 17] {
+        [
+            ("oversized", self.oversized),
+            ("malformed", self.malformed),
+            ("version", self.version),
+            ("unknown_cid", self.unknown_cid),
+            ("unknown_token", self.unknown_token),
+            ("decrypt_failed", self.decrypt_failed),
+            ("duplicate", self.duplicate),
+            ("bad_retry", self.bad_retry),
+            ("bad_token", self.bad_token),
+            ("bad_cookie", self.bad_cookie),
+            ("cookie_replay", self.cookie_replay),
+            ("replayed_join", self.replayed_join),
+            ("bad_hmac", self.bad_hmac),
+            ("bad_signature", self.bad_signature),
+            ("refused", self.refused),
+            ("unexpected", self.unexpected),
+            ("protocol", self.protocol),
+        ]
+    }
+
+    /// The counters that are not zero, as `name n, name n` (empty if none).
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> =
+            self.by_reason().iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        parts.join(", ")
+    }
+
     pub fn total(&self) -> u64 {
         self.oversized
             + self.malformed
@@ -111,5 +141,47 @@ impl Drops {
             + self.refused
             + self.unexpected
             + self.protocol
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_is_counted_named_and_summed() {
+        let all = [
+            DropReason::Oversized,
+            DropReason::Malformed,
+            DropReason::Version,
+            DropReason::UnknownCid,
+            DropReason::UnknownToken,
+            DropReason::DecryptFailed,
+            DropReason::Duplicate,
+            DropReason::BadRetry,
+            DropReason::BadToken,
+            DropReason::BadCookie,
+            DropReason::CookieReplay,
+            DropReason::ReplayedJoin,
+            DropReason::BadHmac,
+            DropReason::BadSignature,
+            DropReason::Refused,
+            DropReason::Unexpected,
+            DropReason::Protocol,
+        ];
+        let mut d = Drops::default();
+        for (k, r) in all.iter().enumerate() {
+            for _ in 0..=k {
+                d.count(*r);
+            }
+        }
+        // Each reason landed in its own counter: 1, 2, ..., 17 in declaration order.
+        let counts: Vec<u64> = d.by_reason().iter().map(|(_, n)| *n).collect();
+        assert_eq!(counts, (1..=17).collect::<Vec<u64>>());
+        assert_eq!(d.total(), (1..=17).sum::<u64>());
+        let mut one = Drops::default();
+        one.count(DropReason::BadSignature);
+        one.count(DropReason::DecryptFailed);
+        assert_eq!(one.summary(), "decrypt_failed 1, bad_signature 1");
     }
 }

@@ -200,3 +200,57 @@ fn fail_back_closes_the_backup_once_wifi_is_healthy_again() {
     assert!(last_cell < recovered + hold + ms(1_000), "the radio goes quiet after the hold");
     assert!(app.results[2].max_burst_delay().unwrap() < ms(60), "later requests are fast, over WiFi");
 }
+
+/// Issue 21: a failover and its fail-back as the application sees them, in order: WiFi's
+/// subflow failed, the oracle's bad verdict on WiFi, the cellular subflow joined, WiFi back
+/// (recovered, cleared), the fail-back, the cellular subflow closed.
+#[test]
+fn the_events_of_a_failover_come_in_order() {
+    let mut sim = sim(1);
+    sim.at(ms(4_000), WIFI, PathEvent::Down);
+    sim.at(ms(14_000), WIFI, PathEvent::Up);
+    let mut app = Siri::new(SiriConfig { requests: 4, ..SiriConfig::default() }, 1);
+    assert!(sim.run(ms(60_000), |s| app.drive(s)));
+    sim.run_until(sim.now + ms(10_000), |_| None);
+    for (t, c, e) in &app.events {
+        if *c && !matches!(e, Event::Readable) {
+            println!("{:.3} {e:?}", *t as f64 / 1e6);
+        }
+    }
+    let client: Vec<String> = app
+        .events
+        .iter()
+        .filter(|(_, c, e)| *c && !matches!(e, Event::Readable))
+        .map(|(_, _, e)| match e {
+            Event::SubflowEstablished { id, path, .. } => format!("established {id} path {}", path.0),
+            Event::SubflowFailed { id } => format!("failed {id}"),
+            Event::SubflowRecovered { id } => format!("recovered {id}"),
+            Event::SubflowClosed { id, .. } => format!("closed {id}"),
+            Event::Verdict { path, verdict } => format!("verdict {verdict:?} path {}", path.0),
+            Event::FailBack => "fail-back".to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let expect = [
+        "established 0 path 0",
+        "failed 0",
+        "verdict Bad path 0",
+        "established 1 path 1",
+        "recovered 0",
+        "verdict Clear path 0",
+        "fail-back",
+        "closed 1",
+    ];
+    // A verdict is a change: WiFi is declared bad once; cellular, which carries the data
+    // reinjected from WiFi (its first sending there, not a retransmission), never.
+    assert_eq!(client.iter().filter(|e| *e == "verdict Bad path 0").count(), 1, "{client:#?}");
+    assert!(!client.iter().any(|e| e.starts_with("verdict") && e.ends_with("path 1")), "{client:#?}");
+    // Each expected event, in this order (other events may come between).
+    let mut at = 0;
+    for want in expect {
+        match client[at..].iter().position(|e| e == want) {
+            Some(k) => at += k + 1,
+            None => panic!("{want:?} missing after position {at}: {client:#?}"),
+        }
+    }
+}

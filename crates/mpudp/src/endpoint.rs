@@ -306,4 +306,10 @@ impl MpListener {
     pub fn endpoint(&self) -> &MpEndpoint {
         &self.ep
     }
+
+    /// Datagrams the server dropped, by reason (forged, malformed, replayed, ...: PROTOCOL.md
+    /// §11), since it started.
+    pub fn drops(&self) -> Drops {
+        self.ep.drops()
+    }
 }

@@ -42,7 +42,7 @@
 //!     .interface(Interface::new("wlan0").kind(Iface::Wifi))
 //!     .interface(Interface::new("rmnet0").kind(Iface::Cellular).backup(true))
 //!     .server_key(key);
-//! let mut s = MpStream::connect("192.0.2.1:5201".parse()?, opts).await?;
+//! let mut s = MpStream::connect("server.example.com:5201", opts).await?;
 //! s.write_all(b"ping").await?;
 //! # Ok(()) }
 //! ```
@@ -50,6 +50,7 @@
 mod driver;
 mod endpoint;
 mod error;
+mod events;
 mod iface;
 #[cfg(target_os = "linux")]
 mod netlink;
@@ -59,6 +60,7 @@ mod stream;
 pub use driver::{IoCounters, PathInfo};
 pub use endpoint::{MpEndpoint, MpListener};
 pub use error::{Error, Result};
+pub use events::{ConnEvent, Events};
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
 pub use mpcore::{
     CloseReason, Config, CongestionControl, ConnStats, Drops, Event, Flags, Iface, KeyError, Mask, PathId, PathManager,

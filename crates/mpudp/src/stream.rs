@@ -3,7 +3,7 @@
 use crate::driver::{self, store, PathInfo, Shared};
 use crate::error::{Error, Result};
 use crate::Options;
-use mpcore::{CloseReason, ConnHandle, ConnStats, ReadError, WriteError};
+use mpcore::{CloseReason, ConnHandle, ConnStats, PathId, ReadError, WriteError};
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
@@ -116,7 +116,7 @@ impl ConnRef {
 ///     .interface(Interface::new("wlan0"))
 ///     .interface(Interface::new("rmnet0").backup(true))
 ///     .server_key(key);
-/// let mut s = MpStream::connect("192.0.2.1:5201".parse()?, opts).await?;
+/// let mut s = MpStream::connect("192.0.2.1:5201", opts).await?;
 /// s.write_all(b"hello").await?;
 /// s.shutdown().await?;
 /// let mut reply = Vec::new();
@@ -133,7 +133,9 @@ impl MpStream {
         Self { conn: Arc::new(ConnRef { shared: driver::attach(shared), h, remote }) }
     }
 
-    /// Opens a connection to `remote` from a new client endpoint with `opts`'s interfaces (the
+    /// Opens a connection to `remote` (an address, or a `"host:port"` resolved as
+    /// [`tokio::net::lookup_host`] does, its addresses tried in turn, IPv4 first) from a new
+    /// client endpoint with `opts`'s interfaces (the
     /// first is the primary path; with none, one unbound socket). Resolves once the handshake
     /// completes; fails with [`Error::Unreachable`] if the server does not answer within the
     /// connect timeout (see [`MpEndpoint::connect`](crate::MpEndpoint::connect)), with
@@ -142,9 +144,62 @@ impl MpStream {
     ///
     /// [`Error::ServerNotAuthenticated`]: crate::Error::ServerNotAuthenticated
     /// [`Error::NoServerKey`]: crate::Error::NoServerKey
-    pub async fn connect(remote: SocketAddr, opts: Options) -> Result<MpStream> {
-        let ep = crate::MpEndpoint::client_for(opts, remote.is_ipv6())?;
-        ep.connect(remote).await
+    pub async fn connect(remote: impl tokio::net::ToSocketAddrs, opts: Options) -> Result<MpStream> {
+        let mut addrs: Vec<SocketAddr> = tokio::net::lookup_host(remote)
+            .await
+            .map_err(|source| Error::Io { context: "resolving the server's name".into(), source })?
+            .collect();
+        // IPv4 first, as the interfaces' addresses default to IPv4 (stable: the resolver's
+        // order within a family is kept).
+        addrs.sort_by_key(|a| a.is_ipv6());
+        let mut last = None;
+        for addr in addrs {
+            let attempt = match crate::MpEndpoint::client_for(opts.clone(), addr.is_ipv6()) {
+                Ok(ep) => ep.connect(addr).await,
+                Err(e) => Err(e),
+            };
+            match attempt {
+                Ok(s) => return Ok(s),
+                // The server was reached and refused to prove its key, or there is no key:
+                // another address of the name would not change that.
+                Err(e @ (Error::ServerNotAuthenticated { .. } | Error::NoServerKey)) => return Err(e),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Io {
+            context: "resolving the server's name".into(),
+            source: io::Error::new(io::ErrorKind::NotFound, "no address"),
+        }))
+    }
+
+    /// Opens a subflow from local path `path` to the server's address (a client only),
+    /// `backup` or regular; returns its number, or `None` if it cannot (no such path, the
+    /// subflow limit, a closed connection). The driver sends the join at once.
+    pub fn open_subflow(&self, path: PathId, backup: bool) -> Option<u32> {
+        let mut st = self.conn.shared.lock();
+        let now = st.now();
+        let id = st.ep.conn_mut(self.conn.h)?.open_subflow(now, path, self.conn.remote, backup);
+        st.wake_driver();
+        id
+    }
+
+    /// Closes subflow `id` (SUBFLOW_RESET to the peer; its data in flight goes to the others).
+    /// Returns whether it was open.
+    pub fn close_subflow(&self, id: u32) -> bool {
+        let mut st = self.conn.shared.lock();
+        let now = st.now();
+        let done = st.ep.conn_mut(self.conn.h).is_some_and(|c| c.close_subflow(now, id, 0));
+        st.wake_driver();
+        done
+    }
+
+    /// Marks subflow `id` backup (or regular again), and tells the peer (MP_PRIO): a backup
+    /// subflow carries data only when no regular one can. Returns whether it was open.
+    pub fn set_backup(&self, id: u32, backup: bool) -> bool {
+        let mut st = self.conn.shared.lock();
+        let done = st.ep.conn_mut(self.conn.h).is_some_and(|c| c.set_backup(id, backup));
+        st.wake_driver();
+        done
     }
 
     /// The peer's address on the first subflow.
@@ -156,6 +211,24 @@ impl MpStream {
     /// the endpoint has forgotten the connection.
     pub fn stats(&self) -> Option<ConnStats> {
         self.conn.stats()
+    }
+
+    /// The connection's events as they happen, from its start (the driver keeps the last
+    /// 1,024 until they are read): subflows joined, failed, recovered and closed, the oracle's
+    /// verdicts, fail-backs, and the close, after which the stream ends.
+    ///
+    /// ```no_run
+    /// # async fn f(s: mpudp::MpStream) {
+    /// let mut events = s.events();
+    /// tokio::spawn(async move {
+    ///     while let Some(e) = events.next().await {
+    ///         println!("{:?} on {:?}", e.event, e.path);
+    ///     }
+    /// });
+    /// # }
+    /// ```
+    pub fn events(&self) -> crate::Events {
+        crate::Events::new(&self.conn.shared, self.conn.h)
     }
 
     /// The endpoint's local paths: interface, address, link state and datagram counters.

@@ -310,3 +310,50 @@ async fn a_user_scheduler_steers_every_segment_to_the_second_path() {
     assert!(on(1) >= data.len() as u64, "{st:#?}");
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
 }
+
+/// Issue 21 over loopback: a host name connects; the stream's events come in order (connected,
+/// both subflows joined, the one the application closed, the close); per-stream path control.
+#[tokio::test]
+async fn events_host_names_and_path_control() {
+    let (addr, server) = echo_server(server()).await;
+    let s = MpStream::connect(format!("localhost:{}", addr.port()), two_paths()).await.unwrap();
+    assert_eq!(s.peer_addr(), addr, "localhost resolved, IPv4 first");
+    let mut events = s.events();
+    let mut seen = Vec::new();
+    // Connected, and fullmesh joins the second path.
+    while !seen
+        .iter()
+        .any(|e: &mpudp::ConnEvent| e.kind() == "subflow_established" && e.path == Some(mpcore::PathId(1)))
+    {
+        let e = tokio::time::timeout(Duration::from_secs(5), events.next()).await.unwrap().unwrap();
+        seen.push(e);
+    }
+    let kinds: Vec<&str> = seen.iter().map(|e| e.kind()).collect();
+    assert_eq!(kinds[0], "connected", "{kinds:?}");
+    assert!(seen.windows(2).all(|w| w[0].at <= w[1].at));
+    // The application moves the second subflow to backup, then closes it.
+    let second = seen.iter().rev().find_map(|e| e.subflow()).unwrap();
+    assert!(s.set_backup(second, true));
+    assert!(s.close_subflow(second));
+    assert!(!s.close_subflow(second), "already closed");
+    let e = tokio::time::timeout(Duration::from_secs(5), events.next()).await.unwrap().unwrap();
+    assert_eq!((e.kind(), e.subflow(), e.path), ("subflow_closed", Some(second), Some(mpcore::PathId(1))));
+    // A new subflow on the second path, opened by the application.
+    let third = s.open_subflow(mpcore::PathId(1), false).unwrap();
+    let e = tokio::time::timeout(Duration::from_secs(5), events.next()).await.unwrap().unwrap();
+    assert_eq!((e.kind(), e.subflow()), ("subflow_established", Some(third)), "{e:?}");
+    // The stream closes: the last event is the close, then the stream ends.
+    let (mut r, mut w) = s.into_split();
+    w.write_all(b"bye").await.unwrap();
+    w.shutdown().await.unwrap();
+    let mut back = Vec::new();
+    r.read_to_end(&mut back).await.unwrap();
+    drop((r, w));
+    let mut last = None;
+    while let Some(e) = tokio::time::timeout(Duration::from_secs(10), events.next()).await.unwrap() {
+        last = Some(e);
+    }
+    assert_eq!(last.map(|e| e.kind()), Some("closed"));
+    assert_eq!(events.lost(), 0);
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+}

@@ -119,7 +119,7 @@ async fn client() {
         .interface(Interface::new("c0").kind(Iface::Wifi))
         .interface(Interface::new("c1").kind(Iface::Cellular))
         .monitor_interval(Duration::from_millis(50));
-    let mut s = MpStream::connect(SERVER.parse().unwrap(), opts).await.unwrap();
+    let mut s = MpStream::connect(SERVER, opts).await.unwrap();
     established_on(&s, 1, false).await;
     println!("joined");
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();

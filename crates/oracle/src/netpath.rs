@@ -300,7 +300,9 @@ impl Oracle {
         let rto_fires = rto_high && !e.rto_trigger;
         e.rto_trigger = rto_high;
         let above = e.loss.value() >= c.loss_threshold || e.retrans.value() >= c.retrans_threshold || slow;
-        let verdict = if loss_fires || retrans_fires || delay_fires {
+        let verdict = if (loss_fires || retrans_fires || delay_fires) && !e.bad {
+            // A verdict is a change: a netpath already bad (declared so by a connection's
+            // timeout, or by another trigger) is not declared bad again.
             e.bad = true;
             Some(Verdict::Bad)
         } else if !above && rto_fires {
@@ -328,6 +330,11 @@ impl Oracle {
         }
         e.bad = true;
         Some(Action { netpath, verdict: Verdict::Bad })
+    }
+
+    /// The netpaths seen so far.
+    pub fn netpaths(&self) -> impl Iterator<Item = Netpath> + '_ {
+        self.table.iter().map(|e| e.netpath)
     }
 
     /// The smoothed state of a netpath.

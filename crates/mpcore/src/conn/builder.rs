@@ -324,10 +324,6 @@ impl Connection {
             sf.last_data_tx = now;
             sf.counters.data_bytes_sent += u64::from(d.len);
             let retrans = data.is_some_and(|x| x.1);
-            if retrans {
-                sf.counters.bytes_retransmitted += u64::from(d.len);
-                sf.counters.packets_retransmitted += 1;
-            }
             let how = if data.is_some_and(|x| x.2) {
                 Sent::New
             } else if seg.is_some_and(|s| s.retrans) {
@@ -338,6 +334,14 @@ impl Connection {
             };
             let reinjected = self.send.on_sent(d, how, sf_bit);
             self.counters.bytes_reinjected += reinjected;
+            // A retransmission of this subflow, not data reinjected here from another one (a
+            // failover's copies are this path's first sending of them: the oracle must not
+            // take the path that rescues the data for a path that loses it).
+            if retrans && reinjected == 0 {
+                let sf = &mut self.subflows[i];
+                sf.counters.bytes_retransmitted += u64::from(d.len);
+                sf.counters.packets_retransmitted += 1;
+            }
             self.subflows[i].counters.bytes_reinjected += reinjected;
         }
         let sf = &self.subflows[i];

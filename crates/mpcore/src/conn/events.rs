@@ -75,6 +75,15 @@ pub enum Event {
     Readable,
     /// The peer's DATA_FIN arrived in order: after the bytes still buffered, `read` returns 0.
     Finished,
+    /// The `multimob` oracle's decision for a path this connection uses (bad: failed over;
+    /// high RTO: backup subflows opened; clear: the flags are lifted).
+    Verdict {
+        path: PathId,
+        verdict: oracle::Verdict,
+    },
+    /// `multimob`: a regular subflow was healthy for the hold time; the failover subflows are
+    /// being closed and traffic is back on the preferred path.
+    FailBack,
     Closed {
         reason: CloseReason,
     },

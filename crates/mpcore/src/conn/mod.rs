@@ -350,7 +350,9 @@ impl Connection {
         if e == Event::Readable && self.events.back() == Some(&Event::Readable) {
             return;
         }
-        tracing::debug!(side = ?self.side, event = ?e, "connection event");
+        if e != Event::Readable {
+            tracing::debug!(side = ?self.side, event = ?e, "connection event");
+        }
         self.events.push_back(e);
     }
 

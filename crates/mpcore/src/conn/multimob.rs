@@ -75,6 +75,7 @@ impl Connection {
             return;
         }
         self.healthy_since = None;
+        self.emit(Event::FailBack);
         for i in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get_mut(i) else { continue };
             sf.was_bad = false;
@@ -113,6 +114,16 @@ impl Connection {
         self.config.path_manager == PathManager::MultiMob && self.side == Side::Client && self.has_unused_path()
     }
 
+    /// The local path of a netpath.
+    fn netpath_path(&self, np: &oracle::Netpath) -> Option<PathId> {
+        self.paths.get(usize::from(np.iface)).map(|_| PathId(np.iface))
+    }
+
+    /// The local path of subflow `id`, if it is one of ours.
+    pub fn subflow_path(&self, id: u32) -> Option<PathId> {
+        self.subflows.by_number(id).and_then(|i| self.subflows.get(i)).map(|s| s.local_path)
+    }
+
     /// The netpath of subflow `i`: (local address, remote address, local path).
     pub(super) fn netpath(&self, i: usize) -> Option<oracle::Netpath> {
         let sf = self.subflows.get(i)?;
@@ -145,6 +156,9 @@ impl Connection {
             .fold(0u64, |m, k| m | 1 << k);
         if on == 0 || self.is_closed() {
             return;
+        }
+        if let Some(path) = self.netpath_path(&a.netpath) {
+            self.emit(Event::Verdict { path, verdict: a.verdict });
         }
         let mut set_flags = |bad: Option<bool>, high_rto: Option<bool>| {
             for (k, sf) in self.subflows.enumerate_mut() {

@@ -100,6 +100,10 @@ pub(crate) struct Slot {
     pub(crate) close: Option<Waker>,
     pub(crate) connected: bool,
     pub(crate) closed: Option<CloseReason>,
+    /// Events not yet read by `MpStream::events` (at most `events::QUEUE`).
+    pub(crate) events: std::collections::VecDeque<crate::events::ConnEvent>,
+    pub(crate) events_lost: u64,
+    pub(crate) events_waker: Option<Waker>,
 }
 
 /// What the application asks of the driver about interfaces (`MpEndpoint`'s methods); the
@@ -237,7 +241,24 @@ impl State {
     /// Hands the endpoint's events and accepted connections to the handles waiting for them.
     pub(crate) fn dispatch(&mut self) {
         while let Some((h, ev)) = self.ep.poll_event() {
+            let path = match ev {
+                Event::Verdict { path, .. } => Some(path),
+                Event::SubflowEstablished { path, .. } => Some(path),
+                Event::SubflowFailed { id }
+                | Event::SubflowRecovered { id }
+                | Event::SubflowClosed { id, .. }
+                | Event::SubflowMigrated { id, .. } => self.ep.conn(h).and_then(|c| c.subflow_path(id)),
+                _ => None,
+            };
             let slot = self.slot(h);
+            if ev != Event::Readable {
+                if slot.events.len() >= crate::events::QUEUE {
+                    slot.events.pop_front();
+                    slot.events_lost += 1;
+                }
+                slot.events.push_back(crate::events::ConnEvent { at: Instant::now(), event: ev, path });
+                wake(&mut slot.events_waker);
+            }
             match ev {
                 Event::Connected => {
                     slot.connected = true;
@@ -246,7 +267,9 @@ impl State {
                 Event::Readable | Event::Finished => wake(&mut slot.read),
                 Event::Closed { reason } => {
                     slot.closed = Some(reason);
-                    for w in [&mut slot.read, &mut slot.write, &mut slot.connect, &mut slot.close] {
+                    for w in
+                        [&mut slot.read, &mut slot.write, &mut slot.connect, &mut slot.close, &mut slot.events_waker]
+                    {
                         wake(w);
                     }
                 }
@@ -273,7 +296,7 @@ impl State {
 
     pub(crate) fn wake_all(&mut self) {
         for s in &mut self.slots {
-            for w in [&mut s.read, &mut s.write, &mut s.connect, &mut s.close] {
+            for w in [&mut s.read, &mut s.write, &mut s.connect, &mut s.close, &mut s.events_waker] {
                 wake(w);
             }
         }

@@ -1,0 +1,113 @@
+//! A connection's events as an async stream ([`MpStream::events`](crate::MpStream::events)):
+//! subflows joined, failed, recovered and closed, the oracle's verdicts, fail-backs, the close.
+
+use crate::driver::{self, store, Shared};
+use mpcore::{ConnHandle, Event, PathId};
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+/// Most events a connection keeps for a reader that is behind; older ones are dropped (and
+/// counted in [`Events::lost`]).
+pub(crate) const QUEUE: usize = 1024;
+
+/// One event of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnEvent {
+    /// When the driver handed it out.
+    pub at: Instant,
+    pub event: Event,
+    /// The local path of the subflow it concerns, where it concerns one that still exists
+    /// (or the path of a verdict).
+    pub path: Option<PathId>,
+}
+
+impl ConnEvent {
+    /// A short name of the event's kind: `connected`, `subflow_established`, `subflow_failed`,
+    /// `subflow_recovered`, `subflow_closed`, `subflow_migrated`, `address_announced`,
+    /// `finished`, `verdict`, `fail_back`, `closed` (`readable` never reaches the stream).
+    pub fn kind(&self) -> &'static str {
+        match self.event {
+            Event::Connected => "connected",
+            Event::SubflowEstablished { .. } => "subflow_established",
+            Event::SubflowFailed { .. } => "subflow_failed",
+            Event::SubflowRecovered { .. } => "subflow_recovered",
+            Event::SubflowClosed { .. } => "subflow_closed",
+            Event::SubflowMigrated { .. } => "subflow_migrated",
+            Event::AddressAnnounced { .. } => "address_announced",
+            Event::Readable => "readable",
+            Event::Finished => "finished",
+            Event::Verdict { .. } => "verdict",
+            Event::FailBack => "fail_back",
+            Event::Closed { .. } => "closed",
+        }
+    }
+
+    /// The subflow it concerns, if any.
+    pub fn subflow(&self) -> Option<u32> {
+        match self.event {
+            Event::SubflowEstablished { id, .. }
+            | Event::SubflowFailed { id }
+            | Event::SubflowRecovered { id }
+            | Event::SubflowClosed { id, .. }
+            | Event::SubflowMigrated { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// The events of one connection, oldest first, as a [`futures_core::Stream`] (or with
+/// [`Events::next`]); it ends after the connection's `Closed` event. One reader per
+/// connection: two `Events` of the same connection share one queue.
+#[derive(Debug)]
+pub struct Events {
+    shared: Arc<Shared>,
+    h: ConnHandle,
+}
+
+impl Events {
+    pub(crate) fn new(shared: &Arc<Shared>, h: ConnHandle) -> Self {
+        Self { shared: driver::attach(shared), h }
+    }
+
+    /// The next event; `None` once the connection closed and every event was read.
+    pub async fn next(&mut self) -> Option<ConnEvent> {
+        poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// Events dropped because the queue was full (the reader fell more than 1,024 behind).
+    pub fn lost(&self) -> u64 {
+        let mut st = self.shared.lock();
+        st.slot(self.h).events_lost
+    }
+
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<ConnEvent>> {
+        let mut st = self.shared.lock();
+        let stopped = st.stopped;
+        let slot = st.slot(self.h);
+        if let Some(e) = slot.events.pop_front() {
+            return Poll::Ready(Some(e));
+        }
+        if slot.closed.is_some() || stopped {
+            return Poll::Ready(None);
+        }
+        store(&mut slot.events_waker, cx.waker());
+        Poll::Pending
+    }
+}
+
+impl futures_core::Stream for Events {
+    type Item = ConnEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ConnEvent>> {
+        self.poll_event(cx)
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        driver::detach(&self.shared);
+    }
+}
