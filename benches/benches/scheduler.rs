@@ -2,7 +2,8 @@
 //! healthy, so every pick scans the whole slice (`scheduler_pick`). `scheduler_pick_degraded`
 //! measures the slow path of lowest-rtt and last-received: the first subflow potentially failed
 //! and every other one flagged high-RTO with a full window, so neither lean scan answers and the
-//! whole rule runs.
+//! whole rule runs. `scheduler_pick_custom` is lowest-rtt run as an application's scheduler
+//! (behind `AnyScheduler::Custom`: one dynamic call and the check of its answer).
 //!
 //! Run: `cargo bench -p mp-benches --bench scheduler`
 
@@ -52,6 +53,18 @@ fn picks(c: &mut Criterion) {
             let mut sched = AnyScheduler::from_name(name).expect("known name");
             g.bench_with_input(BenchmarkId::new(name, n), &s, |b, s| b.iter(|| sched.pick(black_box(s), &seg)));
         }
+    }
+    g.finish();
+
+    // The same rule as lowest-rtt, but as an application's scheduler: the price of the one
+    // dynamic call behind `AnyScheduler::Custom` and of checking its answer.
+    let mut g = c.benchmark_group("scheduler_pick_custom");
+    for n in [2usize, 4, 8, 16] {
+        let s = subflows(n);
+        let mut sched = AnyScheduler::Custom(Box::new(scheduler::LowestRtt));
+        g.bench_with_input(BenchmarkId::new("lowest-rtt-as-custom", n), &s, |b, s| {
+            b.iter(|| sched.pick(black_box(s), &seg))
+        });
     }
     g.finish();
 }

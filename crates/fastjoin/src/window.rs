@@ -38,7 +38,7 @@ pub enum Refusal {
     Ahead,
     /// Every slot of the window holds a live DSN.
     Full,
-    /// The HMAC does not verify (checked before the window, see [`crate::Responder`]).
+    /// The HMAC does not verify (the responder checks it before the window: [`crate::Keys`]).
     BadHmac,
 }
 

@@ -31,6 +31,7 @@ pub enum PathManager {
 }
 
 impl PathManager {
+    /// `fullmesh`, `backup`, `on-demand` (or `ondemand`), `multimob`.
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "fullmesh" => Some(Self::Fullmesh),
@@ -51,11 +52,13 @@ pub struct Config {
     pub max_receive_size: usize,
     /// RFC 6298 minimum RTO (Linux: 200 ms).
     pub min_rto: u64,
+    /// Largest RTO, backoff included (RFC 6298 §2.5: at least 60 s).
     pub max_rto: u64,
     /// RTO before the first RTT sample (RFC 6298 §2.1: 1 s).
     pub initial_rto: u64,
     /// Longest delay before acknowledging an ack-eliciting packet.
     pub max_ack_delay: u64,
+    /// Each subflow's congestion control (coupled: LIA, OLIA; or Reno, CUBIC).
     pub congestion: CongestionControl,
     /// A name from `scheduler::NAMES` (ignored when `custom_scheduler` is set).
     pub scheduler: String,
@@ -65,6 +68,7 @@ pub struct Config {
     /// wired, cellular). Kinds left out rank after the listed ones. A user on a metered WiFi
     /// and a flat-rate cellular plan says `[Cellular, Wifi]`.
     pub interface_order: Vec<Iface>,
+    /// How a client opens subflows (a server follows the client's).
     pub path_manager: PathManager,
     /// Receive buffer, and the window advertised beyond the DATA_ACK.
     pub recv_window: usize,
@@ -80,6 +84,7 @@ pub struct Config {
     /// in carrier networks last, at 240 PINGs (and as many ACKs) per idle hour. Servers never
     /// send keep-alives.
     pub keep_alive: u64,
+    /// Most subflows open at once (at most `scheduler::MAX_SUBFLOWS`).
     pub max_subflows: usize,
     /// Offer and accept FAST_JOIN (MultiMob).
     pub fast_join: bool,
@@ -137,6 +142,7 @@ pub struct Config {
 pub struct SchedulerFactory(Arc<dyn Fn() -> Box<dyn Scheduler> + Send + Sync>);
 
 impl SchedulerFactory {
+    /// A factory calling `make` for each new connection.
     pub fn new(make: impl Fn() -> Box<dyn Scheduler> + Send + Sync + 'static) -> Self {
         Self(Arc::new(make))
     }

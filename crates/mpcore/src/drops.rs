@@ -7,23 +7,39 @@
 /// processed: a bad ADD_ADDR or MP_FASTCLOSE key, data before a join completed) one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DropReason {
+    /// Larger than the receive limit.
     Oversized,
+    /// Did not parse, or its frames did not.
     Malformed,
+    /// A version we do not speak.
     Version,
+    /// A short header naming no connection of ours.
     UnknownCid,
+    /// A JOIN naming no connection of ours.
     UnknownToken,
+    /// AEAD authentication failed.
     DecryptFailed,
+    /// A packet number already received on that subflow.
     Duplicate,
+    /// A RETRY whose integrity tag is wrong.
     BadRetry,
+    /// An INITIAL whose retry token is invalid or expired.
     BadToken,
+    /// A CONFIRM whose cookie does not open.
     BadCookie,
+    /// A CONFIRM for a connection that already closed.
     CookieReplay,
+    /// A JOIN whose subflow number is taken or was used before.
     ReplayedJoin,
+    /// A join, ADD_ADDR or MP_FASTCLOSE whose HMAC or key is wrong.
     BadHmac,
     /// A HANDSHAKE not signed by one of the server keys the client was given (§4.6).
     BadSignature,
+    /// A join beyond the subflow limit, or of a kind not accepted.
     Refused,
+    /// A valid packet in the wrong state.
     Unexpected,
+    /// An authenticated packet carrying a value no correct peer sends (§11).
     Protocol,
 }
 
@@ -123,6 +139,7 @@ impl Drops {
         parts.join(", ")
     }
 
+    /// Every drop, whatever the reason.
     pub fn total(&self) -> u64 {
         self.oversized
             + self.malformed

@@ -13,7 +13,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
+/// An Ed25519 public key's length.
 pub const PUBLIC_KEY_LEN: usize = 32;
+/// An Ed25519 signature's length.
 pub const SIGNATURE_LEN: usize = 64;
 
 /// What the server signs is this context string followed by the transcript hash TH (§4.2), as
@@ -153,6 +155,7 @@ impl ServerIdentity {
         format!("{PEM_BEGIN}\n{}\n{PEM_END}\n", base64::encode(&der))
     }
 
+    /// The public key, what clients are given.
     pub fn public_key(&self) -> PublicKey {
         let mut k = [0u8; PUBLIC_KEY_LEN];
         k.copy_from_slice(self.pair.public_key().as_ref());
@@ -173,6 +176,7 @@ pub mod base64 {
 
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+    /// Encodes `bytes` with padding.
     pub fn encode(bytes: &[u8]) -> String {
         let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
         for chunk in bytes.chunks(3) {

@@ -10,30 +10,60 @@ use std::net::SocketAddr;
 #[non_exhaustive]
 pub enum Error {
     /// No network interface has this name.
-    NoSuchDevice { name: String },
+    NoSuchDevice {
+        /// The name asked for.
+        name: String,
+    },
     /// No interface got an address of the family the peer uses within the connect timeout.
-    NoAddress { name: String, family: &'static str },
+    NoAddress {
+        /// The interface (or "any of the endpoint's interfaces").
+        name: String,
+        /// "IPv4" or "IPv6".
+        family: &'static str,
+    },
     /// Binding a socket to a device (`SO_BINDTODEVICE`) was refused.
-    PermissionDenied { name: String },
+    PermissionDenied {
+        /// The device.
+        name: String,
+    },
     /// Another socket holds this address and port.
-    AddrInUse { addr: SocketAddr },
+    AddrInUse {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
     /// The address is not one of this host's (or not on the interface).
-    AddrNotAvailable { addr: SocketAddr },
+    AddrNotAvailable {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
     /// The peer did not answer the handshake, or no route leads to it.
-    Unreachable { addr: SocketAddr, waited: std::time::Duration },
+    Unreachable {
+        /// The server's address.
+        addr: SocketAddr,
+        /// How long the handshake was tried.
+        waited: std::time::Duration,
+    },
     /// The configuration is inconsistent.
     Config(String),
     /// A client was given no server key and did not opt out of authenticating the server.
     NoServerKey,
     /// The answer to the handshake was not signed by the server key given (a man in the
     /// middle, or a server with another key); nothing was sent to it.
-    ServerNotAuthenticated { addr: SocketAddr },
+    ServerNotAuthenticated {
+        /// The address that answered.
+        addr: SocketAddr,
+    },
     /// The connection closed, for this reason.
     Closed(CloseReason),
     /// The endpoint's driver stopped (the endpoint was closed, or its runtime shut down).
     EndpointClosed,
     /// Any other I/O failure, with what was being done.
-    Io { context: String, source: io::Error },
+    Io {
+        /// What was being done.
+        context: String,
+        /// The operating system's error.
+        source: io::Error,
+    },
 }
 
 impl fmt::Display for Error {

@@ -18,6 +18,7 @@ pub(crate) const QUEUE: usize = 1024;
 pub struct ConnEvent {
     /// When the driver handed it out.
     pub at: Instant,
+    /// What happened.
     pub event: Event,
     /// The local path of the subflow it concerns, where it concerns one that still exists
     /// (or the path of a verdict).

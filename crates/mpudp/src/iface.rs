@@ -9,6 +9,7 @@ use std::path::PathBuf;
 /// One network interface of this host, as `getifaddrs` and sysfs report it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InterfaceInfo {
+    /// Its name (`wlan0`, `rmnet0`, ...).
     pub name: String,
     /// The kernel's interface index.
     pub index: Option<u32>,

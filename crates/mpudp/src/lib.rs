@@ -47,6 +47,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod driver;
 mod endpoint;
 mod error;

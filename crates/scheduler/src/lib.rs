@@ -45,6 +45,7 @@
 //! At most [`MAX_SUBFLOWS`] (64) subflows are considered; entries beyond are ignored.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod ecf;
 mod last_received;
@@ -68,9 +69,13 @@ pub const MAX_SUBFLOWS: usize = 64;
 /// The kind of network interface a subflow uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Iface {
+    /// A wireless LAN.
     Wifi,
+    /// A mobile network's radio (metered, and costly in energy: see the oracle).
     Cellular,
+    /// Ethernet and the like.
     Wired,
+    /// Unknown (a loopback or virtual device, or a name no rule recognises).
     #[default]
     Other,
 }
@@ -148,30 +153,37 @@ pub(crate) const AVAIL_MASK: u8 = Flags::ESTABLISHED.0 | Flags::POTENTIALLY_FAIL
 pub(crate) const SEND_MASK: u8 = AVAIL_MASK | Flags::IN_RECOVERY.0;
 
 impl SubflowInfo {
+    /// The join completed.
     #[inline(always)]
     pub fn established(&self) -> bool {
         self.flags.contains(Flags::ESTABLISHED)
     }
+    /// Its retransmission timer expired with no new acknowledgement since.
     #[inline(always)]
     pub fn potentially_failed(&self) -> bool {
         self.flags.contains(Flags::POTENTIALLY_FAILED)
     }
+    /// A backup subflow (used only when no regular one can send).
     #[inline(always)]
     pub fn backup(&self) -> bool {
         self.flags.contains(Flags::BACKUP)
     }
+    /// In loss recovery.
     #[inline(always)]
     pub fn in_recovery(&self) -> bool {
         self.flags.contains(Flags::IN_RECOVERY)
     }
+    /// It already carried this segment (the segment is a reinjection).
     #[inline(always)]
     pub fn already_sent(&self) -> bool {
         self.flags.contains(Flags::ALREADY_SENT)
     }
+    /// The oracle saw an RTO above its threshold on its path.
     #[inline(always)]
     pub fn high_rto(&self) -> bool {
         self.flags.contains(Flags::HIGH_RTO)
     }
+    /// The oracle declared its path bad.
     #[inline(always)]
     pub fn was_bad(&self) -> bool {
         self.flags.contains(Flags::WAS_BAD)
@@ -220,6 +232,7 @@ pub struct Segment {
 pub struct Mask(pub u64);
 
 impl Mask {
+    /// Adds index `i` (ignored beyond [`MAX_SUBFLOWS`]).
     #[inline]
     pub fn insert(&mut self, i: usize) {
         if i < MAX_SUBFLOWS {
@@ -227,16 +240,19 @@ impl Mask {
         }
     }
 
+    /// Whether index `i` is in the set.
     #[inline]
     pub fn contains(&self, i: usize) -> bool {
         i < MAX_SUBFLOWS && self.0 & (1 << i) != 0
     }
 
+    /// No index.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.0 == 0
     }
 
+    /// How many indices.
     #[inline]
     pub fn len(&self) -> usize {
         self.0.count_ones() as usize
@@ -308,11 +324,17 @@ pub(crate) fn considered(subflows: &[SubflowInfo]) -> &[SubflowInfo] {
 /// own behind [`AnyScheduler::Custom`].
 #[derive(Debug)]
 pub enum AnyScheduler {
+    /// `lowest-rtt`.
     LowestRtt(LowestRtt),
+    /// `last-received`.
     LastReceived(LastReceived),
+    /// `priority`.
     Priority(Priority),
+    /// `round-robin`.
     RoundRobin(RoundRobin),
+    /// `redundant`.
     Redundant(Redundant),
+    /// `ecf`.
     Ecf(Ecf),
     /// A scheduler written outside this crate (one dynamic call per packet).
     Custom(Box<dyn Scheduler>),

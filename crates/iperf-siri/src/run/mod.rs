@@ -1,6 +1,6 @@
 //! The two ends of a test over one `MpStream`: the client runs the workload and measures
 //! ([`client`]), the server follows the client's parameters and answers ([`server`]), and
-//! both report their counters at intervals while it runs ([`intervals`]).
+//! both report their counters at intervals while it runs (`intervals`).
 
 mod client;
 mod intervals;

@@ -11,7 +11,9 @@ pub use super::subflow::{SubflowCounters, SubflowStats};
 /// Which end of the first handshake this endpoint was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
+    /// Sent the INITIAL (opens subflows).
     Client,
+    /// Answered it.
     Server,
 }
 
@@ -44,31 +46,45 @@ pub enum CloseReason {
 pub enum Event {
     /// The first handshake completed.
     Connected,
+    /// A subflow completed its join (or the first handshake, for subflow 0).
     SubflowEstablished {
+        /// The subflow's number.
         id: u32,
+        /// The local path it runs on.
         path: PathId,
+        /// It is a backup subflow.
         backup: bool,
     },
-    /// The subflow's retransmission timer expired: potentially failed.
+    /// The subflow's retransmission timer expired (or its tail probe went unanswered while
+    /// another subflow works): potentially failed.
     SubflowFailed {
+        /// The subflow's number.
         id: u32,
     },
     /// A potentially failed subflow got a new acknowledgement.
     SubflowRecovered {
+        /// The subflow's number.
         id: u32,
     },
+    /// A subflow closed (by either end, or reclaimed after an idle timeout).
     SubflowClosed {
+        /// The subflow's number.
         id: u32,
+        /// SUBFLOW_RESET's reason code (PROTOCOL.md §5.16).
         reason: u8,
     },
     /// The peer's address on a subflow changed (NAT rebinding).
     SubflowMigrated {
+        /// The subflow's number.
         id: u32,
+        /// The peer's new address.
         remote: SocketAddr,
     },
     /// The peer announced an address (ADD_ADDR with a valid HMAC).
     AddressAnnounced {
+        /// Its address id.
         addr_id: u8,
+        /// The address.
         addr: SocketAddr,
     },
     /// New bytes can be read.
@@ -78,13 +94,17 @@ pub enum Event {
     /// The `multimob` oracle's decision for a path this connection uses (bad: failed over;
     /// high RTO: backup subflows opened; clear: the flags are lifted).
     Verdict {
+        /// The local path judged.
         path: PathId,
+        /// The decision.
         verdict: oracle::Verdict,
     },
     /// `multimob`: a regular subflow was healthy for the hold time; the failover subflows are
     /// being closed and traffic is back on the preferred path.
     FailBack,
+    /// The connection ended.
     Closed {
+        /// Why.
         reason: CloseReason,
     },
 }
@@ -96,6 +116,7 @@ pub enum WriteError {
     Blocked,
     /// `close` was called: no more data may be written.
     Finished,
+    /// The connection ended.
     Closed(CloseReason),
 }
 
@@ -104,17 +125,22 @@ pub enum WriteError {
 pub enum ReadError {
     /// Nothing to read yet.
     Blocked,
+    /// The connection ended (after every byte was read).
     Closed(CloseReason),
 }
 
 /// Connection-wide counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConnCounters {
+    /// Bytes the application wrote.
     pub bytes_written: u64,
+    /// Bytes the application read.
     pub bytes_read: u64,
     /// Data bytes acknowledged by DATA_ACK.
     pub bytes_acked: u64,
+    /// Data bytes sent again on another subflow than the one that first carried them.
     pub bytes_reinjected: u64,
+    /// Ranges queued for reinjection.
     pub reinjections: u64,
     /// Segments not stored because they would have opened more out-of-order ranges than the
     /// receive buffer tracks.
@@ -124,10 +150,15 @@ pub struct ConnCounters {
 /// A snapshot of a connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnStats {
+    /// Client or server.
     pub side: Side,
+    /// The first handshake completed and the connection is not closed.
     pub established: bool,
+    /// Why it ended, once it did.
     pub closed: Option<CloseReason>,
+    /// Connection-wide counters.
     pub counters: ConnCounters,
+    /// Every open subflow, and the last closed ones' final statistics.
     pub subflows: Vec<SubflowStats>,
     /// The scheduler's name (a custom scheduler's own).
     pub scheduler: String,

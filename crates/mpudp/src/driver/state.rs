@@ -14,9 +14,13 @@ use std::time::{Duration, Instant};
 /// Datagrams and bytes through one local path's socket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IoCounters {
+    /// Datagrams handed to the kernel.
     pub datagrams_sent: u64,
+    /// Their UDP payload bytes.
     pub bytes_sent: u64,
+    /// Datagrams read from the socket.
     pub datagrams_received: u64,
+    /// Their UDP payload bytes.
     pub bytes_received: u64,
     /// sendmsg calls (one per GSO batch).
     pub send_calls: u64,
@@ -41,13 +45,16 @@ pub struct PathInfo {
     pub device: Option<String>,
     /// The socket's local address.
     pub addr: SocketAddr,
+    /// The interface's kind (WiFi, cellular, wired), given or guessed from its name.
     pub kind: Iface,
+    /// Subflows on this path are backup subflows.
     pub backup: bool,
     /// The link was up at the last check (and the application did not say it is down).
     pub up: bool,
     /// The address is gone (the interface lost it, or went away): the path is closed, and its
     /// slot may be reused for a later address, with new counters.
     pub removed: bool,
+    /// What went through its socket.
     pub io: IoCounters,
     /// When the first datagram crossed this path, either way.
     pub first_packet: Option<Instant>,
