@@ -17,8 +17,13 @@
 //! server does with the data). The property tests in `tests/` are meant to be run and extended
 //! by users; see the crate's README.md.
 
+#![warn(missing_docs)]
+
 pub mod auth;
 pub mod window;
+// FAST_JOIN's frame fields carry the MultiMob paper's and PROTOCOL.md §5.9-5.11's names,
+// where they are specified.
+#[allow(missing_docs)]
 pub mod wire;
 
 pub use auth::{Keys, Kind, HMAC_LEN};

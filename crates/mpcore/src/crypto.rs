@@ -58,11 +58,14 @@ pub const TAG_LEN: usize = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Suite {
+    /// ChaCha20-Poly1305 (RFC 8439).
     ChaCha20Poly1305 = 0x01,
+    /// AES-128-GCM.
     Aes128Gcm = 0x02,
 }
 
 impl Suite {
+    /// The suite of a wire id.
     pub fn from_id(id: u8) -> Result<Self, CryptoError> {
         match id {
             0x01 => Ok(Suite::ChaCha20Poly1305),
@@ -71,6 +74,7 @@ impl Suite {
         }
     }
 
+    /// Its wire id.
     pub fn id(self) -> u8 {
         self as u8
     }
@@ -235,7 +239,9 @@ pub struct Secrets {
     pub key_client: u64,
     /// Key-S, the server's.
     pub key_server: u64,
+    /// Client-to-server packet keys.
     pub c2s: PacketKey,
+    /// Server-to-client packet keys.
     pub s2c: PacketKey,
 }
 
@@ -340,6 +346,7 @@ impl PacketKey {
         Self { suite, key: LessSafeKey::new(unbound), iv, hp }
     }
 
+    /// Its AEAD suite.
     pub fn suite(&self) -> Suite {
         self.suite
     }
@@ -487,6 +494,7 @@ impl RetryTokenKey {
         Ok(Self::from_bytes(&random_key()?))
     }
 
+    /// A key of these bytes.
     pub fn from_bytes(k: &[u8; 32]) -> Self {
         Self { key: hmac::Key::new(hmac::HMAC_SHA256, k) }
     }
@@ -536,10 +544,12 @@ impl fmt::Debug for CookieKey {
 pub const COOKIE_OVERHEAD: usize = 1 + 8 + TAG_LEN;
 
 impl CookieKey {
+    /// A random key named `id`.
     pub fn generate(id: u8) -> Result<Self, CryptoError> {
         Ok(Self::from_bytes(id, &random_key()?))
     }
 
+    /// A key named `id` of these bytes.
     pub fn from_bytes(id: u8, k: &[u8; 32]) -> Self {
         let unbound = UnboundKey::new(&aead::CHACHA20_POLY1305, k).expect("32-byte ChaCha20 key");
         Self { id, key: LessSafeKey::new(unbound), counter: 0 }

@@ -45,6 +45,7 @@ impl fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
+/// The sans-IO endpoint: its local paths, connections, stateless handshake answers and the oracle; datagrams in with `handle_datagram`, out with `poll_transmit`.
 pub struct Endpoint {
     config: Config,
     paths: Vec<LocalPath>,
@@ -116,6 +117,7 @@ impl Endpoint {
         })
     }
 
+    /// Its configuration.
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -177,6 +179,7 @@ impl Endpoint {
         }
     }
 
+    /// Datagrams dropped, by reason.
     pub fn drops(&self) -> &Drops {
         &self.drops
     }
@@ -191,6 +194,7 @@ impl Endpoint {
         self.conns.iter().enumerate().filter(|(_, c)| c.is_some()).map(|(i, _)| ConnHandle(i))
     }
 
+    /// A connection, while the endpoint knows it.
     pub fn conn(&self, h: ConnHandle) -> Option<&Connection> {
         self.conns.get(h.0)?.as_deref()
     }
@@ -200,6 +204,7 @@ impl Endpoint {
         self.conns.get_mut(h.0)?.as_deref_mut()
     }
 
+    /// A connection's snapshot.
     pub fn stats(&self, h: ConnHandle) -> Option<ConnStats> {
         self.conn(h).map(|c| c.stats())
     }

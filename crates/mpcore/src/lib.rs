@@ -13,6 +13,8 @@
 //!   [`Endpoint::poll_transmit`] writes. Time is a `u64` count of microseconds from any epoch
 //!   the driver picks.
 
+#![warn(missing_docs)]
+
 pub mod config;
 pub mod conn;
 pub mod crypto;
@@ -22,6 +24,9 @@ mod handshake;
 pub mod identity;
 pub mod ranges;
 pub mod rng;
+// The wire views' fields, frame types and reason codes carry PROTOCOL.md's names, where each
+// is specified (every type's documentation names its section): they are documented there.
+#[allow(missing_docs)]
 pub mod wire;
 
 pub use config::{Config, ConfigError, Faults, PathManager, SchedulerFactory};
@@ -47,7 +52,9 @@ pub struct PathId(pub u8);
 /// A local path: the address a subflow uses on one interface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LocalPath {
+    /// Its address (port 0 until bound).
     pub addr: SocketAddr,
+    /// The interface's kind.
     pub iface: Iface,
     /// Subflows on this path are opened as backup subflows.
     pub backup: bool,
@@ -56,7 +63,10 @@ pub struct LocalPath {
 /// A datagram `poll_transmit` wrote: send `buf[..len]` from local path `path` to `remote`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transmit {
+    /// The local path to send from.
     pub path: PathId,
+    /// The destination.
     pub remote: SocketAddr,
+    /// The datagram's length in the caller's buffer.
     pub len: usize,
 }

@@ -26,14 +26,17 @@ impl RangeSet {
         s
     }
 
+    /// Everything below is taken as received.
     pub fn floor(&self) -> u64 {
         self.floor
     }
 
+    /// No range.
     pub fn is_empty(&self) -> bool {
         self.ranges.is_empty()
     }
 
+    /// How many ranges.
     pub fn len(&self) -> usize {
         self.ranges.len()
     }

@@ -14,8 +14,15 @@ use std::fmt;
 
 /// An endpoint's or a connection's source of randomness.
 pub enum Rng {
+    /// The operating system's generator.
     System(rand::SystemRandom),
-    Seeded { key: hmac::Key, counter: u64 },
+    /// A deterministic stream (the simulator's): HMAC-SHA256 of a counter under a key.
+    Seeded {
+        /// The key, from the seed.
+        key: hmac::Key,
+        /// The next block's number.
+        counter: u64,
+    },
 }
 
 impl fmt::Debug for Rng {

@@ -5,63 +5,55 @@
 
 use mpcore::{Config, CongestionControl, PathManager};
 use mpsim::apps::{pattern, Bulk};
-use mpsim::{ms, multimob_paths, Sim};
+use mpsim::{ms, multimob_paths, PathConfig, Sim};
 
-/// Bytes an upload delivers in 40 s over a slow, slightly lossy WiFi (200 ms RTT, 1% loss)
-/// with an idle cellular backup subflow open beside it, under `cc`.
-fn upload_over_slow_wifi(cc: CongestionControl, seed: u64) -> usize {
+/// Bytes a 40 s upload delivers over `paths` under `cc` (and the packets on path 1), then the
+/// same under Reno, for seeds 1-3, printed under `label`.
+fn uploads(label: &str, paths: &[PathConfig], pm: PathManager) -> Vec<(CongestionControl, usize, usize, usize)> {
+    let run = |cc, seed| {
+        let config = Config { path_manager: pm, congestion: cc, ..Config::default() };
+        let mut sim = Sim::new(seed, config, Config::default(), paths.to_vec()).unwrap();
+        let mut app = Bulk::new(pattern(64 << 20, seed), false);
+        sim.run_until(ms(40_000), |s| app.step(s));
+        (app.received.len(), sim.path_log(1).len())
+    };
+    let mut out = Vec::new();
+    for seed in 1..=3 {
+        let (reno, _) = run(CongestionControl::Reno, seed);
+        for cc in [CongestionControl::Lia, CongestionControl::Olia] {
+            let (coupled, on_second) = run(cc, seed);
+            println!("{label}, seed {seed}: {cc:?} {coupled} bytes, Reno {reno}");
+            out.push((cc, coupled, reno, on_second));
+        }
+    }
+    out
+}
+
+#[test]
+fn an_idle_backup_subflow_does_not_starve_the_busy_one() {
+    // A slow, slightly lossy WiFi (200 ms RTT, 1% loss), an idle cellular backup beside it.
     let mut paths = multimob_paths();
     paths[0].delay = ms(100);
     paths[0].queue_bytes = 10_000_000 / 8 / 5;
     paths[0].loss = 0.01;
     paths[1].backup = true;
-    let config = Config { path_manager: PathManager::Backup, congestion: cc, ..Config::default() };
-    let mut sim = Sim::new(seed, config, Config::default(), paths).unwrap();
-    let mut app = Bulk::new(pattern(64 << 20, seed), false);
-    sim.run_until(ms(40_000), |s| app.step(s));
-    assert!(sim.path_log(1).len() < 50, "the backup subflow stayed idle: {}", sim.path_log(1).len());
-    app.received.len()
-}
-
-#[test]
-fn an_idle_backup_subflow_does_not_starve_the_busy_one() {
-    for seed in 1..=3 {
-        let reno = upload_over_slow_wifi(CongestionControl::Reno, seed);
-        for cc in [CongestionControl::Lia, CongestionControl::Olia] {
-            let coupled = upload_over_slow_wifi(cc, seed);
-            println!("slow WiFi, idle backup, seed {seed}: {cc:?} {coupled} bytes, Reno {reno}");
-            // Alone on its path, a coupled subflow is a Reno flow; seeds differ in their losses,
-            // so the same seed is compared.
-            assert!(coupled as f64 >= 0.9 * reno as f64, "seed {seed}: {cc:?} delivered {coupled} bytes, Reno {reno}");
-        }
+    for (cc, coupled, reno, on_backup) in uploads("slow WiFi, idle backup", &paths, PathManager::Backup) {
+        assert!(on_backup < 50, "the backup subflow stayed idle: {on_backup} packets");
+        // Alone on its path, a coupled subflow is a Reno flow (the same seed, the same losses).
+        assert!(coupled as f64 >= 0.9 * reno as f64, "{cc:?} delivered {coupled} bytes, Reno {reno}");
     }
-}
-
-/// Bytes a fullmesh upload delivers in 40 s over both paths, each with 1% loss, under `cc`.
-fn upload_over_two_paths(cc: CongestionControl, seed: u64) -> usize {
-    let mut paths = multimob_paths();
-    for p in &mut paths {
-        p.loss = 0.01;
-    }
-    let config = Config { congestion: cc, ..Config::default() };
-    let mut sim = Sim::new(seed, config, Config::default(), paths).unwrap();
-    let mut app = Bulk::new(pattern(64 << 20, seed), false);
-    sim.run_until(ms(40_000), |s| app.step(s));
-    app.received.len()
 }
 
 #[test]
 fn two_busy_subflows_stay_coupled() {
-    for seed in 1..=3 {
-        let reno = upload_over_two_paths(CongestionControl::Reno, seed);
-        for cc in [CongestionControl::Lia, CongestionControl::Olia] {
-            let coupled = upload_over_two_paths(cc, seed);
-            println!("two lossy paths, seed {seed}: {cc:?} {coupled} bytes, Reno {reno}");
-            // Two uncoupled Reno flows take more than one coupled flow is allowed (RFC 6356
-            // goal 1: no more than a single TCP flow on the best path), yet it takes more
-            // than nothing.
-            assert!(coupled < reno, "seed {seed}: {cc:?} delivered {coupled} bytes, Reno {reno}");
-            assert!(coupled as f64 > 0.4 * reno as f64, "seed {seed}: {cc:?} {coupled}, Reno {reno}");
-        }
+    let mut paths = multimob_paths();
+    for p in &mut paths {
+        p.loss = 0.01;
+    }
+    for (cc, coupled, reno, _) in uploads("two lossy paths", &paths, PathManager::Fullmesh) {
+        // Two uncoupled Reno flows take more than one coupled flow is allowed (RFC 6356 goal 1:
+        // no more than a single TCP flow on the best path), yet it takes more than nothing.
+        assert!(coupled < reno, "{cc:?} delivered {coupled} bytes, Reno {reno}");
+        assert!(coupled as f64 > 0.4 * reno as f64, "{cc:?} {coupled}, Reno {reno}");
     }
 }

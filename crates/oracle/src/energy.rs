@@ -12,14 +12,23 @@ use crate::Time;
 /// The model's constants.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Model {
+    /// Promotion from idle: seconds.
     pub promotion_s: f64,
+    /// Promotion from idle: watts.
     pub promotion_w: f64,
+    /// Continuous reception after each packet: seconds.
     pub active_s: f64,
+    /// Continuous reception: watts.
     pub active_w: f64,
+    /// Joules per megabit sent.
     pub up_j_per_mbit: f64,
+    /// Joules per megabit received.
     pub down_j_per_mbit: f64,
+    /// The RRC_CONNECTED tail after the last packet: seconds.
     pub tail_s: f64,
+    /// The tail: watts.
     pub tail_w: f64,
+    /// Idle (paging): watts.
     pub idle_w: f64,
 }
 
@@ -42,9 +51,11 @@ impl Default for Model {
 /// One packet on the cellular interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Packet {
+    /// When it crossed the interface (µs).
     pub time: Time,
     /// Sent by this host (uplink) or received (downlink).
     pub up: bool,
+    /// Its size.
     pub bytes: usize,
 }
 

@@ -42,6 +42,7 @@ impl IdleTimer {
         }
     }
 
+    /// When the timer expires, if it runs.
     pub fn deadline(&self) -> Option<Time> {
         self.deadline
     }

@@ -10,6 +10,8 @@
 //!
 //! `mpcore`'s `multimob` path manager drives these from the connection state.
 
+#![warn(missing_docs)]
+
 pub mod energy;
 pub mod idle;
 pub mod netpath;

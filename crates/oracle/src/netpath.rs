@@ -30,7 +30,9 @@ use std::net::IpAddr;
 /// (source IP, destination IP, interface): what the oracle aggregates over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Netpath {
+    /// The local address.
     pub src: IpAddr,
+    /// The peer's address.
     pub dst: IpAddr,
     /// The local interface (the endpoint's path index).
     pub iface: u8,
@@ -105,7 +107,9 @@ pub enum Verdict {
 /// One decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Action {
+    /// The netpath decided on.
     pub netpath: Netpath,
+    /// The decision.
     pub verdict: Verdict,
 }
 
@@ -141,13 +145,19 @@ impl Trigger {
 /// The smoothed state of one netpath.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stats {
+    /// Smoothed loss rate (V-EMA, 0..1).
     pub loss: f64,
+    /// Smoothed retransmission rate (V-EMA, 0..1).
     pub retrans: f64,
+    /// The largest RTO (with backoff) of the last period.
     pub max_rto: Time,
     /// The largest smoothed RTT of the last period, and the least RTT ever seen (0: none).
     pub srtt: Time,
+    /// The least RTT seen on the netpath.
     pub base_rtt: Time,
+    /// Declared bad and not cleared since.
     pub bad: bool,
+    /// Flagged high-RTO and not cleared since.
     pub high_rto: bool,
 }
 
@@ -179,10 +189,12 @@ pub struct Oracle {
 }
 
 impl Oracle {
+    /// An oracle with these thresholds and period.
     pub fn new(config: Config) -> Self {
         Self { config, table: Vec::new(), next: None }
     }
 
+    /// Its thresholds and period.
     pub fn config(&self) -> &Config {
         &self.config
     }

@@ -27,6 +27,7 @@ pub enum CongestionControl {
 }
 
 impl CongestionControl {
+    /// `reno`, `cubic`, `lia`, `olia`.
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "reno" => Some(Self::Reno),
@@ -43,6 +44,7 @@ impl CongestionControl {
 pub struct CoupledPath {
     /// The subflow whose ACK is being processed.
     pub this: bool,
+    /// Its congestion window, bytes.
     pub cwnd: u64,
     /// Smoothed RTT, µs.
     pub rtt: u64,
@@ -116,10 +118,13 @@ const CUBIC_C: f64 = 0.4;
 const CUBIC_BETA: f64 = 0.7;
 
 #[derive(Clone, Debug)]
+/// One subflow's congestion controller.
 pub struct Cc {
     kind: CongestionControl,
     mss: u64,
+    /// Congestion window, bytes.
     pub cwnd: u64,
+    /// Slow-start threshold, bytes.
     pub ssthresh: u64,
     /// Packets sent before this time do not cause another reduction (one per round trip).
     recovery_start: Option<u64>,
@@ -139,6 +144,7 @@ pub struct Cc {
 }
 
 impl Cc {
+    /// A controller with the initial window of 10 segments.
     pub fn new(kind: CongestionControl, mss: u64) -> Self {
         Self {
             kind,
@@ -158,14 +164,17 @@ impl Cc {
         }
     }
 
+    /// Its algorithm.
     pub fn kind(&self) -> CongestionControl {
         self.kind
     }
 
+    /// The least window: two segments.
     pub fn min_window(&self) -> u64 {
         2 * self.mss
     }
 
+    /// Below the slow-start threshold.
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }
@@ -175,6 +184,7 @@ impl Cc {
         self.between_losses.max(self.since_loss)
     }
 
+    /// A packet sent at `sent_time` belongs to the current recovery episode.
     pub fn in_recovery(&self, sent_time: u64) -> bool {
         self.recovery_start.is_some_and(|t| sent_time <= t)
     }

@@ -69,6 +69,7 @@ struct Keys {
     fast: fastjoin::Keys,
 }
 
+/// One multipath connection: its subflows, stream, keys and timers (sans-IO: every call carries `now`).
 pub struct Connection {
     side: Side,
     state: State,
@@ -295,14 +296,17 @@ impl Connection {
         self.config.max_datagram_size.min(self.peer_params.max_datagram_size as usize)
     }
 
+    /// Client or server.
     pub fn side(&self) -> Side {
         self.side
     }
 
+    /// The first handshake completed and it is not closed.
     pub fn is_established(&self) -> bool {
         self.state == State::Established
     }
 
+    /// It ended (it may still be draining).
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Closed(_))
     }
@@ -312,6 +316,7 @@ impl Connection {
         self.drained
     }
 
+    /// The token that names it to this endpoint (§4.3), once known.
     pub fn local_token(&self) -> Option<u32> {
         self.local_token
     }
@@ -321,6 +326,7 @@ impl Connection {
         self.recv.peer_idle()
     }
 
+    /// The next event for the application.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
@@ -472,6 +478,7 @@ impl Connection {
         true
     }
 
+    /// A snapshot of the connection and its subflows.
     pub fn stats(&self) -> ConnStats {
         ConnStats {
             side: self.side,

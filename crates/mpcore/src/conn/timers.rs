@@ -108,6 +108,7 @@ impl Connection {
         self.peer_params.max_ack_delay_ms * 1000
     }
 
+    /// Acts on every timer due at `now` (call at `poll_timeout`'s deadline).
     pub fn handle_timeout(&mut self, now: Time) {
         if self.drained {
             return;

@@ -77,11 +77,17 @@ pub struct DataRef {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// A subflow's counters.
 pub struct SubflowCounters {
+    /// Packets sent.
     pub packets_sent: u64,
+    /// Their bytes.
     pub bytes_sent: u64,
+    /// Packets received (authenticated).
     pub packets_received: u64,
+    /// Their bytes.
     pub bytes_received: u64,
+    /// Packets declared lost.
     pub packets_lost: u64,
     /// Data bytes sent again (after loss, on a probe, or as a reinjection).
     pub bytes_retransmitted: u64,
@@ -89,8 +95,11 @@ pub struct SubflowCounters {
     pub packets_retransmitted: u64,
     /// Data bytes first sent on another subflow and sent here too.
     pub bytes_reinjected: u64,
+    /// Stream bytes sent (first sendings, retransmissions and reinjections).
     pub data_bytes_sent: u64,
+    /// Retransmission timeouts.
     pub rto_count: u64,
+    /// Tail loss probes sent.
     pub tlp_count: u64,
 }
 
@@ -133,17 +142,29 @@ impl Validation {
 /// A snapshot of one subflow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SubflowStats {
+    /// The subflow's number.
     pub id: u32,
+    /// The local path it runs on.
     pub path: PathId,
+    /// The peer's address.
     pub remote: SocketAddr,
+    /// Where it is in its life.
     pub state: SubflowState,
+    /// A backup subflow.
     pub backup: bool,
+    /// Its RTO expired and no new acknowledgement came since.
     pub potentially_failed: bool,
+    /// Smoothed RTT, µs.
     pub srtt_us: u64,
+    /// RTT variation, µs.
     pub rttvar_us: u64,
+    /// Retransmission timeout, µs.
     pub rto_us: u64,
+    /// Congestion window, bytes.
     pub cwnd: u64,
+    /// Bytes in flight.
     pub in_flight: u64,
+    /// Its counters.
     pub counters: SubflowCounters,
 }
 
