@@ -121,6 +121,7 @@ pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
     let started = Instant::now();
     let ep = Arc::new(MpEndpoint::client(opts).map_err(|e| e.to_string())?);
     let stream = ep.connect(emu.addr()).await.map_err(|e| format!("{}: {e}", s.label))?;
+    let events = crate::events::collect(stream.events(), started, None);
     let e = ep.clone();
     let ctx = Context {
         started,
@@ -148,7 +149,8 @@ pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
     let report = run::client(stream, params(args, &s), PROTOCOL, ctx, Some(answered_tx)).await;
     script.abort();
     let _ = tokio::time::timeout(Duration::from_secs(2), ep.wait_idle()).await;
-    let report = report.map_err(|f| format!("{}: {}", s.label, f.message))?;
+    let mut report = report.map_err(|f| format!("{}: {}", s.label, f.message))?;
+    report.events = events.snapshot();
     match tokio::time::timeout(Duration::from_secs(5), server).await {
         Ok(Ok(Ok(_))) => Ok(report),
         Ok(Ok(Err(e))) => Err(format!("{} (server): {e}", s.label)),

@@ -266,6 +266,21 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
     assert!(first_cell(0).unwrap() < 1.0, "{:?}", first_cell(0));
     assert!(first_cell(1).unwrap() < 1.0, "{:?}", first_cell(1));
     assert!(first_cell(2).unwrap() > 2.4 + 0.3, "{:?}", first_cell(2));
+    // MultiMob's failover in its JSON events, in order: WiFi's subflow failed, the oracle's
+    // bad verdict on WiFi, the cellular subflow joined.
+    let events: Vec<String> = runs[2]["report"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{} {}", e["kind"].as_str().unwrap(), e["path"]))
+        .collect();
+    let mut at = 0;
+    for want in ["subflow_established 0", "subflow_failed 0", "verdict 0", "subflow_established 1"] {
+        match events[at..].iter().position(|e| e == want) {
+            Some(k) => at += k + 1,
+            None => panic!("{want:?} missing after {at}: {events:?}"),
+        }
+    }
 }
 
 /// `--path-manager backup` on two paths and no failure (issue 17): the cellular backup

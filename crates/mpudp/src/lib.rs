@@ -64,10 +64,13 @@ pub use endpoint::{MpEndpoint, MpListener};
 pub use error::{Error, Result};
 pub use events::{ConnEvent, Events};
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
+pub use mpcore::crypto::Suite;
 pub use mpcore::{
-    CloseReason, Config, CongestionControl, ConnStats, Drops, Event, Flags, Iface, KeyError, Mask, PathId, PathManager,
-    Pick, PublicKey, Scheduler, SchedulerFactory, Segment, ServerIdentity, SubflowInfo, SubflowState, SubflowStats,
+    CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, Iface, KeyError, Mask,
+    PathId, PathManager, Pick, PublicKey, Scheduler, SchedulerFactory, Segment, ServerIdentity, Side, SubflowCounters,
+    SubflowInfo, SubflowState, SubflowStats,
 };
 pub use options::{Interface, Options};
-pub use oracle::Config as OracleConfig;
+pub use oracle::energy::Energy as RadioEnergy;
+pub use oracle::{Config as OracleConfig, Verdict as OracleVerdict};
 pub use stream::{MpStream, OwnedReadHalf, OwnedWriteHalf};
