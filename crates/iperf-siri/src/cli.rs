@@ -144,7 +144,8 @@ pub struct Workload {
     /// siri: request/response delay; bulk: throughput.
     #[arg(long, default_value = "siri", value_parser = ["siri", "bulk"])]
     pub mode: String,
-    /// Requests to run (siri mode; default 10, or as many as -t allows when -t is given).
+    /// Requests to run (siri mode; 1 to 1,000,000; default 10, or as many as -t allows when -t
+    /// is given).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub requests: Option<u32>,
     /// Bursts per request.
@@ -156,16 +157,17 @@ pub struct Workload {
     /// Write sizes, uniform in MIN..MAX bytes.
     #[arg(long, value_name = "MIN..MAX", default_value = "50..500", value_parser = parse_range)]
     pub write_size: (u32, u32),
-    /// Bytes per burst instead of a number of writes (the last write is cut to fit).
+    /// Bytes per burst instead of a number of writes (the last write is cut to fit). A burst,
+    /// however given, is at most 16 MiB less 6 bytes (the protocol's frame limit).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub burst_bytes: Option<u64>,
-    /// Time between two bursts of a request.
+    /// Time between two bursts of a request (at most 1 h).
     #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
     pub burst_gap: Duration,
-    /// The user's wait after a final response, before the next request.
+    /// The user's wait after a final response, before the next request (at most 1 h).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub wait: Duration,
-    /// Bytes of the final response.
+    /// Bytes of the final response (at most 16 MiB less 5 bytes).
     #[arg(long, value_name = "BYTES", default_value = "750", value_parser = parse_bytes)]
     pub response_bytes: u64,
     /// Bytes of each intermediate response ("100 Continue").
@@ -289,7 +291,7 @@ impl RunArgs {
             return Err("-i must be 0 (no intervals) or at least 0.1 s".into());
         }
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        Ok(Params {
+        let p = Params {
             protocol,
             mode,
             reverse: self.reverse,
@@ -310,8 +312,8 @@ impl RunArgs {
             burst_bytes: w.burst_bytes,
             burst_gap_ms: ms(w.burst_gap),
             wait_ms: ms(w.wait),
-            response_bytes: w.response_bytes.min(1 << 24) as u32,
-            ir_bytes: w.ir_bytes.min(1 << 24) as u32,
+            response_bytes: u32::try_from(w.response_bytes).unwrap_or(u32::MAX),
+            ir_bytes: u32::try_from(w.ir_bytes).unwrap_or(u32::MAX),
             ir: !w.no_ir,
             seed: w.seed,
             test_id: self.test_id.clone(),
@@ -319,7 +321,9 @@ impl RunArgs {
             path_manager: self.path_manager.clone(),
             fast_join: self.fast_join,
             subflows: self.subflows.clone(),
-        })
+        };
+        p.validate()?;
+        Ok(p)
     }
 
     /// This side's scheduler: the one asked for, else the presets' (see `--scheduler`).

@@ -83,6 +83,51 @@ pub struct Params {
     pub subflows: Vec<String>,
 }
 
+/// Most requests a test may ask for.
+pub const MAX_REQUESTS: u32 = 1_000_000;
+/// Longest burst gap or wait.
+pub const MAX_WAIT_MS: f64 = 3_600_000.0;
+/// Longest test.
+pub const MAX_DURATION_S: f64 = 86_400.0;
+
+impl Params {
+    /// Checks the parameters against the protocol's limits (both sides run it: the client
+    /// before it connects, the server before it accepts), naming the flag at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        let frame = MAX_FRAME as u64;
+        if self.requests.is_some_and(|n| n == 0 || n > MAX_REQUESTS) {
+            return Err(format!("--requests must be 1 to {MAX_REQUESTS}"));
+        }
+        if self.bursts == 0 || self.bursts > 255 {
+            return Err(format!("--bursts must be 1 to 255 (got {})", self.bursts));
+        }
+        if self.write_min > self.write_max || self.write_max == 0 {
+            return Err("--write-size must be MIN..MAX with 0 < MAX and MIN <= MAX".into());
+        }
+        let burst = self.burst_bytes.unwrap_or(u64::from(self.writes) * u64::from(self.write_max));
+        if burst + BURST_PREFIX as u64 > frame {
+            return Err(format!(
+                "a burst of up to {burst} bytes exceeds the protocol's frame limit of {} bytes (--burst-bytes, --writes x --write-size)",
+                frame - BURST_PREFIX as u64
+            ));
+        }
+        for (flag, bytes) in [("--response-bytes", self.response_bytes), ("--ir-bytes", self.ir_bytes)] {
+            if u64::from(bytes) + RESPONSE_PREFIX as u64 > frame {
+                return Err(format!("{flag} must be at most {} bytes", frame - RESPONSE_PREFIX as u64));
+            }
+        }
+        for (flag, ms) in [("--burst-gap", self.burst_gap_ms), ("--wait", self.wait_ms)] {
+            if !(0.0..=MAX_WAIT_MS).contains(&ms) {
+                return Err(format!("{flag} must be at most 1 h"));
+            }
+        }
+        if self.duration_s.is_some_and(|d| !(0.0..=MAX_DURATION_S).contains(&d)) {
+            return Err("-t must be at most a day (86400 s)".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for Params {
     /// The seeds' Siri workload (BRIEF.md): 10 requests of 9 bursts of 9 writes of 50..500
     /// bytes, 300 ms apart, a 5 s wait, 750-byte final and 100-byte intermediate responses;

@@ -97,6 +97,12 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         (&["-c", "no-such-host.invalid"], "cannot resolve"),
         (&["-c", "127.0.0.1", "-p", "9", "--connect-timeout", "0.5"], "no answer from 127.0.0.1:9"),
         (&["--logfile", "/no/such/dir/log", "-c", "127.0.0.1"], "--logfile"),
+        // The protocol's limits, refused before connecting (issue 19).
+        (&["-c", "127.0.0.1", "--burst-bytes", "17M"], "exceeds the protocol's frame limit"),
+        (&["-c", "127.0.0.1", "--writes", "1000", "--write-size", "10..20000"], "frame limit"),
+        (&["-c", "127.0.0.1", "--requests", "4294967295"], "--requests must be 1 to 1000000"),
+        (&["-c", "127.0.0.1", "--wait", "7200s"], "--wait must be at most 1 h"),
+        (&["-c", "127.0.0.1", "--response-bytes", "17M"], "--response-bytes must be at most"),
     ] {
         let e = stderr_line(&client(args));
         assert!(e.contains(expect), "{args:?}: {e}");
@@ -356,4 +362,22 @@ fn the_server_is_authenticated_by_the_key_the_client_was_given() {
     ]));
     assert_eq!(ok["end"]["delay"]["requests_answered"], 1);
     srv.kill().unwrap();
+}
+
+/// A connection that never sends its test request holds the one-test server 3 s, not 30
+/// (issue 19): the server drops it with one line and, under -1, exits.
+#[test]
+fn a_silent_client_is_dropped_after_three_seconds() {
+    let (srv, port) = server(&["-1"]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let t0 = std::time::Instant::now();
+    let _held = rt.block_on(async {
+        let key: mpudp::PublicKey = key().1.parse().unwrap();
+        let addr = format!("127.0.0.1:{port}");
+        mpudp::MpStream::connect(addr, mpudp::Options::new().server_key(key)).await.unwrap()
+    });
+    let status = wait_exit(srv, Duration::from_secs(10));
+    let waited = t0.elapsed();
+    assert!(!status.success(), "-1 after a failed test exits non-zero");
+    assert!(waited >= Duration::from_secs(3) && waited < Duration::from_secs(5), "{waited:?}");
 }

@@ -20,6 +20,8 @@ const CHUNK: usize = 64 * 1024;
 /// How long a server waits for a HELLO, and either side for the peer's END and RESULTS once
 /// its own part is done.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the server waits for a connected client's test request (HELLO).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A test that did not complete: why, and what was measured until then.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! bulk data of `-R`), then END and the results both ways.
 
 use super::intervals::spawn_intervals;
-use super::{lock, side_results, Failure, Shared, CHUNK, EXCHANGE_TIMEOUT};
+use super::{lock, side_results, Failure, Shared, CHUNK, EXCHANGE_TIMEOUT, HELLO_TIMEOUT};
 use crate::context::Context;
 use crate::proto::{self, Mode, Params, ProtoError};
 use crate::report::{self, Report, Role, SideResults};
@@ -14,8 +14,14 @@ use tokio::io::AsyncWriteExt;
 /// Runs the server's side of a test on an accepted stream.
 pub async fn server(stream: MpStream, ctx: Context, version: &str) -> Result<Report, Failure> {
     let (mut r, mut w) = stream.into_split();
-    let params = match tokio::time::timeout(EXCHANGE_TIMEOUT, proto::read_hello(&mut r)).await {
-        Err(_) => return Err(Failure::new("the client connected but sent no test request")),
+    // A connection that holds the one-test server without asking for a test is let go soon.
+    let params = match tokio::time::timeout(HELLO_TIMEOUT, proto::read_hello(&mut r)).await {
+        Err(_) => {
+            return Err(Failure::new(format!(
+                "the client connected but sent no test request within {} s: dropped",
+                HELLO_TIMEOUT.as_secs()
+            )))
+        }
         Ok(Err(e @ ProtoError::Version { .. })) => {
             refuse(&mut w, &e.to_string()).await;
             return Err(e.into());
@@ -57,18 +63,7 @@ async fn refuse(w: &mut OwnedWriteHalf, why: &str) {
 
 /// The limits a server puts on what a client may ask.
 fn check(p: &Params) -> Result<(), String> {
-    if p.bursts == 0 || p.bursts > 255 {
-        return Err(format!("{} bursts per request (1 to 255)", p.bursts));
-    }
-    if p.response_bytes as usize + proto::RESPONSE_PREFIX > proto::MAX_FRAME as usize
-        || p.ir_bytes as usize + proto::RESPONSE_PREFIX > proto::MAX_FRAME as usize
-    {
-        return Err("responses larger than 16 MiB".into());
-    }
-    if p.duration_s.is_some_and(|d| !(0.0..=86_400.0).contains(&d)) {
-        return Err("a test longer than a day".into());
-    }
-    Ok(())
+    p.validate()
 }
 
 async fn serve(
