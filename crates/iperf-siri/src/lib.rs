@@ -226,9 +226,10 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
 }
 
 async fn refuse_busy(stream: MpStream) {
-    let (_r, mut w) = stream.into_split();
+    let (mut r, mut w) = stream.into_split();
     let _ = proto::write_answer(&mut w, proto::BUSY, "busy").await;
     let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
+    run::linger(&mut r).await;
 }
 
 /// The first line of a clap error, without its "error: " prefix.

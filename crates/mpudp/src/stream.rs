@@ -13,7 +13,11 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The connection behind a stream or its halves. The last one dropped ends the stream in our
-/// direction (DATA_FIN after everything written); the driver delivers what is buffered.
+/// direction (DATA_FIN after everything written); the driver delivers what is buffered. As
+/// TCP answers a close with unread data by a reset, a stream dropped with bytes it never read,
+/// or that receives bytes after it was dropped, aborts the connection (MP_FASTCLOSE): the
+/// peer's writer learns at once that nobody will read, rather than wait on a window that will
+/// never open.
 #[derive(Debug)]
 pub(crate) struct ConnRef {
     shared: Arc<Shared>,
@@ -25,9 +29,16 @@ impl Drop for ConnRef {
     fn drop(&mut self) {
         {
             let mut st = self.shared.lock();
+            let now = st.now();
             if let Some(c) = st.ep.conn_mut(self.h) {
-                c.close();
+                if c.readable() > 0 {
+                    c.abort(now);
+                } else {
+                    c.close();
+                }
             }
+            st.slot(self.h).orphaned = true;
+            st.wake_driver();
         }
         driver::detach(&self.shared);
     }

@@ -357,3 +357,50 @@ async fn events_host_names_and_path_control() {
     assert_eq!(events.lost(), 0);
     tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
 }
+
+/// Issue 19: as TCP resets a socket closed with unread data, a stream dropped with bytes it
+/// never read (or that receives bytes after it was dropped) aborts the connection, and the
+/// peer learns it at once with a typed error, instead of taking the close for a graceful end
+/// or waiting on a window that will never open.
+#[tokio::test]
+async fn a_stream_dropped_unread_resets_and_the_peer_learns_it() {
+    for read_first in [false, true] {
+        let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), server()).unwrap();
+        let addr = l.local_addr();
+        let server_task = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            if read_first {
+                // Reads the first message whole, then leaves: later bytes find nobody.
+                let mut first = [0u8; 5];
+                s.read_exact(&mut first).await.unwrap();
+            } else {
+                // Leaves with the bytes unread.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            drop(s);
+            l
+        });
+        let mut s = MpStream::connect(addr, client()).await.unwrap();
+        s.write_all(b"hello").await.unwrap();
+        let _l = server_task.await.unwrap();
+        let t0 = std::time::Instant::now();
+        let err = if read_first {
+            // More bytes: 64 MiB would fill any window many times over; the reset comes first.
+            let chunk = vec![0u8; 64 << 10];
+            loop {
+                match tokio::time::timeout(Duration::from_secs(10), s.write_all(&chunk)).await.unwrap() {
+                    Ok(()) if t0.elapsed() < Duration::from_secs(10) => continue,
+                    Ok(()) => panic!("still writing after 10 s"),
+                    Err(e) => break e,
+                }
+            }
+        } else {
+            // Nothing more to send: the close must not look like the end of the peer's data.
+            let mut buf = [0u8; 16];
+            tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await.unwrap().unwrap_err()
+        };
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "read_first {read_first}: {err}");
+        assert!(t0.elapsed() < Duration::from_secs(2), "read_first {read_first}: {:?}", t0.elapsed());
+        assert_eq!(s.closed().await, mpudp::CloseReason::PeerAborted);
+    }
+}

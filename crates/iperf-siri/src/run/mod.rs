@@ -7,6 +7,7 @@ mod intervals;
 mod server;
 
 pub use client::client;
+pub(crate) use server::linger;
 pub use server::server;
 
 use crate::proto::ProtoError;

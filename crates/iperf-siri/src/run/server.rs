@@ -23,14 +23,14 @@ pub async fn server(stream: MpStream, ctx: Context, version: &str) -> Result<Rep
             )))
         }
         Ok(Err(e @ ProtoError::Version { .. })) => {
-            refuse(&mut w, &e.to_string()).await;
+            refuse(&mut r, &mut w, &e.to_string()).await;
             return Err(e.into());
         }
         Ok(Err(e)) => return Err(e.into()),
         Ok(Ok(p)) => p,
     };
     if let Err(why) = check(&params) {
-        refuse(&mut w, &why).await;
+        refuse(&mut r, &mut w, &why).await;
         return Err(Failure::new(format!("refused a test: {why}")));
     }
     proto::write_answer(&mut w, proto::ACCEPTED, version).await?;
@@ -56,9 +56,24 @@ pub async fn server(stream: MpStream, ctx: Context, version: &str) -> Result<Rep
 }
 
 /// Tells the client why its test is refused, and ends our direction.
-async fn refuse(w: &mut OwnedWriteHalf, why: &str) {
+async fn refuse(r: &mut OwnedReadHalf, w: &mut OwnedWriteHalf, why: &str) {
     let _ = proto::write_answer(w, proto::REFUSED, why).await;
     let _ = w.shutdown().await;
+    linger(r).await;
+}
+
+/// Reads what the client still sends until it closes (at most 3 s): a stream dropped with
+/// unread bytes resets the connection, which could overtake the answer just written.
+pub(crate) async fn linger(r: &mut OwnedReadHalf) {
+    let mut sink = [0u8; 4096];
+    let drain = async {
+        while let Ok(n) = tokio::io::AsyncReadExt::read(r, &mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(3), drain).await;
 }
 
 /// The limits a server puts on what a client may ask.

@@ -111,6 +111,8 @@ pub(crate) struct Slot {
     pub(crate) events: std::collections::VecDeque<crate::events::ConnEvent>,
     pub(crate) events_lost: u64,
     pub(crate) events_waker: Option<Waker>,
+    /// Every handle of the stream was dropped: bytes that arrive now are never read.
+    pub(crate) orphaned: bool,
 }
 
 /// What the application asks of the driver about interfaces (`MpEndpoint`'s methods); the
@@ -270,6 +272,13 @@ impl State {
                 Event::Connected => {
                     slot.connected = true;
                     wake(&mut slot.connect);
+                }
+                Event::Readable if slot.orphaned => {
+                    // Nobody will read: reset, as TCP does for data after a close.
+                    let now = self.now();
+                    if let Some(c) = self.ep.conn_mut(h) {
+                        c.abort(now);
+                    }
                 }
                 Event::Readable | Event::Finished => wake(&mut slot.read),
                 Event::Closed { reason } => {
