@@ -404,3 +404,66 @@ async fn a_stream_dropped_unread_resets_and_the_peer_learns_it() {
         assert_eq!(s.closed().await, mpudp::CloseReason::PeerAborted);
     }
 }
+
+/// A UDP relay to `server` that drops everything, both ways, once `cut` is set: a peer that
+/// vanishes without a word (a killed process, a pulled cable).
+async fn relay(server: SocketAddr, cut: std::sync::Arc<std::sync::atomic::AtomicBool>) -> SocketAddr {
+    use std::sync::atomic::Ordering;
+    let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let back = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    back.connect(server).await.unwrap();
+    let addr = front.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut client = None;
+        let (mut a, mut b) = (vec![0u8; 65_536], vec![0u8; 65_536]);
+        loop {
+            tokio::select! {
+                Ok((n, from)) = front.recv_from(&mut a) => {
+                    client = Some(from);
+                    if !cut.load(Ordering::Relaxed) {
+                        let _ = back.send(&a[..n]).await;
+                    }
+                }
+                Ok(n) = back.recv(&mut b) => {
+                    if let (Some(c), false) = (client, cut.load(Ordering::Relaxed)) {
+                        let _ = front.send_to(&b[..n], c).await;
+                    }
+                }
+            }
+        }
+    });
+    addr
+}
+
+/// Issue 19: a write to a connection whose peer has gone without a word fails with a typed
+/// error within the idle timeout (here 2 s), not never.
+#[tokio::test]
+async fn a_writer_whose_peer_vanished_fails_within_the_idle_timeout() {
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), server()).unwrap();
+    let server_addr = l.local_addr();
+    let _server = tokio::spawn(async move {
+        let (s, _) = l.accept().await.unwrap();
+        // Never reads: the window fills, then the peer goes.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop((s, l));
+    });
+    let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let addr = relay(server_addr, cut.clone()).await;
+    let mut opts = client();
+    opts.config_mut().idle_timeout = 2_000_000;
+    let mut s = MpStream::connect(addr, opts).await.unwrap();
+    s.write_all(b"hello").await.unwrap();
+    cut.store(true, std::sync::atomic::Ordering::Relaxed);
+    let t0 = std::time::Instant::now();
+    let chunk = vec![0u8; 64 << 10];
+    let err = loop {
+        match tokio::time::timeout(Duration::from_secs(10), s.write_all(&chunk)).await.expect("the writer waits for ever") {
+            Ok(()) => continue,
+            Err(e) => break e,
+        }
+    };
+    let waited = t0.elapsed();
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionAborted, "{err}");
+    assert!(waited < Duration::from_secs(4), "{waited:?}");
+    assert_eq!(s.closed().await, mpudp::CloseReason::IdleTimeout);
+}
