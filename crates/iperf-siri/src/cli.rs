@@ -387,6 +387,11 @@ impl RunArgs {
     }
 }
 
+/// The address of a `-m` entry given as an address (not a device name).
+pub fn interface_ip(spec: &str) -> Option<IpAddr> {
+    spec.rsplit_once('@').map_or(spec, |(n, _)| n).trim().parse().ok()
+}
+
 /// One `-m` entry: `NAME`, `ADDR`, either with `@kind`.
 pub fn interface(spec: &str, index: usize, backup_all: bool) -> Result<Interface, String> {
     let (name, kind) = match spec.rsplit_once('@') {

@@ -87,7 +87,18 @@ pub async fn client(args: &RunArgs) -> Result<(), String> {
     let host = args.client.as_deref().unwrap_or_default();
     let protocol = args.protocol_version.unwrap_or(proto::PROTOCOL);
     let params = args.params(protocol)?;
+    if args.port == 0 {
+        return Err("port 0: give the server's port with -p (iperf-siri's default is 5201)".into());
+    }
     let remote = resolve(host, args.port).await?;
+    // Addresses given with -m must be of the server's family: say so now, not after a timeout.
+    let given: Vec<std::net::IpAddr> = args.subflows.iter().filter_map(|m| cli::interface_ip(m)).collect();
+    if !given.is_empty() && given.iter().all(|ip| ip.is_ipv6() != remote.is_ipv6()) {
+        let (theirs, ours) = if remote.is_ipv6() { ("IPv6", "IPv4") } else { ("IPv4", "IPv6") };
+        return Err(format!(
+            "address family mismatch: {host} is {theirs} ({remote}) but -m gives {ours} addresses only"
+        ));
+    }
     let opts = args.options(true)?.ipv6(remote.is_ipv6());
     let out = output(args)?;
     if args.insecure {

@@ -103,6 +103,9 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         (&["-c", "127.0.0.1", "--requests", "4294967295"], "--requests must be 1 to 1000000"),
         (&["-c", "127.0.0.1", "--wait", "7200s"], "--wait must be at most 1 h"),
         (&["-c", "127.0.0.1", "--response-bytes", "17M"], "--response-bytes must be at most"),
+        // Causes named at once, not after the connect timeout.
+        (&["-c", "127.0.0.1", "-p", "0"], "port 0"),
+        (&["-c", "::1", "-m", "127.0.0.1,127.0.0.2@cellular"], "address family mismatch: ::1 is IPv6"),
     ] {
         let e = stderr_line(&client(args));
         assert!(e.contains(expect), "{args:?}: {e}");

@@ -77,6 +77,9 @@ impl MpEndpoint {
     /// (`Options::connect_timeout`) without an answer, [`Error::NoAddress`] if no interface
     /// got an address by then.
     pub async fn connect(&self, remote: SocketAddr) -> Result<MpStream> {
+        if remote.port() == 0 {
+            return Err(Error::Config(format!("{remote}: port 0 is no server's port")));
+        }
         let started = std::time::Instant::now();
         let path = poll_fn(|cx| {
             let mut st = self.shared.lock();
@@ -96,6 +99,11 @@ impl MpEndpoint {
         let path = tokio::time::timeout(self.connect_timeout, path).await.map_err(|_| no_address())??;
         let h = {
             let mut st = self.shared.lock();
+            if let Some(local) = st.ep.path(path).map(|p| p.addr).filter(|a| a.is_ipv6() != remote.is_ipv6()) {
+                return Err(Error::Config(format!(
+                    "address family mismatch: the server {remote} is {family}, this endpoint's path is {local} (make the endpoint with MpStream::connect, or interfaces of the server's family)"
+                )));
+            }
             let now = st.now();
             let h = st.ep.connect(now, path, remote).map_err(|e| match e {
                 mpcore::ConnectError::NoServerKey => Error::NoServerKey,

@@ -172,6 +172,14 @@ async fn clear_errors() {
     // A configuration mpcore refuses.
     let e = MpStream::connect(addr, client().scheduler("fastest-ever")).await.unwrap_err();
     assert!(matches!(e, Error::Config(_)), "{e:?}");
+    // Port 0, and a server of the other family than the endpoint's paths: said at once.
+    let e = MpStream::connect("127.0.0.1:0", client()).await.unwrap_err();
+    assert!(matches!(&e, Error::Config(m) if m.contains("port 0")), "{e:?}");
+    let ep = MpEndpoint::client(client().interface(Interface::unbound("127.0.0.1:0".parse().unwrap()))).unwrap();
+    let t0 = std::time::Instant::now();
+    let e = ep.connect("[::1]:5201".parse().unwrap()).await.unwrap_err();
+    assert!(matches!(&e, Error::Config(m) if m.contains("address family mismatch")), "{e:?}");
+    assert!(t0.elapsed() < Duration::from_secs(1));
     // Converted for io::Result users.
     let io: std::io::Error = Error::AddrInUse { addr }.into();
     assert_eq!(io.kind(), std::io::ErrorKind::AddrInUse);
@@ -457,7 +465,10 @@ async fn a_writer_whose_peer_vanished_fails_within_the_idle_timeout() {
     let t0 = std::time::Instant::now();
     let chunk = vec![0u8; 64 << 10];
     let err = loop {
-        match tokio::time::timeout(Duration::from_secs(10), s.write_all(&chunk)).await.expect("the writer waits for ever") {
+        match tokio::time::timeout(Duration::from_secs(10), s.write_all(&chunk))
+            .await
+            .expect("the writer waits for ever")
+        {
             Ok(()) => continue,
             Err(e) => break e,
         }
