@@ -94,6 +94,12 @@ pub struct Config {
     pub suites: Vec<Suite>,
     /// A server that answers every INITIAL without a token with a RETRY.
     pub require_retry: bool,
+    /// A server answers at most this many INITIALs per second with a HANDSHAKE (each costs
+    /// two X25519 operations and a signature) before it asks the ones without a token for a
+    /// RETRY (an HMAC, no key agreement): a flood of INITIALs, spoofed or replayed, then costs
+    /// little, and a real client pays one round trip more. A token bucket of one second's
+    /// worth; 0 turns the automatic RETRY off.
+    pub retry_above: u32,
     /// How long a cookie or retry token stays valid.
     pub cookie_lifetime: u64,
     /// Give up a handshake or a join after this many unanswered sends.
@@ -209,6 +215,7 @@ impl Default for Config {
             mp_idle: false,
             suites: vec![Suite::Aes128Gcm, Suite::ChaCha20Poly1305],
             require_retry: false,
+            retry_above: 2_000,
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
             subflow_idle_timeout: 30_000_000,

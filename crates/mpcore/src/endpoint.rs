@@ -45,6 +45,20 @@ impl fmt::Display for ConnectError {
 
 impl std::error::Error for ConnectError {}
 
+/// Most stateless answers (RETRY, HANDSHAKE, VERSION_NEGOTIATION) waiting to be sent.
+const STATELESS_QUEUE: usize = 1024;
+
+/// What a server did with INITIALs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HandshakeCounters {
+    /// Answered with a HANDSHAKE (a key agreement and, with an identity, a signature).
+    pub answered: u64,
+    /// Answered with a RETRY (`require_retry`, or more than `retry_above` per second).
+    pub retries: u64,
+    /// Shed: the queue of stateless answers was full.
+    pub shed: u64,
+}
+
 /// The sans-IO endpoint: its local paths, connections, stateless handshake answers and the oracle; datagrams in with `handle_datagram`, out with `poll_transmit`.
 pub struct Endpoint {
     config: Config,
@@ -60,6 +74,11 @@ pub struct Endpoint {
     keys: ServerKeys,
     rng: Rng,
     stateless: VecDeque<(PathId, SocketAddr, Vec<u8>)>,
+    /// HANDSHAKEs the server may still answer before it asks for RETRYs (`retry_above`), and
+    /// when the bucket was last filled.
+    hs_bucket: f64,
+    hs_bucket_at: Time,
+    handshakes: HandshakeCounters,
     accept: VecDeque<ConnHandle>,
     events: VecDeque<(ConnHandle, Event)>,
     scratch: Vec<u8>,
@@ -105,6 +124,9 @@ impl Endpoint {
             keys,
             rng,
             stateless: VecDeque::new(),
+            hs_bucket: f64::from(config.retry_above),
+            hs_bucket_at: 0,
+            handshakes: HandshakeCounters::default(),
             accept: VecDeque::new(),
             events: VecDeque::new(),
             scratch,
@@ -372,7 +394,8 @@ impl Endpoint {
             }
             Header::UnsupportedVersion { ids, .. } => {
                 self.drops.version += 1;
-                if let (true, Some((dcid, scid))) = (self.server && len >= packet::MIN_INITIAL_SIZE, ids) {
+                let room = self.stateless.len() < STATELESS_QUEUE;
+                if let (true, Some((dcid, scid))) = (self.server && room && len >= packet::MIN_INITIAL_SIZE, ids) {
                     let mut out = vec![0u8; 64];
                     let mut w = Writer::new(&mut out);
                     if packet::emit_version_negotiation(dcid, scid, &packet::SUPPORTED_VERSIONS, &mut w).is_ok() {
@@ -405,12 +428,43 @@ impl Endpoint {
         self.apply_events(idx, now);
     }
 
+    /// The server's first-handshake work so far.
+    pub fn handshake_counters(&self) -> HandshakeCounters {
+        self.handshakes
+    }
+
+    /// Whether an INITIAL without a token must be answered with a RETRY: always under
+    /// `require_retry`, and while more than `retry_above` HANDSHAKEs per second are asked for
+    /// (the token bucket is empty).
+    fn must_retry(&mut self, now: Time) -> bool {
+        let rate = f64::from(self.config.retry_above);
+        if self.config.require_retry {
+            return true;
+        }
+        if rate == 0.0 {
+            return false;
+        }
+        let dt = now.saturating_sub(self.hs_bucket_at) as f64 / 1e6;
+        self.hs_bucket = (self.hs_bucket + dt * rate).min(rate);
+        self.hs_bucket_at = now;
+        self.hs_bucket < 1.0
+    }
+
     /// An INITIAL: answer statelessly with RETRY or HANDSHAKE (§4.1).
     fn server_initial(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>, dgram: &[u8]) {
         if !self.server {
             self.drops.unexpected += 1;
             return;
         }
+        // Stateless answers wait for the driver in a bounded queue: beyond it, an INITIAL is
+        // shed (its client repeats it), so that a flood cannot grow memory.
+        if self.stateless.len() >= STATELESS_QUEUE {
+            self.handshakes.shed += 1;
+            self.drops.refused += 1;
+            return;
+        }
+        let has_token = matches!(p.header, Header::Initial(i) if !i.token.is_empty());
+        let require_retry = !has_token && self.must_retry(now);
         let (by_cid, closed, by_token) = (&self.by_cid, &self.closed_cids, &self.by_token);
         let answer = handshake::answer_initial(
             now,
@@ -420,11 +474,20 @@ impl Endpoint {
             &self.config,
             &mut self.keys,
             &mut self.rng,
+            require_retry,
             |c| by_cid.contains_key(c) || closed.contains_key(c),
             |t| by_token.contains_key(&t),
         );
         match answer {
-            Ok(out) => self.stateless.push_back((path, remote, out)),
+            Ok(out) => {
+                if require_retry {
+                    self.handshakes.retries += 1;
+                } else {
+                    self.handshakes.answered += 1;
+                    self.hs_bucket = (self.hs_bucket - 1.0).max(0.0);
+                }
+                self.stateless.push_back((path, remote, out));
+            }
             Err(r) => self.drops.count(r),
         }
     }

@@ -275,6 +275,7 @@ pub fn answer_initial(
     config: &Config,
     keys: &mut ServerKeys,
     rng: &mut Rng,
+    require_retry: bool,
     cid_taken: impl Fn(&Cid) -> bool,
     token_taken: impl Fn(u32) -> bool,
 ) -> Result<Vec<u8>, DropReason> {
@@ -282,7 +283,7 @@ pub fn answer_initial(
     if dgram.len() < packet::MIN_INITIAL_SIZE {
         return Err(DropReason::Malformed);
     }
-    if i.token.is_empty() && config.require_retry {
+    if i.token.is_empty() && require_retry {
         let token = keys.retry.issue(ms(now), &remote, &i.dcid.0);
         let mut out = vec![0u8; 128];
         let mut w = Writer::new(&mut out);

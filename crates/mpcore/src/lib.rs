@@ -36,7 +36,7 @@ pub use conn::{
     SubflowStats, WriteError,
 };
 pub use drops::{DropReason, Drops};
-pub use endpoint::{ConnHandle, ConnectError, Endpoint};
+pub use endpoint::{ConnHandle, ConnectError, Endpoint, HandshakeCounters};
 pub use identity::{KeyError, PublicKey, ServerIdentity};
 pub use scheduler::{AnyScheduler, Flags, Iface, Mask, Pick, Scheduler, Segment, SubflowInfo};
 
