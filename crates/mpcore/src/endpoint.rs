@@ -3,6 +3,7 @@
 //! `handshake`). Connections talk back through their endpoint-event queue
 //! ([`EndpointEvent`]); the endpoint applies it after every call into one.
 
+use crate::activity::Activity;
 use crate::config::{Config, ConfigError};
 use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
 use crate::drops::Drops;
@@ -83,7 +84,12 @@ pub struct Endpoint {
     events: VecDeque<(ConnHandle, Event)>,
     scratch: Vec<u8>,
     drops: Drops,
-    rr: usize,
+    /// Which connections need looking at: timers, sends, events (`activity`).
+    activity: Activity,
+    /// The latest time handed in (for the application's changes, which carry none).
+    now: Time,
+    /// Reused lists of connection indexes.
+    scratch_idx: Vec<usize>,
     /// The `multimob` path manager's oracle over every connection of this (client) endpoint.
     oracle: Option<oracle::Oracle>,
     oracle_actions: Vec<oracle::Action>,
@@ -131,7 +137,9 @@ impl Endpoint {
             events: VecDeque::new(),
             scratch,
             drops: Drops::default(),
-            rr: 0,
+            activity: Activity::default(),
+            now: 0,
+            scratch_idx: Vec::new(),
             oracle: (config.path_manager == crate::PathManager::MultiMob && !server)
                 .then(|| oracle::Oracle::new(config.oracle)),
             oracle_actions: Vec::new(),
@@ -223,7 +231,9 @@ impl Endpoint {
 
     /// The connection, for the application calls (`write`, `read`, `close`, `open_subflow`...).
     pub fn conn_mut(&mut self, h: ConnHandle) -> Option<&mut Connection> {
-        self.conns.get_mut(h.0)?.as_deref_mut()
+        let c = self.conns.get_mut(h.0)?.as_deref_mut()?;
+        self.activity.mark_dirty(h.0);
+        Some(c)
     }
 
     /// A connection's snapshot.
@@ -271,6 +281,33 @@ impl Endpoint {
     /// Applies what connection `idx` asked of the endpoint: routes, its token, a failed
     /// netpath for the oracle, rejected frames to count; and forgets it once drained.
     fn apply_events(&mut self, idx: usize, now: Time) {
+        self.route_events(idx, now);
+        self.after(idx);
+        self.activity.mark_ready(idx);
+    }
+
+    /// Brings connection `idx`'s deadline up to date and queues it for `poll_event`.
+    fn after(&mut self, idx: usize) {
+        let t = self.conns.get(idx).and_then(|c| c.as_deref()).and_then(|c| c.poll_timeout());
+        self.activity.set_deadline(idx, t);
+        if self.conns.get(idx).is_some_and(|c| c.is_some()) {
+            self.activity.mark_eventful(idx);
+        }
+    }
+
+    /// What the application changed since the endpoint last looked.
+    fn flush_dirty(&mut self) {
+        let mut dirty = std::mem::take(&mut self.scratch_idx);
+        self.activity.take_dirty(&mut dirty);
+        let now = self.now;
+        for &idx in &dirty {
+            self.apply_events(idx, now);
+        }
+        dirty.clear();
+        self.scratch_idx = dirty;
+    }
+
+    fn route_events(&mut self, idx: usize, now: Time) {
         let mut failed = None;
         let mut drained = false;
         while let Some(ev) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()?.poll_endpoint_event()) {
@@ -333,6 +370,7 @@ impl Endpoint {
     /// Processes one received datagram. `path` is the local path it arrived on, `remote` its
     /// source address.
     pub fn handle_datagram(&mut self, now: Time, path: PathId, remote: SocketAddr, data: &[u8]) {
+        self.now = self.now.max(now);
         if data.len() > self.config.max_receive_size || data.len() > self.scratch.len() {
             self.drops.oversized += 1;
             return;
@@ -542,6 +580,7 @@ impl Endpoint {
 
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.now = self.now.max(now);
         self.run_due(now);
         if !self.closed_cids.is_empty() {
             self.closed_cids.retain(|_, exp| *exp > now);
@@ -554,15 +593,19 @@ impl Endpoint {
     }
 
     fn run_due(&mut self, now: Time) {
-        for idx in 0..self.conns.len() {
-            let due = self.conns[idx].as_deref().and_then(|c| c.poll_timeout()).is_some_and(|t| t <= now);
-            if due {
-                if let Some(c) = self.conns[idx].as_deref_mut() {
+        self.flush_dirty();
+        let mut due = std::mem::take(&mut self.scratch_idx);
+        self.activity.take_due(now, &mut due);
+        for &idx in &due {
+            if let Some(c) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()) {
+                if c.poll_timeout().is_some_and(|t| t <= now) {
                     c.handle_timeout(now);
                 }
-                self.apply_events(idx, now);
             }
+            self.apply_events(idx, now);
         }
+        due.clear();
+        self.scratch_idx = due;
     }
 
     /// The oracle's period (MultiMob §III-B): every subflow of every connection reports to
@@ -626,7 +669,10 @@ impl Endpoint {
 
     /// The earliest time `handle_timeout` must be called.
     pub fn poll_timeout(&self) -> Option<Time> {
-        let conns = self.conns.iter().filter_map(|c| c.as_deref()?.poll_timeout()).min();
+        // The timer heap, and the connections the application changed since (whose deadline
+        // may have moved earlier): O(changed), not O(connections).
+        let changed = self.activity.dirty().iter().filter_map(|&i| self.conns.get(i)?.as_deref()?.poll_timeout());
+        let conns = changed.chain(self.activity.earliest()).min();
         let oracle = self.oracle.as_ref().filter(|_| self.live > 0).and_then(|o| o.poll_timeout());
         match (conns, oracle) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -642,14 +688,18 @@ impl Endpoint {
                 return Some(Transmit { path, remote, len: d.len() });
             }
         }
-        let n = self.conns.len();
-        for k in 0..n {
-            let idx = (self.rr + k) % n;
-            let Some(c) = self.conns[idx].as_deref_mut() else { continue };
+        self.now = self.now.max(now);
+        self.flush_dirty();
+        // The connections that may have something to send, in turn: one that sends goes to
+        // the back of the queue; one that has nothing leaves it until something happens to it.
+        for _ in 0..self.activity.ready_len() {
+            let Some(idx) = self.activity.pop_ready() else { break };
+            let Some(c) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()) else { continue };
             let t = c.poll_transmit(now, buf);
-            self.apply_events(idx, now);
+            self.route_events(idx, now);
+            self.after(idx);
             if let Some(t) = t {
-                self.rr = (idx + 1) % n;
+                self.activity.mark_ready(idx);
                 return Some(t);
             }
         }
@@ -661,12 +711,12 @@ impl Endpoint {
         if let Some(e) = self.events.pop_front() {
             return Some(e);
         }
-        for (idx, c) in self.conns.iter_mut().enumerate() {
-            if let Some(c) = c.as_deref_mut() {
-                if let Some(e) = c.poll_event() {
-                    return Some((ConnHandle(idx), e));
-                }
+        self.flush_dirty();
+        while let Some(idx) = self.activity.front_eventful() {
+            if let Some(e) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()).and_then(|c| c.poll_event()) {
+                return Some((ConnHandle(idx), e));
             }
+            self.activity.pop_eventful();
         }
         None
     }

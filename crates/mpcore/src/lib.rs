@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+mod activity;
 pub mod config;
 pub mod conn;
 pub mod crypto;

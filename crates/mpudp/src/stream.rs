@@ -87,7 +87,7 @@ impl ConnRef {
             }
             Err(WriteError::Blocked) if st.stopped => Poll::Ready(Err(Error::EndpointClosed.into())),
             Err(WriteError::Blocked) => {
-                store(&mut st.slot(self.h).write, cx.waker());
+                st.wait_write(self.h, cx.waker());
                 Poll::Pending
             }
             Err(WriteError::Finished) => {

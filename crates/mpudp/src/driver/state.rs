@@ -136,6 +136,8 @@ pub(crate) struct State {
     pub(crate) ep: Endpoint,
     pub(crate) epoch: Instant,
     slots: Vec<Slot>,
+    /// Connections with a writer waiting for room (looked at on each dispatch).
+    writers: Vec<ConnHandle>,
     pub(crate) driver: Option<Waker>,
     pub(crate) accepted: VecDeque<ConnHandle>,
     pub(crate) accept_waker: Option<Waker>,
@@ -166,6 +168,7 @@ impl State {
             ep,
             epoch,
             slots: Vec::new(),
+            writers: Vec::new(),
             driver: None,
             accepted: VecDeque::new(),
             accept_waker: None,
@@ -302,11 +305,29 @@ impl State {
             self.accepted.push_back(h);
             wake(&mut self.accept_waker);
         }
-        // Writers blocked on a full send buffer: acknowledgements may have made room.
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            if slot.write.is_some() && self.ep.conn(ConnHandle(i)).is_none_or(|c| c.write_room() > 0 || c.is_closed()) {
+        // Writers blocked on a full send buffer: acknowledgements may have made room. Only the
+        // blocked ones are looked at (not every connection: an idle one costs nothing here).
+        let mut k = 0;
+        while k < self.writers.len() {
+            let h = self.writers[k];
+            let room = self.ep.conn(h).is_none_or(|c| c.write_room() > 0 || c.is_closed());
+            let slot = self.slot(h);
+            if room || slot.write.is_none() {
                 wake(&mut slot.write);
+                self.writers.swap_remove(k);
+            } else {
+                k += 1;
             }
+        }
+    }
+
+    /// A writer of connection `h` waits for room in its send buffer.
+    pub(crate) fn wait_write(&mut self, h: ConnHandle, w: &Waker) {
+        let slot = self.slot(h);
+        let first = slot.write.is_none();
+        store(&mut slot.write, w);
+        if first && !self.writers.contains(&h) {
+            self.writers.push(h);
         }
     }
 

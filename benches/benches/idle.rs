@@ -1,0 +1,118 @@
+//! What idle connections cost an endpoint's wake-up (issue 19): N established connections
+//! between a client and a server endpoint, all idle; then the driver's work per wake-up
+//! (`poll_timeout`, `handle_timeout`, `poll_transmit` until empty, `poll_event` until empty),
+//! 1 ms of virtual time apart, with nothing due. Medians of 7 batches, as one table.
+//!
+//! Run: `cargo bench -p mp-benches --bench idle` (under `cargo test`, a smoke run).
+
+use mpcore::{Config, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+fn server_addr() -> SocketAddr {
+    "10.0.0.1:5201".parse().expect("address")
+}
+
+fn client_addr() -> SocketAddr {
+    "10.0.1.2:4000".parse().expect("address")
+}
+
+fn endpoint(config: Config, addr: SocketAddr, server: bool) -> Endpoint {
+    let paths = vec![LocalPath { addr, iface: Iface::Wired, backup: false }];
+    Endpoint::new(config, paths, server).expect("a valid configuration")
+}
+
+/// Moves every datagram each way until neither sends, at `now` (the server's answers after
+/// each datagram of the client, as a network would interleave them).
+fn pump(c: &mut Endpoint, s: &mut Endpoint, now: Time, buf: &mut [u8]) {
+    loop {
+        let mut moved = false;
+        while let Some(t) = c.poll_transmit(now, buf) {
+            let d = buf[..t.len].to_vec();
+            s.handle_datagram(now, PathId(0), client_addr(), &d);
+            moved = true;
+            while let Some(t) = s.poll_transmit(now, buf) {
+                let d = buf[..t.len].to_vec();
+                c.handle_datagram(now, PathId(0), server_addr(), &d);
+            }
+        }
+        while let Some(t) = s.poll_transmit(now, buf) {
+            let d = buf[..t.len].to_vec();
+            c.handle_datagram(now, PathId(0), server_addr(), &d);
+            moved = true;
+        }
+        if !moved {
+            return;
+        }
+    }
+}
+
+/// One wake-up of a driver with nothing due: the endpoint's calls, as mpudp makes them.
+fn wake(ep: &mut Endpoint, now: Time, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    if ep.poll_timeout().is_some_and(|t| t <= now) {
+        ep.handle_timeout(now);
+    }
+    while ep.poll_transmit(now, buf).is_some() {
+        n += 1;
+    }
+    while ep.poll_event().is_some() {
+        n += 1;
+    }
+    n
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let sizes: &[usize] = if full { &[100, 1_000, 4_000] } else { &[10] };
+    let (batches, wakes) = if full { (7, 200) } else { (1, 2) };
+    let id = ServerIdentity::from_seed(&[3; 32]).expect("identity");
+    let mut buf = vec![0u8; 65_536];
+    println!("| idle connections | server: µs per wake-up | client: µs per wake-up |");
+    println!("|---|---|---|");
+    for &n in sizes {
+        // No keep-alives and long idle timeouts: nothing falls due while measuring.
+        let quiet = |c: Config| Config { keep_alive: 0, idle_timeout: 0, subflow_idle_timeout: 0, ..c };
+        let server =
+            quiet(Config { identity: Some(id.clone()), rng_seed: Some(1), retry_above: 0, ..Config::server() });
+        let client = quiet(Config { server_keys: vec![id.public_key()], rng_seed: Some(2), ..Config::default() });
+        let mut s = endpoint(server, server_addr(), true);
+        let mut c = endpoint(client, client_addr(), false);
+        let mut now: Time = 0;
+        for _ in 0..n {
+            c.connect(now, PathId(0), server_addr()).expect("connect");
+        }
+        // Handshakes, then let every delayed ACK and timer of the start run out.
+        for _ in 0..50 {
+            pump(&mut c, &mut s, now, &mut buf);
+            now += 100_000;
+            c.handle_timeout(now);
+            s.handle_timeout(now);
+            while c.poll_event().is_some() {}
+            while s.poll_event().is_some() {}
+            while s.accept().is_some() {}
+        }
+        pump(&mut c, &mut s, now, &mut buf);
+        assert_eq!(s.live_connections(), n, "every connection established");
+        let mut per_wake = |ep: &mut Endpoint, now: &mut Time| {
+            let mut v: Vec<f64> = (0..batches)
+                .map(|_| {
+                    let t = Instant::now();
+                    for _ in 0..wakes {
+                        *now += 1_000;
+                        std::hint::black_box(wake(ep, *now, &mut buf));
+                    }
+                    t.elapsed().as_nanos() as f64 / wakes as f64 / 1e3
+                })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let sv = per_wake(&mut s, &mut now);
+        let cv = per_wake(&mut c, &mut now);
+        println!("| {n} | {sv:.2} | {cv:.2} |");
+    }
+    if !full {
+        println!("(smoke run: `cargo bench -p mp-benches --bench idle` measures)");
+    }
+}
