@@ -9,22 +9,11 @@
 //! Medians of 7 batches, in one run. Run: `cargo bench -p mp-benches --bench handshake`
 //! (under `cargo test` it runs each case a few times, as a smoke test).
 
-use mpcore::{Config, Endpoint, Iface, LocalPath, PathId, ServerIdentity};
-use std::net::SocketAddr;
+use mpcore::{Config, Endpoint, PathId, ServerIdentity};
 use std::time::Instant;
 
-fn server_addr() -> SocketAddr {
-    "10.0.0.1:5201".parse().expect("address")
-}
-
-fn client_addr() -> SocketAddr {
-    "10.0.1.2:4000".parse().expect("address")
-}
-
-fn endpoint(config: Config, addr: SocketAddr, server: bool) -> Endpoint {
-    let paths = vec![LocalPath { addr, iface: Iface::Wired, backup: false }];
-    Endpoint::new(config, paths, server).expect("a valid configuration")
-}
+mod common;
+use common::{client_addr, endpoint, server_addr};
 
 fn server_config(identity: Option<&ServerIdentity>) -> Config {
     Config { identity: identity.cloned(), rng_seed: Some(1), ..Config::server() }

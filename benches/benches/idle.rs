@@ -5,22 +5,11 @@
 //!
 //! Run: `cargo bench -p mp-benches --bench idle` (under `cargo test`, a smoke run).
 
-use mpcore::{Config, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
-use std::net::SocketAddr;
+use mpcore::{Config, Endpoint, PathId, ServerIdentity, Time};
 use std::time::Instant;
 
-fn server_addr() -> SocketAddr {
-    "10.0.0.1:5201".parse().expect("address")
-}
-
-fn client_addr() -> SocketAddr {
-    "10.0.1.2:4000".parse().expect("address")
-}
-
-fn endpoint(config: Config, addr: SocketAddr, server: bool) -> Endpoint {
-    let paths = vec![LocalPath { addr, iface: Iface::Wired, backup: false }];
-    Endpoint::new(config, paths, server).expect("a valid configuration")
-}
+mod common;
+use common::{client_addr, endpoint, server_addr};
 
 /// Moves every datagram each way until neither sends, at `now` (the server's answers after
 /// each datagram of the client, as a network would interleave them).
