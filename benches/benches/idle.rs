@@ -1,7 +1,8 @@
-//! What idle connections cost an endpoint's wake-up (issue 19): N established connections
+//! What idle connections cost (issue 19): N established connections
 //! between a client and a server endpoint, all idle; then the driver's work per wake-up
 //! (`poll_timeout`, `handle_timeout`, `poll_transmit` until empty, `poll_event` until empty),
-//! 1 ms of virtual time apart, with nothing due. Medians of 7 batches, as one table.
+//! 1 ms of virtual time apart, with nothing due (medians of 7 batches), and the resident memory
+//! they added to this process (both ends), per connection. As one table.
 //!
 //! Run: `cargo bench -p mp-benches --bench idle` (under `cargo test`, a smoke run).
 
@@ -51,14 +52,21 @@ fn wake(ep: &mut Endpoint, now: Time, buf: &mut [u8]) -> usize {
     n
 }
 
+/// This process's resident memory, KiB (Linux's /proc/self/statm; 0 elsewhere).
+fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let sizes: &[usize] = if full { &[100, 1_000, 4_000] } else { &[10] };
     let (batches, wakes) = if full { (7, 200) } else { (1, 2) };
     let id = ServerIdentity::from_seed(&[3; 32]).expect("identity");
     let mut buf = vec![0u8; 65_536];
-    println!("| idle connections | server: µs per wake-up | client: µs per wake-up |");
-    println!("|---|---|---|");
+    println!("| idle connections | server: µs per wake-up | client: µs per wake-up | resident KiB per connection, both ends |");
+    println!("|---|---|---|---|");
     for &n in sizes {
         // No keep-alives and long idle timeouts: nothing falls due while measuring.
         let quiet = |c: Config| Config { keep_alive: 0, idle_timeout: 0, subflow_idle_timeout: 0, ..c };
@@ -68,6 +76,7 @@ fn main() {
         let mut s = endpoint(server, server_addr(), true);
         let mut c = endpoint(client, client_addr(), false);
         let mut now: Time = 0;
+        let rss0 = rss_kib();
         for _ in 0..n {
             c.connect(now, PathId(0), server_addr()).expect("connect");
         }
@@ -83,6 +92,7 @@ fn main() {
         }
         pump(&mut c, &mut s, now, &mut buf);
         assert_eq!(s.live_connections(), n, "every connection established");
+        let per_conn = rss_kib().saturating_sub(rss0) as f64 / n as f64;
         let mut per_wake = |ep: &mut Endpoint, now: &mut Time| {
             let mut v: Vec<f64> = (0..batches)
                 .map(|_| {
@@ -99,7 +109,7 @@ fn main() {
         };
         let sv = per_wake(&mut s, &mut now);
         let cv = per_wake(&mut c, &mut now);
-        println!("| {n} | {sv:.2} | {cv:.2} |");
+        println!("| {n} | {sv:.2} | {cv:.2} | {per_conn:.0} |");
     }
     if !full {
         println!("(smoke run: `cargo bench -p mp-benches --bench idle` measures)");
