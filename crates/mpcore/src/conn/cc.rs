@@ -288,10 +288,7 @@ impl Cc {
         if self.in_recovery(sent_time) {
             return;
         }
-        self.recovery_start = Some(now);
-        self.acked_acc = 0;
-        self.olia_acc = 0.0;
-        self.between_losses = std::mem::take(&mut self.since_loss);
+        self.start_recovery(now);
         match self.kind {
             CongestionControl::Reno | CongestionControl::Lia | CongestionControl::Olia => {
                 self.ssthresh = (self.cwnd / 2).max(self.min_window());
@@ -318,6 +315,13 @@ impl Cc {
             self.epoch_start = None;
         }
         self.cwnd = self.min_window();
+        self.start_recovery(now);
+    }
+
+    /// A loss episode begins at `now` (a loss or a timeout): no further reduction for what
+    /// was sent before, the increase accumulators restart, and OLIA's bytes since the last
+    /// loss become its bytes between the last two.
+    fn start_recovery(&mut self, now: u64) {
         self.recovery_start = Some(now);
         self.acked_acc = 0;
         self.olia_acc = 0.0;

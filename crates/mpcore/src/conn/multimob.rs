@@ -38,19 +38,24 @@ impl Connection {
             let Some(sf) = self.subflows.get_mut(i) else { continue };
             if sf.is_open() && !sf.backup && on(i, sf) {
                 sf.was_bad |= was_bad;
-                if !sf.rec.pf {
-                    sf.rec.pf = true;
-                    let id = sf.id;
-                    self.emit(Event::SubflowFailed { id });
-                }
-                // Its data is queued again for the new subflows, but stays in flight here: the
-                // retransmission timer keeps probing the path, and the first new ACK tells it
-                // works again (the fail-back).
-                self.copy_in_flight_for_reinjection(i);
+                self.suspect(i);
             }
         }
         self.open_other_paths(now, false, true);
         tracing::debug!(side = ?self.side, "multimob failover");
+    }
+
+    /// Declares subflow `i` potentially failed and queues its data in flight again for the
+    /// other subflows. The data stays in flight here: the retransmission timer keeps probing
+    /// the path, and the first new ACK tells it works again.
+    pub(super) fn suspect(&mut self, i: usize) {
+        let sf = &mut self.subflows[i];
+        if !sf.rec.pf {
+            sf.rec.pf = true;
+            let id = sf.id;
+            self.emit(Event::SubflowFailed { id });
+        }
+        self.copy_in_flight_for_reinjection(i);
     }
 
     /// `multimob` fail-back: once a regular subflow has worked (answered, no loss or timeout;

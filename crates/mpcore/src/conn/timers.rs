@@ -239,10 +239,7 @@ impl Connection {
         }
         if !self.tlp_may_fail_over(i) {
             if self.tlp_may_reinject(i) {
-                self.subflows[i].rec.pf = true;
-                let id = self.subflows[i].id;
-                self.emit(Event::SubflowFailed { id });
-                self.copy_in_flight_for_reinjection(i);
+                self.suspect(i);
             }
             return;
         }
