@@ -141,23 +141,7 @@ impl Drops {
 
     /// Every drop, whatever the reason.
     pub fn total(&self) -> u64 {
-        self.oversized
-            + self.malformed
-            + self.version
-            + self.unknown_cid
-            + self.unknown_token
-            + self.decrypt_failed
-            + self.duplicate
-            + self.bad_retry
-            + self.bad_token
-            + self.bad_cookie
-            + self.cookie_replay
-            + self.replayed_join
-            + self.bad_hmac
-            + self.bad_signature
-            + self.refused
-            + self.unexpected
-            + self.protocol
+        self.by_reason().iter().map(|(_, n)| n).sum()
     }
 }
 

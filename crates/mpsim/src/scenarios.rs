@@ -135,9 +135,8 @@ pub fn run_with(s: Scenario, seed: u64, client: Option<Config>) -> Outcome {
     finals.sort_unstable();
     let worst = app.results.iter().filter_map(|r| r.max_burst_delay()).max().unwrap_or(0);
     let log = sim.path_log(CELL);
-    let hold = client_hold;
     let floor = match (s.wifi_clean_at(), log.first()) {
-        (Some(clean), Some(first)) => Some(connected_floor(first.time, clean + hold, s.duration())),
+        (Some(clean), Some(first)) => Some(connected_floor(first.time, clean + client_hold, s.duration())),
         _ => None,
     };
     Outcome {

@@ -48,14 +48,7 @@ impl ConnEvent {
 
     /// The subflow it concerns, if any.
     pub fn subflow(&self) -> Option<u32> {
-        match self.event {
-            Event::SubflowEstablished { id, .. }
-            | Event::SubflowFailed { id }
-            | Event::SubflowRecovered { id }
-            | Event::SubflowClosed { id, .. }
-            | Event::SubflowMigrated { id, .. } => Some(id),
-            _ => None,
-        }
+        self.event.subflow()
     }
 }
 

@@ -344,11 +344,6 @@ impl Oracle {
         Some(Action { netpath, verdict: Verdict::Bad })
     }
 
-    /// The netpaths seen so far.
-    pub fn netpaths(&self) -> impl Iterator<Item = Netpath> + '_ {
-        self.table.iter().map(|e| e.netpath)
-    }
-
     /// The smoothed state of a netpath.
     pub fn stats(&self, netpath: Netpath) -> Option<Stats> {
         self.table.iter().find(|e| e.netpath == netpath).map(|e| Stats {

@@ -109,6 +109,20 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The subflow it concerns, if any.
+    pub fn subflow(&self) -> Option<u32> {
+        match *self {
+            Event::SubflowEstablished { id, .. }
+            | Event::SubflowFailed { id }
+            | Event::SubflowRecovered { id }
+            | Event::SubflowClosed { id, .. }
+            | Event::SubflowMigrated { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+}
+
 /// Why a write failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteError {

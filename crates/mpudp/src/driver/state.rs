@@ -254,13 +254,8 @@ impl State {
     pub(crate) fn dispatch(&mut self) {
         while let Some((h, ev)) = self.ep.poll_event() {
             let path = match ev {
-                Event::Verdict { path, .. } => Some(path),
-                Event::SubflowEstablished { path, .. } => Some(path),
-                Event::SubflowFailed { id }
-                | Event::SubflowRecovered { id }
-                | Event::SubflowClosed { id, .. }
-                | Event::SubflowMigrated { id, .. } => self.ep.conn(h).and_then(|c| c.subflow_path(id)),
-                _ => None,
+                Event::Verdict { path, .. } | Event::SubflowEstablished { path, .. } => Some(path),
+                _ => ev.subflow().and_then(|id| self.ep.conn(h)?.subflow_path(id)),
             };
             let slot = self.slot(h);
             if ev != Event::Readable {
