@@ -6,8 +6,61 @@
 //!
 //! Run: `cargo bench -p mp-benches --bench idle` (under `cargo test`, a smoke run).
 
+#![allow(unsafe_code)] // a global allocator is an unsafe trait; this one only counts
+
 use mpcore::{Config, Endpoint, PathId, ServerIdentity, Time};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
+
+/// Live heap bytes allocated while each side (client 0, server 1) was being called, net of
+/// what it freed: what its connections hold.
+static LIVE: [AtomicI64; 2] = [AtomicI64::new(0), AtomicI64::new(0)];
+
+thread_local! {
+    /// The side being called on this thread, if any.
+    static SIDE: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+struct Counting;
+
+fn note(delta: i64) {
+    if let Ok(Some(side)) = SIDE.try_with(Cell::get) {
+        LIVE[side].fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        note(l.size() as i64);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        note(l.size() as i64);
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        note(n as i64 - l.size() as i64);
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        note(-(l.size() as i64));
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` counting its heap on `side`'s account.
+fn on<T>(side: usize, f: impl FnOnce() -> T) -> T {
+    SIDE.with(|s| s.set(Some(side)));
+    let r = f();
+    SIDE.with(|s| s.set(None));
+    r
+}
 
 mod common;
 use common::{client_addr, endpoint, server_addr};
@@ -15,20 +68,22 @@ use common::{client_addr, endpoint, server_addr};
 /// Moves every datagram each way until neither sends, at `now` (the server's answers after
 /// each datagram of the client, as a network would interleave them).
 fn pump(c: &mut Endpoint, s: &mut Endpoint, now: Time, buf: &mut [u8]) {
+    const C: usize = 0;
+    const S: usize = 1;
     loop {
         let mut moved = false;
-        while let Some(t) = c.poll_transmit(now, buf) {
-            let d = buf[..t.len].to_vec();
-            s.handle_datagram(now, PathId(0), client_addr(), &d);
+        while let Some(len) = on(C, || c.poll_transmit(now, buf)).map(|t| t.len) {
+            let d = buf[..len].to_vec();
+            on(S, || s.handle_datagram(now, PathId(0), client_addr(), &d));
             moved = true;
-            while let Some(t) = s.poll_transmit(now, buf) {
-                let d = buf[..t.len].to_vec();
-                c.handle_datagram(now, PathId(0), server_addr(), &d);
+            while let Some(len) = on(S, || s.poll_transmit(now, buf)).map(|t| t.len) {
+                let d = buf[..len].to_vec();
+                on(C, || c.handle_datagram(now, PathId(0), server_addr(), &d));
             }
         }
-        while let Some(t) = s.poll_transmit(now, buf) {
-            let d = buf[..t.len].to_vec();
-            c.handle_datagram(now, PathId(0), server_addr(), &d);
+        while let Some(len) = on(S, || s.poll_transmit(now, buf)).map(|t| t.len) {
+            let d = buf[..len].to_vec();
+            on(C, || c.handle_datagram(now, PathId(0), server_addr(), &d));
             moved = true;
         }
         if !moved {
@@ -65,8 +120,8 @@ fn main() {
     let (batches, wakes) = if full { (7, 200) } else { (1, 2) };
     let id = ServerIdentity::from_seed(&[3; 32]).expect("identity");
     let mut buf = vec![0u8; 65_536];
-    println!("| idle connections | server: µs per wake-up | client: µs per wake-up | resident KiB per connection, both ends |");
-    println!("|---|---|---|---|");
+    println!("| idle connections | server: µs per wake-up | client: µs per wake-up | resident KiB per connection, both ends | server: heap KiB per connection | client: heap KiB per connection |");
+    println!("|---|---|---|---|---|---|");
     for &n in sizes {
         // No keep-alives and long idle timeouts: nothing falls due while measuring.
         let quiet = |c: Config| Config { keep_alive: 0, idle_timeout: 0, subflow_idle_timeout: 0, ..c };
@@ -77,22 +132,28 @@ fn main() {
         let mut c = endpoint(client, client_addr(), false);
         let mut now: Time = 0;
         let rss0 = rss_kib();
+        let heap0 = [0, 1].map(|i| LIVE[i].load(Ordering::Relaxed));
         for _ in 0..n {
-            c.connect(now, PathId(0), server_addr()).expect("connect");
+            on(0, || c.connect(now, PathId(0), server_addr())).expect("connect");
         }
         // Handshakes, then let every delayed ACK and timer of the start run out.
         for _ in 0..50 {
             pump(&mut c, &mut s, now, &mut buf);
             now += 100_000;
-            c.handle_timeout(now);
-            s.handle_timeout(now);
-            while c.poll_event().is_some() {}
-            while s.poll_event().is_some() {}
-            while s.accept().is_some() {}
+            on(0, || {
+                c.handle_timeout(now);
+                while c.poll_event().is_some() {}
+            });
+            on(1, || {
+                s.handle_timeout(now);
+                while s.poll_event().is_some() {}
+                while s.accept().is_some() {}
+            });
         }
         pump(&mut c, &mut s, now, &mut buf);
         assert_eq!(s.live_connections(), n, "every connection established");
         let per_conn = rss_kib().saturating_sub(rss0) as f64 / n as f64;
+        let heap = [0, 1].map(|i| (LIVE[i].load(Ordering::Relaxed) - heap0[i]) as f64 / n as f64 / 1024.0);
         let mut per_wake = |ep: &mut Endpoint, now: &mut Time| {
             let mut v: Vec<f64> = (0..batches)
                 .map(|_| {
@@ -109,7 +170,7 @@ fn main() {
         };
         let sv = per_wake(&mut s, &mut now);
         let cv = per_wake(&mut c, &mut now);
-        println!("| {n} | {sv:.2} | {cv:.2} | {per_conn:.0} |");
+        println!("| {n} | {sv:.2} | {cv:.2} | {per_conn:.0} | {:.1} | {:.1} |", heap[1], heap[0]);
     }
     if !full {
         println!("(smoke run: `cargo bench -p mp-benches --bench idle` measures)");

@@ -1,7 +1,8 @@
 //! A small set of disjoint half-open `u64` ranges, kept sorted, with a bounded number of ranges.
 //! Used for received packet numbers (ACK ranges, duplicate detection) and received data
-//! sequence numbers (reassembly). The vector's capacity is reused, so steady-state inserts do
-//! not allocate.
+//! sequence numbers (reassembly). The vector grows with the ranges actually held (an idle set
+//! holds no memory) and its capacity is then reused, so steady-state inserts do not allocate;
+//! `shrink` gives it back when the set is idle.
 
 /// Disjoint, non-adjacent, sorted half-open ranges `[start, end)`.
 #[derive(Debug, Clone, Default)]
@@ -16,7 +17,25 @@ impl RangeSet {
     /// A set that keeps at most `max_ranges` ranges; when more would be needed the lowest
     /// ranges are forgotten and everything below the new lowest range counts as present.
     pub fn new(max_ranges: usize) -> Self {
-        Self { ranges: Vec::with_capacity(max_ranges + 1), floor: 0, max_ranges: max_ranges.max(1) }
+        Self { ranges: Vec::new(), floor: 0, max_ranges: max_ranges.max(1) }
+    }
+
+    /// Gives back the memory of the ranges no longer held (an idle connection's).
+    pub fn shrink(&mut self) {
+        self.ranges.shrink_to_fit();
+    }
+
+    /// Keeps only the highest range: everything below it counts as present (an idle
+    /// subflow's received packet numbers, whose gaps will never be filled).
+    pub fn keep_last(&mut self) {
+        if let Some(&(start, _)) = self.ranges.last() {
+            self.advance_floor(start);
+        }
+    }
+
+    /// Bytes of memory held.
+    pub fn capacity_bytes(&self) -> usize {
+        self.ranges.capacity() * std::mem::size_of::<(u64, u64)>()
     }
 
     /// Starts the set at `floor`: values below it count as present.

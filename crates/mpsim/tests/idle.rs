@@ -122,3 +122,46 @@ fn slow_reader(seed: u64) -> Time {
     assert!(got == data);
     stall
 }
+
+/// Issue 19, small idle connections: the buffers grow with a transfer (a 4 MiB upload over
+/// the MultiMob paths) and are given back once no data has moved for `TRIM_AFTER` (3 s), on
+/// both ends; the connection then holds only a few bytes of packet-number ranges.
+#[test]
+fn buffers_follow_activity() {
+    let quiet = |c: Config| Config { keep_alive: 0, idle_timeout: 0, ..c };
+    let mut sim = Sim::new(11, quiet(Config::phone()), quiet(Config::server()), mpsim::multimob_paths()).unwrap();
+    let mut app = Bulk::new(vec![9; 4 << 20], false);
+    let mut busiest = [0usize; 2];
+    sim.run(ms(30_000), |s| {
+        app.step(s);
+        if let (Some(c), Some(h)) = (app.client, app.server) {
+            let bytes =
+                [s.client.conn(c).map_or(0, |c| c.buffer_bytes()), s.server.conn(h).map_or(0, |c| c.buffer_bytes())];
+            busiest = [busiest[0].max(bytes[0]), busiest[1].max(bytes[1])];
+        }
+        if app.received.len() == app.data.len() {
+            Flow::Done
+        } else {
+            Flow::Wake(None)
+        }
+    });
+    assert_eq!(app.received.len(), 4 << 20, "the upload completed");
+    let (c, h) = (app.client.unwrap(), app.server.unwrap());
+    println!("largest buffers during the upload: client {} KiB, server {} KiB", busiest[0] >> 10, busiest[1] >> 10);
+    assert!(busiest[0] >= 256 << 10 && busiest[1] >= 64 << 10, "they grew with the transfer: {busiest:?}");
+    let done = sim.now;
+    sim.run(done + ms(2_500), |s| {
+        app.step(s);
+        Flow::Wake(None)
+    });
+    let held = |sim: &Sim| [sim.client.conn(c).unwrap().buffer_bytes(), sim.server.conn(h).unwrap().buffer_bytes()];
+    assert!(held(&sim)[0] >= 4096, "2.5 s after the last data the buffers are kept: {:?}", held(&sim));
+    sim.run(done + ms(4_000), |s| {
+        app.step(s);
+        Flow::Wake(None)
+    });
+    let idle = held(&sim);
+    println!("held after 4 idle seconds: client {} B, server {} B", idle[0], idle[1]);
+    assert!(idle.iter().all(|&b| b <= 256), "given back when idle: {idle:?}");
+    assert!(sim.client.conn(c).is_some_and(|c| !c.is_closed()), "still connected");
+}

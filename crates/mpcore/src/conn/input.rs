@@ -68,6 +68,19 @@ impl Connection {
         p: &Packet<'_>,
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
+        self.open_sealed(now, path, remote, p, scratch)?;
+        self.arm_trim(now);
+        Ok(())
+    }
+
+    fn open_sealed(
+        &mut self,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        p: &Packet<'_>,
+        scratch: &mut [u8],
+    ) -> Result<(), DropReason> {
         if self.drained {
             return Err(DropReason::Unexpected);
         }

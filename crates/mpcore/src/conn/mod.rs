@@ -123,6 +123,9 @@ pub struct Connection {
     addr_ids: Vec<u8>,
     /// The address id the next address added gets (`path_added`).
     next_addr_id: u8,
+    /// When to look whether the connection's buffers can be given back (`trim`), armed by
+    /// the first datagram sent or received after the last look.
+    trim_at: Option<Time>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -186,6 +189,7 @@ impl Connection {
             reopen: vec![false; paths.len()],
             addr_ids: (0..paths.len()).map(|p| paths::initial_addr_id(PathId(p as u8), initial_path)).collect(),
             next_addr_id: paths.len().clamp(1, 255) as u8,
+            trim_at: None,
         }
     }
 
@@ -207,11 +211,6 @@ impl Connection {
         let backup = self.paths.get(usize::from(path.0)).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
         sf.local_addr_id = self.addr_id(path);
-        // Flow control bounds the data in flight by the peer's window (and ours, before its
-        // parameters are known): room for one record per 512 bytes of it, so that the record
-        // queue does not grow (allocate) in the middle of a transfer.
-        let window = self.config.recv_window.max(self.peer_params.initial_window as usize);
-        sf.rec.sent.reserve((window / 512 + 64).min(4096));
         sf
     }
 

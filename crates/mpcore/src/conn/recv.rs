@@ -2,17 +2,25 @@
 //! DATA_ACK and window we advertise, the peer's DATA_FIN and MP_IDLE, and the FAST_JOIN_OUT
 //! replay window (PROTOCOL.md §5.5, §5.9, §6).
 //!
-//! Positions are offsets from the peer's first DSN (see [`super::dsn`]). The ring is allocated
-//! once, at the size of the receive window: receiving and reading do not allocate.
+//! Positions are offsets from the peer's first DSN (see [`super::dsn`]). The ring grows with
+//! the bytes held, by doubling, up to the receive window, and is given back when the
+//! connection goes idle (`trim`): an idle connection holds no buffer, a busy one reaches its
+//! working size and then receives and reads without allocating (issue 19).
 
 use super::dsn::Dsn;
 use crate::ranges::RangeSet;
 
-/// Received bytes, placed by offset into a ring of fixed size (the receive window), with the
-/// ranges received out of order.
+/// The ring's first size.
+const MIN_RING: usize = 4096;
+
+/// Received bytes, placed by offset into a ring (at most the receive window), with the ranges
+/// received out of order.
 #[derive(Debug)]
 struct RecvBuf {
+    /// Byte `v` is at `v % ring.len()`; what is held, `[read, highest received)`, always fits.
     ring: Vec<u8>,
+    /// The receive window: the most the ring may hold.
+    size: usize,
     /// Next byte the application reads.
     read: u64,
     /// Next byte expected in order (EDSN, RFC 8684's DATA_ACK).
@@ -26,7 +34,8 @@ struct RecvBuf {
 impl RecvBuf {
     fn new(window: usize) -> Self {
         Self {
-            ring: vec![0; window.max(1)],
+            ring: Vec::new(),
+            size: window.max(1),
             read: 0,
             nxt: 0,
             // Forgetting a reassembly range would deliver the gap below it as data: the set
@@ -42,12 +51,41 @@ impl RecvBuf {
     }
 
     fn window(&self) -> u64 {
-        (self.ring.len() - self.readable()) as u64
+        (self.size - self.readable()) as u64
     }
 
-    /// One past the highest offset the ring can hold now.
+    /// One past the highest offset the window admits now.
     fn limit(&self) -> u64 {
-        self.read + self.ring.len() as u64
+        self.read + self.size as u64
+    }
+
+    /// Makes the ring hold offsets up to `end` (within the window): doubles it (from 4 KiB) and
+    /// moves what it holds to their new places.
+    fn grow(&mut self, end: u64) {
+        let need = (end - self.read) as usize;
+        let old = self.ring.len();
+        if need <= old {
+            return;
+        }
+        let cap = need.next_power_of_two().max(MIN_RING).max(old * 2).min(self.size);
+        let mut ring = vec![0u8; cap];
+        let held = self.ooo.max().map_or(self.nxt, |m| m + 1).max(self.nxt);
+        let mut v = self.read;
+        while v < held {
+            let (from, to) = ((v % old as u64) as usize, (v % cap as u64) as usize);
+            let run = (old - from).min(cap - to).min((held - v) as usize);
+            ring[to..to + run].copy_from_slice(&self.ring[from..from + run]);
+            v += run as u64;
+        }
+        self.ring = ring;
+    }
+
+    /// Gives the ring back when it holds nothing (every byte read, no out-of-order data).
+    fn trim(&mut self) {
+        if self.readable() == 0 && self.ooo.is_empty() {
+            self.ring = Vec::new();
+            self.ooo.shrink();
+        }
     }
 
     /// The part of `[off, off + len)` that `insert` would store: not yet in order, within the
@@ -75,6 +113,7 @@ impl RecvBuf {
         if !self.ooo.can_insert(start, end) {
             return None;
         }
+        self.grow(end);
         // Write only the gaps: the first copy of every byte is the one kept (RFC 8684 §3.3.6
         // lets a receiver take either; keeping the first makes the outcome independent of
         // which subflow's copy arrives second).
@@ -109,6 +148,9 @@ impl RecvBuf {
 
     fn read(&mut self, out: &mut [u8]) -> usize {
         let n = out.len().min(self.readable());
+        if n == 0 {
+            return 0;
+        }
         let cap = self.ring.len();
         let pos = (self.read % cap as u64) as usize;
         let first = (cap - pos).min(n);
@@ -274,6 +316,16 @@ impl RecvSide {
         Ok(m)
     }
 
+    /// Gives back the buffer's memory if it holds nothing (the connection is idle).
+    pub fn trim(&mut self) {
+        self.buf.trim();
+    }
+
+    /// Bytes of buffer held (for the memory figures and tests).
+    pub fn buffer_bytes(&self) -> usize {
+        self.buf.ring.capacity()
+    }
+
     /// Reads in-order bytes into `out`; returns the count.
     pub fn read(&mut self, out: &mut [u8]) -> usize {
         let n = self.buf.read(out);
@@ -398,5 +450,35 @@ mod tests {
         r.on_mapping(Dsn(2), &[2], false, false, 0).unwrap();
         assert_eq!(r.edsn(), Dsn(4));
         assert_eq!(read_all(&mut r), [1, 7, 2, 7]);
+    }
+
+    fn pattern(from: u64, to: u64) -> Vec<u8> {
+        (from..to).map(|v| (v % 251) as u8).collect()
+    }
+
+    #[test]
+    fn the_ring_grows_with_what_it_holds_and_is_given_back_when_idle() {
+        let mut r = side(0, 1 << 16);
+        assert_eq!(r.buffer_bytes(), 0, "an idle connection holds no buffer");
+        r.on_mapping(Dsn(0), &pattern(0, 3000), false, false, 0).unwrap();
+        assert_eq!(r.buffer_bytes(), MIN_RING);
+        let mut out = vec![0u8; 2000];
+        assert_eq!(r.read(&mut out), 2000);
+        assert_eq!(out, pattern(0, 2000));
+        // Wraps around the 4 KiB ring, then a segment out of order makes it double: the
+        // wrapped bytes move to their new places.
+        r.on_mapping(Dsn(3000), &pattern(3000, 6000), false, false, 0).unwrap();
+        assert_eq!(r.buffer_bytes(), MIN_RING);
+        r.on_mapping(Dsn(9000), &pattern(9000, 10_000), false, false, 0).unwrap();
+        assert_eq!(r.buffer_bytes(), 2 * MIN_RING);
+        r.on_mapping(Dsn(6000), &pattern(6000, 9000), false, false, 0).unwrap();
+        assert_eq!(r.window(), (1 << 16) - 8000, "the window is the receive buffer's, not the ring's");
+        assert_eq!(read_all(&mut r), pattern(2000, 10_000));
+        r.trim();
+        assert_eq!(r.buffer_bytes(), 0, "idle again: given back");
+        r.on_mapping(Dsn(10_000), &pattern(10_000, 10_100), false, false, 0).unwrap();
+        r.trim();
+        assert_eq!(r.buffer_bytes(), MIN_RING, "unread bytes keep it");
+        assert_eq!(read_all(&mut r), pattern(10_000, 10_100));
     }
 }

@@ -5,6 +5,12 @@ use super::*;
 impl Connection {
     /// The next datagram to send, written into `buf`.
     pub fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let t = self.transmit(now, buf)?;
+        self.arm_trim(now);
+        Some(t)
+    }
+
+    fn transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
         if self.drained {
             return None;
         }

@@ -3,12 +3,17 @@
 //! again, and the DATA_FIN (PROTOCOL.md §5.5, §6).
 //!
 //! Positions are offsets from the stream's first DSN (see [`super::dsn`]); the DSN on the wire
-//! is `start + offset`. The buffer is allocated once: writing, sending and acknowledging do not
-//! allocate.
+//! is `start + offset`. The buffer grows with what the application writes, by doubling, up to
+//! the send buffer's size, and is given back when everything written has been acknowledged
+//! and the connection goes idle (`trim`): an idle connection holds no buffer, a busy one
+//! reaches its working size and then writes, sends and acknowledges without allocating.
 
 use super::dsn::Dsn;
 use super::subflow::DataRef;
 use std::collections::VecDeque;
+
+/// The buffer's first size.
+const MIN_BUF: usize = 4096;
 
 /// Bytes written by the application and not yet acknowledged at data level.
 #[derive(Debug)]
@@ -21,7 +26,7 @@ struct SendBuf {
 
 impl SendBuf {
     fn new(capacity: usize) -> Self {
-        Self { buf: VecDeque::with_capacity(capacity), una: 0, capacity }
+        Self { buf: VecDeque::new(), una: 0, capacity }
     }
 
     fn end(&self) -> u64 {
@@ -34,6 +39,12 @@ impl SendBuf {
 
     fn write(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.room());
+        let need = self.buf.len() + n;
+        if need > self.buf.capacity() {
+            // Doubling from 4 KiB, never beyond the send buffer's size.
+            let to = need.max(self.buf.capacity() * 2).max(MIN_BUF).min(self.capacity);
+            self.buf.reserve_exact(to - self.buf.len());
+        }
         self.buf.extend(&data[..n]);
         n
     }
@@ -145,7 +156,7 @@ impl SendSide {
             nxt: 0,
             peer_ack: 0,
             peer_wnd: 0,
-            retrans: VecDeque::with_capacity(64),
+            retrans: VecDeque::new(),
             fin: None,
             fin_sent: false,
             fin_acked: false,
@@ -191,6 +202,22 @@ impl SendSide {
     /// Bytes written and never sent.
     pub fn queued(&self) -> u64 {
         self.end() - self.nxt
+    }
+
+    /// Gives back the buffers' memory when they hold nothing (everything written was
+    /// acknowledged, nothing waits to be sent again).
+    pub fn trim(&mut self) {
+        if self.buf.buf.is_empty() {
+            self.buf.buf = VecDeque::new();
+        }
+        if self.retrans.is_empty() {
+            self.retrans = VecDeque::new();
+        }
+    }
+
+    /// Bytes of buffer held (for the memory figures and tests).
+    pub fn buffer_bytes(&self) -> usize {
+        self.buf.buf.capacity() + self.retrans.capacity() * std::mem::size_of::<Chunk>()
     }
 
     /// Chunks waiting in the retransmission queue.
@@ -452,5 +479,24 @@ mod tests {
         s.on_data_ack(Dsn(10), 100).unwrap();
         let g = s.fast_join_segment(false).unwrap();
         assert_eq!((g.off, g.len, g.retrans), (10, 20, true), "what is in flight, from the new edge");
+    }
+
+    #[test]
+    fn the_buffer_grows_with_what_is_written_and_is_given_back_when_acknowledged() {
+        let mut s = SendSide::new(20_000);
+        s.set_peer_window(1 << 20);
+        assert_eq!(s.buffer_bytes(), 0, "an idle connection holds no buffer");
+        assert_eq!(s.write(&[1; 100]), 100);
+        let first = s.buffer_bytes();
+        assert!((MIN_BUF..2 * MIN_BUF).contains(&first), "4 KiB first: {first}");
+        assert_eq!(s.write(&[2; 30_000]), 19_900, "the send buffer's size still bounds what is taken");
+        assert!(s.buffer_bytes() < 20_000 + 2 * MIN_BUF, "never far beyond the send buffer's size");
+        let seg = s.peek().unwrap();
+        s.on_sent(DataRef { off: seg.off, len: seg.len as u32, fin: false }, Sent::New, 1);
+        s.trim();
+        assert!(s.buffer_bytes() >= 20_000, "unacknowledged bytes keep it");
+        s.on_data_ack(Dsn(20_000), 1 << 20).unwrap();
+        s.trim();
+        assert_eq!(s.buffer_bytes(), 0, "all acknowledged: given back");
     }
 }

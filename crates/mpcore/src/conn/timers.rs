@@ -21,14 +21,22 @@ pub mod timer {
     pub const RECEIVE_IDLE: usize = 3;
     /// `multimob`: a regular subflow has been healthy for the fail-back hold.
     pub const FAIL_BACK: usize = 4;
-    pub const COUNT: usize = 5;
+    /// Look whether the buffers can be given back (`Connection::trim`).
+    pub const TRIM: usize = 5;
+    pub const COUNT: usize = 6;
 }
+
+/// How long a connection moves no data before its buffers are given back (issue 19: an idle
+/// connection's memory is its state, not its peak). Longer than a request/response gap of an
+/// interactive app, so that a connection in use keeps its buffers.
+pub const TRIM_AFTER: Time = 3_000_000;
 
 impl Connection {
     /// The deadline of each of the connection's own timers.
     pub(super) fn timers(&self) -> TimerTable<{ timer::COUNT }> {
         let mut t = TimerTable::default();
         t.set(timer::DRAIN, self.drain_until);
+        t.set(timer::TRIM, self.trim_at);
         if self.state == State::Initial {
             t.set(timer::HANDSHAKE, self.hs.as_ref().and_then(|hs| hs.deadline()));
         }
@@ -104,6 +112,41 @@ impl Connection {
         subflows.chain(self.timers().next()).min()
     }
 
+    /// A datagram went out or came in at `now`: arms the trim timer if the connection holds
+    /// buffers and it is not armed.
+    pub(super) fn arm_trim(&mut self, now: Time) {
+        if self.trim_at.is_none() && self.buffer_bytes() > 0 {
+            self.trim_at = Some(now.saturating_add(TRIM_AFTER));
+        }
+    }
+
+    /// Bytes of the buffers that grow with use: the stream's two sides, each subflow's
+    /// sent-packet ring and received packet numbers.
+    pub fn buffer_bytes(&self) -> usize {
+        let sf = self.subflows.iter().map(|s| s.rec.sent.capacity_bytes() + s.acks.received.capacity_bytes());
+        self.send.buffer_bytes() + self.recv.buffer_bytes() + sf.sum::<usize>()
+    }
+
+    /// The trim timer: no data moved for `TRIM_AFTER`, so every buffer that holds nothing is
+    /// given back; otherwise the timer waits for `TRIM_AFTER` after the last data.
+    fn trim(&mut self, now: Time) {
+        let last_data = self.subflows.iter().map(|s| s.last_data_tx.max(s.last_original_rx)).max().unwrap_or(0);
+        if now < last_data.saturating_add(TRIM_AFTER) {
+            self.trim_at = Some(last_data.saturating_add(TRIM_AFTER));
+            return;
+        }
+        self.trim_at = None;
+        self.send.trim();
+        self.recv.trim();
+        for sf in self.subflows.iter_mut() {
+            sf.rec.sent.shrink();
+            // Packets missing for TRIM_AFTER were given up by the peer long ago: a late copy
+            // is dropped as a duplicate, and the ACK ranges shrink to one.
+            sf.acks.received.keep_last();
+            sf.acks.received.shrink();
+        }
+    }
+
     pub(super) fn peer_max_ack_delay(&self) -> u64 {
         self.peer_params.max_ack_delay_ms * 1000
     }
@@ -139,6 +182,9 @@ impl Connection {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
             self.fail_over(now, true, |_, s| !s.failover);
+        }
+        if t.expired(timer::TRIM, now) {
+            self.trim(now);
         }
         self.check_fail_back(now);
         if self.config.path_manager == PathManager::MultiMob && self.side == Side::Client && !self.is_closed() {

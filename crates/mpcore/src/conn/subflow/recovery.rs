@@ -100,8 +100,21 @@ pub struct SentRing {
 }
 
 impl SentRing {
-    pub fn reserve(&mut self, n: usize) {
-        self.slots.reserve(n);
+    /// Gives back the ring's memory when no packet is in flight (an idle subflow's); the ring
+    /// grows again with the flight, by doubling, and keeps its size while packets flow. The
+    /// records of packets that carried only acknowledgements (never acknowledged themselves,
+    /// never retransmitted, outside the flight) are forgotten with it.
+    pub fn shrink(&mut self) {
+        let bare = |p: &SentPacket| !p.ack_eliciting && p.ctrl == 0 && p.data.is_none();
+        if self.slots.iter().flatten().all(bare) {
+            self.slots = VecDeque::new();
+            self.live = 0;
+        }
+    }
+
+    /// Bytes of memory held.
+    pub fn capacity_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Option<SentPacket>>()
     }
 
     /// Records packet `p`, the next packet number after the last one recorded.
