@@ -9,6 +9,7 @@ use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
 use crate::drops::Drops;
 use crate::handshake::{self, ServerKeys};
 use crate::rng::Rng;
+use crate::slab::Slab;
 use crate::wire::packet;
 use crate::wire::{Cid, Header, Packet, Writer};
 use crate::{LocalPath, PathId, Time, Transmit};
@@ -16,9 +17,27 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::net::SocketAddr;
 
-/// Names one connection of an endpoint. Handles are never reused.
+/// Names one connection of an endpoint. A forgotten connection's slot is reused by a later
+/// one, under a new generation: an old handle then names nothing (`Endpoint::conn` is `None`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ConnHandle(pub usize);
+pub struct ConnHandle {
+    index: u32,
+    generation: u32,
+}
+
+impl ConnHandle {
+    /// Its slot: below the number of connections alive at the busiest (for an application's
+    /// own tables; a slot is shared by connections one after another).
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+impl fmt::Display for ConnHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.index, self.generation)
+    }
+}
 
 /// Why `connect` failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,8 +84,7 @@ pub struct Endpoint {
     config: Config,
     paths: Vec<LocalPath>,
     server: bool,
-    conns: Vec<Option<Box<Connection>>>,
-    live: usize,
+    conns: Slab<Box<Connection>>,
     by_cid: HashMap<Cid, usize>,
     by_token: HashMap<u32, usize>,
     /// CIDs of closed connections, until the cookie lifetime has passed (§4.4).
@@ -101,7 +119,10 @@ pub struct Endpoint {
 
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Endpoint").field("server", &self.server).field("live", &self.live).finish_non_exhaustive()
+        f.debug_struct("Endpoint")
+            .field("server", &self.server)
+            .field("live", &self.conns.live())
+            .finish_non_exhaustive()
     }
 }
 
@@ -122,8 +143,7 @@ impl Endpoint {
             removed: vec![false; paths.len()],
             paths,
             server,
-            conns: Vec::new(),
-            live: 0,
+            conns: Slab::default(),
             by_cid: HashMap::new(),
             by_token: HashMap::new(),
             closed_cids: HashMap::new(),
@@ -182,8 +202,8 @@ impl Endpoint {
         self.path_down[p] = false;
         self.removed[p] = false;
         let path = PathId(p as u8);
-        for idx in 0..self.conns.len() {
-            if let Some(c) = self.conns[idx].as_deref_mut() {
+        for idx in 0..self.conns.bound() {
+            if let Some(c) = self.conns.get_mut(idx) {
                 c.path_added(now, path, lp);
                 self.apply_events(idx, now);
             }
@@ -201,8 +221,8 @@ impl Endpoint {
         }
         self.removed[p] = true;
         self.path_down[p] = true;
-        for idx in 0..self.conns.len() {
-            if let Some(c) = self.conns[idx].as_deref_mut() {
+        for idx in 0..self.conns.bound() {
+            if let Some(c) = self.conns.get_mut(idx) {
                 c.path_removed(now, path);
                 self.apply_events(idx, now);
             }
@@ -216,24 +236,35 @@ impl Endpoint {
 
     /// Connections not yet forgotten.
     pub fn live_connections(&self) -> usize {
-        self.live
+        self.conns.live()
     }
 
     /// Handles of the connections not yet forgotten.
     pub fn handles(&self) -> impl Iterator<Item = ConnHandle> + '_ {
-        self.conns.iter().enumerate().filter(|(_, c)| c.is_some()).map(|(i, _)| ConnHandle(i))
+        self.conns.indexes().map(|i| self.handle(i))
+    }
+
+    /// The handle of the connection in slot `idx`.
+    fn handle(&self, idx: usize) -> ConnHandle {
+        ConnHandle { index: idx as u32, generation: self.conns.generation(idx) }
+    }
+
+    /// The slot of the connection `h` names, if the endpoint still knows it.
+    fn slot_of(&self, h: ConnHandle) -> Option<usize> {
+        let idx = h.index();
+        (self.conns.get(idx).is_some() && self.conns.generation(idx) == h.generation).then_some(idx)
     }
 
     /// A connection, while the endpoint knows it.
     pub fn conn(&self, h: ConnHandle) -> Option<&Connection> {
-        self.conns.get(h.0)?.as_deref()
+        self.conns.get(self.slot_of(h)?).map(|c| &**c)
     }
 
     /// The connection, for the application calls (`write`, `read`, `close`, `open_subflow`...).
     pub fn conn_mut(&mut self, h: ConnHandle) -> Option<&mut Connection> {
-        let c = self.conns.get_mut(h.0)?.as_deref_mut()?;
-        self.activity.mark_dirty(h.0);
-        Some(c)
+        let idx = self.slot_of(h)?;
+        self.activity.mark_dirty(idx);
+        self.conns.get_mut(idx).map(|c| &mut **c)
     }
 
     /// A connection's snapshot.
@@ -266,11 +297,9 @@ impl Endpoint {
         for (p, _) in self.path_down.iter().enumerate().filter(|(_, d)| **d) {
             c.start_with_path_down(PathId(p as u8));
         }
-        let idx = self.conns.len();
-        self.conns.push(Some(Box::new(c)));
-        self.live += 1;
+        let (idx, _) = self.conns.insert(Box::new(c));
         self.apply_events(idx, 0);
-        ConnHandle(idx)
+        self.handle(idx)
     }
 
     /// The next connection a peer opened to this (server) endpoint.
@@ -288,9 +317,9 @@ impl Endpoint {
 
     /// Brings connection `idx`'s deadline up to date and queues it for `poll_event`.
     fn after(&mut self, idx: usize) {
-        let t = self.conns.get(idx).and_then(|c| c.as_deref()).and_then(|c| c.poll_timeout());
+        let t = self.conns.get(idx).and_then(|c| c.poll_timeout());
         self.activity.set_deadline(idx, t);
-        if self.conns.get(idx).is_some_and(|c| c.is_some()) {
+        if self.conns.get(idx).is_some() {
             self.activity.mark_eventful(idx);
         }
     }
@@ -310,7 +339,7 @@ impl Endpoint {
     fn route_events(&mut self, idx: usize, now: Time) {
         let mut failed = None;
         let mut drained = false;
-        while let Some(ev) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()?.poll_endpoint_event()) {
+        while let Some(ev) = self.conns.get_mut(idx).and_then(|c| c.poll_endpoint_event()) {
             match ev {
                 EndpointEvent::NewCid(cid) => {
                     self.by_cid.insert(cid, idx);
@@ -323,7 +352,7 @@ impl Endpoint {
                 EndpointEvent::Token(t) => {
                     if self.by_token.get(&t).is_some_and(|&o| o != idx) {
                         // §4.3: tokens must be unique among an endpoint's connections.
-                        if let Some(c) = self.conns[idx].as_deref_mut() {
+                        if let Some(c) = self.conns.get_mut(idx) {
                             c.fail(now, CloseReason::TokenCollision);
                         }
                     } else {
@@ -345,11 +374,12 @@ impl Endpoint {
 
     /// Forgets a drained connection; its CIDs are remembered for the cookie lifetime.
     fn reap(&mut self, idx: usize, now: Time) {
-        let Some(mut c) = self.conns.get_mut(idx).and_then(Option::take) else { return };
+        let h = self.handle(idx);
+        let Some(mut c) = self.conns.remove(idx) else { return };
         while let Some(e) = c.poll_event() {
-            self.events.push_back((ConnHandle(idx), e));
+            self.events.push_back((h, e));
         }
-        self.live -= 1;
+        self.events.push_back((h, Event::Forgotten));
         let expiry = now + self.config.cookie_lifetime;
         self.by_cid.retain(|cid, i| {
             if *i == idx {
@@ -419,7 +449,7 @@ impl Endpoint {
             Header::VersionNegotiation { dcid, versions, .. } => {
                 if let Some(&i) = self.by_cid.get(&dcid) {
                     let ours = packet::versions(versions).any(|v| packet::SUPPORTED_VERSIONS.contains(&v));
-                    if let Some(c) = self.conns[i].as_deref_mut() {
+                    if let Some(c) = self.conns.get_mut(i) {
                         if !ours && !c.is_established() {
                             c.fail(now, CloseReason::VersionMismatch);
                         }
@@ -449,7 +479,7 @@ impl Endpoint {
             self.drops.unknown_cid += 1;
             return;
         };
-        let Some(c) = self.conns[idx].as_deref_mut() else {
+        let Some(c) = self.conns.get_mut(idx) else {
             self.drops.unknown_cid += 1;
             return;
         };
@@ -574,7 +604,7 @@ impl Endpoint {
             return;
         }
         let h = self.insert(conn);
-        tracing::debug!(%remote, handle = h.0, "connection accepted from a cookie");
+        tracing::debug!(%remote, handle = %h, "connection accepted from a cookie");
         self.accept.push_back(h);
     }
 
@@ -597,7 +627,7 @@ impl Endpoint {
         let mut due = std::mem::take(&mut self.scratch_idx);
         self.activity.take_due(now, &mut due);
         for &idx in &due {
-            if let Some(c) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()) {
+            if let Some(c) = self.conns.get_mut(idx) {
                 if c.poll_timeout().is_some_and(|t| t <= now) {
                     c.handle_timeout(now);
                 }
@@ -615,7 +645,7 @@ impl Endpoint {
         if o.poll_timeout().is_none_or(|t| now < t) {
             return;
         }
-        for c in self.conns.iter_mut().flatten() {
+        for c in self.conns.values_mut() {
             c.oracle_samples(&mut |np, s| o.record(np, s));
         }
         self.oracle_actions.clear();
@@ -635,8 +665,8 @@ impl Endpoint {
     }
 
     fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
-        for idx in 0..self.conns.len() {
-            if let Some(c) = self.conns[idx].as_deref_mut() {
+        for idx in 0..self.conns.bound() {
+            if let Some(c) = self.conns.get_mut(idx) {
                 c.apply_oracle(now, a);
                 self.apply_events(idx, now);
             }
@@ -655,8 +685,8 @@ impl Endpoint {
             return;
         }
         self.path_down[usize::from(path.0)] = !up;
-        for idx in 0..self.conns.len() {
-            if let Some(c) = self.conns[idx].as_deref_mut() {
+        for idx in 0..self.conns.bound() {
+            if let Some(c) = self.conns.get_mut(idx) {
                 if up {
                     c.path_up(now, path);
                 } else {
@@ -671,9 +701,9 @@ impl Endpoint {
     pub fn poll_timeout(&self) -> Option<Time> {
         // The timer heap, and the connections the application changed since (whose deadline
         // may have moved earlier): O(changed), not O(connections).
-        let changed = self.activity.dirty().iter().filter_map(|&i| self.conns.get(i)?.as_deref()?.poll_timeout());
+        let changed = self.activity.dirty().iter().filter_map(|&i| self.conns.get(i)?.poll_timeout());
         let conns = changed.chain(self.activity.earliest()).min();
-        let oracle = self.oracle.as_ref().filter(|_| self.live > 0).and_then(|o| o.poll_timeout());
+        let oracle = self.oracle.as_ref().filter(|_| self.conns.live() > 0).and_then(|o| o.poll_timeout());
         match (conns, oracle) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -694,7 +724,7 @@ impl Endpoint {
         // the back of the queue; one that has nothing leaves it until something happens to it.
         for _ in 0..self.activity.ready_len() {
             let Some(idx) = self.activity.pop_ready() else { break };
-            let Some(c) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()) else { continue };
+            let Some(c) = self.conns.get_mut(idx) else { continue };
             let t = c.poll_transmit(now, buf);
             self.route_events(idx, now);
             self.after(idx);
@@ -713,8 +743,8 @@ impl Endpoint {
         }
         self.flush_dirty();
         while let Some(idx) = self.activity.front_eventful() {
-            if let Some(e) = self.conns.get_mut(idx).and_then(|c| c.as_deref_mut()).and_then(|c| c.poll_event()) {
-                return Some((ConnHandle(idx), e));
+            if let Some(e) = self.conns.get_mut(idx).and_then(|c| c.poll_event()) {
+                return Some((self.handle(idx), e));
             }
             self.activity.pop_eventful();
         }
@@ -725,6 +755,8 @@ impl Endpoint {
     /// may create connection IDs; call this after them so the endpoint routes to them.
     /// (Every `handle_*` and `poll_transmit` does it too.)
     pub fn refresh(&mut self, h: ConnHandle) {
-        self.apply_events(h.0, 0);
+        if let Some(idx) = self.slot_of(h) {
+            self.apply_events(idx, 0);
+        }
     }
 }

@@ -25,6 +25,7 @@ mod handshake;
 pub mod identity;
 pub mod ranges;
 pub mod rng;
+mod slab;
 // The wire views' fields, frame types and reason codes carry PROTOCOL.md's names, where each
 // is specified (every type's documentation names its section): they are documented there.
 #[allow(missing_docs)]

@@ -370,3 +370,33 @@ fn frames_with_extreme_values_are_dropped_and_counted_without_panic() {
     assert_eq!(app.received, data, "nothing lost or corrupted");
     assert!(app.events.iter().any(|e| !e.1 && e.2 == Event::SubflowClosed { id: 0, reason: 255 }));
 }
+
+/// Issue 19: a forgotten connection's slot is reused by the next one, under a new
+/// generation: the old handle names nothing, the new one works, and `Forgotten` is each
+/// connection's last event on both ends.
+#[test]
+fn a_forgotten_connections_slot_is_reused_under_a_new_handle() {
+    let mut sim = Sim::new(4, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), mpsim::multimob_paths()).unwrap();
+    let mut first = Bulk::new(pattern(50_000, 4), false);
+    assert!(sim.run(ms(10_000), |s| first.drive(s)));
+    sim.server.conn_mut(first.server.unwrap()).unwrap().close();
+    let t = sim.now;
+    sim.run(t + ms(10_000), |s| {
+        first.step(s);
+        Flow::Wake(None)
+    });
+    assert_eq!((sim.client.live_connections(), sim.server.live_connections()), (0, 0), "both forgot it");
+    for side in [true, false] {
+        let last = first.events.iter().rfind(|e| e.1 == side).map(|e| e.2);
+        assert_eq!(last, Some(Event::Forgotten), "the last event (client side: {side})");
+    }
+    let (old_c, old_s) = (first.client.unwrap(), first.server.unwrap());
+    let mut second = Bulk::new(pattern(50_000, 5), false);
+    assert!(sim.run(sim.now + ms(10_000), |s| second.drive(s)));
+    assert_eq!(second.received, second.data, "the second connection works");
+    let (new_c, new_s) = (second.client.unwrap(), second.server.unwrap());
+    assert_eq!((new_c.index(), new_s.index()), (old_c.index(), old_s.index()), "the slots are reused");
+    assert!(new_c != old_c && new_s != old_s, "under new handles");
+    assert!(sim.client.conn(old_c).is_none() && sim.server.conn(old_s).is_none(), "old handles name nothing");
+    assert!(sim.client.conn(new_c).is_some() && sim.server.conn(new_s).is_some());
+}

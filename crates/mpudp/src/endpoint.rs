@@ -240,6 +240,13 @@ impl MpEndpoint {
         self.shared.lock().ep.live_connections()
     }
 
+    /// Connections the driver keeps state for: those not yet drained, and those the
+    /// application still holds a stream or event stream of. Follows the connections in use,
+    /// not every one ever made: a slot is freed once both are gone.
+    pub fn tracked_connections(&self) -> usize {
+        self.shared.lock().slots_held()
+    }
+
     /// Aborts every connection (MP_FASTCLOSE); the task ends once they are drained and every
     /// handle is dropped.
     pub fn close(&self) {

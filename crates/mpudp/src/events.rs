@@ -28,7 +28,8 @@ pub struct ConnEvent {
 impl ConnEvent {
     /// A short name of the event's kind: `connected`, `subflow_established`, `subflow_failed`,
     /// `subflow_recovered`, `subflow_closed`, `subflow_migrated`, `address_announced`,
-    /// `finished`, `verdict`, `fail_back`, `closed` (`readable` never reaches the stream).
+    /// `finished`, `verdict`, `fail_back`, `closed` (`readable` and `forgotten` never reach the
+    /// stream).
     pub fn kind(&self) -> &'static str {
         match self.event {
             Event::Connected => "connected",
@@ -43,6 +44,7 @@ impl ConnEvent {
             Event::Verdict { .. } => "verdict",
             Event::FailBack => "fail_back",
             Event::Closed { .. } => "closed",
+            Event::Forgotten => "forgotten",
         }
     }
 
@@ -63,6 +65,7 @@ pub struct Events {
 
 impl Events {
     pub(crate) fn new(shared: &Arc<Shared>, h: ConnHandle) -> Self {
+        shared.lock().attach_slot(h);
         Self { shared: driver::attach(shared), h }
     }
 
@@ -102,6 +105,7 @@ impl futures_core::Stream for Events {
 
 impl Drop for Events {
     fn drop(&mut self) {
+        self.shared.lock().detach_slot(self.h);
         driver::detach(&self.shared);
     }
 }

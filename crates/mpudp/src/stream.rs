@@ -38,6 +38,7 @@ impl Drop for ConnRef {
                 }
             }
             st.slot(self.h).orphaned = true;
+            st.detach_slot(self.h);
             st.wake_driver();
         }
         driver::detach(&self.shared);
@@ -141,6 +142,7 @@ pub struct MpStream {
 
 impl MpStream {
     pub(crate) fn new(shared: &Arc<Shared>, h: ConnHandle, remote: SocketAddr) -> Self {
+        shared.lock().attach_slot(h);
         Self { conn: Arc::new(ConnRef { shared: driver::attach(shared), h, remote }) }
     }
 

@@ -147,6 +147,55 @@ async fn many_connections_on_one_endpoint() {
     assert_eq!(ep.live_connections(), 0);
 }
 
+/// Issue 19: connections come and go in rounds; once they are drained and their streams
+/// dropped, neither endpoint keeps anything of them, and later connections, in the slots the
+/// first ones left, work as the first did.
+#[tokio::test]
+async fn connections_come_and_go_and_leave_nothing_behind() {
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), server()).unwrap();
+    let addr = l.local_addr();
+    let sep = l.endpoint().clone();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.into_split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+                let _ = w.shutdown().await;
+            });
+        }
+    });
+    let ep = MpEndpoint::client(client()).unwrap();
+    for round in 0..3u8 {
+        let mut tasks = Vec::new();
+        for i in 0..20u8 {
+            let ep = ep.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut s = ep.connect(addr).await.unwrap();
+                let _events = s.events();
+                let msg = vec![round ^ i; 3_000 + usize::from(i) * 100];
+                s.write_all(&msg).await.unwrap();
+                s.shutdown().await.unwrap();
+                let mut back = Vec::new();
+                s.read_to_end(&mut back).await.unwrap();
+                assert_eq!(back, msg, "round {round}, connection {i}");
+            }));
+        }
+        for t in tasks {
+            tokio::time::timeout(Duration::from_secs(30), t).await.unwrap().unwrap();
+        }
+        assert!(ep.tracked_connections() > 0 || ep.live_connections() == 0);
+        for e in [&ep, &sep] {
+            tokio::time::timeout(Duration::from_secs(15), e.wait_idle()).await.unwrap();
+        }
+        // The server's tasks drop their streams just after their last write.
+        let t0 = std::time::Instant::now();
+        while sep.tracked_connections() > 0 && t0.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!((ep.tracked_connections(), sep.tracked_connections()), (0, 0), "round {round}: slots left");
+    }
+}
+
 #[tokio::test]
 async fn clear_errors() {
     // Nobody listens: the connect timeout names the address.

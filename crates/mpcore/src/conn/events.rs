@@ -107,6 +107,10 @@ pub enum Event {
         /// Why.
         reason: CloseReason,
     },
+    /// The endpoint forgot the connection (its drain period is over): every connection's last
+    /// event. Its handle names nothing from now on; an application's own table of connections
+    /// frees its entry here.
+    Forgotten,
 }
 
 impl Event {

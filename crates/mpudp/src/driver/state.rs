@@ -5,7 +5,7 @@
 use crate::options::Interface;
 use mpcore::{CloseReason, ConnHandle, Endpoint, Event, Iface, Time};
 use oracle::energy::{Energy, Meter, Model};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard};
 use std::task::Waker;
@@ -113,6 +113,9 @@ pub(crate) struct Slot {
     pub(crate) events_waker: Option<Waker>,
     /// Every handle of the stream was dropped: bytes that arrive now are never read.
     pub(crate) orphaned: bool,
+    /// The application's handles on it (the stream's, its event streams'): the slot is freed
+    /// once none is left and the endpoint forgot the connection.
+    pub(crate) users: u32,
 }
 
 /// What the application asks of the driver about interfaces (`MpEndpoint`'s methods); the
@@ -135,7 +138,8 @@ pub(crate) enum Command {
 pub(crate) struct State {
     pub(crate) ep: Endpoint,
     pub(crate) epoch: Instant,
-    slots: Vec<Slot>,
+    /// Per connection the application holds or the endpoint knows (not per connection ever made).
+    slots: HashMap<ConnHandle, Slot>,
     /// Connections with a writer waiting for room (looked at on each dispatch).
     writers: Vec<ConnHandle>,
     pub(crate) driver: Option<Waker>,
@@ -167,7 +171,7 @@ impl State {
         Self {
             ep,
             epoch,
-            slots: Vec::new(),
+            slots: HashMap::new(),
             writers: Vec::new(),
             driver: None,
             accepted: VecDeque::new(),
@@ -244,10 +248,36 @@ impl State {
     }
 
     pub(crate) fn slot(&mut self, h: ConnHandle) -> &mut Slot {
-        if self.slots.len() <= h.0 {
-            self.slots.resize_with(h.0 + 1, Slot::default);
+        self.slots.entry(h).or_default()
+    }
+
+    /// A handle of the application starts using connection `h`'s slot.
+    pub(crate) fn attach_slot(&mut self, h: ConnHandle) {
+        self.slot(h).users += 1;
+    }
+
+    /// A handle of the application is done with connection `h`'s slot.
+    pub(crate) fn detach_slot(&mut self, h: ConnHandle) {
+        let slot = self.slot(h);
+        slot.users = slot.users.saturating_sub(1);
+        self.reclaim(h);
+    }
+
+    /// Frees connection `h`'s slot if nobody uses it and the endpoint forgot the connection;
+    /// the table shrinks when it is mostly empty.
+    fn reclaim(&mut self, h: ConnHandle) {
+        if self.ep.conn(h).is_some() || self.slots.get(&h).is_none_or(|s| s.users > 0) {
+            return;
         }
-        &mut self.slots[h.0]
+        self.slots.remove(&h);
+        if self.slots.capacity() > 64 && self.slots.len() < self.slots.capacity() / 4 {
+            self.slots.shrink_to(self.slots.len() * 2);
+        }
+    }
+
+    /// Slots held (for tests).
+    pub(crate) fn slots_held(&self) -> usize {
+        self.slots.len()
     }
 
     /// Hands the endpoint's events and accepted connections to the handles waiting for them.
@@ -258,6 +288,10 @@ impl State {
                 _ => ev.subflow().and_then(|id| self.ep.conn(h)?.subflow_path(id)),
             };
             let slot = self.slot(h);
+            if ev == Event::Forgotten {
+                self.reclaim(h);
+                continue;
+            }
             if ev != Event::Readable {
                 if slot.events.len() >= crate::events::QUEUE {
                     slot.events.pop_front();
@@ -287,7 +321,7 @@ impl State {
                         wake(w);
                     }
                 }
-                other => tracing::debug!(conn = h.0, event = ?other, "connection event"),
+                other => tracing::debug!(conn = %h, event = ?other, "connection event"),
             }
         }
         // A connection drained (the endpoint forgot it): whoever waits for idleness checks.
@@ -327,7 +361,7 @@ impl State {
     }
 
     pub(crate) fn wake_all(&mut self) {
-        for s in &mut self.slots {
+        for s in self.slots.values_mut() {
             for w in [&mut s.read, &mut s.write, &mut s.connect, &mut s.close, &mut s.events_waker] {
                 wake(w);
             }
