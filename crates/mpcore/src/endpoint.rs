@@ -16,6 +16,7 @@ use crate::{LocalPath, PathId, Time, Transmit};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// Names one connection of an endpoint. A forgotten connection's slot is reused by a later
 /// one, under a new generation: an old handle then names nothing (`Endpoint::conn` is `None`).
@@ -81,7 +82,7 @@ pub struct HandshakeCounters {
 
 /// The sans-IO endpoint: its local paths, connections, stateless handshake answers and the oracle; datagrams in with `handle_datagram`, out with `poll_transmit`.
 pub struct Endpoint {
-    config: Config,
+    config: Arc<Config>,
     paths: Vec<LocalPath>,
     server: bool,
     conns: Slab<Box<Connection>>,
@@ -163,7 +164,7 @@ impl Endpoint {
             oracle: (config.path_manager == crate::PathManager::MultiMob && !server)
                 .then(|| oracle::Oracle::new(config.oracle)),
             oracle_actions: Vec::new(),
-            config,
+            config: Arc::new(config),
         })
     }
 

@@ -235,6 +235,12 @@ impl MpEndpoint {
         *self.shared.lock().ep.drops()
     }
 
+    /// What the server did with first packets: answered, asked to retry, shed
+    /// (`Config::retry_above` and the bound on stateless answers).
+    pub fn handshake_counters(&self) -> crate::HandshakeCounters {
+        self.shared.lock().ep.handshake_counters()
+    }
+
     /// Connections not yet drained.
     pub fn live_connections(&self) -> usize {
         self.shared.lock().ep.live_connections()

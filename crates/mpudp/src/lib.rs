@@ -66,9 +66,9 @@ pub use events::{ConnEvent, Events};
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
 pub use mpcore::crypto::Suite;
 pub use mpcore::{
-    CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, Iface, KeyError, Mask,
-    PathId, PathManager, Pick, PublicKey, Scheduler, SchedulerFactory, Segment, ServerIdentity, Side, SubflowCounters,
-    SubflowInfo, SubflowState, SubflowStats,
+    CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, HandshakeCounters, Iface,
+    KeyError, Mask, PathId, PathManager, Pick, PublicKey, Scheduler, SchedulerFactory, Segment, ServerIdentity, Side,
+    SubflowCounters, SubflowInfo, SubflowState, SubflowStats,
 };
 pub use options::{Interface, Options};
 pub use oracle::energy::Energy as RadioEnergy;

@@ -39,6 +39,7 @@ use scheduler::{AnyScheduler, Flags, Pick, Segment, SubflowInfo};
 use send::{Seg, SendSide, Sent};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use subflow::recovery::{Expiry, Probe, Rtt, SentPacket};
 use subflow::table::{SubflowTable, MAX_SLOTS};
 use subflow::{ctrl, DataRef, JoinKind, Subflow};
@@ -73,7 +74,8 @@ struct Keys {
 pub struct Connection {
     side: Side,
     state: State,
-    config: Config,
+    /// Shared with the endpoint and its other connections.
+    config: Arc<Config>,
     paths: Vec<LocalPath>,
     /// Client: the first handshake, until the server's first short packet.
     hs: Option<handshake::Client>,
@@ -143,7 +145,7 @@ impl Connection {
     fn blank(
         side: Side,
         now: Time,
-        config: &Config,
+        config: &Arc<Config>,
         paths: &[LocalPath],
         initial_path: PathId,
         peer_addr: SocketAddr,
@@ -218,7 +220,7 @@ impl Connection {
     /// `poll_transmit`.
     pub(crate) fn new_client(
         now: Time,
-        config: &Config,
+        config: &Arc<Config>,
         paths: &[LocalPath],
         path: PathId,
         remote: SocketAddr,
@@ -240,7 +242,7 @@ impl Connection {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_server(
         now: Time,
-        config: &Config,
+        config: &Arc<Config>,
         paths: &[LocalPath],
         path: PathId,
         remote: SocketAddr,

@@ -38,7 +38,8 @@ pub struct SubflowTable {
 impl Default for SubflowTable {
     fn default() -> Self {
         Self {
-            slots: Vec::with_capacity(8),
+            // Grown one slot at a time: a subflow record is large, and most connections have one or two.
+            slots: Vec::new(),
             peer_numbers: RangeSet::new(NUMBER_RANGES),
             history: VecDeque::new(),
             order: [0; MAX_SLOTS],
@@ -110,6 +111,7 @@ impl SubflowTable {
         let slot = match self.slots.iter().position(Option::is_none) {
             Some(k) => k,
             None if self.slots.len() < MAX_SLOTS => {
+                self.slots.reserve_exact(1);
                 self.slots.push(None);
                 self.slots.len() - 1
             }

@@ -1,0 +1,435 @@
+//! The server at scale (issue 19), through the real driver over loopback: one `MpListener` on
+//! its own thread (a current-thread runtime: everything the server does runs there), clients
+//! from one `MpEndpoint` with two paths (127.0.0.1 and 127.0.0.2, the phone preset) on the
+//! main thread. Prints one table:
+//!
+//! - **idle**: N connections, each after one request and 4 s of quiet (the buffers' trim):
+//!   the live heap per connection on each side (a counting allocator, by thread: connection
+//!   state, buffers, driver slots, the application's tasks and streams), the process's resident
+//!   memory per connection (both sides), and the server thread's CPU over 20 idle seconds
+//!   (the phones' keep-alives every 15 s included);
+//! - **load**: the largest N, each connection sending a Siri-size request (2,500 bytes, the
+//!   BRIEF's burst) every second, staggered, the server answering 750 bytes: delay from the
+//!   request's write to the answer's last byte (p50 / p99 / max), failures (an error, or no
+//!   answer within 5 s), and the server thread's CPU;
+//! - **flood**: a fresh server; one thread replays a captured INITIAL from 200 source
+//!   addresses as fast as it can (up to `--flood` per second) while a legitimate client sends
+//!   a request every 100 ms: its delays and failures, and what the server did with the
+//!   INITIALs (answered with a key agreement, asked to retry, shed).
+//!
+//! Run: `cargo bench -p mp-benches --bench scale` (1,000, 10,000 and 50,000 connections, 60 s
+//! of load at 10,000, a 200k/s flood for 10 s; about 4 minutes); `-- --conns 1000,10000
+//! --secs 20 --flood 100000` to choose. Under `cargo test`, a smoke run of 20 connections.
+#![allow(unsafe_code)] // a global allocator is an unsafe trait; this one only counts
+
+use mpcore::{Config, Endpoint, Iface, LocalPath, PathId};
+use mpudp::{Interface, MpEndpoint, MpListener, MpStream, Options, ServerIdentity};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const REQUEST: usize = 2_500;
+const ANSWER: usize = 750;
+const CLIENT: usize = 0;
+const SERVER: usize = 1;
+
+/// Live heap bytes allocated by each side's thread, net of what it freed.
+static LIVE: [AtomicI64; 2] = [AtomicI64::new(0), AtomicI64::new(0)];
+
+thread_local! {
+    static SIDE: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+struct Counting;
+
+fn note(delta: i64) {
+    if let Ok(Some(side)) = SIDE.try_with(Cell::get) {
+        LIVE[side].fetch_add(delta, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        note(l.size() as i64);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        note(l.size() as i64);
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        note(n as i64 - l.size() as i64);
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        note(-(l.size() as i64));
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn heap(side: usize) -> i64 {
+    LIVE[side].load(Ordering::Relaxed)
+}
+
+/// This process's resident memory, KiB.
+fn rss_kib() -> i64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(1).and_then(|p| p.parse::<i64>().ok()).unwrap_or(0) * 4
+}
+
+/// CPU time (user + system) of thread `tid` of this process, seconds (Linux; 0 elsewhere).
+fn thread_cpu(tid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    // Fields after the command name (which is in parentheses): utime is the 14th field.
+    let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| f.get(n - 3).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = field(14) + field(15);
+    ticks as f64 / 100.0
+}
+
+/// The calling thread's id.
+fn gettid() -> u32 {
+    std::fs::read_link("/proc/thread-self").ok().and_then(|p| p.file_name()?.to_str()?.parse().ok()).unwrap_or(0)
+}
+
+fn identity() -> ServerIdentity {
+    ServerIdentity::from_seed(&[9; 32]).expect("identity")
+}
+
+/// A server on its own thread: answers every request of `REQUEST` bytes with `ANSWER` bytes.
+struct Server {
+    addr: SocketAddr,
+    tid: u32,
+    ep: MpEndpoint,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start() -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            SIDE.with(|s| s.set(Some(SERVER)));
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async move {
+                let l =
+                    MpListener::bind("127.0.0.1:0".parse().expect("address"), Options::server().identity(identity()))
+                        .expect("bind");
+                tx.send((l.local_addr(), gettid(), l.endpoint().clone())).expect("ready");
+                loop {
+                    tokio::select! {
+                        r = l.accept() => {
+                            let Ok((s, _)) = r else { break };
+                            tokio::spawn(answer(s));
+                        }
+                        _ = &mut stopped => break,
+                    }
+                }
+                l.endpoint().close();
+                let _ = tokio::time::timeout(Duration::from_secs(10), l.endpoint().wait_idle()).await;
+            });
+        });
+        let (addr, tid, ep) = rx.recv().expect("server started");
+        Self { addr, tid, ep, stop: Some(stop), thread: Some(thread) }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The server's application: its task holds no buffer while the connection is idle (what
+/// the table measures is the connection's cost, not an application's choice of buffers).
+async fn answer(mut s: MpStream) {
+    static ANS: [u8; ANSWER] = [0x5a; ANSWER];
+    let mut got = 0;
+    loop {
+        let mut chunk = [0u8; 512];
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got += n,
+        }
+        while got >= REQUEST {
+            got -= REQUEST;
+            if s.write_all(&ANS).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+fn client_endpoint() -> MpEndpoint {
+    let opts = Options::phone()
+        .server_key(identity().public_key())
+        .interface(Interface::unbound("127.0.0.1:0".parse().expect("address")).kind(Iface::Wifi))
+        .interface(Interface::unbound("127.0.0.2:0".parse().expect("address")).kind(Iface::Cellular).backup(true));
+    MpEndpoint::client(opts).expect("client endpoint")
+}
+
+/// One request and its answer; the delay, or `None` on an error or after 5 s.
+async fn request(s: &mut MpStream, req: &[u8], ans: &mut [u8]) -> Option<Duration> {
+    let t = Instant::now();
+    let exchange = async {
+        s.write_all(req).await.ok()?;
+        s.read_exact(ans).await.ok()
+    };
+    tokio::time::timeout(Duration::from_secs(5), exchange).await.ok().flatten().map(|_| t.elapsed())
+}
+
+/// Opens `n` connections, 256 at a time, each making one request.
+async fn connect_all(ep: &MpEndpoint, addr: SocketAddr, n: usize) -> Vec<MpStream> {
+    let mut streams = Vec::with_capacity(n);
+    let mut set = tokio::task::JoinSet::new();
+    let mut started = 0;
+    while streams.len() < n {
+        while started < n && set.len() < 256 {
+            let ep = ep.clone();
+            set.spawn(async move {
+                let mut s = ep.connect(addr).await.expect("connect");
+                let mut ans = vec![0u8; ANSWER];
+                request(&mut s, &[1; REQUEST], &mut ans).await.expect("first request");
+                s
+            });
+            started += 1;
+        }
+        streams.push(set.join_next().await.expect("a task").expect("connected"));
+    }
+    streams
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+struct Row {
+    what: String,
+    cells: Vec<String>,
+}
+
+fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Option<u64>, rows: &mut Vec<Row>) {
+    let server = Server::start();
+    let ep = client_endpoint();
+    let heap0 = [heap(CLIENT), heap(SERVER)];
+    let rss0 = rss_kib();
+    let t = Instant::now();
+    let mut streams = rt.block_on(connect_all(&ep, server.addr, n));
+    let setup = t.elapsed();
+    // Quiet past the trim timer (3 s without data).
+    rt.block_on(tokio::time::sleep(Duration::from_secs(4)));
+    let per = |side: usize| (heap(side) - heap0[side]) as f64 / n as f64 / 1024.0;
+    let (c_kib, s_kib) = (per(CLIENT), per(SERVER));
+    let rss = (rss_kib() - rss0) as f64 / n as f64;
+    let cpu0 = thread_cpu(server.tid);
+    rt.block_on(tokio::time::sleep(Duration::from_secs(idle_secs)));
+    let idle_cpu = (thread_cpu(server.tid) - cpu0) / idle_secs as f64 * 100.0;
+    rows.push(Row {
+        what: format!("idle, {n} connections (CPU over {idle_secs} s, keep-alives every 15 s)"),
+        cells: vec![
+            format!("{s_kib:.1} KiB"),
+            format!("{c_kib:.1} KiB"),
+            format!("{rss:.1} KiB"),
+            format!("{idle_cpu:.1} %"),
+            format!("set up in {:.1} s", setup.as_secs_f64()),
+        ],
+    });
+    if let Some(secs) = load_secs {
+        let cpu0 = thread_cpu(server.tid);
+        let (delays, failed) = rt.block_on(load(std::mem::take(&mut streams), secs));
+        let cpu = (thread_cpu(server.tid) - cpu0) / secs as f64 * 100.0;
+        rows.push(Row {
+            what: format!("load, {n} connections, a request each per second for {secs} s"),
+            cells: vec![
+                format!(
+                    "p50 {:.1} / p99 {:.1} / max {:.1} ms",
+                    quantile(&delays, 0.5),
+                    quantile(&delays, 0.99),
+                    quantile(&delays, 1.0)
+                ),
+                format!("{} requests, {failed} failed", delays.len() + failed),
+                String::new(),
+                format!("{cpu:.0} %"),
+                String::new(),
+            ],
+        });
+    }
+    ep.close();
+    drop(streams);
+    let _ = rt.block_on(tokio::time::timeout(Duration::from_secs(10), ep.wait_idle()));
+}
+
+/// Every stream sends a request each second, staggered over the second, for `secs`.
+async fn load(streams: Vec<MpStream>, secs: u64) -> (Vec<Duration>, usize) {
+    let n = streams.len();
+    let mut set = tokio::task::JoinSet::new();
+    let start = tokio::time::Instant::now() + Duration::from_millis(100);
+    for (i, mut s) in streams.into_iter().enumerate() {
+        set.spawn(async move {
+            let offset = Duration::from_secs(1) * i as u32 / n as u32;
+            let (mut delays, mut failed) = (Vec::with_capacity(secs as usize), 0);
+            let (req, mut ans) = ([2u8; REQUEST], [0u8; ANSWER]);
+            for k in 0..secs {
+                tokio::time::sleep_until(start + offset + Duration::from_secs(k)).await;
+                match request(&mut s, &req, &mut ans).await {
+                    Some(d) => delays.push(d),
+                    None => {
+                        failed += 1;
+                        break;
+                    }
+                }
+            }
+            let left = secs as usize - delays.len() - failed;
+            (delays, failed + left)
+        });
+    }
+    let (mut all, mut failed) = (Vec::new(), 0);
+    while let Some(r) = set.join_next().await {
+        let (d, f) = r.expect("task");
+        all.extend(d);
+        failed += f;
+    }
+    all.sort();
+    (all, failed)
+}
+
+/// A client's INITIAL, as an attacker would capture it.
+fn captured_initial(server: SocketAddr) -> Vec<u8> {
+    let cfg = Config { server_keys: vec![identity().public_key()], ..Config::default() };
+    let path = LocalPath { addr: "127.0.0.1:40000".parse().expect("address"), iface: Iface::Wired, backup: false };
+    let mut ep = Endpoint::new(cfg, vec![path], false).expect("endpoint");
+    ep.connect(0, PathId(0), server).expect("connect");
+    let mut buf = vec![0u8; 2048];
+    let t = ep.poll_transmit(0, &mut buf).expect("an INITIAL");
+    buf.truncate(t.len);
+    buf
+}
+
+fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>) {
+    let server = Server::start();
+    let initial = captured_initial(server.addr);
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let (stop2, sent2, addr) = (stop.clone(), sent.clone(), server.addr);
+    let flooder = std::thread::spawn(move || {
+        let socks: Vec<UdpSocket> = (0..200)
+            .map(|i| UdpSocket::bind(("127.0.0.3", 20_000 + i as u16)).or_else(|_| UdpSocket::bind("127.0.0.3:0")))
+            .collect::<Result<_, _>>()
+            .expect("flood sockets");
+        let t = Instant::now();
+        let mut k = 0u64;
+        while !stop2.load(Ordering::Relaxed) {
+            // Paced: no faster than `rate`.
+            let due = (t.elapsed().as_secs_f64() * rate as f64) as u64;
+            if k >= due {
+                std::thread::yield_now();
+                continue;
+            }
+            let _ = socks[(k % 200) as usize].send_to(&initial, addr);
+            k += 1;
+            sent2.store(k, Ordering::Relaxed);
+        }
+    });
+    let ep = client_endpoint();
+    let (delays, failed, connect) = rt.block_on(async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let t = Instant::now();
+        let mut s = match tokio::time::timeout(Duration::from_secs(10), ep.connect(server.addr)).await {
+            Ok(Ok(s)) => s,
+            _ => return (Vec::new(), (secs * 10) as usize, Duration::MAX),
+        };
+        let connect = t.elapsed();
+        let (mut delays, mut failed) = (Vec::new(), 0);
+        let (req, mut ans) = ([3u8; REQUEST], [0u8; ANSWER]);
+        let end = Instant::now() + Duration::from_secs(secs);
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        while Instant::now() < end {
+            tick.tick().await;
+            match request(&mut s, &req, &mut ans).await {
+                Some(d) => delays.push(d),
+                None => failed += 1,
+            }
+        }
+        delays.sort();
+        (delays, failed, connect)
+    });
+    stop.store(true, Ordering::Relaxed);
+    let _ = flooder.join();
+    let hs = server.ep.handshake_counters();
+    let achieved = sent.load(Ordering::Relaxed) as f64 / (secs as f64 + 0.5);
+    rows.push(Row {
+        what: format!(
+            "INITIAL flood, {:.0}k/s achieved (asked {}k/s), 200 sources, {secs} s",
+            achieved / 1e3,
+            rate / 1000
+        ),
+        cells: vec![
+            format!(
+                "legitimate client: connected in {:.0} ms; requests p50 {:.1} / p99 {:.1} / max {:.1} ms",
+                connect.as_secs_f64() * 1e3,
+                quantile(&delays, 0.5),
+                quantile(&delays, 0.99),
+                quantile(&delays, 1.0)
+            ),
+            format!("{} requests, {failed} failed", delays.len() + failed),
+            String::new(),
+            String::new(),
+            format!("INITIALs: {} answered, {} RETRY, {} shed", hs.answered, hs.retries, hs.shed),
+        ],
+    });
+    ep.close();
+    let _ = rt.block_on(tokio::time::timeout(Duration::from_secs(10), ep.wait_idle()));
+}
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let conns: Vec<usize> = match arg("--conns") {
+        Some(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
+        None if full => vec![1_000, 10_000, 50_000],
+        None => vec![20],
+    };
+    let secs: u64 = arg("--secs").and_then(|s| s.parse().ok()).unwrap_or(if full { 60 } else { 2 });
+    let rate: u64 = arg("--flood").and_then(|s| s.parse().ok()).unwrap_or(if full { 200_000 } else { 2_000 });
+    let flood_secs = if full { 10 } else { 2 };
+    SIDE.with(|s| s.set(Some(CLIENT)));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let _in_runtime = rt.enter();
+    let mut rows = Vec::new();
+    let load_at = conns.iter().copied().filter(|&n| n <= 10_000).max();
+    for &n in &conns {
+        idle(&rt, n, if full { 20 } else { 1 }, (Some(n) == load_at).then_some(secs), &mut rows);
+    }
+    flood(&rt, rate, flood_secs, &mut rows);
+    println!("| run | server | client | resident, both sides, per connection | server CPU (of one core) | notes |");
+    println!("|---|---|---|---|---|---|");
+    for r in rows {
+        println!("| {} | {} |", r.what, r.cells.join(" | "));
+    }
+    if !full {
+        println!("(smoke run: `cargo bench -p mp-benches --bench scale` measures)");
+    }
+}
