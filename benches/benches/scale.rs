@@ -193,25 +193,34 @@ async fn request(s: &mut MpStream, req: &[u8], ans: &mut [u8]) -> Option<Duratio
     tokio::time::timeout(Duration::from_secs(5), exchange).await.ok().flatten().map(|_| t.elapsed())
 }
 
-/// Opens `n` connections, 256 at a time, each making one request.
-async fn connect_all(ep: &MpEndpoint, addr: SocketAddr, n: usize) -> Vec<MpStream> {
+/// Opens `n` connections, 256 at a time, each making one request; also returns how many
+/// attempts failed (each is tried again, up to three times).
+async fn connect_all(ep: &MpEndpoint, addr: SocketAddr, n: usize) -> (Vec<MpStream>, usize, Vec<String>) {
     let mut streams = Vec::with_capacity(n);
     let mut set = tokio::task::JoinSet::new();
-    let mut started = 0;
-    while streams.len() < n {
-        while started < n && set.len() < 256 {
+    let (mut started, mut failed, mut errors) = (0, 0, Vec::new());
+    while streams.len() < n && failed < 3 * n {
+        while started < n + failed && set.len() < 256 {
             let ep = ep.clone();
             set.spawn(async move {
-                let mut s = ep.connect(addr).await.expect("connect");
+                let mut s = ep.connect(addr).await.map_err(|e| e.to_string())?;
                 let mut ans = vec![0u8; ANSWER];
-                request(&mut s, &[1; REQUEST], &mut ans).await.expect("first request");
-                s
+                request(&mut s, &[1; REQUEST], &mut ans).await.ok_or("first request failed")?;
+                Ok::<_, String>(s)
             });
             started += 1;
         }
-        streams.push(set.join_next().await.expect("a task").expect("connected"));
+        match set.join_next().await.expect("a task").expect("task") {
+            Ok(s) => streams.push(s),
+            Err(e) => {
+                failed += 1;
+                if errors.len() < 3 {
+                    errors.push(e);
+                }
+            }
+        }
     }
-    streams
+    (streams, failed, errors)
 }
 
 fn quantile(sorted: &[Duration], q: f64) -> f64 {
@@ -233,8 +242,9 @@ fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Optio
     let heap0 = [heap(CLIENT), heap(SERVER)];
     let rss0 = rss_kib();
     let t = Instant::now();
-    let mut streams = rt.block_on(connect_all(&ep, server.addr, n));
+    let (mut streams, failed, errors) = rt.block_on(connect_all(&ep, server.addr, n));
     let setup = t.elapsed();
+    let n = streams.len();
     // Quiet past the trim timer (3 s without data).
     rt.block_on(tokio::time::sleep(Duration::from_secs(4)));
     let per = |side: usize| (heap(side) - heap0[side]) as f64 / n as f64 / 1024.0;
@@ -250,7 +260,7 @@ fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Optio
             format!("{c_kib:.1} KiB"),
             format!("{rss:.1} KiB"),
             format!("{idle_cpu:.1} %"),
-            format!("set up in {:.1} s", setup.as_secs_f64()),
+            format!("set up in {:.1} s; {failed} attempts failed {errors:?}", setup.as_secs_f64()),
         ],
     });
     if let Some(secs) = load_secs {

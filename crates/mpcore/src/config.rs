@@ -100,6 +100,10 @@ pub struct Config {
     /// little, and a real client pays one round trip more. A token bucket of one second's
     /// worth; 0 turns the automatic RETRY off.
     pub retry_above: u32,
+    /// A server spread over several cores: which one this endpoint is. Its CIDs and tokens
+    /// then name it, so that the kernel sends each datagram to it (`steering`; mpudp's
+    /// `MpListener::bind_cores` sets it).
+    pub steering: Option<crate::steering::Steering>,
     /// How long a cookie or retry token stays valid.
     pub cookie_lifetime: u64,
     /// Give up a handshake or a join after this many unanswered sends.
@@ -216,6 +220,7 @@ impl Default for Config {
             suites: vec![Suite::Aes128Gcm, Suite::ChaCha20Poly1305],
             require_retry: false,
             retry_above: 2_000,
+            steering: None,
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
             subflow_idle_timeout: 30_000_000,

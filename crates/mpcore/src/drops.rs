@@ -84,6 +84,29 @@ pub struct Drops {
     pub protocol: u64,
 }
 
+/// Sums two endpoints' counters (a server spread over cores).
+impl std::ops::AddAssign for Drops {
+    fn add_assign(&mut self, o: Drops) {
+        self.oversized += o.oversized;
+        self.malformed += o.malformed;
+        self.version += o.version;
+        self.unknown_cid += o.unknown_cid;
+        self.unknown_token += o.unknown_token;
+        self.decrypt_failed += o.decrypt_failed;
+        self.duplicate += o.duplicate;
+        self.bad_retry += o.bad_retry;
+        self.bad_token += o.bad_token;
+        self.bad_cookie += o.bad_cookie;
+        self.cookie_replay += o.cookie_replay;
+        self.replayed_join += o.replayed_join;
+        self.bad_hmac += o.bad_hmac;
+        self.bad_signature += o.bad_signature;
+        self.refused += o.refused;
+        self.unexpected += o.unexpected;
+        self.protocol += o.protocol;
+    }
+}
+
 impl Drops {
     /// Counts one drop.
     pub fn count(&mut self, r: DropReason) {

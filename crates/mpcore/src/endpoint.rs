@@ -9,11 +9,12 @@ use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
 use crate::drops::Drops;
 use crate::handshake::{self, ServerKeys};
 use crate::rng::Rng;
+use crate::routes::Routes;
 use crate::slab::Slab;
 use crate::wire::packet;
-use crate::wire::{Cid, Header, Packet, Writer};
+use crate::wire::{Header, Packet, Writer};
 use crate::{LocalPath, PathId, Time, Transmit};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -86,10 +87,8 @@ pub struct Endpoint {
     paths: Vec<LocalPath>,
     server: bool,
     conns: Slab<Box<Connection>>,
-    by_cid: HashMap<Cid, usize>,
-    by_token: HashMap<u32, usize>,
-    /// CIDs of closed connections, until the cookie lifetime has passed (§4.4).
-    closed_cids: HashMap<Cid, Time>,
+    /// Connections by CID and token; CIDs of closed connections (§4.4).
+    routes: Routes,
     /// The stateless server's cookie and retry-token keys.
     keys: ServerKeys,
     rng: Rng,
@@ -145,9 +144,7 @@ impl Endpoint {
             paths,
             server,
             conns: Slab::default(),
-            by_cid: HashMap::new(),
-            by_token: HashMap::new(),
-            closed_cids: HashMap::new(),
+            routes: Routes::default(),
             keys,
             rng,
             stateless: VecDeque::new(),
@@ -282,7 +279,7 @@ impl Endpoint {
             return Err(ConnectError::NoServerKey);
         }
         let mut cid = self.rng.cid();
-        while self.by_cid.contains_key(&cid) {
+        while self.routes.cid(&cid).is_some() {
             cid = self.rng.cid();
         }
         let rng = self.rng.fork();
@@ -342,22 +339,14 @@ impl Endpoint {
         let mut drained = false;
         while let Some(ev) = self.conns.get_mut(idx).and_then(|c| c.poll_endpoint_event()) {
             match ev {
-                EndpointEvent::NewCid(cid) => {
-                    self.by_cid.insert(cid, idx);
-                }
-                EndpointEvent::RetireCid(cid) => {
-                    if self.by_cid.get(&cid) == Some(&idx) {
-                        self.by_cid.remove(&cid);
-                    }
-                }
+                EndpointEvent::NewCid(cid) => self.routes.add_cid(cid, idx),
+                EndpointEvent::RetireCid(cid) => self.routes.retire_cid(&cid, idx),
                 EndpointEvent::Token(t) => {
-                    if self.by_token.get(&t).is_some_and(|&o| o != idx) {
+                    if !self.routes.add_token(t, idx) {
                         // §4.3: tokens must be unique among an endpoint's connections.
                         if let Some(c) = self.conns.get_mut(idx) {
                             c.fail(now, CloseReason::TokenCollision);
                         }
-                    } else {
-                        self.by_token.insert(t, idx);
                     }
                 }
                 EndpointEvent::NetpathFailed(np) => failed = Some(np),
@@ -382,15 +371,7 @@ impl Endpoint {
         }
         self.events.push_back((h, Event::Forgotten));
         let expiry = now + self.config.cookie_lifetime;
-        self.by_cid.retain(|cid, i| {
-            if *i == idx {
-                self.closed_cids.insert(*cid, expiry);
-                false
-            } else {
-                true
-            }
-        });
-        self.by_token.retain(|_, i| *i != idx);
+        self.routes.forget(idx, c.local_cids(), c.local_token(), expiry);
     }
 
     /// Logs a dropped datagram (`tracing`, target `mpcore`); the counter is bumped by the caller.
@@ -426,16 +407,16 @@ impl Endpoint {
         let len = data.len();
         self.scratch[..len].copy_from_slice(data);
         let idx = match p.header {
-            Header::Short(s) => self.by_cid.get(&s.dcid).copied(),
-            Header::Confirm(c) => match self.by_cid.get(&c.dcid) {
-                Some(&i) => Some(i),
+            Header::Short(s) => self.routes.cid(&s.dcid),
+            Header::Confirm(c) => match self.routes.cid(&c.dcid) {
+                Some(i) => Some(i),
                 None => {
                     self.server_confirm(now, path, remote, &p);
                     return;
                 }
             },
-            Header::Join(j) => match self.by_token.get(&j.token) {
-                Some(&i) => Some(i),
+            Header::Join(j) => match self.routes.token(j.token) {
+                Some(i) => Some(i),
                 None => {
                     self.drops.unknown_token += 1;
                     return;
@@ -445,10 +426,10 @@ impl Endpoint {
                 self.server_initial(now, path, remote, &p, data);
                 return;
             }
-            Header::Retry(r) => self.by_cid.get(&r.dcid).copied(),
-            Header::Handshake(h) => self.by_cid.get(&h.dcid).copied(),
+            Header::Retry(r) => self.routes.cid(&r.dcid),
+            Header::Handshake(h) => self.routes.cid(&h.dcid),
             Header::VersionNegotiation { dcid, versions, .. } => {
-                if let Some(&i) = self.by_cid.get(&dcid) {
+                if let Some(i) = self.routes.cid(&dcid) {
                     let ours = packet::versions(versions).any(|v| packet::SUPPORTED_VERSIONS.contains(&v));
                     if let Some(c) = self.conns.get_mut(i) {
                         if !ours && !c.is_established() {
@@ -534,7 +515,7 @@ impl Endpoint {
         }
         let has_token = matches!(p.header, Header::Initial(i) if !i.token.is_empty());
         let require_retry = !has_token && self.must_retry(now);
-        let (by_cid, closed, by_token) = (&self.by_cid, &self.closed_cids, &self.by_token);
+        let routes = &self.routes;
         let answer = handshake::answer_initial(
             now,
             remote,
@@ -544,8 +525,8 @@ impl Endpoint {
             &mut self.keys,
             &mut self.rng,
             require_retry,
-            |c| by_cid.contains_key(c) || closed.contains_key(c),
-            |t| by_token.contains_key(&t),
+            |c| routes.cid_taken(c),
+            |t| routes.token_taken(t),
         );
         match answer {
             Ok(out) => {
@@ -568,7 +549,7 @@ impl Endpoint {
             self.drops.unknown_cid += 1;
             return;
         }
-        if self.closed_cids.contains_key(&c.dcid) {
+        if self.routes.closed(&c.dcid) {
             self.drops.cookie_replay += 1;
             return;
         }
@@ -594,7 +575,7 @@ impl Endpoint {
             server_cid,
             rng,
         );
-        if conn.local_token().is_some_and(|t| self.by_token.contains_key(&t)) {
+        if conn.local_token().is_some_and(|t| self.routes.token_taken(t)) {
             self.drops.refused += 1;
             return;
         }
@@ -613,9 +594,7 @@ impl Endpoint {
     pub fn handle_timeout(&mut self, now: Time) {
         self.now = self.now.max(now);
         self.run_due(now);
-        if !self.closed_cids.is_empty() {
-            self.closed_cids.retain(|_, exp| *exp > now);
-        }
+        self.routes.expire(now);
         self.run_oracle(now);
         // The oracle's decisions (and a netpath one connection declared bad) change other
         // connections' subflows, which may make their timers due now (a keep-alive moving to

@@ -304,18 +304,24 @@ pub fn answer_initial(
         .filter_map(|&id| Suite::from_id(id).ok())
         .find(|s| config.suites.contains(s))
         .ok_or(DropReason::Refused)?;
-    // Pick a server CID whose key gives a token unused here (§4.3).
-    for _ in 0..4 {
-        let share = rng.key_share().map_err(|_| DropReason::Refused)?;
-        let mut scid = rng.cid();
+    let share = rng.key_share().map_err(|_| DropReason::Refused)?;
+    let key_share = *share.public();
+    let shared = share.agree(&i.key_share).map_err(|_| DropReason::Malformed)?;
+    // Pick a server CID whose key gives a token unused here (§4.3) and, on a server spread
+    // over cores, owned by this core (`steering`): the CID is in TH, so each draw derives
+    // another Key-S (a hash, not a key agreement).
+    let tag = |c: Cid| config.steering.map_or(c, |s| s.tag(c));
+    let tries = 8 * u32::from(config.steering.map_or(1, |s| s.cores()));
+    for _ in 0..tries {
+        let mut scid = tag(rng.cid());
         while cid_taken(&scid) {
-            scid = rng.cid();
+            scid = tag(rng.cid());
         }
         let mut hs = Handshake {
             version: packet::VERSION_1,
             dcid: i.scid,
             scid,
-            key_share: *share.public(),
+            key_share,
             suite: suite.id(),
             // The S bit is in TH: set before TH is taken, the signature filled in after.
             signature: config.identity.as_ref().map(|_| [0u8; identity::SIGNATURE_LEN]),
@@ -324,10 +330,10 @@ pub fn answer_initial(
         let mut hbuf = [0u8; Handshake::MAX_LEN];
         hs.emit(&mut Writer::new(&mut hbuf)).map_err(|_| DropReason::Malformed)?;
         let transcript = transcript_hash(&dgram[..p.header_len], &hbuf[..Handshake::TRANSCRIPT_LEN]);
-        let shared = share.agree(&i.key_share).map_err(|_| DropReason::Malformed)?;
         let master = Master::derive(&shared, &transcript);
         let secrets = master.secrets(suite);
-        if token_taken(crypto::token(secrets.key_server)) {
+        let token = crypto::token(secrets.key_server);
+        if token_taken(token) || config.steering.is_some_and(|s| !s.owns_token(token)) {
             continue;
         }
         // The cookie (§4.4): issued-at, client address, master, suite, client params.

@@ -25,7 +25,9 @@ mod handshake;
 pub mod identity;
 pub mod ranges;
 pub mod rng;
+mod routes;
 mod slab;
+pub mod steering;
 // The wire views' fields, frame types and reason codes carry PROTOCOL.md's names, where each
 // is specified (every type's documentation names its section): they are documented there.
 #[allow(missing_docs)]
@@ -41,6 +43,7 @@ pub use drops::{DropReason, Drops};
 pub use endpoint::{ConnHandle, ConnectError, Endpoint, HandshakeCounters};
 pub use identity::{KeyError, PublicKey, ServerIdentity};
 pub use scheduler::{AnyScheduler, Flags, Iface, Mask, Pick, Scheduler, Segment, SubflowInfo};
+pub use steering::Steering;
 
 use std::net::SocketAddr;
 

@@ -1,13 +1,13 @@
-//! `MpEndpoint` (sockets + driver, any number of connections) and `MpListener`.
+//! `MpEndpoint`: sockets + driver, any number of connections.
 
 use crate::driver::{self, store, PathInfo, Shared};
 use crate::error::{Error, Result};
 use crate::{Interface, MpStream, Options};
-use mpcore::{CloseReason, Drops, PathId};
+use mpcore::{CloseReason, ConnHandle, Drops, PathId};
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// A set of local paths (one UDP socket per interface) with the task that drives every
@@ -27,7 +27,7 @@ use std::time::Duration;
 /// ```
 #[derive(Debug)]
 pub struct MpEndpoint {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     connect_timeout: Duration,
 }
 
@@ -145,24 +145,36 @@ impl MpEndpoint {
     /// The next connection a client opened to this (server) endpoint, with the client's
     /// address.
     pub async fn accept(&self) -> Result<(MpStream, SocketAddr)> {
-        let h = poll_fn(|cx| {
-            let mut st = self.shared.lock();
-            if let Some(h) = st.accepted.pop_front() {
-                return Poll::Ready(Ok(h));
-            }
-            if st.stopped {
-                return Poll::Ready(Err(Error::EndpointClosed));
-            }
-            store(&mut st.accept_waker, cx.waker());
-            Poll::Pending
-        })
-        .await?;
+        let h = poll_fn(|cx| self.poll_accepted(cx)).await?;
+        Ok(self.stream_for(h))
+    }
+
+    /// The next accepted connection's handle, if one waits.
+    pub(crate) fn poll_accepted(&self, cx: &mut Context<'_>) -> Poll<Result<ConnHandle>> {
+        let mut st = self.shared.lock();
+        if let Some(h) = st.accepted.pop_front() {
+            return Poll::Ready(Ok(h));
+        }
+        if st.stopped {
+            return Poll::Ready(Err(Error::EndpointClosed));
+        }
+        store(&mut st.accept_waker, cx.waker());
+        Poll::Pending
+    }
+
+    /// The stream of accepted connection `h`, with the client's address.
+    pub(crate) fn stream_for(&self, h: ConnHandle) -> (MpStream, SocketAddr) {
         let remote = {
             let st = self.shared.lock();
             st.ep.stats(h).and_then(|s| s.subflows.first().map(|f| f.remote))
         };
         let remote = remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-        Ok((MpStream::new(&self.shared, h, remote), remote))
+        (MpStream::new(&self.shared, h, remote), remote)
+    }
+
+    /// The driver task has ended (every handle dropped, every connection drained).
+    pub(crate) fn is_stopped(shared: &Shared) -> bool {
+        shared.lock().stopped
     }
 
     /// The local paths, indexed by `PathId`: interface, bound address, link state, datagram
@@ -279,58 +291,5 @@ impl MpEndpoint {
             Poll::Pending
         })
         .await
-    }
-}
-
-/// A server: accepts multipath connections on one address, or on several interfaces.
-///
-/// ```no_run
-/// use mpudp::{MpListener, Options, ServerIdentity};
-/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
-/// # async fn f(identity: ServerIdentity) -> mpudp::Result<()> {
-/// let listener = MpListener::bind("0.0.0.0:5201".parse().unwrap(), Options::new().identity(identity))?;
-/// loop {
-///     let (mut s, peer) = listener.accept().await?;
-///     tokio::spawn(async move {
-///         let mut buf = vec![0; 4096];
-///         while let Ok(n) = s.read(&mut buf).await {
-///             if n == 0 || s.write_all(&buf[..n]).await.is_err() {
-///                 break;
-///             }
-///         }
-///     });
-/// }
-/// # }
-/// ```
-#[derive(Debug)]
-pub struct MpListener {
-    ep: MpEndpoint,
-}
-
-impl MpListener {
-    /// Listens on `addr` (with `opts`'s interfaces, each on `addr`'s port).
-    pub fn bind(addr: SocketAddr, opts: Options) -> Result<Self> {
-        Ok(Self { ep: MpEndpoint::server(addr, opts)? })
-    }
-
-    /// The next connection, with the client's address.
-    pub async fn accept(&self) -> Result<(MpStream, SocketAddr)> {
-        self.ep.accept().await
-    }
-
-    /// The primary path's bound address (with the port picked, when 0 was asked).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.ep.local_addr()
-    }
-
-    /// The endpoint underneath (paths, drops, close).
-    pub fn endpoint(&self) -> &MpEndpoint {
-        &self.ep
-    }
-
-    /// Datagrams the server dropped, by reason (forged, malformed, replayed, ...: PROTOCOL.md
-    /// §11), since it started.
-    pub fn drops(&self) -> Drops {
-        self.ep.drops()
     }
 }

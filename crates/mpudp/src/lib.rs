@@ -54,16 +54,18 @@ mod endpoint;
 mod error;
 mod events;
 mod iface;
+mod listener;
 #[cfg(target_os = "linux")]
 mod netlink;
 mod options;
 mod stream;
 
 pub use driver::{IoCounters, PathInfo};
-pub use endpoint::{MpEndpoint, MpListener};
+pub use endpoint::MpEndpoint;
 pub use error::{Error, Result};
 pub use events::{ConnEvent, Events};
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
+pub use listener::MpListener;
 pub use mpcore::crypto::Suite;
 pub use mpcore::{
     CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, HandshakeCounters, Iface,

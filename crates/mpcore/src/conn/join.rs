@@ -22,7 +22,7 @@ impl Connection {
             Side::Server => self.opened | 0x8000_0000,
         };
         self.opened += 1;
-        let cid = self.rng.cid();
+        let cid = self.new_cid();
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
         sf.backup = backup;
         sf.join.nonce_local = self.rng.u32();
@@ -108,7 +108,7 @@ impl Connection {
             // Not a join, or a fast join we did not offer.
             _ => return Err(DropReason::Refused),
         };
-        let cid = self.rng.cid();
+        let cid = self.new_cid();
         let fast = join != JoinKind::Regular;
         let state = if fast { SubflowState::Established } else { SubflowState::JoinReceived };
         let mut sf = self.new_subflow(now, j.subflow, state, path, remote, cid);
@@ -165,7 +165,7 @@ impl Connection {
     /// not taken, and an acknowledged packet's data is held (§6), so the initiator sends it
     /// again elsewhere.
     pub(super) fn refuse_join(&mut self, now: Time, path: PathId, remote: SocketAddr, j: &Join, len: u64, reason: u8) {
-        let cid = self.rng.cid();
+        let cid = self.new_cid();
         let mut sf = self.new_subflow(now, j.subflow, SubflowState::Closed, path, remote, cid);
         sf.remote_cid = Some(j.scid);
         sf.val.amp_rx = len;

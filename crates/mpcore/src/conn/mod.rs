@@ -195,6 +195,18 @@ impl Connection {
         }
     }
 
+    /// The CIDs the endpoint routes to this connection: its subflow records' (reclaimed ones
+    /// were retired).
+    pub(crate) fn local_cids(&self) -> impl Iterator<Item = Cid> + '_ {
+        self.subflows.iter().map(|s| s.local_cid)
+    }
+
+    /// A CID for the peer to send on: random, naming this core on a server spread over cores.
+    fn new_cid(&mut self) -> Cid {
+        let c = self.rng.cid();
+        self.config.steering.map_or(c, |s| s.tag(c))
+    }
+
     fn new_subflow(
         &self,
         now: Time,

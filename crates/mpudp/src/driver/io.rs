@@ -28,8 +28,14 @@ pub(crate) struct PathSocket {
 impl PathSocket {
     /// Opens interface `i`'s socket on `addr` (or takes the one the application handed
     /// over); `max_datagram` bounds its GSO batches.
-    pub(crate) fn open(i: &Interface, addr: SocketAddr, bufs: (usize, usize), max_datagram: usize) -> Result<Self> {
-        let (io, state) = open_socket(i, addr, bufs.0, bufs.1)?;
+    pub(crate) fn open(
+        i: &Interface,
+        addr: SocketAddr,
+        bufs: (usize, usize),
+        max_datagram: usize,
+        steering: Option<mpcore::Steering>,
+    ) -> Result<Self> {
+        let (io, state) = open_socket(i, addr, bufs.0, bufs.1, steering)?;
         let local =
             io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
         let max_segments = state.max_gso_segments().clamp(1, GSO_BYTES / max_datagram.max(1200));
@@ -148,6 +154,7 @@ fn open_socket(
     addr: SocketAddr,
     rcvbuf: usize,
     sndbuf: usize,
+    steering: Option<mpcore::Steering>,
 ) -> Result<(tokio::net::UdpSocket, UdpSocketState)> {
     use socket2::{Domain, Protocol, Socket, Type};
     if let Some(s) = i.adopted() {
@@ -174,7 +181,14 @@ fn open_socket(
     // (`Options::send_buffer`). The kernel caps both at its own maxima.
     let _ = s.set_recv_buffer_size(rcvbuf);
     let _ = s.set_send_buffer_size(sndbuf);
+    if steering.is_some() {
+        // Every core's socket on the same address: a reuseport group, in core order.
+        s.set_reuse_port(true).map_err(|e| io_err(e, "setting SO_REUSEPORT"))?;
+    }
     s.bind(&addr.into()).map_err(|e| io_err(e, "binding"))?;
+    if let Some(st) = steering.filter(|st| st.core() == 0) {
+        super::reuseport::attach(&s, st.cores()).map_err(|e| io_err(e, "loading the steering program"))?;
+    }
     s.set_nonblocking(true).map_err(|e| io_err(e, "setting non-blocking mode"))?;
     let std: std::net::UdpSocket = s.into();
     let state = UdpSocketState::new((&std).into()).map_err(|e| io_err(e, "configuring the socket"))?;

@@ -16,6 +16,7 @@
 
 mod io;
 mod paths;
+mod reuseport;
 mod state;
 
 use state::State;
@@ -26,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::options::{Interface, Options};
 use bytes::BytesMut;
 use io::Io;
-use mpcore::{Endpoint, PathId, Time};
+use mpcore::{Endpoint, PathId, Steering, Time};
 use paths::Interfaces;
 use quinn_udp::RecvMeta;
 use std::future::Future;
@@ -70,6 +71,8 @@ pub(crate) struct Driver {
     armed: Option<Instant>,
     next_monitor: Instant,
     monitor_interval: Duration,
+    /// Datagrams of other cores' connections, to hand over once this core's lock is released.
+    outbox: Vec<(u8, PathId, SocketAddr, Vec<u8>)>,
 }
 
 /// Builds the sockets and the endpoint and spawns the driver. Must run inside a tokio runtime.
@@ -80,7 +83,12 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
     if tokio::runtime::Handle::try_current().is_err() {
         return Err(Error::Config("mpudp endpoints must be created inside a tokio runtime".into()));
     }
-    let mut ifaces = Interfaces::new(v6, (opts.socket_buffer, opts.send_buffer), opts.config.max_datagram_size);
+    let mut ifaces = Interfaces::new(
+        v6,
+        (opts.socket_buffer, opts.send_buffer),
+        opts.config.max_datagram_size,
+        opts.config.steering,
+    );
     if opts.interfaces.is_empty() {
         let any: SocketAddr = if v6 { "[::]:0" } else { "0.0.0.0:0" }.parse().expect("a literal address");
         ifaces.add(Interface::unbound(any))?;
@@ -122,6 +130,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         armed: None,
         next_monitor: epoch + opts.monitor_interval,
         monitor_interval: opts.monitor_interval,
+        outbox: Vec::new(),
     };
     tokio::spawn(driver);
     Ok(shared)
@@ -134,16 +143,50 @@ impl Future for Driver {
         let this = self.get_mut();
         let shared = this.shared.clone();
         let mut st = shared.lock();
+        let r = this.run(cx, &mut st);
+        if this.outbox.is_empty() {
+            return r;
+        }
+        let peers = st.peers.clone();
+        drop(st);
+        forward(&peers, &mut this.outbox);
+        r
+    }
+}
+
+/// Most datagrams waiting in a core's inbox; beyond, they are dropped (as a full socket would).
+const INBOX: usize = 4096;
+
+/// Hands datagrams to the cores that own them (never with this core's lock held: two cores
+/// handing over to each other must not wait on each other).
+fn forward(peers: &[std::sync::Weak<Shared>], outbox: &mut Vec<(u8, PathId, SocketAddr, Vec<u8>)>) {
+    for (k, p, remote, d) in outbox.drain(..) {
+        let Some(peer) = peers.get(usize::from(k)).and_then(std::sync::Weak::upgrade) else { continue };
+        let mut st = peer.lock();
+        if st.inbox.len() < INBOX {
+            st.inbox.push_back((p, remote, d));
+            st.wake_driver();
+        }
+    }
+}
+
+impl Driver {
+    fn run(&mut self, cx: &mut Context<'_>, st: &mut State) -> Poll<()> {
+        let this = self;
         store(&mut st.driver, cx.waker());
         for _ in 0..ROUNDS {
             let now = st.now();
-            let mut progress = this.receive(cx, &mut st, now);
+            let mut progress = !st.inbox.is_empty();
+            while let Some((p, remote, d)) = st.inbox.pop_front() {
+                st.ep.handle_datagram(now, p, remote, &d);
+            }
+            progress |= this.receive(cx, st, now);
             if st.ep.poll_timeout().is_some_and(|t| t <= now) {
                 st.ep.handle_timeout(now);
                 progress = true;
             }
-            progress |= this.follow_interfaces(cx, &mut st, now);
-            progress |= this.io.transmit(cx, &mut st, now);
+            progress |= this.follow_interfaces(cx, st, now);
+            progress |= this.io.transmit(cx, st, now);
             st.dispatch();
             if st.refs == 0 && st.ep.live_connections() == 0 {
                 st.stopped = true;
@@ -178,7 +221,8 @@ impl Driver {
     /// the endpoint has to send goes out every `ACK_EVERY` datagrams: a GRO batch holds dozens
     /// of them, and the peer's congestion window needs the ACKs they elicit.
     fn receive(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
-        let Driver { io, rx, meta, .. } = self;
+        let Driver { io, rx, meta, outbox, .. } = self;
+        let steering = st.ep.config().steering;
         let mut progress = false;
         let mut since_tx = 0;
         for i in 0..io.sockets.len() {
@@ -225,6 +269,12 @@ impl Driver {
                     let stride = if m.stride == 0 { m.len } else { m.stride };
                     for d in data.chunks(stride.max(1)) {
                         st.count(i, now, false, 1, d.len());
+                        let owner = steering.and_then(|s| Steering::core_of(d, s.cores()).filter(|&k| k != s.core()));
+                        if let Some(k) = owner.filter(|_| !st.peers.is_empty() && outbox.len() < INBOX) {
+                            outbox.push((k, PathId(i as u8), unmap(m.addr), d.to_vec()));
+                            st.paths[i].io.forwarded += 1;
+                            continue;
+                        }
                         st.ep.handle_datagram(now, PathId(i as u8), unmap(m.addr), d);
                         since_tx += 1;
                         if since_tx == ACK_EVERY {

@@ -41,12 +41,14 @@ pub(crate) struct Interfaces {
     v6: bool,
     bufs: (usize, usize),
     max_datagram: usize,
+    /// A server spread over cores: the sockets share their port (`reuseport`).
+    steering: Option<mpcore::Steering>,
     next_order: usize,
 }
 
 impl Interfaces {
-    pub(crate) fn new(v6: bool, bufs: (usize, usize), max_datagram: usize) -> Self {
-        Self { list: Vec::new(), v6, bufs, max_datagram, next_order: 0 }
+    pub(crate) fn new(v6: bool, bufs: (usize, usize), max_datagram: usize, steering: Option<mpcore::Steering>) -> Self {
+        Self { list: Vec::new(), v6, bufs, max_datagram, steering, next_order: 0 }
     }
 
     /// Adds an interface; its path comes with the next `sync`.
@@ -76,7 +78,7 @@ impl Interfaces {
                 tracing::info!(interface = %w.iface.name(), "no address yet: waiting for one");
                 continue;
             };
-            let sock = PathSocket::open(&w.iface, addr, self.bufs, self.max_datagram)?;
+            let sock = PathSocket::open(&w.iface, addr, self.bufs, self.max_datagram, self.steering)?;
             let p = paths.len();
             let (lp, info) = describe(w, &sock);
             w.path = Some((PathId(p as u8), lp.addr));
@@ -158,7 +160,7 @@ impl Interfaces {
     /// Opens interface `k`'s socket on `addr` and adds its path to the endpoint.
     fn open(&mut self, st: &mut State, io: &mut Io, now: Time, k: usize, addr: SocketAddr) {
         let w = &mut self.list[k];
-        let sock = match PathSocket::open(&w.iface, addr, self.bufs, self.max_datagram) {
+        let sock = match PathSocket::open(&w.iface, addr, self.bufs, self.max_datagram, self.steering) {
             Ok(s) => s,
             Err(e) => {
                 let msg = e.to_string();

@@ -36,6 +36,11 @@ pub struct IoCounters {
     pub recv_errors: u64,
     /// Up/down transitions of the interface seen by the driver (or said by the application).
     pub link_changes: u64,
+    /// A server spread over cores (`MpListener::bind_cores`): datagrams that reached this
+    /// core's socket but belong to another core's connection (the kernel steers each
+    /// datagram, but a GRO batch, or a GSO batch over loopback, goes whole to the core of its
+    /// first datagram), handed to that core.
+    pub forwarded: u64,
 }
 
 /// One local path as the driver sees it.
@@ -164,6 +169,10 @@ pub(crate) struct State {
     pub(crate) idle_waker: Option<Waker>,
     /// Live connections at the last `dispatch`.
     pub(crate) live: usize,
+    /// A server spread over cores: every core's shared state, by core number (set once all
+    /// are built), and the datagrams other cores handed to this one.
+    pub(crate) peers: Vec<std::sync::Weak<Shared>>,
+    pub(crate) inbox: VecDeque<(mpcore::PathId, SocketAddr, Vec<u8>)>,
 }
 
 impl State {
@@ -183,6 +192,8 @@ impl State {
             idle_waker: None,
             live: 0,
             commands: VecDeque::new(),
+            peers: Vec::new(),
+            inbox: VecDeque::new(),
             path_waker: None,
             names,
         }
