@@ -194,6 +194,9 @@ pub struct Faults {
     pub forge_fast_join_hmac: bool,
     /// Send a FAST_JOIN_OUT on every fast join, even for a DSN already sent in one.
     pub repeat_fast_join_dsn: bool,
+    /// Report every connection's token to the endpoint as 0, so that every connection after
+    /// the first collides (§4.3).
+    pub same_token: bool,
 }
 
 impl Default for Config {

@@ -80,6 +80,19 @@ impl MpEndpoint {
         if remote.port() == 0 {
             return Err(Error::Config(format!("{remote}: port 0 is no server's port")));
         }
+        // §4.3: a client whose token collides with one of its other connections' starts again
+        // with a fresh key share (a new attempt); rare (one in 2^32 per pair of connections),
+        // so a few attempts always do.
+        let mut attempt = 0;
+        loop {
+            match self.connect_once(remote).await {
+                Err(Error::Closed(CloseReason::TokenCollision)) if attempt < 3 => attempt += 1,
+                r => return r,
+            }
+        }
+    }
+
+    async fn connect_once(&self, remote: SocketAddr) -> Result<MpStream> {
         let started = std::time::Instant::now();
         let path = poll_fn(|cx| {
             let mut st = self.shared.lock();

@@ -196,6 +196,24 @@ async fn connections_come_and_go_and_leave_nothing_behind() {
     }
 }
 
+/// §4.3: a client connection whose token collides with another of the endpoint's starts again
+/// with a fresh key share. A test fault gives every connection the same token: the second
+/// connection's attempts all collide, and each was a new first handshake at the server.
+#[tokio::test]
+async fn a_token_collision_starts_the_connection_again() {
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), server()).unwrap();
+    let addr = l.local_addr();
+    let sep = l.endpoint().clone();
+    tokio::spawn(async move { while l.accept().await.is_ok() {} });
+    let mut opts = client();
+    opts.config_mut().faults.same_token = true;
+    let ep = MpEndpoint::client(opts).unwrap();
+    let _first = ep.connect(addr).await.unwrap();
+    let e = ep.connect(addr).await.unwrap_err();
+    assert!(matches!(e, Error::Closed(mpudp::CloseReason::TokenCollision)), "{e}");
+    assert_eq!(sep.handshake_counters().answered, 5, "the first connection, then four attempts of the second");
+}
+
 #[tokio::test]
 async fn clear_errors() {
     // Nobody listens: the connect timeout names the address.

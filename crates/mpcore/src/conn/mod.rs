@@ -293,8 +293,9 @@ impl Connection {
         };
         let fast = fastjoin::Keys::new(local_key, remote_key);
         self.keys = Some(Keys { send, recv, local_key, remote_key, fast });
-        self.local_token = Some(crypto::token(local_key));
-        self.endpoint_events.push_back(EndpointEvent::Token(crypto::token(local_key)));
+        let token = if self.config.faults.same_token { 0 } else { crypto::token(local_key) };
+        self.local_token = Some(token);
+        self.endpoint_events.push_back(EndpointEvent::Token(token));
         self.remote_token = crypto::token(remote_key);
         self.send.set_start(Dsn(crypto::idsn(local_key)).add(1));
         self.recv.set_start(Dsn(crypto::idsn(remote_key)).add(1));
