@@ -15,7 +15,10 @@
 //! - **flood**: a fresh server; one thread replays a captured INITIAL from 200 source
 //!   addresses as fast as it can (up to `--flood` per second) while a legitimate client sends
 //!   a request every 100 ms: its delays and failures, and what the server did with the
-//!   INITIALs (answered with a key agreement, asked to retry, shed).
+//!   INITIALs (answered with a key agreement, asked to retry, shed);
+//! - **iperf-siri's refusals**: a 17 MiB burst (over the protocol's frame limit), refused by
+//!   the client before connecting, and a connection that never sends its test request,
+//!   dropped by the one-test server: the line each prints and how long each took.
 //!
 //! Run: `cargo bench -p mp-benches --bench scale` (1,000, 10,000 and 50,000 connections, 60 s
 //! of load at 10,000, a 200k/s flood for 10 s; about 4 minutes); `-- --conns 1000,10000
@@ -420,6 +423,67 @@ fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>
     let _ = rt.block_on(tokio::time::timeout(Duration::from_secs(10), ep.wait_idle()));
 }
 
+/// iperf-siri's refusals: what each says and how long it took.
+fn refusals(rt: &tokio::runtime::Runtime, rows: &mut Vec<Row>) {
+    use clap::Parser;
+    let parse = |args: &[&str]| iperf_siri::cli::Cli::try_parse_from(args).expect("arguments").run;
+    let t = Instant::now();
+    let burst = rt.block_on(iperf_siri::client(&parse(&[
+        "iperf-siri",
+        "-c",
+        "127.0.0.1",
+        "--insecure",
+        "--burst-bytes",
+        "17M",
+    ])));
+    let burst_took = t.elapsed();
+    let line = burst.err().unwrap_or_else(|| "accepted (!)".into());
+    rows.push(Row {
+        what: "iperf-siri client, --burst-bytes 17M".into(),
+        cells: vec![
+            format!("refused in {:.1} ms", burst_took.as_secs_f64() * 1e3),
+            String::new(),
+            String::new(),
+            String::new(),
+            format!("`{line}`"),
+        ],
+    });
+    // A one-test server on a free port; a client that connects and says nothing.
+    let port = UdpSocket::bind("127.0.0.1:0").and_then(|s| s.local_addr()).map(|a| a.port()).expect("a free port");
+    let server_args =
+        parse(&["iperf-siri", "-s", "-1", "-B", "127.0.0.1", "-p", &port.to_string(), "--logfile", "/dev/null"]);
+    let server = rt.spawn(async move { iperf_siri::server(&server_args).await });
+    let silent = rt.block_on(async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let opts = Options::new().insecure_unauthenticated_server();
+        let mut s = MpStream::connect(("127.0.0.1", port), opts).await.expect("connect");
+        let t = Instant::now();
+        let mut b = [0u8; 16];
+        let end = tokio::time::timeout(Duration::from_secs(10), s.read(&mut b)).await;
+        let r = tokio::time::timeout(Duration::from_secs(5), server).await;
+        (t.elapsed(), end.is_ok(), r)
+    });
+    let (took, ended, r) = silent;
+    let said = match r {
+        Ok(Ok(Err(e))) => e,
+        other => format!("{other:?}"),
+    };
+    rows.push(Row {
+        what: "iperf-siri one-test server, a client that never sends its test request".into(),
+        cells: vec![
+            format!(
+                "dropped after {:.2} s{}",
+                took.as_secs_f64(),
+                if ended { "" } else { " (the stream did not end!)" }
+            ),
+            String::new(),
+            String::new(),
+            String::new(),
+            format!("`{said}`"),
+        ],
+    });
+}
+
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
@@ -444,6 +508,7 @@ fn main() {
         idle(&rt, n, if full { 20 } else { 1 }, (Some(n) == load_at).then_some(secs), &mut rows);
     }
     flood(&rt, rate, flood_secs, &mut rows);
+    refusals(&rt, &mut rows);
     println!("| run | server | client | resident, both sides, per connection | server CPU (of one core) | notes |");
     println!("|---|---|---|---|---|---|");
     for r in rows {
