@@ -171,8 +171,9 @@ fn forward(peers: &[std::sync::Weak<Shared>], outbox: &mut Vec<(u8, PathId, Sock
 }
 
 impl Driver {
+    /// One poll's work with the lock held: up to `ROUNDS` rounds of the other cores' datagrams,
+    /// receive, timers, interfaces, transmit, events.
     fn run(&mut self, cx: &mut Context<'_>, st: &mut State) -> Poll<()> {
-        let this = self;
         store(&mut st.driver, cx.waker());
         for _ in 0..ROUNDS {
             let now = st.now();
@@ -180,13 +181,13 @@ impl Driver {
             while let Some((p, remote, d)) = st.inbox.pop_front() {
                 st.ep.handle_datagram(now, p, remote, &d);
             }
-            progress |= this.receive(cx, st, now);
+            progress |= self.receive(cx, st, now);
             if st.ep.poll_timeout().is_some_and(|t| t <= now) {
                 st.ep.handle_timeout(now);
                 progress = true;
             }
-            progress |= this.follow_interfaces(cx, st, now);
-            progress |= this.io.transmit(cx, st, now);
+            progress |= self.follow_interfaces(cx, st, now);
+            progress |= self.io.transmit(cx, st, now);
             st.dispatch();
             if st.refs == 0 && st.ep.live_connections() == 0 {
                 st.stopped = true;
@@ -194,17 +195,17 @@ impl Driver {
                 st.wake_all();
                 return Poll::Ready(());
             }
-            let monitor = this.polls_links().then_some(this.next_monitor);
+            let monitor = self.polls_links().then_some(self.next_monitor);
             let timeout = st.ep.poll_timeout().map(|t| st.instant(t));
             let deadline =
                 [monitor, timeout].into_iter().flatten().min().unwrap_or(st.instant(now) + Duration::from_secs(3600));
-            if this.armed != Some(deadline) {
-                this.timer.as_mut().reset(deadline.into());
-                this.armed = Some(deadline);
+            if self.armed != Some(deadline) {
+                self.timer.as_mut().reset(deadline.into());
+                self.armed = Some(deadline);
             }
-            let fired = this.timer.as_mut().poll(cx).is_ready();
+            let fired = self.timer.as_mut().poll(cx).is_ready();
             if fired {
-                this.armed = None;
+                self.armed = None;
             }
             if !progress && !fired {
                 return Poll::Pending;
