@@ -7,6 +7,7 @@
 
 pub mod multimob;
 pub mod plot;
+pub mod siri;
 
 /// The spread of one measure over seeds.
 #[derive(Clone, Copy, Debug, PartialEq)]

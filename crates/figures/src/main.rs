@@ -26,8 +26,15 @@ fn main() {
     }
     let t = Instant::now();
     let (fig4a, fig4b) = figures::multimob::fig4(seeds);
-    let figs =
-        [figures::multimob::fig3(seeds), fig4a, fig4b, figures::multimob::fig5(seeds), figures::multimob::fig7(seeds)];
+    let figs = [
+        figures::multimob::fig3(seeds),
+        fig4a,
+        fig4b,
+        figures::multimob::fig5(seeds),
+        figures::multimob::fig7(seeds),
+        figures::siri::fig6(seeds, false),
+        figures::siri::fig6(seeds, true),
+    ];
     let mut index = format!(
         "# The papers' figures, regenerated\n\nMade by `cargo run --release -p figures -- --out figures/` \
          ({seeds} seeds per point, in the deterministic simulator; {:.0} s on a 2-core machine). Each plot \

@@ -61,3 +61,21 @@ fn fig5_a_shorter_oracle_period_reacts_sooner() {
     assert!(p[0].1.median < p[5].1.median, "Ts 1 ms against 500 ms: {:?} {:?}", p[0], p[5]);
     assert!(p[0].1.max <= p[6].1.max, "the worst case grows with Ts");
 }
+
+#[test]
+fn siri_fig6_the_schedulers_are_alike_up_to_the_70th_percentile() {
+    for mobile in [false, true] {
+        let f = figures::siri::fig6(3, mobile);
+        let med = |k: usize, q: f64| f.series[k].points.iter().find(|p| p.0 == q).unwrap().1.median;
+        for q in [50.0, 70.0] {
+            let (d, s) = (med(0, q), med(1, q));
+            assert!((d - s).abs() <= 0.15 * d, "mobile {mobile}, p{q}: default {d} ms, server {s} ms");
+        }
+        if !mobile {
+            // A stationary node: every configuration alike, the tail too.
+            for k in 1..4 {
+                assert!((med(k, 99.0) - med(0, 99.0)).abs() <= 0.15 * med(0, 99.0), "stationary p99, config {k}");
+            }
+        }
+    }
+}
