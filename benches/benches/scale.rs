@@ -47,10 +47,15 @@ thread_local! {
     static SIDE: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
+/// In the server's own process (`--serve`): every thread's allocations are the server's.
+static COUNT_ALL: AtomicBool = AtomicBool::new(false);
+
 struct Counting;
 
 fn note(delta: i64) {
-    if let Ok(Some(side)) = SIDE.try_with(Cell::get) {
+    if COUNT_ALL.load(Ordering::Relaxed) {
+        LIVE[SERVER].fetch_add(delta, Ordering::Relaxed);
+    } else if let Ok(Some(side)) = SIDE.try_with(Cell::get) {
         LIVE[side].fetch_add(delta, Ordering::Relaxed);
     }
 }
@@ -88,22 +93,6 @@ fn rss_kib() -> i64 {
     statm.split_whitespace().nth(1).and_then(|p| p.parse::<i64>().ok()).unwrap_or(0) * 4
 }
 
-/// CPU time (user + system) of thread `tid` of this process, seconds (Linux; 0 elsewhere).
-fn thread_cpu(tid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
-    // Fields after the command name (which is in parentheses): utime is the 14th field.
-    let rest = stat.rsplit_once(')').map_or("", |r| r.1);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let field = |n: usize| f.get(n - 3).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-    let ticks = field(14) + field(15);
-    ticks as f64 / 100.0
-}
-
-/// The calling thread's id.
-fn gettid() -> u32 {
-    std::fs::read_link("/proc/thread-self").ok().and_then(|p| p.file_name()?.to_str()?.parse().ok()).unwrap_or(0)
-}
-
 fn identity() -> ServerIdentity {
     ServerIdentity::from_seed(&[9; 32]).expect("identity")
 }
@@ -111,7 +100,6 @@ fn identity() -> ServerIdentity {
 /// A server on its own thread: answers every request of `REQUEST` bytes with `ANSWER` bytes.
 struct Server {
     addr: SocketAddr,
-    tid: u32,
     ep: MpEndpoint,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -128,7 +116,7 @@ impl Server {
                 let l =
                     MpListener::bind("127.0.0.1:0".parse().expect("address"), Options::server().identity(identity()))
                         .expect("bind");
-                tx.send((l.local_addr(), gettid(), l.endpoint().clone())).expect("ready");
+                tx.send((l.local_addr(), l.endpoint().clone())).expect("ready");
                 loop {
                     tokio::select! {
                         r = l.accept() => {
@@ -142,8 +130,8 @@ impl Server {
                 let _ = tokio::time::timeout(Duration::from_secs(10), l.endpoint().wait_idle()).await;
             });
         });
-        let (addr, tid, ep) = rx.recv().expect("server started");
-        Self { addr, tid, ep, stop: Some(stop), thread: Some(thread) }
+        let (addr, ep) = rx.recv().expect("server started");
+        Self { addr, ep, stop: Some(stop), thread: Some(thread) }
     }
 }
 
@@ -156,6 +144,90 @@ impl Drop for Server {
             let _ = t.join();
         }
     }
+}
+
+/// The server of the idle and load runs, in a process of its own (this bench started with
+/// `--serve`), so that its resident memory and CPU are its own and the parent's are the
+/// clients': it prints its address, answers `stats` on its standard input with its live heap
+/// and resident memory, and ends when its standard input closes.
+struct ChildServer {
+    child: std::process::Child,
+    addr: SocketAddr,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl ChildServer {
+    fn start() -> Self {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let exe = std::env::current_exe().expect("this bench's path");
+        let mut child = Command::new(exe)
+            .arg("--serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("server process");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("the server's address");
+        let addr = line.trim().parse().expect("an address");
+        Self { child, addr, stdin, stdout }
+    }
+
+    /// The server process's live heap (bytes) and resident memory (KiB).
+    fn stats(&mut self) -> (i64, i64) {
+        use std::io::{BufRead, Write};
+        writeln!(self.stdin, "stats").expect("ask");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("answer");
+        let mut it = line.split_whitespace().map(|x| x.parse::<i64>().unwrap_or(0));
+        (it.next().unwrap_or(0), it.next().unwrap_or(0))
+    }
+
+    /// The server process's CPU time (every thread), seconds.
+    fn cpu(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let field = |n: usize| f.get(n - 3).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        (field(14) + field(15)) as f64 / 100.0
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `--serve`: the child's side of `ChildServer`.
+fn serve() {
+    COUNT_ALL.store(true, Ordering::Relaxed);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        // The clients here are thousands of phones behind one socket: the per-source limit on
+        // first packets (made for floods from a few addresses) would count them as one.
+        let mut opts = Options::server().identity(identity());
+        opts.config_mut().initials_per_source = 0;
+        let l = MpListener::bind("127.0.0.1:0".parse().expect("address"), opts).expect("bind");
+        println!("{}", l.local_addr());
+        std::thread::spawn(|| {
+            use std::io::BufRead;
+            for line in std::io::stdin().lock().lines() {
+                match line.as_deref() {
+                    Ok("stats") => println!("{} {}", heap(SERVER), rss_kib()),
+                    _ => break,
+                }
+            }
+            std::process::exit(0);
+        });
+        while let Ok((s, _)) = l.accept().await {
+            tokio::spawn(answer(s));
+        }
+    });
 }
 
 /// The server's application: its task holds no buffer while the connection is idle (what
@@ -250,36 +322,36 @@ struct Row {
 }
 
 fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Option<u64>, rows: &mut Vec<Row>) {
-    let server = Server::start();
+    let mut server = ChildServer::start();
     let ep = client_endpoint();
-    let heap0 = [heap(CLIENT), heap(SERVER)];
-    let rss0 = rss_kib();
+    let (s_heap0, s_rss0) = server.stats();
+    let (c_heap0, c_rss0) = (heap(CLIENT), rss_kib());
     let t = Instant::now();
     let (mut streams, failed, errors) = rt.block_on(connect_all(&ep, server.addr, n));
     let setup = t.elapsed();
     let n = streams.len();
     // Quiet past the trim timer (3 s without data).
     rt.block_on(tokio::time::sleep(Duration::from_secs(4)));
-    let per = |side: usize| (heap(side) - heap0[side]) as f64 / n as f64 / 1024.0;
-    let (c_kib, s_kib) = (per(CLIENT), per(SERVER));
-    let rss = (rss_kib() - rss0) as f64 / n as f64;
-    let cpu0 = thread_cpu(server.tid);
+    let (s_heap, s_rss) = server.stats();
+    let per = |bytes: i64| bytes as f64 / n as f64 / 1024.0;
+    let (s_kib, c_kib) = (per(s_heap - s_heap0), per(heap(CLIENT) - c_heap0));
+    let (s_res, c_res) = (per((s_rss - s_rss0) * 1024), per((rss_kib() - c_rss0) * 1024));
+    let cpu0 = server.cpu();
     rt.block_on(tokio::time::sleep(Duration::from_secs(idle_secs)));
-    let idle_cpu = (thread_cpu(server.tid) - cpu0) / idle_secs as f64 * 100.0;
+    let idle_cpu = (server.cpu() - cpu0) / idle_secs as f64 * 100.0;
     rows.push(Row {
         what: format!("idle, {n} connections (CPU over {idle_secs} s, keep-alives every 15 s)"),
         cells: vec![
-            format!("{s_kib:.1} KiB"),
-            format!("{c_kib:.1} KiB"),
-            format!("{rss:.1} KiB"),
+            format!("{s_kib:.1} KiB heap, {s_res:.1} KiB resident"),
+            format!("{c_kib:.1} KiB heap, {c_res:.1} KiB resident"),
             format!("{idle_cpu:.1} %"),
             format!("set up in {:.1} s; {failed} attempts failed {errors:?}", setup.as_secs_f64()),
         ],
     });
     if let Some(secs) = load_secs {
-        let cpu0 = thread_cpu(server.tid);
+        let cpu0 = server.cpu();
         let (delays, failed) = rt.block_on(load(std::mem::take(&mut streams), secs));
-        let cpu = (thread_cpu(server.tid) - cpu0) / secs as f64 * 100.0;
+        let cpu = (server.cpu() - cpu0) / secs as f64 * 100.0;
         rows.push(Row {
             what: format!("load, {n} connections, a request each per second for {secs} s"),
             cells: vec![
@@ -290,7 +362,6 @@ fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Optio
                     quantile(&delays, 1.0)
                 ),
                 format!("{} requests, {failed} failed", delays.len() + failed),
-                String::new(),
                 format!("{cpu:.0} %"),
                 String::new(),
             ],
@@ -353,6 +424,7 @@ fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));
     let (stop2, sent2, addr) = (stop.clone(), sent.clone(), server.addr);
+    let flooded = Instant::now();
     let flooder = std::thread::spawn(move || {
         let socks: Vec<UdpSocket> = (0..200)
             .map(|i| UdpSocket::bind(("127.0.0.3", 20_000 + i as u16)).or_else(|_| UdpSocket::bind("127.0.0.3:0")))
@@ -398,10 +470,10 @@ fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>
     stop.store(true, Ordering::Relaxed);
     let _ = flooder.join();
     let hs = server.ep.handshake_counters();
-    let achieved = sent.load(Ordering::Relaxed) as f64 / (secs as f64 + 0.5);
+    let achieved = sent.load(Ordering::Relaxed) as f64 / flooded.elapsed().as_secs_f64();
     rows.push(Row {
         what: format!(
-            "INITIAL flood, {:.0}k/s achieved (asked {}k/s), 200 sources, {secs} s",
+            "INITIAL flood, {:.0}k/s achieved (asked {}k/s), 200 sources, during the client's connect and {secs} s of requests",
             achieved / 1e3,
             rate / 1000
         ),
@@ -415,8 +487,10 @@ fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>
             ),
             format!("{} requests, {failed} failed", delays.len() + failed),
             String::new(),
-            String::new(),
-            format!("INITIALs: {} answered, {} RETRY, {} shed", hs.answered, hs.retries, hs.shed),
+            format!(
+                "INITIALs: {} answered, {} RETRY, {} shed, {} over the per-source limit",
+                hs.answered, hs.retries, hs.shed, hs.over_source_limit
+            ),
         ],
     });
     ep.close();
@@ -442,7 +516,6 @@ fn refusals(rt: &tokio::runtime::Runtime, rows: &mut Vec<Row>) {
         what: "iperf-siri client, --burst-bytes 17M".into(),
         cells: vec![
             format!("refused in {:.1} ms", burst_took.as_secs_f64() * 1e3),
-            String::new(),
             String::new(),
             String::new(),
             format!("`{line}`"),
@@ -478,7 +551,6 @@ fn refusals(rt: &tokio::runtime::Runtime, rows: &mut Vec<Row>) {
             ),
             String::new(),
             String::new(),
-            String::new(),
             format!("`{said}`"),
         ],
     });
@@ -490,6 +562,9 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--serve") {
+        return serve();
+    }
     let full = std::env::args().any(|a| a == "--bench");
     let conns: Vec<usize> = match arg("--conns") {
         Some(s) => s.split(',').filter_map(|x| x.trim().parse().ok()).collect(),
@@ -509,8 +584,8 @@ fn main() {
     }
     flood(&rt, rate, flood_secs, &mut rows);
     refusals(&rt, &mut rows);
-    println!("| run | server | client | resident, both sides, per connection | server CPU (of one core) | notes |");
-    println!("|---|---|---|---|---|---|");
+    println!("| run | server (per connection) | client (per connection) | server CPU (of one core) | notes |");
+    println!("|---|---|---|---|---|");
     for r in rows {
         println!("| {} | {} |", r.what, r.cells.join(" | "));
     }

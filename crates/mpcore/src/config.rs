@@ -100,6 +100,10 @@ pub struct Config {
     /// little, and a real client pays one round trip more. A token bucket of one second's
     /// worth; 0 turns the automatic RETRY off.
     pub retry_above: u32,
+    /// INITIALs a server answers (with a RETRY or a HANDSHAKE) per second from one source
+    /// address and port; beyond, they are shed, at the cost of a table lookup (a flood of
+    /// replayed INITIALs from a few hundred addresses no longer fills the socket). 0: no limit.
+    pub initials_per_source: u32,
     /// A server spread over several cores: which one this endpoint is. Its CIDs and tokens
     /// then name it, so that the kernel sends each datagram to it (`steering`; mpudp's
     /// `MpListener::bind_cores` sets it).
@@ -223,6 +227,7 @@ impl Default for Config {
             suites: vec![Suite::Aes128Gcm, Suite::ChaCha20Poly1305],
             require_retry: false,
             retry_above: 2_000,
+            initials_per_source: 64,
             steering: None,
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,

@@ -8,6 +8,7 @@ use crate::config::{Config, ConfigError};
 use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
 use crate::drops::Drops;
 use crate::handshake::{self, ServerKeys};
+use crate::limiter::SourceLimiter;
 use crate::rng::Rng;
 use crate::routes::Routes;
 use crate::slab::Slab;
@@ -79,6 +80,8 @@ pub struct HandshakeCounters {
     pub retries: u64,
     /// Shed: the queue of stateless answers was full.
     pub shed: u64,
+    /// Shed: their source had sent `Config::initials_per_source` in that second already.
+    pub over_source_limit: u64,
 }
 
 /// The sans-IO endpoint: its local paths, connections, stateless handshake answers and the oracle; datagrams in with `handle_datagram`, out with `poll_transmit`.
@@ -98,6 +101,8 @@ pub struct Endpoint {
     hs_bucket: f64,
     hs_bucket_at: Time,
     handshakes: HandshakeCounters,
+    /// INITIALs answered per source and second (`Config::initials_per_source`).
+    limiter: SourceLimiter,
     accept: VecDeque<ConnHandle>,
     events: VecDeque<(ConnHandle, Event)>,
     scratch: Vec<u8>,
@@ -148,9 +153,17 @@ impl Endpoint {
             keys,
             rng,
             stateless: VecDeque::new(),
-            hs_bucket: f64::from(config.retry_above),
+            hs_bucket: Self::hs_burst(f64::from(config.retry_above)),
             hs_bucket_at: 0,
             handshakes: HandshakeCounters::default(),
+            // Keyed without drawing from `rng`, so a seeded run's other draws stay as they were.
+            limiter: SourceLimiter::new(
+                config.initials_per_source,
+                config.rng_seed.unwrap_or_else(|| {
+                    use std::hash::BuildHasher;
+                    std::collections::hash_map::RandomState::new().hash_one(0u8)
+                }),
+            ),
             accept: VecDeque::new(),
             events: VecDeque::new(),
             scratch,
@@ -483,6 +496,13 @@ impl Endpoint {
         self.handshakes
     }
 
+    /// The most key agreements answered at once: a tenth of a second's worth (at least 16), so
+    /// that a burst of them (about 100 µs each) never holds established connections' packets
+    /// back for long.
+    fn hs_burst(rate: f64) -> f64 {
+        (rate / 10.0).max(16.0)
+    }
+
     /// Whether an INITIAL without a token must be answered with a RETRY: always under
     /// `require_retry`, and while more than `retry_above` HANDSHAKEs per second are asked for
     /// (the token bucket is empty).
@@ -495,7 +515,7 @@ impl Endpoint {
             return false;
         }
         let dt = now.saturating_sub(self.hs_bucket_at) as f64 / 1e6;
-        self.hs_bucket = (self.hs_bucket + dt * rate).min(rate);
+        self.hs_bucket = (self.hs_bucket + dt * rate).min(Self::hs_burst(rate));
         self.hs_bucket_at = now;
         self.hs_bucket < 1.0
     }
@@ -510,6 +530,11 @@ impl Endpoint {
         // shed (its client repeats it), so that a flood cannot grow memory.
         if self.stateless.len() >= STATELESS_QUEUE {
             self.handshakes.shed += 1;
+            self.drops.refused += 1;
+            return;
+        }
+        if !self.limiter.allow(now, &remote) {
+            self.handshakes.over_source_limit += 1;
             self.drops.refused += 1;
             return;
         }

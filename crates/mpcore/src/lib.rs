@@ -23,6 +23,7 @@ pub mod drops;
 pub mod endpoint;
 mod handshake;
 pub mod identity;
+mod limiter;
 pub mod ranges;
 pub mod rng;
 mod routes;

@@ -32,9 +32,9 @@ fn captured_initial() -> Vec<u8> {
 /// 20,000 replays of `initial` over one second from 200 addresses, and a real client
 /// connecting (and sending 100 KB) in the middle of it. Returns the server's counters and
 /// whether the client's data arrived.
-fn flood(retry_above: u32) -> (mpcore::HandshakeCounters, bool) {
+fn flood(retry_above: u32, initials_per_source: u32) -> (mpcore::HandshakeCounters, bool) {
     let initial = captured_initial();
-    let server = Config { retry_above, ..Config::server() };
+    let server = Config { retry_above, initials_per_source, ..Config::server() };
     let mut sim = Sim::new(1, Config::default(), server, multimob_paths()).unwrap();
     for k in 0..20_000u64 {
         let from = SocketAddr::from(([198, 51, 100, (k % 200) as u8 + 1], 40_000 + (k % 200) as u16));
@@ -58,17 +58,31 @@ fn flood(retry_above: u32) -> (mpcore::HandshakeCounters, bool) {
 
 #[test]
 fn a_flood_of_initials_costs_at_most_retry_above_key_agreements_per_second() {
-    let (on, delivered) = flood(2_000);
+    let (on, delivered) = flood(2_000, 0);
     println!("retry_above 2000: {on:?}, client's data delivered: {delivered}");
-    // One second of flood: the bucket's second's worth, plus a second of refill.
-    assert!(on.answered <= 4_001, "{on:?}");
+    // One second of flood: the bucket's burst (a tenth of a second's worth), plus a second
+    // of refill.
+    assert!(on.answered <= 2_000 + 200 + 1, "{on:?}");
     assert!(on.retries >= 16_000, "{on:?}");
     assert!(delivered, "the real client got through the flood");
     // Without the automatic RETRY every replay costs a key agreement.
-    let (off, delivered) = flood(0);
+    let (off, delivered) = flood(0, 0);
     println!("retry_above 0: {off:?}, client's data delivered: {delivered}");
     assert!(off.answered >= 20_000, "{off:?}");
     assert_eq!(off.retries, 0);
+}
+
+/// With a per-source limit (8 a second here; 64 by default), the same flood is answered at
+/// most 8 times a second per flooding address (after a burst of 4): the rest costs a table
+/// lookup. The real client, from an address of its own, still gets through.
+#[test]
+fn a_flood_from_few_addresses_is_answered_a_few_times_per_address() {
+    let (limited, delivered) = flood(2_000, 8);
+    println!("8 per source: {limited:?}, client's data delivered: {delivered}");
+    // 200 addresses: a burst of 4 each, then 8 a second over the flood's second, and the client.
+    assert!(limited.answered + limited.retries <= 200 * (4 + 8) + 10, "{limited:?}");
+    assert!(limited.over_source_limit >= 17_000, "{limited:?}");
+    assert!(delivered, "the real client got through the flood");
 }
 
 #[test]
