@@ -1,12 +1,16 @@
-//! The server at scale (issue 19), through the real driver over loopback: one `MpListener` on
-//! its own thread (a current-thread runtime: everything the server does runs there), clients
-//! from one `MpEndpoint` with two paths (127.0.0.1 and 127.0.0.2, the phone preset with a
-//! backup subflow on the second) on the main thread. Prints one table:
+//! The server at scale (issue 19), through the real driver over loopback: one `MpListener`
+//! (a current-thread runtime: everything the server does runs there) in a process of its own
+//! for the idle and load runs, on a thread for the flood; clients from one `MpEndpoint` with two
+//! paths (127.0.0.1 and 127.0.0.2, the phone preset with a backup subflow on the second) on the
+//! main thread. Prints one table:
 //!
 //! - **idle**: N connections, each after one request and 4 s of quiet (the buffers' trim):
-//!   the live heap per connection on each side (a counting allocator, by thread: connection
-//!   state, buffers, driver slots, the application's tasks and streams), the process's resident
-//!   memory per connection (both sides), and the server thread's CPU over 20 idle seconds
+//!   the live heap per connection on each side (a counting allocator: connection state,
+//!   buffers, driver slots, the application's tasks and streams), the resident memory per
+//!   connection on each side (the server runs in a process of its own), as it is and after
+//!   glibc's `malloc_trim` gives back the free pages it keeps (the 4 KiB buffers of the first
+//!   request, given back by the connections, stay resident in glibc's free lists otherwise),
+//!   and the server's CPU over 20 idle seconds
 //!   (the phones' keep-alives every 15 s included);
 //! - **load**: the largest N, each connection sending a Siri-size request (2,500 bytes, the
 //!   BRIEF's burst) every second, staggered, the server answering 750 bytes: delay from the
@@ -85,6 +89,23 @@ static GLOBAL: Counting = Counting;
 
 fn heap(side: usize) -> i64 {
     LIVE[side].load(Ordering::Relaxed)
+}
+
+/// Gives the allocator's free pages back to the system (glibc's `malloc_trim`): what stays
+/// resident is then what is in use, not what an allocator that keeps freed memory (glibc does,
+/// between live objects) still holds from the buffers idle connections gave back.
+fn malloc_trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's malloc_trim takes a byte count and only returns free memory to the
+        // system; it is safe to call at any time from any thread.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
 }
 
 /// This process's resident memory, KiB.
@@ -176,10 +197,11 @@ impl ChildServer {
         Self { child, addr, stdin, stdout }
     }
 
-    /// The server process's live heap (bytes) and resident memory (KiB).
-    fn stats(&mut self) -> (i64, i64) {
+    /// The server process's live heap (bytes) and resident memory (KiB); with `trim`, after
+    /// giving the allocator's free pages back.
+    fn stats(&mut self, trim: bool) -> (i64, i64) {
         use std::io::{BufRead, Write};
-        writeln!(self.stdin, "stats").expect("ask");
+        writeln!(self.stdin, "{}", if trim { "trim" } else { "stats" }).expect("ask");
         let mut line = String::new();
         self.stdout.read_line(&mut line).expect("answer");
         let mut it = line.split_whitespace().map(|x| x.parse::<i64>().unwrap_or(0));
@@ -219,6 +241,10 @@ fn serve() {
             for line in std::io::stdin().lock().lines() {
                 match line.as_deref() {
                     Ok("stats") => println!("{} {}", heap(SERVER), rss_kib()),
+                    Ok("trim") => {
+                        malloc_trim();
+                        println!("{} {}", heap(SERVER), rss_kib());
+                    }
                     _ => break,
                 }
             }
@@ -324,7 +350,7 @@ struct Row {
 fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Option<u64>, rows: &mut Vec<Row>) {
     let mut server = ChildServer::start();
     let ep = client_endpoint();
-    let (s_heap0, s_rss0) = server.stats();
+    let (s_heap0, s_rss0) = server.stats(false);
     let (c_heap0, c_rss0) = (heap(CLIENT), rss_kib());
     let t = Instant::now();
     let (mut streams, failed, errors) = rt.block_on(connect_all(&ep, server.addr, n));
@@ -332,18 +358,21 @@ fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Optio
     let n = streams.len();
     // Quiet past the trim timer (3 s without data).
     rt.block_on(tokio::time::sleep(Duration::from_secs(4)));
-    let (s_heap, s_rss) = server.stats();
+    let (s_heap, s_rss) = server.stats(false);
     let per = |bytes: i64| bytes as f64 / n as f64 / 1024.0;
     let (s_kib, c_kib) = (per(s_heap - s_heap0), per(heap(CLIENT) - c_heap0));
     let (s_res, c_res) = (per((s_rss - s_rss0) * 1024), per((rss_kib() - c_rss0) * 1024));
+    let (_, s_rss_t) = server.stats(true);
+    malloc_trim();
+    let (s_trim, c_trim) = (per((s_rss_t - s_rss0) * 1024), per((rss_kib() - c_rss0) * 1024));
     let cpu0 = server.cpu();
     rt.block_on(tokio::time::sleep(Duration::from_secs(idle_secs)));
     let idle_cpu = (server.cpu() - cpu0) / idle_secs as f64 * 100.0;
     rows.push(Row {
         what: format!("idle, {n} connections (CPU over {idle_secs} s, keep-alives every 15 s)"),
         cells: vec![
-            format!("{s_kib:.1} KiB heap, {s_res:.1} KiB resident"),
-            format!("{c_kib:.1} KiB heap, {c_res:.1} KiB resident"),
+            format!("{s_kib:.1} KiB heap, {s_res:.1} KiB resident ({s_trim:.1} after malloc_trim)"),
+            format!("{c_kib:.1} KiB heap, {c_res:.1} KiB resident ({c_trim:.1} after malloc_trim)"),
             format!("{idle_cpu:.1} %"),
             format!("set up in {:.1} s; {failed} attempts failed {errors:?}", setup.as_secs_f64()),
         ],
