@@ -9,58 +9,13 @@
 #![allow(unsafe_code)] // a global allocator is an unsafe trait; this one only counts
 
 use mpcore::{Config, Endpoint, PathId, ServerIdentity, Time};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
-/// Live heap bytes allocated while each side (client 0, server 1) was being called, net of
-/// what it freed: what its connections hold.
-static LIVE: [AtomicI64; 2] = [AtomicI64::new(0), AtomicI64::new(0)];
-
-thread_local! {
-    /// The side being called on this thread, if any.
-    static SIDE: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-struct Counting;
-
-fn note(delta: i64) {
-    if let Ok(Some(side)) = SIDE.try_with(Cell::get) {
-        LIVE[side].fetch_add(delta, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        note(l.size() as i64);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        note(l.size() as i64);
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        note(n as i64 - l.size() as i64);
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        note(-(l.size() as i64));
-        unsafe { System.dealloc(p, l) }
-    }
-}
+mod counting;
+use counting::{heap, on};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Runs `f` counting its heap on `side`'s account.
-fn on<T>(side: usize, f: impl FnOnce() -> T) -> T {
-    SIDE.with(|s| s.set(Some(side)));
-    let r = f();
-    SIDE.with(|s| s.set(None));
-    r
-}
+static GLOBAL: counting::Counting = counting::Counting;
 
 mod common;
 use common::{client_addr, endpoint, server_addr};
@@ -132,7 +87,7 @@ fn main() {
         let mut c = endpoint(client, client_addr(), false);
         let mut now: Time = 0;
         let rss0 = rss_kib();
-        let heap0 = [0, 1].map(|i| LIVE[i].load(Ordering::Relaxed));
+        let heap0 = [0, 1].map(heap);
         for _ in 0..n {
             on(0, || c.connect(now, PathId(0), server_addr())).expect("connect");
         }
@@ -153,7 +108,7 @@ fn main() {
         pump(&mut c, &mut s, now, &mut buf);
         assert_eq!(s.live_connections(), n, "every connection established");
         let per_conn = rss_kib().saturating_sub(rss0) as f64 / n as f64;
-        let heap = [0, 1].map(|i| (LIVE[i].load(Ordering::Relaxed) - heap0[i]) as f64 / n as f64 / 1024.0);
+        let heap = [0, 1].map(|i| (heap(i) - heap0[i]) as f64 / n as f64 / 1024.0);
         let mut per_wake = |ep: &mut Endpoint, now: &mut Time| {
             let mut v: Vec<f64> = (0..batches)
                 .map(|_| {

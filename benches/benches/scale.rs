@@ -31,65 +31,20 @@
 
 use mpcore::{Config, Endpoint, Iface, LocalPath, PathId};
 use mpudp::{Interface, MpEndpoint, MpListener, MpStream, Options, ServerIdentity};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const REQUEST: usize = 2_500;
 const ANSWER: usize = 750;
-const CLIENT: usize = 0;
-const SERVER: usize = 1;
 
-/// Live heap bytes allocated by each side's thread, net of what it freed.
-static LIVE: [AtomicI64; 2] = [AtomicI64::new(0), AtomicI64::new(0)];
-
-thread_local! {
-    static SIDE: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-/// In the server's own process (`--serve`): every thread's allocations are the server's.
-static COUNT_ALL: AtomicBool = AtomicBool::new(false);
-
-struct Counting;
-
-fn note(delta: i64) {
-    if COUNT_ALL.load(Ordering::Relaxed) {
-        LIVE[SERVER].fetch_add(delta, Ordering::Relaxed);
-    } else if let Ok(Some(side)) = SIDE.try_with(Cell::get) {
-        LIVE[side].fetch_add(delta, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        note(l.size() as i64);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        note(l.size() as i64);
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        note(n as i64 - l.size() as i64);
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        note(-(l.size() as i64));
-        unsafe { System.dealloc(p, l) }
-    }
-}
+mod counting;
+use counting::{heap, CLIENT, SERVER};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn heap(side: usize) -> i64 {
-    LIVE[side].load(Ordering::Relaxed)
-}
+static GLOBAL: counting::Counting = counting::Counting;
 
 /// Gives the allocator's free pages back to the system (glibc's `malloc_trim`): what stays
 /// resident is then what is in use, not what an allocator that keeps freed memory (glibc does,
@@ -131,7 +86,7 @@ impl Server {
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            SIDE.with(|s| s.set(Some(SERVER)));
+            counting::set_side(SERVER);
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
             rt.block_on(async move {
                 let l =
@@ -227,7 +182,7 @@ impl Drop for ChildServer {
 
 /// `--serve`: the child's side of `ChildServer`.
 fn serve() {
-    COUNT_ALL.store(true, Ordering::Relaxed);
+    counting::count_all();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     rt.block_on(async {
         // The clients here are thousands of phones behind one socket: the per-source limit on
@@ -603,7 +558,7 @@ fn main() {
     let secs: u64 = arg("--secs").and_then(|s| s.parse().ok()).unwrap_or(if full { 60 } else { 2 });
     let rate: u64 = arg("--flood").and_then(|s| s.parse().ok()).unwrap_or(if full { 200_000 } else { 2_000 });
     let flood_secs = if full { 10 } else { 2 };
-    SIDE.with(|s| s.set(Some(CLIENT)));
+    counting::set_side(CLIENT);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let _in_runtime = rt.enter();
     let mut rows = Vec::new();

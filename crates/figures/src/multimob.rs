@@ -170,7 +170,7 @@ pub fn fig7(seeds: u64) -> Figure {
 /// the requests after the loss starts (ms) and the cellular radio's energy above idle (J).
 fn oracle_run(seed: u64, loss: f64, oracle: Option<oracle::Config>) -> (f64, f64) {
     use mpsim::apps::Trickle;
-    use mpsim::{multimob_backup_paths, multimob_client, multimob_server, Flow};
+    use mpsim::{multimob_backup_paths, multimob_client, multimob_server};
     let client = match oracle {
         Some(o) => Config { failover_on_timeout: false, ..multimob_client(o) },
         None => Config { path_manager: PathManager::Backup, ..multimob_client(oracle::Config::default()) },
@@ -184,13 +184,7 @@ fn oracle_run(seed: u64, loss: f64, oracle: Option<oracle::Config>) -> (f64, f64
     if loss > 0.0 {
         sim.at(loss_at, 0, PathEvent::Loss(loss));
     }
-    let done = sim.run(ms(120_000), |s| {
-        let next = background.step(s);
-        match app.drive(s) {
-            Flow::Done => Flow::Done,
-            Flow::Wake(t) => Flow::Wake(Some(t.unwrap_or(u64::MAX).min(next))),
-        }
-    });
+    let done = background.beside(&mut sim, &mut app, ms(120_000));
     if !done {
         return (f64::NAN, f64::NAN);
     }

@@ -13,7 +13,7 @@
 
 use mpcore::Config;
 use mpsim::apps::{Siri, SiriConfig, Trickle};
-use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, Flow, PathEvent, Sim};
+use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, PathEvent, Sim};
 
 fn run(seed: u64, event: PathEvent, oracle: oracle::Config, failover_on_timeout: bool) -> (f64, f64, f64) {
     let client = Config { failover_on_timeout, ..multimob_client(oracle) };
@@ -26,13 +26,7 @@ fn run(seed: u64, event: PathEvent, oracle: oracle::Config, failover_on_timeout:
     // Loss starts 1 s after the first request's last burst.
     let loss_at = ms(200 + 8 * 300 + 1_000);
     sim.at(loss_at, 0, event);
-    let done = sim.run(ms(120_000), |s| {
-        let next = background.step(s);
-        match app.drive(s) {
-            Flow::Done => Flow::Done,
-            Flow::Wake(t) => Flow::Wake(Some(t.unwrap_or(u64::MAX).min(next))),
-        }
-    });
+    let done = background.beside(&mut sim, &mut app, ms(120_000));
     if !done {
         return (f64::NAN, f64::NAN, f64::NAN);
     }

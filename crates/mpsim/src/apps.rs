@@ -412,6 +412,18 @@ impl Trickle {
     }
 
     /// Writes when due and reads what arrived; returns when it next wants to run.
+    /// Runs `app` beside this background traffic until `app` is done or `deadline`; returns
+    /// whether it finished.
+    pub fn beside(&mut self, sim: &mut Sim, app: &mut Siri, deadline: Time) -> bool {
+        sim.run(deadline, |s| {
+            let next = self.step(s);
+            match app.drive(s) {
+                Flow::Done => Flow::Done,
+                Flow::Wake(t) => Flow::Wake(Some(t.unwrap_or(u64::MAX).min(next))),
+            }
+        })
+    }
+
     pub fn step(&mut self, sim: &mut Sim) -> Time {
         if self.server.is_none() {
             self.server = sim.server.accept();

@@ -68,22 +68,11 @@ impl Connection {
         p: &Packet<'_>,
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
-        self.open_sealed(now, path, remote, p, scratch)?;
-        self.arm_trim(now);
-        Ok(())
-    }
-
-    fn open_sealed(
-        &mut self,
-        now: Time,
-        path: PathId,
-        remote: SocketAddr,
-        p: &Packet<'_>,
-        scratch: &mut [u8],
-    ) -> Result<(), DropReason> {
         if self.drained {
             return Err(DropReason::Unexpected);
         }
+        // Any packet for us arms the trim timer (a forged one too: one pending timer at most).
+        self.arm_trim(now);
         let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
         let dgram_len = scratch.len() as u64;
         let (i, pn, hl, is_join) = match p.header {
