@@ -286,7 +286,7 @@ impl State {
         }
     }
 
-    /// Slots held (for tests).
+    /// Slots held (`MpEndpoint::tracked_connections`).
     pub(crate) fn slots_held(&self) -> usize {
         self.slots.len()
     }
