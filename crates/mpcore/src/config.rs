@@ -97,8 +97,9 @@ pub struct Config {
     /// A server answers at most this many INITIALs per second with a HANDSHAKE (each costs
     /// two X25519 operations and a signature) before it asks the ones without a token for a
     /// RETRY (an HMAC, no key agreement): a flood of INITIALs, spoofed or replayed, then costs
-    /// little, and a real client pays one round trip more. A token bucket of one second's
-    /// worth; 0 turns the automatic RETRY off.
+    /// little, and a real client pays one round trip more. A token bucket holding a tenth of
+    /// a second's worth (at least 16), so the key agreements never come in a long burst; 0
+    /// turns the automatic RETRY off.
     pub retry_above: u32,
     /// INITIALs a server answers (with a RETRY or a HANDSHAKE) per second from one source
     /// address and port; beyond, they are shed, at the cost of a table lookup (a flood of

@@ -8,7 +8,7 @@ use crate::config::{Config, ConfigError};
 use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
 use crate::drops::Drops;
 use crate::handshake::{self, ServerKeys};
-use crate::limiter::SourceLimiter;
+use crate::limiter::{SourceLimiter, TokenBucket};
 use crate::rng::Rng;
 use crate::routes::Routes;
 use crate::slab::Slab;
@@ -96,10 +96,8 @@ pub struct Endpoint {
     keys: ServerKeys,
     rng: Rng,
     stateless: VecDeque<(PathId, SocketAddr, Vec<u8>)>,
-    /// HANDSHAKEs the server may still answer before it asks for RETRYs (`retry_above`), and
-    /// when the bucket was last filled.
-    hs_bucket: f64,
-    hs_bucket_at: Time,
+    /// HANDSHAKEs the server may still answer before it asks for RETRYs (`retry_above`).
+    hs_bucket: TokenBucket,
     handshakes: HandshakeCounters,
     /// INITIALs answered per source and second (`Config::initials_per_source`).
     limiter: SourceLimiter,
@@ -153,8 +151,7 @@ impl Endpoint {
             keys,
             rng,
             stateless: VecDeque::new(),
-            hs_bucket: Self::hs_burst(f64::from(config.retry_above)),
-            hs_bucket_at: 0,
+            hs_bucket: TokenBucket::full(Self::hs_burst(f64::from(config.retry_above)), 0),
             handshakes: HandshakeCounters::default(),
             // Keyed without drawing from `rng`, so a seeded run's other draws stay as they were.
             limiter: SourceLimiter::new(
@@ -285,6 +282,7 @@ impl Endpoint {
 
     /// Starts a connection to `remote` over local path `path`.
     pub fn connect(&mut self, now: Time, path: PathId, remote: SocketAddr) -> Result<ConnHandle, ConnectError> {
+        self.now = self.now.max(now);
         if self.path(path).is_none() {
             return Err(ConnectError::UnknownPath(path));
         }
@@ -309,7 +307,7 @@ impl Endpoint {
             c.start_with_path_down(PathId(p as u8));
         }
         let (idx, _) = self.conns.insert(Box::new(c));
-        self.apply_events(idx, 0);
+        self.apply_events(idx, self.now);
         self.handle(idx)
     }
 
@@ -328,9 +326,9 @@ impl Endpoint {
 
     /// Brings connection `idx`'s deadline up to date and queues it for `poll_event`.
     fn after(&mut self, idx: usize) {
-        let t = self.conns.get(idx).and_then(|c| c.poll_timeout());
-        self.activity.set_deadline(idx, t);
-        if self.conns.get(idx).is_some() {
+        let c = self.conns.get(idx);
+        self.activity.set_deadline(idx, c.and_then(|c| c.poll_timeout()));
+        if c.is_some() {
             self.activity.mark_eventful(idx);
         }
     }
@@ -418,13 +416,12 @@ impl Endpoint {
             }
         };
         let len = data.len();
-        self.scratch[..len].copy_from_slice(data);
         let idx = match p.header {
             Header::Short(s) => self.routes.cid(&s.dcid),
             Header::Confirm(c) => match self.routes.cid(&c.dcid) {
                 Some(i) => Some(i),
                 None => {
-                    self.server_confirm(now, path, remote, &p);
+                    self.server_confirm(now, path, remote, &p, data);
                     return;
                 }
             },
@@ -478,7 +475,10 @@ impl Endpoint {
             self.drops.unknown_cid += 1;
             return;
         };
+        // Opened in place in a copy: `data` stays as it came (a view `p` borrows it). Only a
+        // packet for a connection is copied, not an INITIAL (a flood's) or an unknown CID.
         let scratch = &mut self.scratch[..len];
+        scratch.copy_from_slice(data);
         let r = match p.header {
             Header::Retry(_) => c.handle_retry(now, remote, &p, data),
             Header::Handshake(_) => c.handle_handshake(now, remote, &p, scratch),
@@ -514,10 +514,7 @@ impl Endpoint {
         if rate == 0.0 {
             return false;
         }
-        let dt = now.saturating_sub(self.hs_bucket_at) as f64 / 1e6;
-        self.hs_bucket = (self.hs_bucket + dt * rate).min(Self::hs_burst(rate));
-        self.hs_bucket_at = now;
-        self.hs_bucket < 1.0
+        !self.hs_bucket.refill(now, rate, Self::hs_burst(rate))
     }
 
     /// An INITIAL: answer statelessly with RETRY or HANDSHAKE (§4.1).
@@ -559,7 +556,7 @@ impl Endpoint {
                     self.handshakes.retries += 1;
                 } else {
                     self.handshakes.answered += 1;
-                    self.hs_bucket = (self.hs_bucket - 1.0).max(0.0);
+                    self.hs_bucket.take();
                 }
                 self.stateless.push_back((path, remote, out));
             }
@@ -568,7 +565,7 @@ impl Endpoint {
     }
 
     /// A CONFIRM for no known connection: open the cookie and create the connection (§4.4).
-    fn server_confirm(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>) {
+    fn server_confirm(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>, dgram: &[u8]) {
         let Header::Confirm(c) = p.header else { return };
         if !self.server {
             self.drops.unknown_cid += 1;
@@ -605,8 +602,9 @@ impl Endpoint {
             return;
         }
         // The connection is kept only if the CONFIRM's own payload authenticates and applies.
-        let len = p.payload.len() + p.header_len;
-        if let Err(r) = conn.handle_sealed(now, path, remote, p, &mut self.scratch[..len]) {
+        let scratch = &mut self.scratch[..dgram.len()];
+        scratch.copy_from_slice(dgram);
+        if let Err(r) = conn.handle_sealed(now, path, remote, p, scratch) {
             self.drops.count(r);
             return;
         }
@@ -761,7 +759,7 @@ impl Endpoint {
     /// (Every `handle_*` and `poll_transmit` does it too.)
     pub fn refresh(&mut self, h: ConnHandle) {
         if let Some(idx) = self.slot_of(h) {
-            self.apply_events(idx, 0);
+            self.apply_events(idx, self.now);
         }
     }
 }

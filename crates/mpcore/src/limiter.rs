@@ -17,15 +17,43 @@ use std::net::SocketAddr;
 /// Slots in the table (a power of two): 384 KiB, allocated at the first INITIAL.
 const SLOTS: usize = 1 << 14;
 
-/// A source's budget: a token bucket refilled at `per_second`, holding half a second's worth,
-/// so that the sources' answers spread over time instead of all coming at each second's start
+/// A token bucket: refilled at a rate, holding at most a burst (the endpoint's `retry_above`
+/// budget of key agreements, and each source's budget here).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TokenBucket {
+    tokens: f64,
+    at: Time,
+}
+
+impl TokenBucket {
+    /// A full bucket at `now`.
+    pub(crate) fn full(burst: f64, now: Time) -> Self {
+        Self { tokens: burst, at: now }
+    }
+
+    /// Adds what `rate` per second gives since the last refill, up to `burst`; whether a
+    /// token is there.
+    pub(crate) fn refill(&mut self, now: Time, rate: f64, burst: f64) -> bool {
+        let dt = now.saturating_sub(self.at) as f64 / 1e6;
+        self.tokens = (self.tokens + dt * rate).min(burst);
+        self.at = self.at.max(now);
+        self.tokens >= 1.0
+    }
+
+    /// Takes a token (none below zero).
+    pub(crate) fn take(&mut self) {
+        self.tokens = (self.tokens - 1.0).max(0.0);
+    }
+}
+
+/// A source's budget: a bucket refilled at `per_second`, holding half a second's worth, so
+/// that the sources' answers spread over time instead of all coming at each second's start
 /// (every source's budget refilled at once made the server do a burst of key agreements, and
 /// established connections' packets waited behind it).
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     tag: u64,
-    last: Time,
-    tokens: f64,
+    bucket: TokenBucket,
 }
 
 #[derive(Debug)]
@@ -56,17 +84,13 @@ impl SourceLimiter {
         let burst = (rate / 2.0).max(1.0);
         let slot = &mut self.slots[(tag >> 17) as usize & (SLOTS - 1)];
         if slot.tag != tag {
-            *slot = Slot { tag, last: now, tokens: burst };
+            *slot = Slot { tag, bucket: TokenBucket::full(burst, now) };
         }
-        let dt = now.saturating_sub(slot.last) as f64 / 1e6;
-        slot.tokens = (slot.tokens + dt * rate).min(burst);
-        slot.last = now;
-        if slot.tokens >= 1.0 {
-            slot.tokens -= 1.0;
-            true
-        } else {
-            false
+        let allowed = slot.bucket.refill(now, rate, burst);
+        if allowed {
+            slot.bucket.take();
         }
+        allowed
     }
 }
 

@@ -185,11 +185,6 @@ impl MpEndpoint {
         (MpStream::new(&self.shared, h, remote), remote)
     }
 
-    /// The driver task has ended (every handle dropped, every connection drained).
-    pub(crate) fn is_stopped(shared: &Shared) -> bool {
-        shared.lock().stopped
-    }
-
     /// The local paths, indexed by `PathId`: interface, bound address, link state, datagram
     /// counters; a path whose address went is kept, marked `removed`, until its slot is reused.
     pub fn paths(&self) -> Vec<PathInfo> {
@@ -261,7 +256,8 @@ impl MpEndpoint {
     }
 
     /// What the server did with first packets: answered, asked to retry, shed
-    /// (`Config::retry_above` and the bound on stateless answers).
+    /// (`Config::retry_above`, `Config::initials_per_source` and the bound on stateless
+    /// answers).
     pub fn handshake_counters(&self) -> crate::HandshakeCounters {
         self.shared.lock().ep.handshake_counters()
     }

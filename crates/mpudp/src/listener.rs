@@ -189,7 +189,7 @@ fn core(
         drop(ep);
         // The streams this core accepted still run on its driver, which ends once they are
         // dropped and their connections drained.
-        while !MpEndpoint::is_stopped(&shared) {
+        while !shared.lock().stopped {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
