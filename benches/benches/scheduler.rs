@@ -27,7 +27,8 @@ fn subflows(n: usize) -> Vec<SubflowInfo> {
 }
 
 fn picks(c: &mut Criterion) {
-    let seg = Segment { len: 1200, answer_data_fin_on: None, queued_bytes: 30_000 };
+    let seg =
+        Segment { len: 1200, queued_bytes: 30_000, send_window: 1 << 20, now_us: 1_000_000, ..Default::default() };
     let mut g = c.benchmark_group("scheduler_pick");
     for name in NAMES {
         for n in [2usize, 4, 8, 16] {

@@ -248,7 +248,7 @@ impl Options {
     }
 
     /// The packet scheduler by name (`scheduler::NAMES`: lowest-rtt, last-received, priority,
-    /// round-robin, redundant, ecf).
+    /// round-robin, redundant, ecf, blest).
     pub fn scheduler(mut self, name: &str) -> Self {
         self.config.scheduler = name.to_string();
         self

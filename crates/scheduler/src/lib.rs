@@ -41,12 +41,14 @@
 //! | `round-robin` | [`RoundRobin`]: cycle over available subflows | Linux MPTCP `roundrobin` |
 //! | `redundant` | [`Redundant`]: every available subflow at once | Linux MPTCP `redundant` |
 //! | `ecf` | [`Ecf`]: Earliest Completion First for heterogeneous paths | Lim et al., CoNEXT 2017 |
+//! | `blest` | [`Blest`]: lowest-RTT, but no slower subflow where it would block the fastest one's window | Ferlin et al., IFIP Networking 2016 |
 //!
 //! At most [`MAX_SUBFLOWS`] (64) subflows are considered; entries beyond are ignored.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod blest;
 mod ecf;
 mod last_received;
 mod lowest_rtt;
@@ -54,6 +56,7 @@ mod priority;
 mod redundant;
 mod round_robin;
 
+pub use blest::Blest;
 pub use ecf::Ecf;
 pub use last_received::LastReceived;
 pub use lowest_rtt::LowestRtt;
@@ -225,6 +228,11 @@ pub struct Segment {
     pub answer_data_fin_on: Option<usize>,
     /// Bytes waiting in the connection's send queue (ECF's `k`).
     pub queued_bytes: u64,
+    /// The connection-level window the peer grants, counted from the oldest unacknowledged
+    /// byte (BLEST's send window); 0 if unknown.
+    pub send_window: u64,
+    /// The connection's clock, microseconds (BLEST adapts λ once per round trip).
+    pub now_us: u64,
 }
 
 /// A set of subflow indices.
@@ -313,6 +321,7 @@ builtin!(Priority, "priority");
 builtin!(RoundRobin, "round-robin");
 builtin!(Redundant, "redundant");
 builtin!(Ecf, "ecf");
+builtin!(Blest, "blest");
 
 /// The subflows a scheduler considers.
 #[inline]
@@ -336,12 +345,14 @@ pub enum AnyScheduler {
     Redundant(Redundant),
     /// `ecf`.
     Ecf(Ecf),
+    /// `blest`.
+    Blest(Blest),
     /// A scheduler written outside this crate (one dynamic call per packet).
     Custom(Box<dyn Scheduler>),
 }
 
 /// The names [`AnyScheduler::from_name`] accepts.
-pub const NAMES: [&str; 6] = ["lowest-rtt", "last-received", "priority", "round-robin", "redundant", "ecf"];
+pub const NAMES: [&str; 7] = ["lowest-rtt", "last-received", "priority", "round-robin", "redundant", "ecf", "blest"];
 
 /// An unknown scheduler name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -365,6 +376,7 @@ impl AnyScheduler {
             "round-robin" => AnyScheduler::RoundRobin(RoundRobin::default()),
             "redundant" => AnyScheduler::Redundant(Redundant),
             "ecf" => AnyScheduler::Ecf(Ecf::default()),
+            "blest" => AnyScheduler::Blest(Blest::default()),
             other => return Err(UnknownScheduler(other.to_string())),
         })
     }
@@ -378,6 +390,7 @@ impl AnyScheduler {
             AnyScheduler::RoundRobin(_) => "round-robin",
             AnyScheduler::Redundant(_) => "redundant",
             AnyScheduler::Ecf(_) => "ecf",
+            AnyScheduler::Blest(_) => "blest",
             AnyScheduler::Custom(s) => s.name(),
         }
     }
@@ -392,6 +405,7 @@ impl AnyScheduler {
             AnyScheduler::RoundRobin(s) => s.pick(subflows, seg),
             AnyScheduler::Redundant(s) => s.pick(subflows, seg),
             AnyScheduler::Ecf(s) => s.pick(subflows, seg),
+            AnyScheduler::Blest(s) => s.pick(subflows, seg),
             AnyScheduler::Custom(s) => sanitize(s.pick(subflows, seg), considered(subflows)),
         }
     }
@@ -473,7 +487,7 @@ pub(crate) mod testutil {
     }
 
     pub fn seg() -> Segment {
-        Segment { len: 1200, answer_data_fin_on: None, queued_bytes: 1200 }
+        Segment { len: 1200, queued_bytes: 1200, ..Default::default() }
     }
 
     /// Random snapshots for the fast-path agreement properties. Half of the subflows are healthy

@@ -81,7 +81,8 @@ fn one_million_picks_allocate_nothing() {
         }
     }
     let mut scheds: Vec<AnyScheduler> = NAMES.iter().map(|n| AnyScheduler::from_name(n).unwrap()).collect();
-    let seg = Segment { len: 1200, answer_data_fin_on: None, queued_bytes: 50_000 };
+    let seg =
+        Segment { len: 1200, queued_bytes: 50_000, send_window: 1 << 20, now_us: 1_000_000, ..Default::default() };
     let mut sends = 0u64;
 
     let before = allocs();

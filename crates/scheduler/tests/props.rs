@@ -37,8 +37,11 @@ fn arb_input() -> impl Strategy<Value = (Vec<SubflowInfo>, Segment)> {
         1..1500u32,
         0..2_000_000u64,
         prop::option::weighted(0.1, 0..12usize),
+        (prop_oneof![Just(0u64), 0..2_000_000u64], 0..10_000_000u64),
     )
-        .prop_map(|(s, len, queued, dfin)| (s, Segment { len, answer_data_fin_on: dfin, queued_bytes: queued }))
+        .prop_map(|(s, len, queued, dfin, (send_window, now_us))| {
+            (s, Segment { len, answer_data_fin_on: dfin, queued_bytes: queued, send_window, now_us })
+        })
 }
 
 fn picked(p: Pick) -> Vec<usize> {
@@ -64,7 +67,7 @@ proptest! {
                 prop_assert!(i < s.len(), "{name}: index {i} out of range");
                 prop_assert!(s[i].can_send(seg.len), "{name}: picked {:?} which cannot send", s[i]);
             }
-            let lowest_rtt_like = name == "lowest-rtt" || (name == "last-received" && s.len() == 1);
+            let lowest_rtt_like = name == "lowest-rtt" || name == "blest" || (name == "last-received" && s.len() == 1);
             let any_unused_available = s.iter().any(|x| x.available() && !x.already_sent());
             match p {
                 Pick::Wait => prop_assert!(
@@ -100,9 +103,9 @@ proptest! {
                     continue;
                 }
                 match name {
-                    "lowest-rtt" | "round-robin" | "redundant" => prop_assert!(
+                    "lowest-rtt" | "blest" | "round-robin" | "redundant" => prop_assert!(
                         !s.iter().any(|r| !r.backup() && r.available() && !r.already_sent())
-                            || (name == "lowest-rtt" && !b.already_sent() && s.iter().all(|r| r.backup() || !r.available() || r.already_sent())),
+                            || (matches!(name, "lowest-rtt" | "blest") && !b.already_sent() && s.iter().all(|r| r.backup() || !r.available() || r.already_sent())),
                         "{name}: backup used while a regular subflow is available"
                     ),
                     "ecf" => prop_assert!(
@@ -214,7 +217,7 @@ fn names_round_trip_and_unknown_names_are_errors() {
     let e = AnyScheduler::from_name("fastest").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unknown scheduler 'fastest'; choose one of: lowest-rtt, last-received, priority, round-robin, redundant, ecf"
+        "unknown scheduler 'fastest'; choose one of: lowest-rtt, last-received, priority, round-robin, redundant, ecf, blest"
     );
 }
 

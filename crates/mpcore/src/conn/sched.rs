@@ -66,7 +66,7 @@ impl Connection {
         self.build(now, i, Some(seg), buf)
     }
 
-    pub(super) fn schedule(&mut self, _now: Time) -> Option<(usize, Seg)> {
+    pub(super) fn schedule(&mut self, now: Time) -> Option<(usize, Seg)> {
         let seg = self.send.peek()?;
         let payload = self.max_payload() as u64;
         let len = seg.len.min(payload).max(1) as u32;
@@ -102,6 +102,8 @@ impl Connection {
             len,
             answer_data_fin_on: if seg.fin { self.recv.fin_slot() } else { None },
             queued_bytes: self.send.queued(),
+            send_window: self.send.peer_window(),
+            now_us: now,
         };
         match self.sched.pick(&self.infos, &s) {
             Pick::Send(i) if self.subflows.get(i).is_some() => Some((i, seg)),

@@ -175,6 +175,11 @@ impl SendSide {
         self.peer_wnd = wnd;
     }
 
+    /// The window the peer grants from the oldest unacknowledged byte (its last DATA_ACK's).
+    pub fn peer_window(&self) -> u64 {
+        self.peer_wnd
+    }
+
     /// The DSN of offset `off`.
     pub fn dsn(&self, off: u64) -> Dsn {
         self.start.add(off)
