@@ -254,3 +254,32 @@ fn the_events_of_a_failover_come_in_order() {
         }
     }
 }
+
+/// A stream (the server pushes, the client only acknowledges) fails over when WiFi degrades
+/// (the oracle sees its losses; a stream's every packet empties the server's queue and carries
+/// MP_IDLE, so the idle timer does not run) and back when it returns, and then stays on WiFi:
+/// the receive idle timer, which does not
+/// apply while the failover subflow is open, restarts from the last data received, not from
+/// the data before the failover (whose deadline lies in the past and fired at once, joining
+/// cellular again the moment it was closed).
+#[test]
+fn a_stream_fails_back_and_stays_on_wifi() {
+    let mut sim = sim(1);
+    sim.at(ms(10_000), WIFI, PathEvent::Loss(0.3));
+    sim.at(ms(14_000), WIFI, PathEvent::Down);
+    sim.at(ms(24_000), WIFI, PathEvent::Up);
+    sim.at(ms(24_000), WIFI, PathEvent::Loss(0.0));
+    let mut app = Bulk::paced(pattern(1_600 * 600, 1), 1_600, ms(100), ms(500));
+    app.download = true;
+    assert!(sim.run(ms(90_000), |s| app.drive(s)));
+    let failbacks = app.events.iter().filter(|e| e.1 && e.2 == Event::FailBack).map(|e| e.0).collect::<Vec<_>>();
+    let Some(&back) = failbacks.first() else { panic!("no fail-back") };
+    let joins = app
+        .events
+        .iter()
+        .filter(|(t, c, e)| *c && *t >= back && matches!(e, Event::SubflowEstablished { path, .. } if path.0 == CELL as u8))
+        .count();
+    assert_eq!(joins, 0, "no join of cellular after the fail-back at {} ms", back / 1000);
+    let cell_data = sim.path_log(CELL).iter().filter(|e| e.time > back + ms(1_000) && e.size > 1_000).count();
+    assert_eq!(cell_data, 0, "the stream stays on WiFi after the fail-back");
+}

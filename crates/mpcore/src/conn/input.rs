@@ -289,7 +289,10 @@ impl Connection {
         };
         if m.new > 0 {
             self.subflows[i].last_original_rx = now;
-            if self.idle_timer_applies() {
+            // Tracked whether or not the timer applies now (it does not while failover
+            // subflows are open): at a fail-back it must count from the last data, not from
+            // the data before the failover, whose deadline has passed.
+            if self.tracks_receive_idle() {
                 let rto = self.peer_rto();
                 self.idle_timer.on_data(now, d.idle, rto);
             }

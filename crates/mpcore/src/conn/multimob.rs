@@ -114,9 +114,14 @@ impl Connection {
             .map(|ms| ms.saturating_mul(1000).min(self.config.max_rto))
     }
 
+    /// `multimob` client: the receive idle timer follows the data received.
+    pub(super) fn tracks_receive_idle(&self) -> bool {
+        self.config.path_manager == PathManager::MultiMob && self.side == Side::Client
+    }
+
     /// `multimob` client: the idle timer runs only while a failover could follow.
     pub(super) fn idle_timer_applies(&self) -> bool {
-        self.config.path_manager == PathManager::MultiMob && self.side == Side::Client && self.has_unused_path()
+        self.tracks_receive_idle() && self.has_unused_path()
     }
 
     /// The local path of a netpath.
