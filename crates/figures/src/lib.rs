@@ -5,9 +5,12 @@
 //!
 //! Run: `cargo run --release -p figures -- --out figures/` (the index is `figures/README.md`).
 
+pub mod download;
 pub mod multimob;
 pub mod plot;
 pub mod siri;
+pub mod uplink;
+pub mod walk;
 
 /// The spread of one measure over seeds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -59,6 +62,9 @@ pub struct Figure {
     pub reference: Option<(f64, String)>,
     /// How the simulation was set up.
     pub setup: String,
+    /// A table of its own in place of the medians per x (a time-sequence plot of one seed,
+    /// whose points are no spread over seeds, summarises the seeds here instead).
+    pub table: Option<String>,
     /// What the paper reports, and what we find beside it.
     pub paper: String,
     pub ours: String,
@@ -69,6 +75,10 @@ impl Figure {
     /// spread, and the comparison with the paper.
     pub fn markdown(&self) -> String {
         let mut out = format!("## {}\n\n![{}]({}.svg)\n\n{}\n\n", self.title, self.title, self.id, self.setup);
+        if let Some(table) = &self.table {
+            out.push_str(&format!("{table}\n\n**Paper:** {}\n\n**Here:** {}\n\n", self.paper, self.ours));
+            return out;
+        }
         out.push_str(&format!("| {} |", self.x_label));
         for s in &self.series {
             out.push_str(&format!(" {} |", s.name));

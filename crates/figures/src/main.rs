@@ -25,16 +25,7 @@ fn main() {
         fail(&format!("{}: {e}", out.display()));
     }
     let t = Instant::now();
-    let (fig4a, fig4b) = figures::multimob::fig4(seeds);
-    let figs = [
-        figures::multimob::fig3(seeds),
-        fig4a,
-        fig4b,
-        figures::multimob::fig5(seeds),
-        figures::multimob::fig7(seeds),
-        figures::siri::fig6(seeds, false),
-        figures::siri::fig6(seeds, true),
-    ];
+    let figs = all(seeds);
     let mut index = format!(
         "# The papers' figures, regenerated\n\nMade by `cargo run --release -p figures -- --out figures/` \
          ({seeds} seeds per point, in the deterministic simulator; {:.0} s on a 2-core machine). Each plot \
@@ -51,6 +42,46 @@ fn main() {
     let path = out.join("README.md");
     std::fs::write(&path, index).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
     println!("{} in {:.1} s", path.display(), t.elapsed().as_secs_f64());
+}
+
+/// Every figure, in the index's order. The jobs are independent simulations: they run on every
+/// core, each worker taking the next job.
+fn all(seeds: u64) -> Vec<figures::Figure> {
+    use figures::{download, multimob, siri, uplink, walk};
+    type Job = Box<dyn Fn(u64) -> Vec<figures::Figure> + Sync>;
+    let jobs: Vec<Job> = vec![
+        Box::new(|s| vec![multimob::fig3(s)]),
+        Box::new(|s| {
+            let (a, b) = multimob::fig4(s);
+            vec![a, b]
+        }),
+        Box::new(|s| vec![multimob::fig5(s)]),
+        Box::new(|s| vec![download::fig6(s)]),
+        Box::new(|s| vec![multimob::fig7(s)]),
+        Box::new(|s| vec![walk::table1(s)]),
+        Box::new(|s| vec![walk::streaming(s)]),
+        Box::new(|s| vec![siri::fig6(s, false)]),
+        Box::new(|s| vec![siri::fig6(s, true)]),
+        Box::new(|s| vec![uplink::table3(s)]),
+        Box::new(|s| vec![uplink::mobile(s, false)]),
+        Box::new(|s| vec![uplink::mobile(s, true)]),
+    ];
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(job) = jobs.get(k) else { break };
+                let figs = job(seeds);
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((k, figs));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|d| d.0);
+    done.into_iter().flat_map(|d| d.1).collect()
 }
 
 fn fail(msg: &str) -> ! {

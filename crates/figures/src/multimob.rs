@@ -74,6 +74,7 @@ pub fn fig3(seeds: u64) -> Figure {
         x_names: Some(vec!["no loss".into(), "primary fails between requests".into()]),
         series,
         reference: None,
+        table: None,
         setup: "The Siri request (9 bursts of ~2,500 bytes, 300 ms apart, intermediate responses) twice, \
                 5 s apart; the client opens a backup subflow on cellular at once (`backup`); in the second \
                 scenario WiFi goes down 1 s before the second request. The measure is the second request's \
@@ -150,6 +151,7 @@ pub fn fig7(seeds: u64) -> Figure {
         x_names: None,
         series: vec![Series { name: "MP_JOIN - FAST_JOIN".into(), points }],
         reference: Some((25.0, "one cellular RTT (25 ms)".into())),
+        table: None,
         setup: "Two requests of one burst each (the size on the x axis, in writes of 500 bytes), 5 s apart; \
                 WiFi goes down 1 s before the second; the client joins cellular when WiFi's subflow times out \
                 (`on-demand`), with a fast join or the four-packet MP_JOIN. The same seed runs both; the measure \
@@ -234,6 +236,7 @@ pub fn fig4(seeds: u64) -> (Figure, Figure) {
         x_names: None,
         series: delay,
         reference: None,
+        table: None,
         setup: setup.clone(),
         paper: "Without losses the delays are alike, and with the oracle no backup subflow is opened. Under loss \
                 the oracle opens cellular for all connections before the interactive one meets an RTO; without \
@@ -250,6 +253,7 @@ pub fn fig4(seeds: u64) -> (Figure, Figure) {
         x_names: None,
         series: energy,
         reference: None,
+        table: None,
         setup,
         paper: "The energy on the second path follows the threshold: the lower sloss, the sooner and the more \
                 cellular is used; without the oracle the backup subflow carries traffic whenever WiFi loses \
@@ -335,6 +339,7 @@ pub fn fig5(seeds: u64) -> Figure {
         x_names: None,
         series: vec![Series { name: "oracle, sloss 25%, WiFi loss 15%".into(), points }],
         reference: None,
+        table: None,
         setup: "As Fig. 4, WiFi loss 15%, sloss 25%, for each oracle period Ts.".into(),
         paper: "The lower Ts, the quicker the oracle reacts to losses and the lower the variability of the \
                 detection; 500 ms is kept for sub-second reactivity at a low CPU cost."

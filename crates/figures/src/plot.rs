@@ -4,8 +4,14 @@
 use crate::Figure;
 use plotters::prelude::*;
 
-const COLOURS: [RGBColor; 4] =
-    [RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(148, 103, 189)];
+const COLOURS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(140, 86, 75),
+];
 
 /// Draws `f` into an SVG document.
 pub fn svg(f: &Figure) -> Result<String, String> {
@@ -49,17 +55,23 @@ pub fn svg(f: &Figure) -> Result<String, String> {
         for (k, s) in f.series.iter().enumerate() {
             let c = COLOURS[k % COLOURS.len()];
             // A small offset per series, so that bars at the same x do not hide each other.
-            let dx = (k as f64 - (f.series.len() as f64 - 1.0) / 2.0) * pad * 0.15;
+            // A curve of one seed (a time sequence) has no spread to show.
+            let spread = s.points.iter().any(|(_, p)| p.n > 1);
+            let dx = if spread { (k as f64 - (f.series.len() as f64 - 1.0) / 2.0) * pad * 0.15 } else { 0.0 };
             chart
                 .draw_series(LineSeries::new(s.points.iter().map(|(x, p)| (x + dx, p.median)), c.stroke_width(2)))
                 .map_err(|e| e.to_string())?
                 .label(s.name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-            chart
-                .draw_series(
-                    s.points.iter().map(|(x, p)| ErrorBar::new_vertical(x + dx, p.p25, p.median, p.p75, c.filled(), 8)),
-                )
-                .map_err(|e| e.to_string())?;
+            if spread {
+                chart
+                    .draw_series(
+                        s.points
+                            .iter()
+                            .map(|(x, p)| ErrorBar::new_vertical(x + dx, p.p25, p.median, p.p75, c.filled(), 8)),
+                    )
+                    .map_err(|e| e.to_string())?;
+            }
         }
         if let Some((r, name)) = &f.reference {
             let r = *r;

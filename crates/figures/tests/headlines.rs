@@ -27,7 +27,7 @@ fn fig7_a_fast_join_answers_one_cellular_rtt_sooner_two_when_the_request_fits_it
 
 #[test]
 fn every_figure_draws_and_indexes() {
-    for f in [multimob::fig3(2), multimob::fig7(2)] {
+    for f in [multimob::fig3(2), multimob::fig7(2), figures::walk::table1(1)] {
         let svg = figures::plot::svg(&f).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains(&f.title), "{}", f.id);
         let md = f.markdown();
@@ -78,4 +78,65 @@ fn siri_fig6_the_schedulers_are_alike_up_to_the_70th_percentile() {
             }
         }
     }
+}
+
+#[test]
+fn multimob_fig6_the_receive_idle_timer_resumes_a_download_within_a_second() {
+    let f = figures::download::fig6(1);
+    let table = f.table.as_deref().unwrap();
+    // Seed 1 plotted: MultiMob's download moves to cellular and completes.
+    let cell = f.series.iter().find(|s| s.name.starts_with("MultiMob") && s.name.ends_with("cellular")).unwrap();
+    let last = cell.points.last().unwrap().1.median;
+    assert!(last > 15.0, "most of the 20 MB over cellular after the failure: {last} MB");
+    assert!(f.ours.contains("never notices"), "on-demand without the idle timer never resumes: {}", f.ours);
+    assert!(table.contains("| MultiMob (receive idle timer) | 0.5"), "a stall of 0.5x s:\n{table}");
+}
+
+#[test]
+fn multimob_table1_multimob_costs_the_least_cellular_power_and_answers_every_request() {
+    let f = figures::walk::table1(2);
+    let (delay, power) = (&f.series[0].points, &f.series[1].points);
+    for k in 0..2 {
+        assert!(power[2].1.median < 0.8 * power[k].1.median, "MultiMob's power against config {k}: {power:?}");
+    }
+    assert!(f.ours.starts_with("Every configuration answers all 100 requests"), "{}", f.ours);
+    // MultiMob's largest delay is no worse than Backup's (the paper: similar).
+    assert!(delay[2].1.median <= delay[1].1.median, "{delay:?}");
+}
+
+#[test]
+fn multimob_streaming_stays_on_wifi_where_it_can_and_never_stalls() {
+    let f = figures::walk::streaming(1);
+    let t = f.table.as_deref().unwrap();
+    let row = |name: &str| -> Vec<f64> {
+        let line = t.lines().find(|l| l.starts_with(&format!("| {name} |"))).unwrap();
+        line.split('|').skip(2).take(3).map(|c| c.trim().split(' ').next().unwrap().parse().unwrap()).collect()
+    };
+    let (nbk, mm) = (row("No backup"), row("MultiMob"));
+    assert_eq!((nbk[0], mm[0]), (0.0, 0.0), "no stall");
+    assert!(mm[1] + 20.0 < nbk[1], "share over cellular: MultiMob {} %, No backup {} %", mm[1], nbk[1]);
+    assert!(mm[2] < 0.75 * nbk[2], "cellular power: MultiMob {} mW, No backup {} mW", mm[2], nbk[2]);
+}
+
+#[test]
+fn uplink_table3_two_uplinks_beat_the_best_one() {
+    let f = figures::uplink::table3(1);
+    let p = &f.series[0].points;
+    let best = p[0].1.median.max(p[1].1.median);
+    for (x, s) in &p[2..] {
+        assert!(s.median > 1.1 * best, "row {x}: {} against the best single {best}", s.median);
+    }
+}
+
+#[test]
+fn uplink_fig5_the_upload_survives_the_downgrade() {
+    let f = figures::uplink::mobile(1, true);
+    let t = f.table.as_deref().unwrap();
+    let phase = |name: &str| -> f64 {
+        let line = t.lines().find(|l| l.starts_with(&format!("| {name} ("))).unwrap();
+        line.split('|').nth(2).unwrap().trim().split(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(phase("4G") > 4.34, "above Verizon 4G alone before the downgrade");
+    assert!(phase("stall") > 0.5, "AT&T carries the upload through Verizon's stall");
+    assert!(t.contains("| longest run of seconds without goodput | 0.00"), "{t}");
 }

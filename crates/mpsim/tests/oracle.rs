@@ -277,7 +277,9 @@ fn a_stream_fails_back_and_stays_on_wifi() {
     let joins = app
         .events
         .iter()
-        .filter(|(t, c, e)| *c && *t >= back && matches!(e, Event::SubflowEstablished { path, .. } if path.0 == CELL as u8))
+        .filter(|(t, c, e)| {
+            *c && *t >= back && matches!(e, Event::SubflowEstablished { path, .. } if path.0 == CELL as u8)
+        })
         .count();
     assert_eq!(joins, 0, "no join of cellular after the fail-back at {} ms", back / 1000);
     let cell_data = sim.path_log(CELL).iter().filter(|e| e.time > back + ms(1_000) && e.size > 1_000).count();
