@@ -116,6 +116,7 @@ pub struct Config {
     /// A server closes a subflow it has heard nothing on for this long while another subflow
     /// of the connection was heard more recently, after a PING it sent there went unanswered
     /// (PROTOCOL.md §7; 0: never). The connection's last subflow is left to `idle_timeout`.
+    /// A `fullmesh` or `backup` client does the same and joins from that path again.
     pub subflow_idle_timeout: u64,
     /// For simulations and tests only: every key share, connection ID and nonce comes from a
     /// generator seeded with this value (see [`crate::rng`]), so a run is a function of its

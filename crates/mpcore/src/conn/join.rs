@@ -38,6 +38,34 @@ impl Connection {
         Some(slot)
     }
 
+    /// A client under `fullmesh` or `backup` keeps a subflow on every path: it runs the subflow
+    /// idle timer as a server does, and joins again where a subflow went silent.
+    pub(super) fn rejoins_silent_paths(&self) -> bool {
+        self.side == Side::Client && matches!(self.config.path_manager, PathManager::Fullmesh | PathManager::Backup)
+    }
+
+    /// Closed subflow `i` went silent (its idle timeout, or a join that replaced such a subflow
+    /// given up unanswered): a client that keeps a subflow on every path joins from that path
+    /// again, unless its interface is down (`path_up` reopens it) or another subflow is open
+    /// there. The join is retried, each one backing off, until the path answers: the server
+    /// forgot the old subflow after the same timeout, so probing it would never be answered.
+    pub(super) fn rejoin(&mut self, now: Time, i: usize) {
+        let Some(sf) = self.subflows.get(i) else { return };
+        let (path, remote, backup) = (sf.local_path, sf.remote, sf.backup);
+        let p = usize::from(path.0);
+        if !self.rejoins_silent_paths()
+            || self.is_closed()
+            || self.path_down.get(p).is_none_or(|&d| d)
+            || self.subflows.iter().any(|s| s.local_path == path && s.is_open())
+        {
+            return;
+        }
+        if let Some(k) = self.open(now, path, remote, backup) {
+            self.subflows[k].rejoin = true;
+            tracing::debug!(path = p, "rejoining a silent path");
+        }
+    }
+
     /// Both ends offered FAST_JOIN (MultiMob), so our joins are fast ones.
     pub(super) fn fast_join_negotiated(&self) -> bool {
         self.config.fast_join && self.peer_params.fast_join

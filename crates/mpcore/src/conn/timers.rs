@@ -64,7 +64,9 @@ impl Connection {
             keep_alive: if open { self.keep_alive_interval(keep_alive_on) } else { 0 },
             keep_alive_on: keep_alive_on.map(|s| s.id),
             probe_bad: if open && self.failover_open() { self.config.oracle.period / 5 } else { 0 },
-            idle_timeout: (open && idle > 0 && self.side == Side::Server).then_some(idle),
+            idle_timeout: (open && idle > 0 && (self.side == Side::Server || self.rejoins_silent_paths()))
+                .then_some(idle),
+            idle_failed_only: self.side == Side::Client,
             freshest_rx: self.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx).max().unwrap_or(0),
         }
     }
@@ -224,8 +226,10 @@ impl Connection {
             }
             if t.expired(sf_timer::IDLE, now) && self.subflows[i].on_idle_timer(now) {
                 // Silent for the subflow idle timeout, while another subflow was heard, and its
-                // probe went unanswered: the peer's end of it is gone (PROTOCOL.md §7).
+                // probe went unanswered: the peer's end of it is gone (PROTOCOL.md §7). A client
+                // that keeps a subflow on every path joins there again.
                 self.shut_subflow(now, i, reason::IDLE_TIMEOUT, true);
+                self.rejoin(now, i);
             }
             if t.expired(sf_timer::DRAIN, now) {
                 self.reclaim_subflow(i);
@@ -310,7 +314,12 @@ impl Connection {
                     self.subflows[i].tlp_check = Some(now + wait);
                 }
             }
-            Expiry::JoinGivenUp => self.shut_subflow(now, i, reason::UNSPECIFIED, true),
+            Expiry::JoinGivenUp => {
+                self.shut_subflow(now, i, reason::UNSPECIFIED, true);
+                if self.subflows[i].rejoin {
+                    self.rejoin(now, i);
+                }
+            }
             Expiry::Timeout { newly_failed } => {
                 if newly_failed {
                     let id = self.subflows[i].id;

@@ -236,8 +236,13 @@ pub struct TimerContext {
     /// `multimob` client during a failover: the interval of the probes each regular subflow
     /// gets (see `Subflow::timers`; 0: none).
     pub probe_bad: u64,
-    /// Server: the subflow idle timeout, for subflows quieter than the freshest one.
+    /// The subflow idle timeout, for subflows quieter than the freshest one: a server's, and a
+    /// `fullmesh`/`backup` client's.
     pub idle_timeout: Option<u64>,
+    /// The client's idle timer runs on potentially failed subflows only: a quiet healthy one is
+    /// the server's to probe (the client hears the probe), so a live path is probed once per
+    /// period, not twice.
+    pub idle_failed_only: bool,
     /// When the connection last heard anything, on any of its subflows.
     pub freshest_rx: Time,
 }
@@ -259,6 +264,9 @@ pub struct Subflow {
     pub join: JoinState,
     /// Opened by the path manager for a failover (closed again on fail-back).
     pub failover: bool,
+    /// A client's join replacing a subflow of its path that went silent (PROTOCOL.md §7): given
+    /// up unanswered, it is tried again, until the path answers or goes away.
+    pub rejoin: bool,
     /// Counters already reported to the oracle: packets sent, lost (TLPs included),
     /// retransmitted.
     pub reported: [u64; 3],
@@ -333,6 +341,7 @@ impl Subflow {
             backup,
             join: JoinState { kind: JoinKind::Regular, nonce_local: 0, nonce_remote: 0, reply_unacked: false },
             failover: false,
+            rejoin: false,
             reported: [0; 3],
             rec: Recovery::new(rtt, cc, now),
             acks: AckState::new(now),
@@ -496,7 +505,10 @@ impl Subflow {
         // left to the connection's idle timeout.
         // Never a backup subflow: its quiet is by design, and a probe every period would keep
         // a phone's cellular radio awake.
-        let quieter = self.established() && !self.backup && self.last_rx < cx.freshest_rx;
+        let quieter = self.established()
+            && !self.backup
+            && self.last_rx < cx.freshest_rx
+            && (!cx.idle_failed_only || self.rec.pf);
         if let Some(idle) = cx.idle_timeout.filter(|_| quieter) {
             t.set(
                 timer::IDLE,
