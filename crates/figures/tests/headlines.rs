@@ -137,6 +137,38 @@ fn uplink_fig5_the_upload_survives_the_downgrade() {
         line.split('|').nth(2).unwrap().trim().split(' ').next().unwrap().parse().unwrap()
     };
     assert!(phase("4G") > 4.34, "above Verizon 4G alone before the downgrade");
+    // After it, coupling (LIA) holds the connection near AT&T's rate; uncoupled CUBIC nears the sum.
+    let cubic = t.lines().find(|l| l.starts_with("| 3G (70-120 s), uncoupled CUBIC |")).unwrap();
+    let cubic: f64 = cubic.split('|').nth(2).unwrap().trim().split(' ').next().unwrap().parse().unwrap();
+    assert!(phase("3G") < 1.0 && cubic > 1.3 * phase("3G"), "LIA {} against uncoupled CUBIC {cubic}", phase("3G"));
     assert!(phase("stall") > 0.5, "AT&T carries the upload through Verizon's stall");
     assert!(t.contains("| longest run of seconds without goodput | 0.00"), "{t}");
+}
+
+#[test]
+fn siri_fig4_mptcp_cuts_the_mobile_tail_and_matches_tcp_when_stationary() {
+    for mobile in [false, true] {
+        let f = figures::siri::fig4(3, mobile);
+        let med = |k: usize, q: f64| f.series[k].points.iter().find(|p| p.0 == q).unwrap().1.median;
+        if mobile {
+            assert!(med(1, 99.0) * 5.0 < med(0, 99.0), "p99: MPTCP {} against TCP {}", med(1, 99.0), med(0, 99.0));
+        } else {
+            for q in figures::siri::PERCENTILES {
+                assert!((med(1, q) - med(0, q)).abs() <= 0.05 * med(0, q), "stationary p{q}");
+            }
+        }
+    }
+}
+
+#[test]
+fn uplink_fig4_the_upload_follows_wifi_out_and_back() {
+    let f = figures::uplink::mobile(1, false);
+    let t = f.table.as_deref().unwrap();
+    let phase = |name: &str| -> f64 {
+        let line = t.lines().find(|l| l.starts_with(&format!("| {name} ("))).unwrap();
+        line.split('|').nth(2).unwrap().trim().split(' ').next().unwrap().parse().unwrap()
+    };
+    let (wifi, gone, back) = (phase("WiFi"), phase("no WiFi"), phase("WiFi back"));
+    assert!(wifi > 2.0 * gone && back > 2.0 * gone, "WiFi {wifi}, without {gone}, back {back} Mbit/s");
+    assert!(gone > 4.0, "the cellular paths carry the upload while WiFi is gone: {gone}");
 }
