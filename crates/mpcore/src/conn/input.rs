@@ -51,7 +51,7 @@ impl Connection {
         sf.last_original_rx = now;
         sf.ctrl_pending |= ctrl::PING;
         if let Some(rtt) = agreed.rtt_sample {
-            sf.rec.rtt.update(rtt, 0);
+            sf.rec.rtt.sample_at(now, rtt, 0);
         }
         self.state = State::Confirm;
         self.last_rx = now;

@@ -245,6 +245,10 @@ pub struct TimerContext {
     pub idle_failed_only: bool,
     /// When the connection last heard anything, on any of its subflows.
     pub freshest_rx: Time,
+    /// The connection has data awaiting acknowledgement: a regular subflow whose RTT estimate
+    /// is inflated and stale gets a PING, so that the estimate follows the path (see
+    /// `Subflow::timers`).
+    pub refresh_rtt: bool,
 }
 
 #[derive(Debug)]
@@ -500,6 +504,14 @@ impl Subflow {
         let regular = !self.backup && !self.failover;
         if cx.probe_bad > 0 && regular && self.established() {
             t.set_earliest(timer::KEEP_ALIVE, self.last_activity.saturating_add(cx.probe_bad));
+        }
+        // A regular subflow left unused since a bad spell inflated its RTT estimate: while the
+        // connection sends, a PING every `RTT_STALE` of the subflow's silence until a sample
+        // (which replaces the stale estimate, `Rtt::sample_at`) shows the path as it is. Idle
+        // connections stay silent; a healthy path's estimate is never inflated.
+        if cx.refresh_rtt && !self.backup && self.established() && !self.rec.pf && self.rec.rtt.inflated() {
+            let quiet_since = self.rec.rtt.sampled_at.max(self.last_activity);
+            t.set_earliest(timer::KEEP_ALIVE, quiet_since.saturating_add(recovery::RTT_STALE));
         }
         // Only a subflow quieter than another one of the connection: the last one heard is
         // left to the connection's idle timeout.

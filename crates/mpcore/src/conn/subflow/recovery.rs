@@ -15,6 +15,9 @@ use std::collections::VecDeque;
 /// The clock granularity G of RFC 6298 (and the floor of every loss timer).
 const GRANULARITY_US: u64 = 1_000;
 
+/// An RTT estimate with no sample for this long is stale (see [`Rtt::sample_at`]).
+pub const RTT_STALE: Time = 3_000_000;
+
 /// RFC 6298 §2 estimator.
 #[derive(Clone, Copy, Debug)]
 pub struct Rtt {
@@ -23,6 +26,8 @@ pub struct Rtt {
     pub latest: u64,
     pub min: u64,
     pub has_sample: bool,
+    /// When the last sample came.
+    pub sampled_at: Time,
     initial_rto: u64,
     min_rto: u64,
     max_rto: u64,
@@ -30,7 +35,41 @@ pub struct Rtt {
 
 impl Rtt {
     pub fn new(initial_rto: u64, min_rto: u64, max_rto: u64) -> Self {
-        Self { srtt: 0, rttvar: 0, latest: 0, min: u64::MAX, has_sample: false, initial_rto, min_rto, max_rto }
+        Self {
+            srtt: 0,
+            rttvar: 0,
+            latest: 0,
+            min: u64::MAX,
+            has_sample: false,
+            sampled_at: 0,
+            initial_rto,
+            min_rto,
+            max_rto,
+        }
+    }
+
+    /// A sample taken at `now`. When the estimate is [inflated](Rtt::inflated) and stale (no
+    /// sample for [`RTT_STALE`]), a lower sample replaces the smoothed RTT instead of moving it
+    /// by an eighth: the estimate is of the path as it was seconds ago (a mobile path's bad
+    /// spell, over since), and averaging it with the present would keep a scheduler that
+    /// compares RTTs off a path that recovered for many more round trips. The variation is
+    /// updated as usual, so the RTO keeps the surprise in mind. A healthy estimate, or a higher
+    /// sample, is averaged as RFC 6298 has it.
+    pub fn sample_at(&mut self, now: Time, sample: u64, ack_delay: u64) {
+        let correct = self.inflated() && now.saturating_sub(self.sampled_at) > RTT_STALE;
+        self.update(sample, ack_delay);
+        if correct {
+            let adjusted = if sample >= self.min.saturating_add(ack_delay) { sample - ack_delay } else { sample };
+            self.srtt = self.srtt.min(adjusted);
+        }
+        self.sampled_at = now;
+    }
+
+    /// The estimate is half as large again as the path's least RTT: if no sample comes to
+    /// correct it (an unused subflow after a bad spell), a scheduler comparing RTTs keeps off a
+    /// path that may well have recovered.
+    pub fn inflated(&self) -> bool {
+        self.has_sample && self.srtt > self.min.saturating_mul(3) / 2
     }
 
     /// RFC 6298 §2.2/§2.3, with the ACK delay removed as RFC 9002 §5.3 does when that does
@@ -387,7 +426,7 @@ impl Subflow {
             r.recent_losses = 0;
         }
         if let Some(p) = largest_newly.filter(|p| p.pn == a.largest && p.ack_eliciting) {
-            r.rtt.update(now.saturating_sub(p.time), a.ack_delay.min(max_ack_delay));
+            r.rtt.sample_at(now, now.saturating_sub(p.time), a.ack_delay.min(max_ack_delay));
         }
         // A new acknowledgement: the path works, and the peer has our fast-join reply.
         self.val.validated = true;
