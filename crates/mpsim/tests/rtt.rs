@@ -8,7 +8,7 @@
 
 use mpcore::{Config, Iface, PathManager};
 use mpsim::apps::{Siri, SiriConfig};
-use mpsim::{client_addr, ms, Dir, PathConfig, PathEvent, Sim};
+use mpsim::{client_addr, ms, PathConfig, PathEvent, Sim};
 
 /// Two cellular paths (50 and 70 ms), both used (`fullmesh`, lowest-RTT at both ends); a 2 s
 /// spell of 30% loss and +150 ms on the first at 6 s; Siri requests every ~6.5 s.
