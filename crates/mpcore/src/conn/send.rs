@@ -15,6 +15,10 @@ use std::collections::VecDeque;
 /// The buffer's first size.
 const MIN_BUF: usize = 4096;
 
+/// The retransmission queue holds a chunk per this many bytes of the send buffer's capacity
+/// (about a full packet's payload: 24 bytes of queue per 1,200 of buffer, 2%).
+const RETRANS_BYTES_PER_CHUNK: usize = 1_200;
+
 /// Bytes written by the application and not yet acknowledged at data level.
 #[derive(Debug)]
 struct SendBuf {
@@ -240,7 +244,18 @@ impl SendSide {
 
     /// Appends what fits of `data`; returns the count.
     pub fn write(&mut self, data: &[u8]) -> usize {
-        self.buf.write(data)
+        let before = self.buf.buf.capacity();
+        let n = self.buf.write(data);
+        let cap = self.buf.buf.capacity();
+        if cap != before {
+            // The retransmission queue grows with the buffer, not when a timeout queues all in
+            // flight at once (up to one chunk per packet the buffer holds): a steady transfer
+            // allocates nothing per packet even when a subflow times out. The trim gives both
+            // back together.
+            let chunks = cap / RETRANS_BYTES_PER_CHUNK;
+            self.retrans.reserve(chunks.saturating_sub(self.retrans.len()));
+        }
+        n
     }
 
     /// The application ends the stream: DATA_FIN after everything written so far.
