@@ -79,3 +79,31 @@ fn joins_on_a_silent_path_back_off() {
     assert!(given_up >= 1, "a join given up and tried again");
     assert!(sent <= 20, "{sent} packets in 80 s");
 }
+
+/// The server may forget a quiet subflow while its path is down (its probe unanswered, its
+/// reset lost), and a client that only acknowledges never sends there to find out. The client
+/// waits twice the idle timeout on a quiet subflow the server does not probe, probes it itself,
+/// and joins again: a stream moves back to a WiFi that got slow, went away and came back.
+#[test]
+fn a_subflow_the_server_forgot_is_found_and_joined_again() {
+    let client = Config { path_manager: PathManager::Fullmesh, keep_alive: 0, ..Config::default() };
+    let server = Config { scheduler: "lowest-rtt".into(), keep_alive: 0, ..Config::default() };
+    let mut sim = Sim::new(1, client, server, multimob_paths()).unwrap();
+    // WiFi slow from 5 s (the stream moves to cellular), down from 10 s to 50 s, then as before.
+    sim.at(ms(5_000), WIFI, PathEvent::Delay(ms(60)));
+    sim.at(ms(10_000), WIFI, PathEvent::Down);
+    sim.at(ms(50_000), WIFI, PathEvent::Up);
+    sim.at(ms(50_000), WIFI, PathEvent::Delay(7_500));
+    let mut app = Bulk::paced(pattern(1_600 * 1_200, 1), 1_600, ms(100), ms(500));
+    app.download = true;
+    sim.run(ms(125_000), |s| app.drive(s));
+    let server_closed = app.events.iter().any(|e| !e.1 && matches!(e.2, Event::SubflowClosed { id: 0, reason: 0x09 }));
+    assert!(server_closed, "the server forgot WiFi's subflow while WiFi was down");
+    let down_after = |t: u64| {
+        sim.path_log(WIFI)
+            .iter()
+            .filter(|e| e.time > t && e.dir == Dir::Down && e.verdict == Verdict::Delivered && e.size > 1_000)
+            .count()
+    };
+    assert!(down_after(ms(80_000)) > 300, "the stream is back on WiFi: {} packets", down_after(ms(80_000)));
+}

@@ -66,7 +66,7 @@ impl Connection {
             probe_bad: if open && self.failover_open() { self.config.oracle.period / 5 } else { 0 },
             idle_timeout: (open && idle > 0 && (self.side == Side::Server || self.rejoins_silent_paths()))
                 .then_some(idle),
-            idle_failed_only: self.side == Side::Client,
+            idle_client: self.side == Side::Client,
             refresh_rtt: open && self.send.unacked() > 0,
             freshest_rx: self.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx).max().unwrap_or(0),
         }

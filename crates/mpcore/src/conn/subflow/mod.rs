@@ -239,10 +239,12 @@ pub struct TimerContext {
     /// The subflow idle timeout, for subflows quieter than the freshest one: a server's, and a
     /// `fullmesh`/`backup` client's.
     pub idle_timeout: Option<u64>,
-    /// The client's idle timer runs on potentially failed subflows only: a quiet healthy one is
-    /// the server's to probe (the client hears the probe), so a live path is probed once per
-    /// period, not twice.
-    pub idle_failed_only: bool,
+    /// The client's idle timer waits twice as long on a subflow that is not potentially
+    /// failed: a quiet healthy one is the server's to probe (the client hears the probe and
+    /// waits again), so a live path is probed once per period, not twice; one the server
+    /// forgot (its reset lost while the path was down) hears nothing and is probed, found
+    /// dead, and joined again.
+    pub idle_client: bool,
     /// When the connection last heard anything, on any of its subflows.
     pub freshest_rx: Time,
     /// The connection has data awaiting acknowledgement: a regular subflow whose RTT estimate
@@ -517,11 +519,9 @@ impl Subflow {
         // left to the connection's idle timeout.
         // Never a backup subflow: its quiet is by design, and a probe every period would keep
         // a phone's cellular radio awake.
-        let quieter = self.established()
-            && !self.backup
-            && self.last_rx < cx.freshest_rx
-            && (!cx.idle_failed_only || self.rec.pf);
+        let quieter = self.established() && !self.backup && self.last_rx < cx.freshest_rx;
         if let Some(idle) = cx.idle_timeout.filter(|_| quieter) {
+            let idle = if cx.idle_client && !self.rec.pf { idle.saturating_mul(2) } else { idle };
             t.set(
                 timer::IDLE,
                 Some(match self.idle_probe {

@@ -48,19 +48,20 @@ impl Rtt {
         }
     }
 
-    /// A sample taken at `now`. When the estimate is [inflated](Rtt::inflated) and stale (no
-    /// sample for [`RTT_STALE`]), a lower sample replaces the smoothed RTT instead of moving it
-    /// by an eighth: the estimate is of the path as it was seconds ago (a mobile path's bad
-    /// spell, over since), and averaging it with the present would keep a scheduler that
-    /// compares RTTs off a path that recovered for many more round trips. The variation is
-    /// updated as usual, so the RTO keeps the surprise in mind. A healthy estimate, or a higher
-    /// sample, is averaged as RFC 6298 has it.
+    /// A sample taken at `now`. When the estimate is stale (no sample for [`RTT_STALE`]) and
+    /// the sample is below two thirds of it, the sample replaces the smoothed RTT instead of
+    /// moving it by an eighth: the estimate is of the path as it was seconds ago (a mobile
+    /// path's bad spell, over since), and averaging it with the present would keep a scheduler
+    /// that compares RTTs off a path that recovered for many more round trips. The variation is
+    /// updated as usual, so the RTO keeps the surprise in mind. Otherwise (a fresh estimate, a
+    /// sample close to it or above it) the sample is averaged in as RFC 6298 has it.
     pub fn sample_at(&mut self, now: Time, sample: u64, ack_delay: u64) {
-        let correct = self.inflated() && now.saturating_sub(self.sampled_at) > RTT_STALE;
+        let stale = self.has_sample && now.saturating_sub(self.sampled_at) > RTT_STALE;
+        let old = self.srtt;
         self.update(sample, ack_delay);
-        if correct {
-            let adjusted = if sample >= self.min.saturating_add(ack_delay) { sample - ack_delay } else { sample };
-            self.srtt = self.srtt.min(adjusted);
+        let adjusted = if sample >= self.min.saturating_add(ack_delay) { sample - ack_delay } else { sample };
+        if stale && adjusted.saturating_mul(3) < old.saturating_mul(2) {
+            self.srtt = adjusted;
         }
         self.sampled_at = now;
     }
