@@ -123,7 +123,7 @@ pub fn fig6(seeds: u64, mobile: bool) -> Figure {
                  unlike the paper's mobile nodes: in this model the client's tail-loss probes move its requests off \
                  a bad spell within tens of milliseconds and the server's answers follow them under either \
                  scheduler; the paper's nodes moved between real cells, which this model of spells does not \
-                 capture (to be revisited with a walk model, as for Table I).",
+                 capture.",
                 med(1, 99.0),
                 med(0, 99.0)
             )

@@ -291,7 +291,9 @@ pub fn streaming(seeds: u64) -> Figure {
         if med(0, 1) > med(2, 1) + 10.0 {
             "As in the paper, No backup's lowest-RTT server moves the stream to cellular whenever WiFi's RTT grows \
              past cellular's, and keeps much of it there, while MultiMob's server answers on the subflow the client \
-             used last and stays on WiFi while it works."
+             used last and stays on WiFi while it works. No backup comes back to WiFi only after its client, which \
+             only acknowledges, finds the WiFi subflow the server forgot while WiFi was away (twice the subflow \
+             idle timeout of silence, then a new join; PROTOCOL.md §7), well after MultiMob's fail-back."
         } else {
             "Unlike the paper, No backup does NOT carry most of the stream over cellular: here WiFi's RTT stays \
              below cellular's until the walk degrades it."
