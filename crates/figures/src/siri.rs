@@ -67,6 +67,23 @@ fn run(seed: u64, scheduler: &str, ir: bool, mobile: bool, requests: usize, sing
     app.results.iter().filter_map(|r| r.delay).map(|d| d as f64 / 1e3).collect()
 }
 
+/// A curve of each of [`PERCENTILES`] of the delays of a run (`run` of a seed), its spread over
+/// `seeds` seeds.
+fn percentiles(name: &str, seeds: u64, run: impl Fn(u64) -> Vec<f64>) -> Series {
+    let runs: Vec<Vec<f64>> = (1..=seeds)
+        .map(|seed| {
+            let mut v = run(seed);
+            v.sort_by(f64::total_cmp);
+            v
+        })
+        .collect();
+    let points = PERCENTILES
+        .iter()
+        .map(|&q| (q, Spread::of(&runs.iter().map(|v| percentile(v, q)).collect::<Vec<_>>())))
+        .collect();
+    Series { name: name.into(), points }
+}
+
 /// The `q`th percentile (nearest rank) of `v`, sorted.
 fn percentile(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
@@ -81,20 +98,7 @@ pub fn fig6(seeds: u64, mobile: bool) -> Figure {
     let requests = 12;
     let series: Vec<Series> = CONFIGS
         .iter()
-        .map(|(name, sched, ir)| {
-            let runs: Vec<Vec<f64>> = (1..=seeds)
-                .map(|seed| {
-                    let mut v = run(seed, sched, *ir, mobile, requests, false);
-                    v.sort_by(f64::total_cmp);
-                    v
-                })
-                .collect();
-            let points = PERCENTILES
-                .iter()
-                .map(|&q| (q, Spread::of(&runs.iter().map(|v| percentile(v, q)).collect::<Vec<_>>())))
-                .collect();
-            Series { name: (*name).into(), points }
-        })
+        .map(|(name, sched, ir)| percentiles(name, seeds, |seed| run(seed, sched, *ir, mobile, requests, false)))
         .collect();
     let med = |k: usize, q: f64| series[k].points.iter().find(|p| p.0 == q).map_or(f64::NAN, |p| p.1.median);
     let body: Vec<String> = [50.0, 90.0, 99.0]
@@ -196,18 +200,7 @@ pub fn fig4(seeds: u64, mobile: bool) -> Figure {
         [("TCP (the default path alone)", true), ("MPTCP (both paths, default scheduler)", false)]
             .iter()
             .map(|(name, single)| {
-                let runs: Vec<Vec<f64>> = (1..=seeds)
-                    .map(|seed| {
-                        let mut v = run(seed, "lowest-rtt", true, mobile, requests, *single);
-                        v.sort_by(f64::total_cmp);
-                        v
-                    })
-                    .collect();
-                let points = PERCENTILES
-                    .iter()
-                    .map(|&q| (q, Spread::of(&runs.iter().map(|v| percentile(v, q)).collect::<Vec<_>>())))
-                    .collect();
-                Series { name: (*name).into(), points }
+                percentiles(name, seeds, |seed| run(seed, "lowest-rtt", true, mobile, requests, *single))
             })
             .collect();
     let med = |k: usize, q: f64| series[k].points.iter().find(|p| p.0 == q).map_or(f64::NAN, |p| p.1.median);

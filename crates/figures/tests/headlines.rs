@@ -3,6 +3,13 @@
 
 use figures::multimob;
 
+/// The leading number of column `k` (after the row's name) of the table row starting `prefix`.
+fn cell(table: &str, prefix: &str, k: usize) -> f64 {
+    let line = table.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no row {prefix}:\n{table}"));
+    let c = line.split('|').nth(2 + k).unwrap();
+    c.trim().split(' ').next().unwrap().parse().unwrap()
+}
+
 #[test]
 fn fig3_multimobs_scheduler_cuts_the_delay_after_a_failure() {
     let f = multimob::fig3(10);
@@ -108,10 +115,7 @@ fn multimob_table1_multimob_costs_the_least_cellular_power_and_answers_every_req
 fn multimob_streaming_stays_on_wifi_where_it_can_and_never_stalls() {
     let f = figures::walk::streaming(1);
     let t = f.table.as_deref().unwrap();
-    let row = |name: &str| -> Vec<f64> {
-        let line = t.lines().find(|l| l.starts_with(&format!("| {name} |"))).unwrap();
-        line.split('|').skip(2).take(3).map(|c| c.trim().split(' ').next().unwrap().parse().unwrap()).collect()
-    };
+    let row = |name: &str| -> Vec<f64> { (0..3).map(|k| cell(t, &format!("| {name} |"), k)).collect() };
     let (nbk, mm) = (row("No backup"), row("MultiMob"));
     assert_eq!((nbk[0], mm[0]), (0.0, 0.0), "no stall");
     assert!(mm[1] + 20.0 < nbk[1], "share over cellular: MultiMob {} %, No backup {} %", mm[1], nbk[1]);
@@ -132,14 +136,10 @@ fn uplink_table3_two_uplinks_beat_the_best_one() {
 fn uplink_fig5_the_upload_survives_the_downgrade() {
     let f = figures::uplink::mobile(1, true);
     let t = f.table.as_deref().unwrap();
-    let phase = |name: &str| -> f64 {
-        let line = t.lines().find(|l| l.starts_with(&format!("| {name} ("))).unwrap();
-        line.split('|').nth(2).unwrap().trim().split(' ').next().unwrap().parse().unwrap()
-    };
+    let phase = |name: &str| cell(t, &format!("| {name} ("), 0);
     assert!(phase("4G") > 4.34, "above Verizon 4G alone before the downgrade");
     // After it, coupling (LIA) holds the connection near AT&T's rate; uncoupled CUBIC nears the sum.
-    let cubic = t.lines().find(|l| l.starts_with("| 3G (70-120 s), uncoupled CUBIC |")).unwrap();
-    let cubic: f64 = cubic.split('|').nth(2).unwrap().trim().split(' ').next().unwrap().parse().unwrap();
+    let cubic = cell(t, "| 3G (70-120 s), uncoupled CUBIC |", 0);
     assert!(phase("3G") < 1.0 && cubic > 1.3 * phase("3G"), "LIA {} against uncoupled CUBIC {cubic}", phase("3G"));
     assert!(phase("stall") > 0.5, "AT&T carries the upload through Verizon's stall");
     assert!(t.contains("| longest run of seconds without goodput | 0.00"), "{t}");
@@ -164,10 +164,7 @@ fn siri_fig4_mptcp_cuts_the_mobile_tail_and_matches_tcp_when_stationary() {
 fn uplink_fig4_the_upload_follows_wifi_out_and_back() {
     let f = figures::uplink::mobile(1, false);
     let t = f.table.as_deref().unwrap();
-    let phase = |name: &str| -> f64 {
-        let line = t.lines().find(|l| l.starts_with(&format!("| {name} ("))).unwrap();
-        line.split('|').nth(2).unwrap().trim().split(' ').next().unwrap().parse().unwrap()
-    };
+    let phase = |name: &str| cell(t, &format!("| {name} ("), 0);
     let (wifi, gone, back) = (phase("WiFi"), phase("no WiFi"), phase("WiFi back"));
     assert!(wifi > 2.0 * gone && back > 2.0 * gone, "WiFi {wifi}, without {gone}, back {back} Mbit/s");
     assert!(gone > 4.0, "the cellular paths carry the upload while WiFi is gone: {gone}");
