@@ -52,6 +52,23 @@ fn measures(sim: &Sim, app: &Bulk) -> [f64; 3] {
     [secs(stall), cellular, app.finished_at.map_or(f64::NAN, |_| secs(end))]
 }
 
+/// A time sequence of megabytes delivered, and a table over seeds (the text is the caller's).
+pub(crate) fn delivered(id: &'static str, title: &str, series: Vec<Series>, table: String) -> Figure {
+    Figure {
+        id,
+        title: title.into(),
+        x_label: "time, s".into(),
+        y_label: "MB delivered to the client".into(),
+        x_names: None,
+        series,
+        reference: None,
+        table: Some(table),
+        setup: String::new(),
+        paper: String::new(),
+        ours: String::new(),
+    }
+}
+
 /// Megabytes delivered on `path` towards the client by each tenth of a second up to `end`.
 pub(crate) fn time_sequence(sim: &Sim, path: usize, end: Time) -> Vec<(f64, Spread)> {
     let log: Vec<(Time, usize)> = sim
@@ -130,14 +147,6 @@ pub fn fig6(seeds: u64) -> Figure {
         }
     );
     Figure {
-        id: "multimob-fig6",
-        title: "MultiMob Fig. 6: a download whose primary path fails".into(),
-        x_label: "time, s".into(),
-        y_label: "MB delivered to the client".into(),
-        x_names: None,
-        series,
-        reference: None,
-        table: Some(table),
         setup: "A 20 MB download (the server sends, the client only acknowledges) over WiFi (15 ms) with a \
                 cellular backup path (25 ms), both 10 Mbit/s; WiFi loses every packet from 1.5 s on. Clients: \
                 MultiMob's (oracle, receive idle timer, FAST_JOIN, without the timeout trigger, as the kernel \
@@ -149,5 +158,6 @@ pub fn fig6(seeds: u64) -> Figure {
                 ACKs)."
             .into(),
         ours,
+        ..delivered("multimob-fig6", "MultiMob Fig. 6: a download whose primary path fails", series, table)
     }
 }

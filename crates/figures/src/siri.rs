@@ -67,6 +67,23 @@ fn run(seed: u64, scheduler: &str, ir: bool, mobile: bool, requests: usize, sing
     app.results.iter().filter_map(|r| r.delay).map(|d| d as f64 / 1e3).collect()
 }
 
+/// A figure of delay percentiles: its axes and curves (the text is the caller's).
+fn delays(id: &'static str, title: &str, series: Vec<Series>) -> Figure {
+    Figure {
+        id,
+        title: title.into(),
+        x_label: "percentile of the requests".into(),
+        y_label: "request-response delay, ms".into(),
+        x_names: None,
+        series,
+        reference: None,
+        table: None,
+        setup: String::new(),
+        paper: String::new(),
+        ours: String::new(),
+    }
+}
+
 /// A curve of each of [`PERCENTILES`] of the delays of a run (`run` of a seed), its spread over
 /// `seeds` seeds.
 fn percentiles(name: &str, seeds: u64, run: impl Fn(u64) -> Vec<f64>) -> Series {
@@ -163,14 +180,6 @@ pub fn fig6(seeds: u64, mobile: bool) -> Figure {
         ("siri-fig6a", "Siri study Fig. 6a: request-response delay, stationary node", "stationary")
     };
     Figure {
-        id,
-        title: title.into(),
-        x_label: "percentile of the requests".into(),
-        y_label: "request-response delay, ms".into(),
-        x_names: None,
-        series,
-        reference: None,
-        table: None,
         setup: format!(
             "A {node} node: two cellular paths (50 and 70 ms RTT, 10 Mbit/s), a subflow on each (fullmesh), \
              {requests} Siri requests 4 s apart (the published client's wait), the server answering with \
@@ -188,6 +197,7 @@ pub fn fig6(seeds: u64, mobile: bool) -> Figure {
                 scheduler more."
             .into(),
         ours,
+        ..delays(id, title, series)
     }
 }
 
@@ -233,14 +243,6 @@ pub fn fig4(seeds: u64, mobile: bool) -> Figure {
         ("siri-fig4a", "Siri study Fig. 4a: MPTCP against TCP, stationary node", "stationary")
     };
     Figure {
-        id,
-        title: title.into(),
-        x_label: "percentile of the requests".into(),
-        y_label: "request-response delay, ms".into(),
-        x_names: None,
-        series,
-        reference: None,
-        table: None,
         setup: format!(
             "A {node} node as in Fig. 6: {requests} Siri requests 4 s apart, over the default cellular path (50 ms) \
              alone or over both (with the 70 ms one, fullmesh), the server's default scheduler.{}",
@@ -251,5 +253,6 @@ pub fn fig4(seeds: u64, mobile: bool) -> Figure {
                 have much higher delays and longer tails."
             .into(),
         ours,
+        ..delays(id, title, series)
     }
 }

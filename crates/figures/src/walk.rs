@@ -13,7 +13,7 @@
 //! 10 s in the same steps (F to A), good again until 120 s. Cellular is the emulations' 25 ms
 //! path throughout (the paper's LTE was not characterised).
 
-use crate::download::time_sequence;
+use crate::download::{delivered, time_sequence};
 use crate::{Figure, Series, Spread};
 use mpcore::{Config, PathManager, Time};
 use mpsim::apps::{pattern, Bulk, Siri, SiriConfig};
@@ -310,14 +310,6 @@ pub fn streaming(seeds: u64) -> Figure {
          losses first would leave the stream stalled until the connection's idle timeout (the paper's 40 s).",
     );
     Figure {
-        id: "multimob-streaming",
-        title: "MultiMob Fig. 10: a web radio during two walks".into(),
-        x_label: "time, s".into(),
-        y_label: "MB delivered to the client".into(),
-        x_names: None,
-        series,
-        reference: None,
-        table: Some(table),
         setup: "The server streams 128 kbit/s (1,600 bytes every 100 ms) for 240 s, two walks: each 120 s cycle \
                 is the walk of Table I (WiFi degrading from 40 s, lost at 70 s), WiFi absent to 100 s, back at its \
                 worst and improving to good over 10 s. Configurations as in Table I. The player starts with 2 s \
@@ -329,6 +321,7 @@ pub fn streaming(seeds: u64) -> Figure {
                 against 1083 mW); one run stalled 0.5 s (MultiMob) and 3 s (Backup)."
             .into(),
         ours,
+        ..delivered("multimob-streaming", "MultiMob Fig. 10: a web radio during two walks", series, table)
     }
 }
 
