@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Bulk throughput of this project against kernel TCP and kernel MPTCP, all measured in one run
-# on the same veth pairs between two network namespaces (root needed). Prints one table.
+# Bulk throughput of this project against kernel TCP, kernel MPTCP and quinn (QUIC), all
+# measured in one run on the same veth pairs between two network namespaces (root needed).
+# Each tool runs RUNS times (3 by default), the tools alternating, and the table gives medians,
+# the ratios to quinn and to kernel TCP, and the CPU time each side of mpudp and quinn spent per
+# gigabit moved.
 #
-#   sudo bash benches/net.sh            # 5 s per measurement
-#   SECONDS_PER_RUN=10 bash benches/net.sh
+#   sudo bash benches/net.sh            # 5 s per measurement, 3 rounds
+#   SECONDS_PER_RUN=10 RUNS=5 bash benches/net.sh
 #
 # Setups (the kernel has no netem; htb limits the rate, nothing adds delay or loss):
 #   A. one unlimited veth pair;
 #   B. two veth pairs, each limited to 100 Mbit/s by htb on both ends.
 # Upload direction (client -> server). The server has one address, reachable over each link.
-# Installs iperf3 and mptcpd (for mptcpize) with apt when missing.
+# Installs iperf3 and mptcpd (for mptcpize) with apt when missing. Honours CARGO_TARGET_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 T=${SECONDS_PER_RUN:-5}
+RUNS=${RUNS:-3}
 C=mpb-c$$
 S=mpb-s$$
 SERVER=10.92.9.1
@@ -27,18 +31,25 @@ done
 command -v tc >/dev/null || { echo "tc (iproute2) is missing" >&2; exit 1; }
 
 cargo build -q --release -p mpudp --example upload
-UPLOAD=target/release/examples/upload
+UPLOAD=${CARGO_TARGET_DIR:-target}/release/examples/upload
+# quinn with its defaults, one unidirectional stream (benches/quinn-bulk, outside the workspace).
+cargo build -q --release --manifest-path benches/quinn-bulk/Cargo.toml
+QUINN=${CARGO_TARGET_DIR:-benches/quinn-bulk/target}/release/quinn-bulk
+CERT=$(mktemp -u /tmp/quinn-bulk-cert.XXXXXX)
 KEYFILE=$(mktemp -u /tmp/mpudp-net-key.XXXXXX)
 KEY=$($UPLOAD keygen "$KEYFILE")
 
-cleanup() {
-    rm -f "$KEYFILE"
+cleanup() { # the namespaces (every setup starts with it)
     ip netns pids $S 2>/dev/null | xargs -r kill 2>/dev/null || true
     ip netns pids $C 2>/dev/null | xargs -r kill 2>/dev/null || true
     ip netns del $C 2>/dev/null || true
     ip netns del $S 2>/dev/null || true
 }
-trap cleanup EXIT
+finish() {
+    cleanup
+    rm -f "$KEYFILE" "$CERT"
+}
+trap finish EXIT
 
 setup() { # $1: number of links, $2: rate limit ("" for none)
     cleanup
@@ -81,43 +92,105 @@ iperf() { # $1: "" or "mptcpize run"; prints Mbit/s
     python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))' <<<"$out" 2>/dev/null || echo "n/a"
 }
 
-ours() { # $1: bytes, $2..: client interface flags; prints Mbit/s
+# Runs "$@" in namespace $1 and appends "cpu USER SYS" (seconds) to its stderr.
+timed() {
+    local ns=$1
+    shift
+    ip netns exec "$ns" bash -c 'TIMEFORMAT="cpu %U %S"; time "$@"' _ "$@"
+}
+
+cpu() { # the CPU seconds of a `timed` run's output
+    sed -n 's/^cpu \([0-9.]*\) \([0-9.]*\)$/\1 \2/p' <<<"$1" | awk '{ print $1 + $2 }' | head -1 | grep . || echo "n/a"
+}
+
+ours() { # $1: bytes, $2..: client interface flags; prints goodput and wire Mbit/s, client and server CPU s
     local bytes=$1
     shift
-    ip netns exec $S $UPLOAD --max-datagram 1472 server $SERVER:5300 --once --key "$KEYFILE" >/dev/null 2>&1 &
+    local srvout
+    srvout=$(mktemp)
+    timed $S $UPLOAD --max-datagram 1472 server $SERVER:5300 --once --key "$KEYFILE" >"$srvout" 2>&1 &
     local srv=$!
     sleep 0.5
     local out
-    out=$(ip netns exec $C $UPLOAD --max-datagram 1472 client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" "$@" 2>&1 || true)
+    out=$(timed $C $UPLOAD --max-datagram 1472 client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" "$@" 2>&1 || true)
     wait $srv 2>/dev/null || true
     local goodput wire
     goodput=$(sed -n 's/^sent .*: \([0-9.]*\) Mbit\/s$/\1/p' <<<"$out" | head -1 | grep . || echo "n/a")
     wire=$(sed -n 's/^wire \([0-9.]*\) Mbit\/s.*$/\1/p' <<<"$out" | head -1 | grep . || echo "n/a")
-    echo "$goodput $wire"
+    echo "$goodput $wire $(cpu "$out") $(cpu "$(cat "$srvout")")"
+    rm -f "$srvout"
 }
 
+quinn() { # $1: bytes; prints goodput Mbit/s (as the receiver saw it), client and server CPU s
+    local srvout
+    srvout=$(mktemp)
+    timed $S $QUINN server $SERVER:5400 "$CERT" >"$srvout" 2>&1 &
+    local srv=$!
+    sleep 0.5
+    local out
+    out=$(timed $C $QUINN client $SERVER:5400 "$CERT" "$1" 2>&1 || true)
+    wait $srv 2>/dev/null || true
+    local goodput
+    goodput=$(sed -n 's/^received .*: \([0-9.]*\) Mbit\/s$/\1/p' "$srvout" | head -1 | grep . || echo "n/a")
+    echo "$goodput $(cpu "$out") $(cpu "$(cat "$srvout")")"
+    rm -f "$srvout"
+}
+
+median() { python3 -c "import sys, statistics; v=[float(x) for x in sys.argv[1:] if x!='n/a']; print('%.1f' % statistics.median(v) if v else 'n/a')" "$@"; }
+
+# CPU milliseconds per gigabit: $1 CPU seconds, $2 bytes moved.
+per_gbit() { python3 -c "import sys; c,b=sys.argv[1:]; print('%.0f' % (1000*float(c)/(float(b)*8/1e9)) if c!='n/a' else 'n/a')" "$1" "$2"; }
+
+ratio_x() { python3 -c "import sys; a,b=sys.argv[1:]; print('%.2fx' % (float(a)/float(b)) if 'n/a' not in (a,b) and float(b) else 'n/a')" "$1" "$2"; }
 ratio() { python3 -c "import sys; a,b=sys.argv[1:]; print('%.0f%%' % (100*float(a)/float(b)) if b not in ('n/a','0') and a!='n/a' else 'n/a')" "$1" "$2"; }
 
 # NET_SH_SETUP_ONLY=2:100mbit leaves that setup in place, for experiments by hand.
 [ "${NET_SH_SETUP_ONLY:-}" = "" ] || { trap - EXIT; setup "${NET_SH_SETUP_ONLY%%:*}" "${NET_SH_SETUP_ONLY#*:}"; echo "namespaces $C $S"; exit 0; }
 
-echo "setup A: one unlimited veth ($T s per run)" >&2
-setup 1 ""
-a_tcp=$(iperf "")
-a_mptcp=$(iperf "mptcpize run")
-read -r a_ours a_wire <<<"$(ours 2000000000 -i c0)"
+# One setup: RUNS rounds of every tool, alternating. $1: links, $2: rate, $3: bytes for the
+# userspace tools, $4..: mpudp's interface flags. Sets tcp, mptcp, ours, wire, quinn (medians)
+# and the CPU per gigabit of mpudp's and quinn's client and server.
+measure() {
+    local links=$1 rate=$2 bytes=$3
+    shift 3
+    setup "$links" "$rate"
+    local t=() m=() o=() w=() oc=() os=() q=() qc=() qs=()
+    for k in $(seq 1 "$RUNS"); do
+        echo "  round $k of $RUNS" >&2
+        t+=("$(iperf "")")
+        m+=("$(iperf "mptcpize run")")
+        read -r g wi c sv <<<"$(ours "$bytes" "$@")"
+        o+=("$g") w+=("$wi") oc+=("$c") os+=("$sv")
+        read -r g c sv <<<"$(quinn "$bytes")"
+        q+=("$g") qc+=("$c") qs+=("$sv")
+    done
+    tcp=$(median "${t[@]}") mptcp=$(median "${m[@]}") ours=$(median "${o[@]}") wire=$(median "${w[@]}")
+    quinn=$(median "${q[@]}")
+    ours_cpu="$(per_gbit "$(median "${oc[@]}")" "$bytes") / $(per_gbit "$(median "${os[@]}")" "$bytes")"
+    quinn_cpu="$(per_gbit "$(median "${qc[@]}")" "$bytes") / $(per_gbit "$(median "${qs[@]}")" "$bytes")"
+    echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; quinn ${q[*]}" >&2
+}
+
+echo "setup A: one unlimited veth ($T s per run, $RUNS rounds)" >&2
+measure 1 "" 2000000000 -i c0
+a=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu")
 
 echo "setup B: two veths at 100 Mbit/s each" >&2
-setup 2 100mbit
-b_tcp=$(iperf "")
-b_mptcp=$(iperf "mptcpize run")
-read -r b_ours b_wire <<<"$(ours $((200 * 1000 * 1000 / 8 * T)) -i c0 -i c1)"
+measure 2 100mbit $((200 * 1000 * 1000 / 8 * T)) -i c0 -i c1
+b=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu")
 
-printf '\nGoodput (application bytes per second), each tool in one %s s run; "wire" counts mpudp'"'"'s datagrams\n' "$T"
-printf 'with their UDP, IPv4 and Ethernet headers, which is what htb meters.\n\n'
-printf '| setup | kernel TCP (iperf3) | kernel MPTCP (mptcpize iperf3) | mpudp goodput | mpudp on the wire | against the target |\n'
-printf '|---|---|---|---|---|---|\n'
-printf '| A: one unlimited veth | %s Mbit/s | %s Mbit/s | %s Mbit/s | %s Mbit/s | goodput %s of kernel MPTCP (target >= 35%%) |\n' \
-    "$a_tcp" "$a_mptcp" "$a_ours" "$a_wire" "$(ratio "$a_ours" "$a_mptcp")"
-printf '| B: two veths, 100 Mbit/s each | %s Mbit/s | %s Mbit/s | %s Mbit/s | %s Mbit/s | goodput %s, wire %s of 200 Mbit/s (target >= 95%%) |\n' \
-    "$b_tcp" "$b_mptcp" "$b_ours" "$b_wire" "$(ratio "$b_ours" 200)" "$(ratio "$b_wire" 200)"
+printf '\nGoodput (application bytes per second), medians of %s rounds of %s s runs, the tools alternating;\n' "$RUNS" "$T"
+printf '"wire" counts mpudp'"'"'s datagrams with their UDP, IPv4 and Ethernet headers, which is what htb meters.\n'
+printf 'CPU: milliseconds of CPU time per gigabit moved, sender / receiver (the whole process, setup included).\n\n'
+printf '| setup | kernel TCP | kernel MPTCP | quinn | mpudp goodput | mpudp on the wire | mpudp / quinn | mpudp / kernel TCP | CPU ms/Gbit mpudp | CPU ms/Gbit quinn |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
+row() { # $1: name, $2..: the setup's values
+    local name=$1
+    shift
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$1" "$2" "$5" "$3" "$4" \
+        "$(ratio_x "$3" "$5")" "$(ratio "$3" "$1")" "$6" "$7"
+}
+row "A: one unlimited veth (Mbit/s)" "${a[@]}"
+row "B: two veths, 100 Mbit/s each (Mbit/s)" "${b[@]}"
+printf '\nTargets (issue 23): A, mpudp >= 1.5x quinn (now %s); B, goodput >= 95%% of 200 Mbit/s (now %s, wire %s).\n' \
+    "$(ratio_x "${a[2]}" "${a[4]}")" "$(ratio "${b[2]}" 200)" "$(ratio "${b[3]}" 200)"
