@@ -71,24 +71,27 @@ pub(crate) fn delivered(id: &'static str, title: &str, series: Vec<Series>, tabl
 
 /// Megabytes delivered on `path` towards the client by each tenth of a second up to `end`.
 pub(crate) fn time_sequence(sim: &Sim, path: usize, end: Time) -> Vec<(f64, Spread)> {
-    let log: Vec<(Time, usize)> = sim
-        .path_log(path)
+    let mut total = 0;
+    delivered_bytes(sim, path, Dir::Down, ms(100), (end / ms(100)) as usize)
         .iter()
-        .filter(|e| e.dir == Dir::Down && e.verdict == Verdict::Delivered)
-        .map(|e| (e.time, e.size))
-        .collect();
-    let (mut k, mut total) = (0, 0usize);
-    (0..=end / ms(100))
-        .map(|step| {
-            let t = step * ms(100);
-            while k < log.len() && log[k].0 <= t {
-                total += log[k].1;
-                k += 1;
-            }
-            let mb = total as f64 / 1e6;
-            (t as f64 / 1e6, Spread::of(&[mb]))
+        .enumerate()
+        .map(|(k, b)| {
+            total += b;
+            ((k + 1) as f64 * 0.1, Spread::of(&[total as f64 / 1e6]))
         })
         .collect()
+}
+
+/// The bytes that entered `path` in direction `dir` and were delivered, in each of the first
+/// `n` intervals of length `bucket`.
+pub(crate) fn delivered_bytes(sim: &Sim, path: usize, dir: Dir, bucket: Time, n: usize) -> Vec<usize> {
+    let mut v = vec![0; n];
+    for e in sim.path_log(path).iter().filter(|e| e.dir == dir && e.verdict == Verdict::Delivered) {
+        if let Some(b) = v.get_mut((e.time / bucket) as usize) {
+            *b += e.size;
+        }
+    }
+    v
 }
 
 /// Fig. 6: the time sequence of seed 1 (MultiMob, and the backup subflow for comparison), and a

@@ -15,6 +15,7 @@
 //! Mbit/s contradicts. The client opens a
 //! subflow on every path (`fullmesh`); the schedulers compared are the sender's (the phone's).
 
+use crate::download::delivered_bytes;
 use crate::{Figure, Series, Spread};
 use mpcore::{Config, CongestionControl, Iface, PathManager, Time};
 use mpsim::apps::Bulk;
@@ -44,8 +45,8 @@ fn wifi(i: usize) -> PathConfig {
 
 /// Uploads for `duration` over `paths` after `script` (run on the fresh simulator), with the
 /// client's `scheduler`; `iface` are the client's interface events, (time, path, up), as its
-/// driver reports them (`Endpoint::set_path_up`). Returns the goodput the server read in each second (Mbit/s), and the
-/// bytes delivered on each path in each second.
+/// driver reports them (`Endpoint::set_path_up`). Returns the goodput the server read in each
+/// second and the rate each path delivered on the wire in each second, Mbit/s.
 fn upload(
     seed: u64,
     paths: Vec<PathConfig>,
@@ -97,14 +98,7 @@ fn upload(
     }
     let per_path = (0..npaths)
         .map(|p| {
-            let mut v = vec![0.0; secs];
-            for e in sim.path_log(p) {
-                let s = (e.time / 1_000_000) as usize;
-                if e.dir == mpsim::Dir::Up && e.verdict == mpsim::Verdict::Delivered && s < secs {
-                    v[s] += e.size as f64 * 8.0 / 1e6;
-                }
-            }
-            v
+            delivered_bytes(&sim, p, mpsim::Dir::Up, 1_000_000, secs).iter().map(|&b| b as f64 * 8.0 / 1e6).collect()
         })
         .collect();
     Some((goodput, per_path))

@@ -13,7 +13,7 @@
 //! 10 s in the same steps (F to A), good again until 120 s. Cellular is the emulations' 25 ms
 //! path throughout (the paper's LTE was not characterised).
 
-use crate::download::{delivered, time_sequence};
+use crate::download::{delivered, delivered_bytes, time_sequence};
 use crate::{Figure, Series, Spread};
 use mpcore::{Config, PathManager, Time};
 use mpsim::apps::{pattern, Bulk, Siri, SiriConfig};
@@ -197,13 +197,8 @@ fn streaming_run(seed: u64, client: Config, server: Config, paths: Vec<PathConfi
     app.download = true;
     sim.run(duration + ms(30_000), |s| app.drive(s));
     let stall = stalled(&app.progress) as f64 / 1e6;
-    let down = |p: usize| {
-        sim.path_log(p)
-            .iter()
-            .filter(|e| e.dir == mpsim::Dir::Down && e.verdict == mpsim::Verdict::Delivered)
-            .map(|e| e.size)
-            .sum::<usize>() as f64
-    };
+    // Every byte delivered towards the client: one interval as long as time.
+    let down = |p: usize| delivered_bytes(&sim, p, mpsim::Dir::Down, Time::MAX, 1)[0] as f64;
     let share = 100.0 * down(1) / (down(0) + down(1)).max(1.0);
     let power = sim.radio_energy(1, 0, duration).mean_mw;
     Some(([stall, share, power], sim))

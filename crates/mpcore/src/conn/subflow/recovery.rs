@@ -58,8 +58,7 @@ impl Rtt {
     pub fn sample_at(&mut self, now: Time, sample: u64, ack_delay: u64) {
         let stale = self.has_sample && now.saturating_sub(self.sampled_at) > RTT_STALE;
         let old = self.srtt;
-        self.update(sample, ack_delay);
-        let adjusted = if sample >= self.min.saturating_add(ack_delay) { sample - ack_delay } else { sample };
+        let adjusted = self.update(sample, ack_delay);
         if stale && adjusted.saturating_mul(3) < old.saturating_mul(2) {
             self.srtt = adjusted;
         }
@@ -74,8 +73,8 @@ impl Rtt {
     }
 
     /// RFC 6298 §2.2/§2.3, with the ACK delay removed as RFC 9002 §5.3 does when that does
-    /// not go below the minimum RTT.
-    pub fn update(&mut self, sample: u64, ack_delay: u64) {
+    /// not go below the minimum RTT. Returns the sample with the ACK delay so removed.
+    pub fn update(&mut self, sample: u64, ack_delay: u64) -> u64 {
         self.latest = sample;
         self.min = self.min.min(sample);
         let adjusted = if sample >= self.min.saturating_add(ack_delay) { sample - ack_delay } else { sample };
@@ -90,6 +89,7 @@ impl Rtt {
             // SRTT <- (1 - alpha) * SRTT + alpha * R', alpha = 1/8
             self.srtt = (7 * self.srtt + adjusted) / 8;
         }
+        adjusted
     }
 
     /// RTO = SRTT + max(G, 4 * RTTVAR) (§2.3), at least the configured minimum (§2.4 says
