@@ -4,7 +4,7 @@
 
 use mpcore::{Config, PathManager, Time};
 use mpsim::apps::Bulk;
-use mpsim::{ms, Dir, Flow, Sim};
+use mpsim::{ms, Dir, Flow, PathEvent, Sim};
 
 /// Runs a small exchange (one request's worth), then `idle` of nothing; returns the packets
 /// sent on each path during the idle time, (up, down).
@@ -164,4 +164,45 @@ fn buffers_follow_activity() {
     println!("held after 4 idle seconds: client {} B, server {} B", idle[0], idle[1]);
     assert!(idle.iter().all(|&b| b <= 256), "given back when idle: {idle:?}");
     assert!(sim.client.conn(c).is_some_and(|c| !c.is_closed()), "still connected");
+}
+
+/// The simulator's half of `mpudp/tests/no_alloc.rs`: once an upload over two paths has
+/// reached its working size, the client's buffers keep it while the subflows' shares of the
+/// flight shift: the fast path goes down for two seconds and the slow one carries everything,
+/// then the fast path comes back (the buffers are sized by the send buffer, not by doubling at
+/// each new high of a subflow's flight). Each subflow that
+/// sends data holds a slot per 1,000 bytes of the send buffer (40 bytes each, 4 %), beside the
+/// retransmission queue's 2 %: 4 MiB of buffer hold at least 6 % more. (The server's
+/// reassembly ranges may grow while the outage's losses are repaired; that is not a steady
+/// state, and `no_alloc.rs` covers the receiver's.)
+#[test]
+fn a_transfer_keeps_its_buffers_as_its_paths_change() {
+    let fullmesh = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
+    let mut sim = Sim::new(3, fullmesh, Config::server(), mpsim::multimob_paths()).unwrap();
+    let mut app = Bulk::new(vec![3; 12 << 20], false);
+    let (mut sizes, mut last, mut cut, mut working) = (Vec::new(), 0, false, 0);
+    sim.run(ms(60_000), |s| {
+        app.step(s);
+        let held = app.client.and_then(|c| s.client.conn(c)).map_or(0, |c| c.buffer_bytes());
+        if app.received.len() >= 2 << 20 {
+            if !cut {
+                cut = true;
+                working = held;
+                let now = s.now;
+                s.change(0, PathEvent::Down);
+                s.at(now + ms(2_000), 0, PathEvent::Up);
+            } else if held != last {
+                sizes.push(held);
+            }
+        }
+        last = held;
+        if app.received.len() == app.data.len() {
+            Flow::Done
+        } else {
+            Flow::Wake(None)
+        }
+    });
+    assert_eq!(app.received.len(), 12 << 20, "the upload completed");
+    assert!(working >= (4 << 20) * 106 / 100, "the working size, {working} bytes, has room for the flight");
+    assert!(sizes.is_empty(), "the client's buffers changed size to {sizes:?} bytes");
 }

@@ -18,6 +18,9 @@ struct Counting;
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static TRACED: AtomicU64 = AtomicU64::new(0);
+/// Read from `MPUDP_ALLOC_TRACE` before counting starts: reading the environment allocates, so
+/// doing it inside the allocator would recurse.
+static TRACE: AtomicBool = AtomicBool::new(false);
 static READS_MEASURED: AtomicU64 = AtomicU64::new(0);
 /// Sizes of the first allocations counted, for the failure message.
 static SIZES: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
@@ -30,14 +33,14 @@ thread_local! {
 }
 
 fn note(size: usize) {
-    if !COUNTING.load(Ordering::Relaxed) || !MEASURED.with(|m| m.get()) {
+    if !COUNTING.load(Ordering::Relaxed) || !MEASURED.with(|m| m.get()) || IN_TRACE.with(|t| t.get()) {
         return;
     }
     let k = ALLOCS.fetch_add(1, Ordering::Relaxed) as usize;
     if let Some(slot) = SIZES.get(k) {
         slot.store(size as u64, Ordering::Relaxed);
     }
-    if std::env::var_os("MPUDP_ALLOC_TRACE").is_some() && TRACED.fetch_add(1, Ordering::Relaxed) < 5 {
+    if TRACE.load(Ordering::Relaxed) && TRACED.fetch_add(1, Ordering::Relaxed) < 5 {
         IN_TRACE.with(|t| {
             if !t.replace(true) {
                 eprintln!("allocation:\n{}", std::backtrace::Backtrace::force_capture());
@@ -76,6 +79,7 @@ fn steady_bulk_transfer_allocates_nothing_per_packet() {
 }
 
 fn measure() {
+    TRACE.store(std::env::var_os("MPUDP_ALLOC_TRACE").is_some(), Ordering::Relaxed);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     MEASURED.with(|m| m.set(true));
     rt.block_on(async {

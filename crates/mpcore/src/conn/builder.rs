@@ -320,6 +320,17 @@ impl Connection {
             data: sent_data,
             ctrl: ctrl_sent,
         });
+        // The ring takes its working size at once, not by doubling whenever this subflow's
+        // flight reaches a new high: a slot per packet the send buffer can have in flight
+        // when it sends data, a slot per acknowledgement the receive window calls for when it
+        // only acknowledges. A steady transfer then allocates nothing per packet even as the
+        // subflows' shares of it shift or the peer is slow to acknowledge. The trim gives it
+        // back with the buffers.
+        if sent_data.is_some() {
+            sf.rec.sent.reserve(self.send.packets_bound());
+        } else if !eliciting {
+            sf.rec.sent.reserve(self.recv.acks_bound());
+        }
         if let Some(d) = sent_data {
             sf.last_data_tx = now;
             sf.counters.data_bytes_sent += u64::from(d.len);

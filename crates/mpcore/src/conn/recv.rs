@@ -326,6 +326,16 @@ impl RecvSide {
         self.buf.ring.capacity()
     }
 
+    /// How many acknowledgement-only packets a subflow may send while this window's data
+    /// arrives: one per two full packets (§5.3), about 1,000 bytes of data each. Their records
+    /// wait in the subflow's sent-packet ring until the peer acknowledges a later packet (a
+    /// window update's PING, a quarter window apart): they are how a receiver learns its
+    /// path's loss (the oracle's input), so they are kept, and the ring is given this room at
+    /// once rather than doubling whenever the peer is slow to acknowledge.
+    pub fn acks_bound(&self) -> usize {
+        (self.size / 2_000) as usize
+    }
+
     /// Reads in-order bytes into `out`; returns the count.
     pub fn read(&mut self, out: &mut [u8]) -> usize {
         let n = self.buf.read(out);

@@ -19,6 +19,10 @@ const MIN_BUF: usize = 4096;
 /// (about a full packet's payload: 24 bytes of queue per 1,200 of buffer, 2%).
 const RETRANS_BYTES_PER_CHUNK: usize = 1_200;
 
+/// A full data packet carries at least this much of the stream (a 1,200-byte datagram carries
+/// about 1,130): the bound on the packets the send buffer can have in flight on one subflow.
+const PAYLOAD_FLOOR: usize = 1_000;
+
 /// Bytes written by the application and not yet acknowledged at data level.
 #[derive(Debug)]
 struct SendBuf {
@@ -227,6 +231,12 @@ impl SendSide {
     /// Bytes of buffer held (for the memory figures and tests).
     pub fn buffer_bytes(&self) -> usize {
         self.buf.buf.capacity() + self.retrans.capacity() * std::mem::size_of::<Chunk>()
+    }
+
+    /// How many full packets the buffer can have in flight at once: a subflow's sent-packet
+    /// ring is given that much room when it sends data.
+    pub fn packets_bound(&self) -> usize {
+        self.buf.buf.capacity() / PAYLOAD_FLOOR
     }
 
     /// Chunks waiting in the retransmission queue.

@@ -157,6 +157,13 @@ impl SentRing {
         self.slots.capacity() * std::mem::size_of::<Option<SentPacket>>()
     }
 
+    /// Makes room for `n` packets, if the ring has less.
+    pub fn reserve(&mut self, n: usize) {
+        if self.slots.capacity() < n {
+            self.slots.reserve(n - self.slots.len());
+        }
+    }
+
     /// Records packet `p`, the next packet number after the last one recorded.
     pub fn push(&mut self, p: SentPacket) {
         if self.slots.is_empty() {
@@ -582,6 +589,19 @@ mod tests {
         assert_eq!(r.live, 0);
         r.push(packet(15));
         assert_eq!(r.span(15, 15), 0..1, "numbering goes on after the ring empties");
+    }
+
+    #[test]
+    fn a_reserved_ring_holds_its_flight_without_growing() {
+        let mut r = SentRing::default();
+        r.reserve(1000);
+        let cap = r.slots.capacity();
+        assert!(cap >= 1000);
+        for pn in 0..1000 {
+            r.push(packet(pn));
+        }
+        r.reserve(10);
+        assert_eq!(r.slots.capacity(), cap, "a smaller reservation changes nothing");
     }
 
     #[test]
