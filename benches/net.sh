@@ -7,6 +7,7 @@
 #
 #   sudo bash benches/net.sh            # 5 s per measurement, 3 rounds
 #   SECONDS_PER_RUN=10 RUNS=5 bash benches/net.sh
+#   SETUPS=B bash benches/net.sh        # one setup only (A, B or "A B", the default)
 #
 # Setups (the kernel has no netem; htb limits the rate, nothing adds delay or loss):
 #   A. one unlimited veth pair;
@@ -19,6 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 T=${SECONDS_PER_RUN:-5}
+SETUPS=${SETUPS:-A B}
 RUNS=${RUNS:-3}
 C=mpb-c$$
 S=mpb-s$$
@@ -173,13 +175,18 @@ measure() {
     echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; quinn ${q[*]}" >&2
 }
 
-echo "setup A: one unlimited veth ($T s per run, $RUNS rounds)" >&2
-measure 1 "" 2000000000 -i c0
-a=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu")
-
-echo "setup B: two veths at 100 Mbit/s each" >&2
-measure 2 100mbit $((200 * 1000 * 1000 / 8 * T)) -i c0 -i c1
-b=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu")
+na=(n/a n/a n/a n/a n/a "n/a / n/a" "n/a / n/a")
+a=("${na[@]}") b=("${na[@]}")
+if [[ " $SETUPS " == *" A "* ]]; then
+    echo "setup A: one unlimited veth ($T s per run, $RUNS rounds)" >&2
+    measure 1 "" 2000000000 -i c0
+    a=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu")
+fi
+if [[ " $SETUPS " == *" B "* ]]; then
+    echo "setup B: two veths at 100 Mbit/s each" >&2
+    measure 2 100mbit $((200 * 1000 * 1000 / 8 * T)) -i c0 -i c1
+    b=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu")
+fi
 
 printf '\nGoodput (application bytes per second), medians of %s rounds of %s s runs, the tools alternating;\n' "$RUNS" "$T"
 printf '"wire" counts mpudp'"'"'s datagrams with their UDP, IPv4 and Ethernet headers, which is what htb meters.\n'

@@ -10,22 +10,31 @@ use mpcore::wire::packet::Short;
 use mpcore::wire::{Ack, Cid, Dss, Frame, Frames, Packet, Writer};
 
 const DATA: [u8; 1100] = [0x5a; 1100];
+/// The default CID length (`Config::cid_len`).
+const CID_LEN: usize = 4;
 
 /// Emits a data packet's plaintext: short header, ACK with 3 ranges, DSS with DATA_ACK and
 /// 1,100 bytes of data. Returns the total length.
 fn emit_data_packet(buf: &mut [u8], pn: u64) -> usize {
     let mut w = Writer::new(buf);
-    let _ = Short::emit(Cid([7; 8]), pn, 2, &mut w);
+    let _ = Short::emit(Cid([7; 8]), CID_LEN, pn, 2, &mut w);
     let _ = Ack::emit(&mut w, 1234, [(990, 1000), (900, 980), (850, 880)]);
-    let dss =
-        Frame::Dss(Dss { ack: Some((1 << 40, 1 << 20)), mapping: Some((1 << 41, &DATA[..])), fin: false, idle: false });
+    // A bulk data packet as version 2 sends it: short DSN, data to the end.
+    let dss = Frame::Dss(Dss {
+        ack: Some((1 << 40, 1 << 20)),
+        mapping: Some((1 << 41, &DATA[..])),
+        fin: false,
+        idle: false,
+        short_dsn: true,
+        to_end: true,
+    });
     let _ = dss.emit(&mut w);
     w.len()
 }
 
 fn parse_data_packet(bytes: &[u8]) -> usize {
     let mut n = 0;
-    if let Ok(p) = Packet::parse(bytes) {
+    if let Ok(p) = Packet::parse(bytes, CID_LEN) {
         // The plaintext frames start after the 2-byte packet number.
         for f in Frames::new(&p.payload[2..]) {
             match f {
@@ -60,7 +69,7 @@ fn crypto(c: &mut Criterion) {
             Suite::Aes128Gcm => "aes128gcm",
         };
         // A 1200-byte datagram: 11-byte header, 1173 bytes of plaintext, 16-byte tag.
-        let hl = 1 + 8 + 2;
+        let hl = Short::pn_offset(CID_LEN) + 2;
         let pt_len = 1200 - hl - 16;
         let mut buf = [0u8; 1200];
         let mut pn = 0u64;
@@ -68,12 +77,12 @@ fn crypto(c: &mut Criterion) {
             b.iter(|| {
                 pn += 1;
                 let mut w = Writer::new(&mut buf);
-                let _ = Short::emit(Cid([1; 8]), pn, 2, &mut w);
+                let _ = Short::emit(Cid([1; 8]), CID_LEN, pn, 2, &mut w);
                 keys.c2s.seal_short(3, pn, black_box(&mut buf), hl, pt_len)
             })
         });
         let mut w = Writer::new(&mut buf);
-        let _ = Short::emit(Cid([1; 8]), 5, 2, &mut w);
+        let _ = Short::emit(Cid([1; 8]), CID_LEN, 5, 2, &mut w);
         let n = keys.c2s.seal_short(3, 5, &mut buf, hl, pt_len).expect("seal");
         assert_eq!(n, 1200);
         let sealed = buf;
@@ -81,8 +90,8 @@ fn crypto(c: &mut Criterion) {
         g.bench_function(format!("open_1200/{name}"), |b| {
             b.iter(|| {
                 rx.copy_from_slice(&sealed);
-                let (len, _) = keys.c2s.unprotect_short(&mut rx).expect("hp");
-                keys.c2s.open(3, 5, black_box(&mut rx), Short::PN_OFFSET + len).map(|p| p.len())
+                let (len, _) = keys.c2s.unprotect_short(&mut rx, Short::pn_offset(CID_LEN)).expect("hp");
+                keys.c2s.open(3, 5, black_box(&mut rx), Short::pn_offset(CID_LEN) + len).map(|p| p.len())
             })
         });
     }

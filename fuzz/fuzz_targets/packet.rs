@@ -9,7 +9,9 @@ use mpcore::wire::packet::{decode_pn, Short};
 use mpcore::wire::{Frame, Frames, Header, Packet, TransportParams, Writer};
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(p) = Packet::parse(data) {
+    // The CID length a receiver expects (4..=8) from the first byte's low bits.
+    let cid_len = 4 + usize::from(data.first().copied().unwrap_or(0) % 5);
+    if let Ok(p) = Packet::parse(data, cid_len) {
         assert!(p.header_len <= data.len());
         match p.header {
             Header::Initial(i) => {
@@ -18,9 +20,9 @@ fuzz_target!(|data: &[u8]| {
             Header::Short(_) => {
                 let keys = Master([7u8; 32]).secrets(Suite::ChaCha20Poly1305);
                 let mut buf = data.to_vec();
-                if let Ok((len, t)) = keys.c2s.unprotect_short(&mut buf) {
+                if let Ok((len, t)) = keys.c2s.unprotect_short(&mut buf, Short::pn_offset(cid_len)) {
                     let pn = decode_pn(Some(1000), t, len);
-                    let _ = keys.c2s.open(0, pn, &mut buf, Short::PN_OFFSET + len);
+                    let _ = keys.c2s.open(0, pn, &mut buf, Short::pn_offset(cid_len) + len);
                 }
             }
             _ => {}

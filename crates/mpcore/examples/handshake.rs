@@ -53,7 +53,7 @@ fn short(key: &mpcore::crypto::PacketKey, dcid: Cid, subflow: u32, pn: u64, fram
     let mut buf = vec![0u8; 1500];
     let mut w = Writer::new(&mut buf);
     let len = packet::pn_len(pn, None);
-    let hl = Short::emit(dcid, pn, len, &mut w).expect("header");
+    let hl = Short::emit(dcid, Cid::LEN, pn, len, &mut w).expect("header");
     for f in frames {
         f.emit(&mut w).expect("frame");
     }
@@ -68,11 +68,11 @@ fn short(key: &mpcore::crypto::PacketKey, dcid: Cid, subflow: u32, pn: u64, fram
 
 /// Opens a short-header packet; `largest` is the largest packet number received so far.
 fn open_short(key: &mpcore::crypto::PacketKey, subflow: u32, largest: Option<u64>, dgram: &[u8]) -> Option<Vec<u8>> {
-    Packet::parse(dgram).ok()?;
+    Packet::parse(dgram, Cid::LEN).ok()?;
     let mut buf = dgram.to_vec();
-    let (len, t) = key.unprotect_short(&mut buf).ok()?;
+    let (len, t) = key.unprotect_short(&mut buf, Short::pn_offset(Cid::LEN)).ok()?;
     let pn = decode_pn(largest, t, len);
-    key.open(subflow, pn, &mut buf, Short::PN_OFFSET + len).ok().map(|p| p.to_vec())
+    key.open(subflow, pn, &mut buf, Short::pn_offset(Cid::LEN) + len).ok().map(|p| p.to_vec())
 }
 
 fn sealed_long(
@@ -108,7 +108,7 @@ pub fn run(verbose: bool) -> Outcome {
         let mut buf = vec![0u8; 1500];
         let mut w = Writer::new(&mut buf);
         let tl = Initial {
-            version: packet::VERSION_1,
+            version: packet::VERSION_2,
             dcid: odcid,
             scid: c_cid,
             token,
@@ -126,12 +126,12 @@ pub fn run(verbose: bool) -> Outcome {
 
     // ---- Server: no token, so RETRY (§4.5) and keep nothing.
     let retry_key = RetryTokenKey::from_bytes(&[0x33; 32]);
-    let Header::Initial(i) = Packet::parse(&initial).expect("parse").header else { panic!("not an INITIAL") };
+    let Header::Initial(i) = Packet::parse(&initial, Cid::LEN).expect("parse").header else { panic!("not an INITIAL") };
     assert!(i.token.is_empty());
     let tok = retry_key.issue(now_ms, &client_addr, &i.dcid.0);
     let mut rbuf = [0u8; 128];
     let mut w = Writer::new(&mut rbuf);
-    let ul = Retry { version: packet::VERSION_1, dcid: i.scid, scid: i.dcid, token: &tok, tag: [0; 16] }
+    let ul = Retry { version: packet::VERSION_2, dcid: i.scid, scid: i.dcid, token: &tok, tag: [0; 16] }
         .emit_untagged(&mut w)
         .expect("retry");
     let tag = retry_integrity_tag(&i.dcid.0, w.written());
@@ -140,7 +140,7 @@ pub fn run(verbose: bool) -> Outcome {
     log(&mut out, verbose, "server RETRY", retry.len(), "stateless address validation");
 
     // ---- Client: checks the RETRY's tag, repeats INITIAL with the token.
-    let p = Packet::parse(&retry).expect("parse retry");
+    let p = Packet::parse(&retry, Cid::LEN).expect("parse retry");
     let Header::Retry(r) = p.header else { panic!("not a RETRY") };
     assert!(ct_eq(&retry_integrity_tag(&odcid.0, &retry[..p.header_len]), &r.tag), "retry tag");
     let (initial2, c_transcript_len) = build_initial(r.token);
@@ -152,14 +152,14 @@ pub fn run(verbose: bool) -> Outcome {
     let server_key = server_identity.public_key();
     let s_cid = Cid([0x5e; 8]);
     let s_hs = {
-        let p = Packet::parse(&initial2).expect("parse");
+        let p = Packet::parse(&initial2, Cid::LEN).expect("parse");
         let Header::Initial(i) = p.header else { panic!() };
         assert!(retry_key.validate(i.token, now_ms + 30, 10_000, &client_addr, &i.dcid.0), "retry token");
         let params = TransportParams::parse(i.params).expect("client params");
         let suite = Suite::from_id(params.suites()[0]).expect("suite");
         let s_share = KeyShare::generate().expect("key share");
         let mut hs = Handshake {
-            version: packet::VERSION_1,
+            version: packet::VERSION_2,
             dcid: i.scid,
             scid: s_cid,
             key_share: *s_share.public(),
@@ -184,7 +184,7 @@ pub fn run(verbose: bool) -> Outcome {
         plain.push(suite.id());
         plain.extend_from_slice(i.params);
         let mut aad = Vec::new();
-        aad.extend_from_slice(&packet::VERSION_1.to_be_bytes());
+        aad.extend_from_slice(&packet::VERSION_2.to_be_bytes());
         aad.extend_from_slice(&s_cid.0);
         aad.extend_from_slice(&i.scid.0);
         let mut cookie = [0u8; 128];
@@ -204,7 +204,7 @@ pub fn run(verbose: bool) -> Outcome {
     assert!(s_hs.len() <= 3 * initial2.len(), "anti-amplification");
 
     // ---- Client: derives the same keys, opens the HANDSHAKE, sends CONFIRM with data.
-    let p = Packet::parse(&s_hs).expect("parse hs");
+    let p = Packet::parse(&s_hs, Cid::LEN).expect("parse hs");
     let Header::Handshake(hs) = p.header else { panic!() };
     let th = transcript_hash(&initial2[..c_transcript_len], &s_hs[..Handshake::TRANSCRIPT_LEN]);
     // The client was given the server's public key: the signature must verify before the key
@@ -229,20 +229,20 @@ pub fn run(verbose: bool) -> Outcome {
     let request = b"GET /siri?burst=1";
     let confirm = sealed_long(
         |w| {
-            Confirm { version: packet::VERSION_1, dcid: hs.scid, scid: c_cid, cookie: &cookie, pn: 0 }
+            Confirm { version: packet::VERSION_2, dcid: hs.scid, scid: c_cid, cookie: &cookie, pn: 0 }
                 .emit(w)
                 .expect("confirm")
         },
-        &[Frame::Dss(Dss { ack: None, mapping: Some((c_idsn.wrapping_add(1), request)), fin: false, idle: false })],
+        &[Frame::Dss(Dss::data(c_idsn.wrapping_add(1), request, false))],
         |buf, hl, pt| c.c2s.seal(0, 0, buf, hl, pt).expect("seal"),
     );
     log(&mut out, verbose, "client CONFIRM", confirm.len(), "cookie echoed, request data sealed");
 
     // ---- Server: rebuilds the connection from the cookie alone.
-    let p = Packet::parse(&confirm).expect("parse confirm");
+    let p = Packet::parse(&confirm, Cid::LEN).expect("parse confirm");
     let Header::Confirm(cf) = p.header else { panic!() };
     let mut aad = Vec::new();
-    aad.extend_from_slice(&packet::VERSION_1.to_be_bytes());
+    aad.extend_from_slice(&packet::VERSION_2.to_be_bytes());
     aad.extend_from_slice(&cf.dcid.0);
     aad.extend_from_slice(&cf.scid.0);
     let mut cbuf = [0u8; 128];
@@ -281,6 +281,8 @@ pub fn run(verbose: bool) -> Outcome {
                 mapping: Some((s_idsn.wrapping_add(1), response)),
                 fin: false,
                 idle: true,
+                short_dsn: false,
+                to_end: false,
             }),
         ],
     );
@@ -299,7 +301,7 @@ pub fn run(verbose: bool) -> Outcome {
     let c_join_cid = Cid([0xc2; 8]);
     let join = sealed_long(
         |w| {
-            Join { version: packet::VERSION_1, token: token(c.key_server), scid: c_join_cid, subflow: 1, pn: 0 }
+            Join { version: packet::VERSION_2, token: token(c.key_server), scid: c_join_cid, subflow: 1, pn: 0 }
                 .emit(w)
                 .expect("join")
         },
@@ -309,7 +311,7 @@ pub fn run(verbose: bool) -> Outcome {
     log(&mut out, verbose, "client JOIN (MP_JOIN, backup)", join.len(), "token in clear, sealed");
     let mut used_subflows = vec![0u32];
     let accept_join = |dgram: &[u8], used: &mut Vec<u32>| -> Option<Vec<u8>> {
-        let p = Packet::parse(dgram).ok()?;
+        let p = Packet::parse(dgram, Cid::LEN).ok()?;
         let Header::Join(j) = p.header else { return None };
         if j.token != token(s.key_server) || used.contains(&j.subflow) {
             return None; // unknown token, or a subflow number already taken (replay)
@@ -367,7 +369,7 @@ pub fn run(verbose: bool) -> Outcome {
     let tok = token(c.key_server);
     let fjo = sealed_long(
         |w| {
-            Join { version: packet::VERSION_1, token: tok, scid: Cid([0xc3; 8]), subflow: 2, pn: 0 }
+            Join { version: packet::VERSION_2, token: tok, scid: Cid([0xc3; 8]), subflow: 2, pn: 0 }
                 .emit(w)
                 .expect("join")
         },

@@ -419,9 +419,10 @@ impl PacketKey {
         header_len: usize,
         plaintext_len: usize,
     ) -> Result<usize, CryptoError> {
-        let pn_offset = crate::wire::packet::Short::PN_OFFSET;
-        let pn_len = header_len.checked_sub(pn_offset).ok_or(CryptoError::BufferTooSmall)?;
-        if !(1..=4).contains(&pn_len) || pn_len + plaintext_len < 4 {
+        // The header's first byte says the packet number's length (still unprotected).
+        let pn_len = usize::from(packet.first().ok_or(CryptoError::BufferTooSmall)? & 0x03) + 1;
+        let pn_offset = header_len.checked_sub(pn_len).ok_or(CryptoError::BufferTooSmall)?;
+        if pn_offset < 1 || pn_len + plaintext_len < 4 {
             return Err(CryptoError::BufferTooSmall);
         }
         let total = self.seal(subflow, pn, packet, header_len, plaintext_len)?;
@@ -436,9 +437,9 @@ impl PacketKey {
     /// Removes header protection from a received short-header packet in place and returns
     /// `(pn_len, truncated packet number)`. The caller then rebuilds the full packet number
     /// ([`crate::wire::packet::decode_pn`]) and calls [`PacketKey::open`] with
-    /// `header_len = PN_OFFSET + pn_len`.
-    pub fn unprotect_short(&self, packet: &mut [u8]) -> Result<(usize, u64), CryptoError> {
-        let pn_offset = crate::wire::packet::Short::PN_OFFSET;
+    /// `header_len = pn_offset + pn_len`, where `pn_offset` is
+    /// [`crate::wire::packet::Short::pn_offset`] of the receiver's CID length.
+    pub fn unprotect_short(&self, packet: &mut [u8], pn_offset: usize) -> Result<(usize, u64), CryptoError> {
         let mask = self.mask(packet, pn_offset)?;
         packet[0] ^= mask[0] & 0x1f;
         let pn_len = usize::from(packet[0] & 0x03) + 1;

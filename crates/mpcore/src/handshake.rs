@@ -97,7 +97,7 @@ impl Client {
         let size = config.max_datagram_size.max(packet::MIN_INITIAL_SIZE);
         let mut buf = vec![0u8; size];
         let init = Initial {
-            version: packet::VERSION_1,
+            version: packet::VERSION_2,
             dcid: self.odcid,
             scid: self.scid,
             token,
@@ -287,7 +287,7 @@ pub fn answer_initial(
         let token = keys.retry.issue(ms(now), &remote, &i.dcid.0);
         let mut out = vec![0u8; 128];
         let mut w = Writer::new(&mut out);
-        let r = Retry { version: packet::VERSION_1, dcid: i.scid, scid: rng.cid(), token: &token, tag: [0; 16] };
+        let r = Retry { version: packet::VERSION_2, dcid: i.scid, scid: rng.cid(), token: &token, tag: [0; 16] };
         let ul = r.emit_untagged(&mut w).map_err(|_| DropReason::Malformed)?;
         let tag = crypto::retry_integrity_tag(&i.dcid.0, w.written());
         w.bytes(&tag).map_err(|_| DropReason::Malformed)?;
@@ -310,15 +310,14 @@ pub fn answer_initial(
     // Pick a server CID whose key gives a token unused here (§4.3) and, on a server spread
     // over cores, owned by this core (`steering`): the CID is in TH, so each draw derives
     // another Key-S (a hash, not a key agreement).
-    let tag = |c: Cid| config.steering.map_or(c, |s| s.tag(c));
     let tries = 8 * u32::from(config.steering.map_or(1, |s| s.cores()));
     for _ in 0..tries {
-        let mut scid = tag(rng.cid());
+        let mut scid = config.issue_cid(rng);
         while cid_taken(&scid) {
-            scid = tag(rng.cid());
+            scid = config.issue_cid(rng);
         }
         let mut hs = Handshake {
-            version: packet::VERSION_1,
+            version: packet::VERSION_2,
             dcid: i.scid,
             scid,
             key_share,
@@ -372,7 +371,7 @@ pub fn answer_initial(
 /// The cookie's associated data: version, server CID, client CID (§4.4).
 fn cookie_aad(server_cid: &Cid, client_cid: &Cid) -> [u8; 20] {
     let mut aad = [0u8; 20];
-    aad[..4].copy_from_slice(&packet::VERSION_1.to_be_bytes());
+    aad[..4].copy_from_slice(&packet::VERSION_2.to_be_bytes());
     aad[4..12].copy_from_slice(&server_cid.0);
     aad[12..].copy_from_slice(&client_cid.0);
     aad

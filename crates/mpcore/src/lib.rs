@@ -55,6 +55,25 @@ pub type Time = u64;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PathId(pub u8);
 
+/// A set of local paths (all 256 ids fit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PathSet([u64; 4]);
+
+impl PathSet {
+    pub(crate) fn contains(&self, p: PathId) -> bool {
+        self.0[usize::from(p.0 >> 6)] & (1 << (p.0 & 63)) != 0
+    }
+
+    pub(crate) fn set(&mut self, p: PathId, on: bool) {
+        let (w, bit) = (usize::from(p.0 >> 6), 1u64 << (p.0 & 63));
+        if on {
+            self.0[w] |= bit;
+        } else {
+            self.0[w] &= !bit;
+        }
+    }
+}
+
 /// A local path: the address a subflow uses on one interface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LocalPath {

@@ -80,6 +80,11 @@ pub struct PathConfig {
     pub reorder_delay: Time,
     /// Extra one-way delay client to server (0 unless scripted: `PathEvent::UplinkDelay`).
     pub uplink_extra: Time,
+    /// The client-to-server queue is in the client's own host (a qdisc on its interface, as
+    /// with a rate-limited veth): when it is full the client's socket blocks, and the endpoint
+    /// is told the path is not writable (`Endpoint::set_path_writable`) until half of it has
+    /// drained, rather than the datagram being dropped.
+    pub local_uplink_queue: bool,
 }
 
 impl PathConfig {
@@ -100,6 +105,7 @@ impl PathConfig {
             reorder: 0.0,
             reorder_delay: 0,
             uplink_extra: 0,
+            local_uplink_queue: false,
         }
     }
 }
@@ -163,6 +169,16 @@ struct PathState {
     /// When each direction's bottleneck finishes serialising what it holds.
     busy_until: [Time; 2],
     log: Vec<LogEntry>,
+    /// The client's local path whose socket this path's full local queue blocks.
+    blocked: Option<PathId>,
+}
+
+impl PathState {
+    /// When a blocked local queue has drained to half: the socket takes datagrams again.
+    fn writable_at(&self) -> Time {
+        let half = (self.cfg.queue_bytes / 2) as u128 * 8 * 1_000_000 / u128::from(self.cfg.rate_bps.max(1));
+        self.busy_until[0].saturating_sub(half as Time)
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -284,7 +300,7 @@ impl Sim {
             rng: Rng::new(seed),
             paths: paths
                 .into_iter()
-                .map(|cfg| PathState { cfg, up: true, nat: None, busy_until: [0; 2], log: Vec::new() })
+                .map(|cfg| PathState { cfg, up: true, nat: None, busy_until: [0; 2], log: Vec::new(), blocked: None })
                 .collect(),
             queue: BinaryHeap::new(),
             script: Vec::new(),
@@ -490,7 +506,17 @@ impl Sim {
         let mut buf = std::mem::take(&mut self.buf);
         while let Some(t) = self.client.poll_transmit(now, &mut buf) {
             let src = self.client.paths()[usize::from(t.path.0)].addr;
-            self.route(true, self.link_of(t.path), src, t.remote, buf[..t.len].to_vec());
+            let k = self.link_of(t.path);
+            self.route(true, k, src, t.remote, buf[..t.len].to_vec());
+            // A full local queue blocks the socket: no room for another full datagram.
+            let p = &mut self.paths[k];
+            if p.cfg.local_uplink_queue && p.cfg.rate_bps > 0 {
+                let backlog = (p.busy_until[0].saturating_sub(now)) as u128 * p.cfg.rate_bps as u128 / 8 / 1_000_000;
+                if backlog as u64 + 1500 > p.cfg.queue_bytes {
+                    p.blocked = Some(t.path);
+                    self.client.set_path_writable(t.path, false);
+                }
+            }
         }
         while let Some(t) = self.server.poll_transmit(now, &mut buf) {
             let src = self.server.paths()[usize::from(t.path.0)].addr;
@@ -506,6 +532,7 @@ impl Sim {
             self.server.poll_timeout(),
             self.script.last().map(|e| e.0),
             self.injections.last().map(|e| e.0),
+            self.paths.iter().filter_map(|p| p.blocked.map(|_| p.writable_at())).min(),
         ]
         .into_iter()
         .flatten()
@@ -555,6 +582,13 @@ impl Sim {
     /// Applies everything due at `self.now`.
     fn step_at(&mut self) {
         let now = self.now;
+        for p in &mut self.paths {
+            if p.blocked.is_some() && p.writable_at() <= now {
+                if let Some(path) = p.blocked.take() {
+                    self.client.set_path_writable(path, true);
+                }
+            }
+        }
         while self.script.last().is_some_and(|e| e.0 <= now) {
             let Some((_, k, ev)) = self.script.pop() else { break };
             self.change(k, ev);

@@ -37,10 +37,15 @@ fn an_idle_backup_subflow_does_not_starve_the_busy_one() {
     paths[0].queue_bytes = 10_000_000 / 8 / 5;
     paths[0].loss = 0.01;
     paths[1].backup = true;
-    for (cc, coupled, reno, on_backup) in uploads("slow WiFi, idle backup", &paths, PathManager::Backup) {
+    let runs = uploads("slow WiFi, idle backup", &paths, PathManager::Backup);
+    for &(_, _, _, on_backup) in &runs {
         assert!(on_backup < 50, "the backup subflow stayed idle: {on_backup} packets");
-        // Alone on its path, a coupled subflow is a Reno flow (the same seed, the same losses).
-        assert!(coupled as f64 >= 0.9 * reno as f64, "{cc:?} delivered {coupled} bytes, Reno {reno}");
+    }
+    // Alone on its path, a coupled subflow is a Reno flow: over the three seeds (one seed's
+    // 40 s of 1 % random loss at 200 ms varies by a tenth either way), as much as Reno.
+    for cc in [CongestionControl::Lia, CongestionControl::Olia] {
+        let (coupled, reno) = runs.iter().filter(|r| r.0 == cc).fold((0, 0), |(c, r), x| (c + x.1, r + x.2));
+        assert!(coupled as f64 >= 0.95 * reno as f64, "{cc:?} delivered {coupled} bytes, Reno {reno}");
     }
 }
 

@@ -4,7 +4,7 @@
 //! pays one round trip more and gets through. The stateless answers wait in a bounded queue.
 #![allow(clippy::unwrap_used)]
 
-use mpcore::wire::{Header, Packet};
+use mpcore::wire::{Cid, Header, Packet};
 use mpcore::{Config, Endpoint, Event, LocalPath, PathId};
 use mpsim::apps::{pattern, Bulk};
 use mpsim::{client_addr, ms, multimob_paths, server_addr, Dir, Flow, Sim};
@@ -25,7 +25,7 @@ fn captured_initial() -> Vec<u8> {
     sim.connect();
     sim.run(ms(10), |_| Flow::Wake(None));
     let d = seen.borrow().clone().unwrap();
-    assert!(matches!(Packet::parse(&d).unwrap().header, Header::Initial(_)));
+    assert!(matches!(Packet::parse(&d, Cid::LEN).unwrap().header, Header::Initial(_)));
     d
 }
 

@@ -8,7 +8,7 @@
 //! (the path loses every datagram, after the tap has seen it).
 #![allow(clippy::unwrap_used)]
 
-use mpcore::wire::{Header, Packet};
+use mpcore::wire::{Cid, Header, Packet};
 use mpcore::{CloseReason, Config, ConnHandle, Endpoint, Event, LocalPath, PathId, ServerIdentity};
 use mpsim::apps::{pattern, Bulk};
 use mpsim::{client_addr, ms, multimob_paths, server_addr, Dir, Flow, PathEvent, Sim};
@@ -48,7 +48,7 @@ impl Attacker {
         let seen: Vec<Vec<u8>> = self.seen.borrow()[self.answered..].iter().map(|(_, b)| b.clone()).collect();
         for dgram in seen {
             self.answered += 1;
-            let Ok(p) = Packet::parse(&dgram) else { continue };
+            let Ok(p) = Packet::parse(&dgram, Cid::LEN) else { continue };
             if !matches!(p.header, Header::Initial(_)) {
                 continue;
             }
@@ -65,7 +65,7 @@ impl Attacker {
         self.seen
             .borrow()
             .iter()
-            .map(|(_, b)| match Packet::parse(b).map(|p| p.header) {
+            .map(|(_, b)| match Packet::parse(b, Cid::LEN).map(|p| p.header) {
                 Ok(Header::Initial(_)) => "INITIAL",
                 Ok(Header::Confirm(_)) => "CONFIRM",
                 _ => "other",

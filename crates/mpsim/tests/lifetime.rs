@@ -222,7 +222,7 @@ type Case = (&'static str, Vec<u8>, &'static str);
 /// counted), or "taken". `ack` is a DATA_ACK the receiver can accept.
 fn extreme_frames(ack: u64) -> Vec<Case> {
     use mpcore::wire::frame::{AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoinSynAck, ReplyValue};
-    use mpcore::wire::{Ack, Cid, Dss, Frame, Writer};
+    use mpcore::wire::{Ack, Cid, Dss, Frame, MapHeader, Writer};
     const MAX: u64 = (1 << 62) - 1;
     let encode = |f: &dyn Fn(&mut Writer<'_>)| {
         let mut b = vec![0u8; 1100];
@@ -244,7 +244,8 @@ fn extreme_frames(ack: u64) -> Vec<Case> {
         (
             "mapping at DSN 2^64-1",
             encode(&|w| {
-                Dss::emit_header(w, None, Some((u64::MAX, 1)), true, true).unwrap();
+                let m = MapHeader { dsn: u64::MAX, len: 1, short_dsn: false, to_end: false };
+                Dss::emit_header(w, None, Some(m), true, true).unwrap();
                 w.u8(0x55).unwrap();
             }),
             "protocol",

@@ -3,10 +3,12 @@
 use super::*;
 
 impl Connection {
-    /// Payload bytes available for stream data in a short-header packet.
+    /// Payload bytes available for stream data in a short-header packet of a one-way
+    /// transfer: header (1 + 8 + at most 4), the tag, a DSS with a short DSN and no length.
     pub(super) fn max_payload(&self) -> usize {
-        // header (1 + 8 + 4) + tag + an ACK (~16) + DSS overhead with DATA_ACK.
-        self.mss().saturating_sub(1 + 8 + 4 + crypto::TAG_LEN + 16 + Dss::overhead(true, 65_535))
+        let map = MapHeader { dsn: 0, len: 0, short_dsn: true, to_end: true };
+        let header = Short::pn_offset(usize::from(self.peer_params.cid_len)) + 4;
+        self.mss().saturating_sub(header + crypto::TAG_LEN + Dss::header_len(None, Some(map)))
     }
 
     /// Builds one packet on subflow `i` with everything due there and, if given, `seg`.
@@ -31,7 +33,7 @@ impl Connection {
         let mut w = Writer::new(&mut buf[..mss]);
         let (hl, short_pn_len) = if joining {
             let j = Join {
-                version: packet::VERSION_1,
+                version: packet::VERSION_2,
                 token: self.remote_token,
                 scid: sf.local_cid,
                 subflow: sf.id,
@@ -41,7 +43,7 @@ impl Connection {
         } else if confirm {
             let hs = self.hs.as_ref()?;
             let c = Confirm {
-                version: packet::VERSION_1,
+                version: packet::VERSION_2,
                 dcid: sf.remote_cid?,
                 scid: sf.local_cid,
                 cookie: hs.cookie(),
@@ -50,7 +52,7 @@ impl Connection {
             (c.emit(&mut w).ok()?, 0)
         } else {
             let len = packet::pn_len(pn, sf.rec.largest_acked);
-            (Short::emit(sf.remote_cid?, pn, len, &mut w).ok()?, len)
+            (Short::emit(sf.remote_cid?, usize::from(self.peer_params.cid_len), pn, len, &mut w).ok()?, len)
         };
         // Everything after the header must leave room for the tag.
         let limit = mss - crypto::TAG_LEN;
@@ -58,9 +60,13 @@ impl Connection {
         let mut eliciting = false;
         let mut ack_sent = false;
         let sf = &self.subflows[i];
-        // ACK.
+        // ACK: when due, when owed, beside control frames, and in a data packet when a packet
+        // arrived since the last one, or one that carried an ACK was lost (§5.3).
         if !sf.acks.received.is_empty()
-            && (sf.acks.due(now) || sf.acks.unacked_eliciting > 0 || sf.ctrl_pending != 0 || seg.is_some())
+            && (sf.acks.due(now)
+                || sf.acks.unacked_eliciting > 0
+                || sf.ctrl_pending != 0
+                || (seg.is_some() && sf.acks.news))
         {
             let delay = now.saturating_sub(sf.acks.largest_at);
             let ranges = sf.acks.received.iter_desc().take(8);
@@ -207,6 +213,10 @@ impl Connection {
                 data = probe_data;
             }
         }
+        // A probe's or a copy's range was chosen before the latest DATA_ACK: what the peer
+        // has since acknowledged is not sent (a tail probe whose data was acknowledged at the
+        // connection level only goes out as a bare PING).
+        let data = data.and_then(|(d, r, n)| Some((self.send.unacked_part(d)?, r, n)));
         let sf = &self.subflows[i];
         let mut sent_data: Option<DataRef> = fj_data.map(|d| d.0);
         // The DATA_ACK rides in every packet of a subflow that is up, even after the
@@ -215,38 +225,56 @@ impl Connection {
         let data = if data_ok { data } else { None };
         let mut advertised = false;
         if sf.established() || confirm || fast_joining {
-            let ack = Some((self.recv.edsn().0, self.recv.window()));
-            // One byte stays free for the PING that ends a flight (below).
-            let room = limit.saturating_sub(w.len() + Dss::overhead(true, 65_535) + 1);
-            match data {
-                Some((d, _, _)) if room > 0 || (d.len == 0 && d.fin) => {
-                    let take = u64::from(d.len).min(room as u64);
-                    let fin = d.fin && take == u64::from(d.len);
-                    // MP_IDLE (MultiMob): set on the segment that empties the send queue.
-                    let empties = d.off + take == self.send.end() && self.send.retrans_len() <= 1;
-                    let idle_flag = self.config.mp_idle && self.side == Side::Server && empties;
-                    let dsn = self.send.dsn(d.off).0;
-                    if Dss::emit_header(&mut w, ack, Some((dsn, take as usize)), fin, idle_flag).is_ok() {
-                        advertised = true;
-                        if let Ok(dst) = w.reserve(take as usize) {
-                            if self.send.copy_out(d.off, dst) {
-                                sent_data = Some(DataRef { off: d.off, len: take as u32, fin });
-                                eliciting = true;
-                                // The packet that empties the send queue ends a flight (a
-                                // request, an answer): a PING has it acknowledged at once, so
-                                // its tail loss probe needs no delayed-ACK allowance.
-                                if empties && ctrl_sent & ctrl::PING == 0 && Frame::Ping.emit(&mut w).is_ok() {
-                                    ctrl_sent |= ctrl::PING;
-                                }
-                            }
+            // The DATA_ACK rides with every subflow ACK, in every packet without data, and in
+            // a data packet when it or the window moved since we last sent one (§5.5): the
+            // data packets of a one-way transfer do not repeat an unchanged one.
+            let with_ack = ack_sent || data.is_none() || self.recv.ack_news();
+            let mut data_written = false;
+            let ack = with_ack.then(|| (self.recv.edsn().0, self.recv.window()));
+            if let Some((d, _, _)) = data {
+                let dsn = self.send.dsn(d.off).0;
+                // A short DSN when every DSN the peer may expect is within 2^38 of it
+                // (the unacknowledged data spans less; §5.5 allows 2^39); the data runs
+                // to the packet's end.
+                let short_dsn = self.send.end() + 1 - self.send.una() < 1 << 38;
+                let map = |len| MapHeader { dsn, len, short_dsn, to_end: true };
+                let room = limit.saturating_sub(w.len() + Dss::header_len(ack, Some(map(0))));
+                let mut take = u64::from(d.len).min(room as u64);
+                // The packet that empties the send queue ends a flight (a request, an
+                // answer): a PING, written before the data, has it acknowledged at once, so
+                // its tail loss probe needs no delayed-ACK allowance. If the PING does not
+                // fit beside the last byte, that byte waits for the next packet.
+                let flight_end = |take: u64| d.off + take == self.send.end() && self.send.retrans_len() <= 1;
+                if flight_end(take) && ctrl_sent & ctrl::PING == 0 {
+                    if take < room as u64 || (take == 0 && room == 0) {
+                        if room > 0 && Frame::Ping.emit(&mut w).is_ok() {
+                            ctrl_sent |= ctrl::PING;
                         }
+                    } else {
+                        take -= 1;
                     }
                 }
-                _ => {
-                    if ack_sent || eliciting {
-                        advertised = Dss::emit_header(&mut w, ack, None, false, false).is_ok();
+                let fin = d.fin && take == u64::from(d.len);
+                let empties = flight_end(take);
+                // MP_IDLE (MultiMob): set on the segment that empties the send queue.
+                let idle_flag = self.config.mp_idle && self.side == Side::Server && empties;
+                if take > 0 || fin {
+                    // The room was measured: the header and the data fit. A range the
+                    // send buffer no longer holds would be a bug; no packet goes out.
+                    Dss::emit_header(&mut w, ack, Some(map(take as usize)), fin, idle_flag).ok()?;
+                    if !self.send.copy_out(d.off, w.reserve(take as usize).ok()?) {
+                        return None;
                     }
+                    advertised = ack.is_some();
+                    sent_data = Some(DataRef { off: d.off, len: take as u32, fin });
+                    eliciting = true;
+                    data_written = true;
                 }
+            }
+            if !data_written && (ack_sent || eliciting) {
+                // No data went in (none due, or no room): a DATA_ACK alone.
+                let ack = Some((self.recv.edsn().0, self.recv.window()));
+                advertised = Dss::emit_header(&mut w, ack, None, false, false).is_ok();
             }
         }
         let data = data.or(fj_data);
@@ -319,6 +347,7 @@ impl Connection {
             ack_eliciting: eliciting,
             data: sent_data,
             ctrl: ctrl_sent,
+            carried_ack: ack_sent,
         });
         // The ring takes its working size at once, not by doubling whenever this subflow's
         // flight reaches a new high: a slot per packet the send buffer can have in flight

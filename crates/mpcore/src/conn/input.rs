@@ -78,9 +78,11 @@ impl Connection {
         let (i, pn, hl, is_join) = match p.header {
             Header::Short(s) => {
                 let i = self.subflows.by_cid(&s.dcid).ok_or(DropReason::UnknownCid)?;
-                let (len, trunc) = keys.recv.unprotect_short(scratch).map_err(|_| DropReason::Malformed)?;
+                // The endpoint parsed the header with our CID length.
+                let pn_offset = p.header_len;
+                let (len, trunc) = keys.recv.unprotect_short(scratch, pn_offset).map_err(|_| DropReason::Malformed)?;
                 let pn = decode_pn(self.subflows[i].acks.largest, trunc, len);
-                (i, pn, Short::PN_OFFSET + len, false)
+                (i, pn, pn_offset + len, false)
             }
             Header::Confirm(c) if self.side == Side::Server => {
                 let i = self.subflows.by_cid(&c.dcid).ok_or(DropReason::UnknownCid)?;
@@ -178,7 +180,7 @@ impl Connection {
                     if let Some((ack, _)) = d.ack {
                         self.send.check_data_ack(Dsn(ack)).map_err(|_| DropReason::Protocol)?;
                     }
-                    if let Some((dsn, data)) = d.mapping {
+                    if let Some((dsn, data)) = d.mapping_near(self.recv.edsn().0) {
                         let new = self.recv.check(Dsn(dsn), data.len()).map_err(|_| DropReason::Protocol)?;
                         look.new_ranges += usize::from(new);
                     }
@@ -273,7 +275,9 @@ impl Connection {
         if let Some((ack, wnd)) = d.ack {
             self.on_data_ack(now, i, Dsn(ack), wnd);
         }
-        let Some((dsn, data)) = d.mapping else { return };
+        // A short DSN (§5.5) is the one nearest to what we expect: `inspect` took it the
+        // same way and found it inside the window.
+        let Some((dsn, data)) = d.mapping_near(self.recv.edsn().0) else { return };
         if !(self.subflows[i].established() || self.side == Side::Server && i == 0) {
             // RFC 8684 §3.2: no data before the fourth ACK.
             self.reject(DropReason::Unexpected);

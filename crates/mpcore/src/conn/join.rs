@@ -170,7 +170,7 @@ impl Connection {
         }
         self.emit(Event::SubflowEstablished { id, path, backup });
         if let Some((dsn, data)) = data {
-            let d = Dss { ack: None, mapping: Some((dsn, data)), fin: false, idle: false };
+            let d = Dss::data(dsn, data, false);
             self.on_dss(now, i, &d);
         }
         // The rest of the JOIN packet: its DATA_ACK, ACK, RTO frames.

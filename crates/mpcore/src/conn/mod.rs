@@ -29,8 +29,8 @@ use crate::handshake;
 use crate::rng::Rng;
 use crate::wire::frame::{reason, AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
 use crate::wire::packet::{self, decode_pn, Confirm, Join, Short};
-use crate::wire::{Ack, Cid, Dss, Frame, Frames, Header, Packet, TransportParams, Writer};
-use crate::{LocalPath, PathId, Time, Transmit};
+use crate::wire::{Ack, Cid, Dss, Frame, Frames, Header, MapHeader, Packet, TransportParams, Writer};
+use crate::{LocalPath, PathId, PathSet, Time, Transmit};
 use cc::{Cc, CoupledPath, Coupling};
 use dsn::Dsn;
 use fastjoin::{Refusal, Verdict};
@@ -128,6 +128,11 @@ pub struct Connection {
     /// When to look whether the connection's buffers can be given back (`trim`), armed by
     /// the first datagram sent or received after the last look.
     trim_at: Option<Time>,
+    /// Local paths whose socket is full (the endpoint's, set before each poll): nothing is
+    /// written for them.
+    pub(crate) unwritable: PathSet,
+    /// A poll held back a datagram for an unwritable path (the endpoint reads and clears it).
+    pub(crate) held_back: bool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -192,6 +197,8 @@ impl Connection {
             addr_ids: (0..paths.len()).map(|p| paths::initial_addr_id(PathId(p as u8), initial_path)).collect(),
             next_addr_id: paths.len().clamp(1, 255) as u8,
             trim_at: None,
+            unwritable: PathSet::default(),
+            held_back: false,
         }
     }
 
@@ -201,10 +208,13 @@ impl Connection {
         self.subflows.iter().map(|s| s.local_cid)
     }
 
-    /// A CID for the peer to send on: random, naming this core on a server spread over cores.
+    /// A CID for the peer to send on: random, naming this core on a server spread over cores,
+    /// `cid_len` bytes long. The endpoint checks it is unique when it routes it (`rename_cid`).
     fn new_cid(&mut self) -> Cid {
-        let c = self.rng.cid();
-        self.config.steering.map_or(c, |s| s.tag(c))
+        if self.config.faults.same_join_cid {
+            return Cid([0xee; 8]).truncated(usize::from(self.config.cid_len));
+        }
+        self.config.issue_cid(&mut self.rng)
     }
 
     fn new_subflow(

@@ -95,6 +95,21 @@ impl Connection {
         }
     }
 
+    /// The endpoint found that `old`, the CID a new subflow was given, is another
+    /// connection's (CIDs of 4 bytes do collide, rarely). If no packet has revealed it yet the
+    /// subflow takes `fresh` instead and this returns true; otherwise the subflow closes
+    /// without a word (the peer's packets to it reach the other connection, which cannot open
+    /// them) and the path manager may join again.
+    pub(crate) fn rename_cid(&mut self, now: Time, old: Cid, fresh: Cid) -> bool {
+        let Some(i) = self.subflows.by_cid(&old) else { return false };
+        if self.subflows[i].rec.next_pn == 0 {
+            self.subflows[i].local_cid = fresh;
+            return true;
+        }
+        self.shut_subflow(now, i, reason::UNSPECIFIED, false);
+        false
+    }
+
     /// The drain of closed subflow `i` is over: its record goes, with its route; its
     /// statistics stay in the connection's history.
     pub(super) fn reclaim_subflow(&mut self, i: usize) {

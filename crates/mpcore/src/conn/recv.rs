@@ -199,6 +199,8 @@ pub struct RecvSide {
     highest_end: u64,
     /// The window we last advertised, and whether it has since grown enough to say so.
     advertised: u64,
+    /// The DATA_ACK (as an offset) we last sent.
+    advertised_ack: u64,
     window_update: bool,
     /// FAST_JOIN_OUT replay window over the peer's DSNs (§5.9).
     fast_join: fastjoin::ReplayWindow,
@@ -216,6 +218,7 @@ impl RecvSide {
             idle: false,
             highest_end: 0,
             advertised: window as u64,
+            advertised_ack: 0,
             window_update: false,
             fast_join: fastjoin::ReplayWindow::new(0),
         }
@@ -241,6 +244,13 @@ impl RecvSide {
     /// A DATA_ACK with this window left in a packet.
     pub fn on_window_advertised(&mut self) {
         self.advertised = self.buf.window();
+        self.advertised_ack = self.buf.nxt;
+    }
+
+    /// The DATA_ACK or the window moved since a packet last carried them: a data packet
+    /// should carry them too (§5.5).
+    pub fn ack_news(&self) -> bool {
+        self.buf.nxt != self.advertised_ack || self.buf.window() != self.advertised
     }
 
     /// The window grew by a quarter of the buffer since we last advertised it: a packet should

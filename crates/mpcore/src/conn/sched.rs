@@ -43,6 +43,11 @@ impl Connection {
                 continue;
             }
             let urgent = sf.acks.due(now) || sf.ctrl_pending != 0 || sf.rec.probe.is_some() || sf.copy.is_some();
+            if urgent && self.unwritable.contains(sf.local_path) {
+                // Its socket is full: this waits until the endpoint says it is writable.
+                self.held_back = true;
+                continue;
+            }
             if urgent {
                 // A first fast-join packet carries data when there is some (FAST_JOIN_OUT);
                 // its repeats are FAST_JOIN_IN.
@@ -85,7 +90,12 @@ impl Connection {
             flags.set(Flags::ALREADY_SENT, seg.mask & (1 << k) != 0);
             flags.set(Flags::HIGH_RTO, sf.high_rto);
             flags.set(Flags::WAS_BAD, sf.was_bad);
-            let room = sf.rec.cwnd_room().min(sf.val.room());
+            let mut room = sf.rec.cwnd_room().min(sf.val.room());
+            if self.unwritable.contains(sf.local_path) && room > 0 {
+                // A full socket: no room until it drains (the scheduler picks another, or waits).
+                room = 0;
+                self.held_back = true;
+            }
             self.infos.push(SubflowInfo {
                 id: sf.id,
                 flags,
@@ -105,7 +115,17 @@ impl Connection {
             send_window: self.send.peer_window(),
             now_us: now,
         };
-        match self.sched.pick(&self.infos, &s) {
+        let mut pick = self.sched.pick(&self.infos, &s);
+        if pick == Pick::Unavailable && seg.mask != 0 {
+            // A reinjection no other usable subflow can carry goes back where it was sent (its
+            // own subflow recovered, or is the last one): the mask steers data away from a
+            // subflow that failed, it does not strand it.
+            for info in self.infos.iter_mut() {
+                info.flags.set(Flags::ALREADY_SENT, false);
+            }
+            pick = self.sched.pick(&self.infos, &s);
+        }
+        match pick {
             Pick::Send(i) if self.subflows.get(i).is_some() => Some((i, seg)),
             Pick::SendAll(mask) => {
                 let mut first = None;

@@ -367,6 +367,20 @@ impl SendSide {
         self.fast_join_at = Some(self.una());
     }
 
+    /// The part of `d` the peer has not acknowledged: what a probe or a redundant copy
+    /// chosen earlier may still carry (`None` when the DATA_ACK covers it all, its DATA_FIN
+    /// included).
+    pub fn unacked_part(&self, d: DataRef) -> Option<DataRef> {
+        let una = self.una();
+        let end = d.off + u64::from(d.len);
+        let fin = d.fin && !self.fin_acked;
+        if end < una || (end == una && !fin) {
+            return None;
+        }
+        let off = d.off.max(una);
+        Some(DataRef { off, len: (end - off) as u32, fin })
+    }
+
     /// Queues `d` to be sent again, with the subflow slots in `mask` marked as already used
     /// (a reinjection) or none (a loss on a working subflow, RFC 8684 §3.3.6). What the peer
     /// already acknowledged is left out.
@@ -378,7 +392,18 @@ impl SendSide {
             return;
         }
         let off = d.off.max(una);
-        self.retrans.push_back(Chunk { off, len: (end - off) as u32, fin: fin_pending, mask });
+        // In DSN order (ties in arrival order), as TCP retransmits: the receiver's left edge
+        // first. Timeouts of two subflows queue their flights one after the other; in arrival
+        // order the hole a receiver waits on could sit behind every chunk of the other flight,
+        // each sent (and refused by a full reassembly) in turn. Losses come oldest first, so
+        // the place is almost always the back.
+        let chunk = Chunk { off, len: (end - off) as u32, fin: fin_pending, mask };
+        if self.retrans.back().is_none_or(|c| c.off <= off) {
+            self.retrans.push_back(chunk);
+        } else {
+            let at = self.retrans.partition_point(|c| c.off <= off);
+            self.retrans.insert(at, chunk);
+        }
     }
 
     /// `d` left on the subflow of slot bit `bit`. Returns the bytes that were a reinjection
@@ -496,6 +521,43 @@ mod tests {
         s.queue_retransmission(DataRef { off: 30, len: 10, fin: false }, 0b110);
         s.forget_slot(0b100);
         assert_eq!(s.peek().map(|g| g.mask), Some(0b10), "a freed slot is no longer avoided");
+    }
+
+    /// Two subflows time out one after the other: the second one's flight holds the hole at
+    /// the receiver's left edge, and goes first (issue 23: in arrival order, a reassembly
+    /// refusing everything but that hole stalled the transfer for good).
+    #[test]
+    fn retransmissions_go_in_dsn_order() {
+        let mut s = side(0, 60);
+        send_all(&mut s);
+        for off in [20, 30, 40] {
+            s.queue_retransmission(DataRef { off, len: 10, fin: false }, 0b01);
+        }
+        s.queue_retransmission(DataRef { off: 0, len: 10, fin: false }, 0b10);
+        s.queue_retransmission(DataRef { off: 30, len: 5, fin: false }, 0b10);
+        s.queue_retransmission(DataRef { off: 10, len: 10, fin: false }, 0b10);
+        let mut order = Vec::new();
+        while let Some(g) = s.peek() {
+            order.push((g.off, g.mask));
+            s.on_sent(DataRef { off: g.off, len: g.len as u32, fin: false }, Sent::FromQueue, 0b100);
+        }
+        assert_eq!(order, [(0, 0b10), (10, 0b10), (20, 0b01), (30, 0b01), (30, 0b10), (40, 0b01)]);
+    }
+
+    #[test]
+    fn a_range_chosen_before_a_data_ack_keeps_only_what_it_does_not_cover() {
+        let mut s = side(0, 30);
+        s.close();
+        send_all(&mut s);
+        s.on_data_ack(Dsn(10), 100).unwrap();
+        let d = |off, len, fin| DataRef { off, len, fin };
+        assert_eq!(s.unacked_part(d(0, 10, false)), None, "wholly acknowledged");
+        assert_eq!(s.unacked_part(d(5, 10, false)), Some(d(10, 5, false)), "cut at the edge");
+        assert_eq!(s.unacked_part(d(20, 10, true)), Some(d(20, 10, true)));
+        s.on_data_ack(Dsn(30), 100).unwrap();
+        assert_eq!(s.unacked_part(d(20, 10, true)), Some(d(30, 0, true)), "the DATA_FIN alone");
+        s.on_data_ack(Dsn(31), 100).unwrap();
+        assert_eq!(s.unacked_part(d(20, 10, true)), None, "the DATA_FIN too");
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub mod ty {
     pub const PATH_CHALLENGE: u64 = 0x03;
     pub const PATH_RESPONSE: u64 = 0x04;
     pub const DSS: u64 = 0x08;
+    /// DSS's compact form: a mapping to the end of the payload with a short DSN (§5.5).
+    pub const DATA: u64 = 0x09;
     pub const MP_JOIN: u64 = 0x10;
     pub const MP_JOIN_SYNACK: u64 = 0x11;
     pub const MP_JOIN_ACK: u64 = 0x12;
@@ -196,19 +198,73 @@ impl Iterator for AckRanges<'_> {
 pub struct Dss<'a> {
     /// `(data ack, receive window)`.
     pub ack: Option<(u64, u64)>,
-    /// `(dsn, data)`.
+    /// `(dsn, data)`. With `short_dsn`, only the DSN's low 40 bits (as parsed): the receiver
+    /// takes the DSN nearest to the one it expects ([`Dss::mapping_near`]).
     pub mapping: Option<(u64, &'a [u8])>,
     /// DATA_FIN after the mapping's data.
     pub fin: bool,
     /// MultiMob MP_IDLE.
     pub idle: bool,
+    /// S: the mapping's DSN travels as its low 40 bits.
+    pub short_dsn: bool,
+    /// E: the mapping has no length field; its data runs to the end of the payload, so the
+    /// frame is the packet's last.
+    pub to_end: bool,
 }
 
-impl Dss<'_> {
+/// The header of a DSS mapping, for [`Dss::emit_header`]: the caller writes the data next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapHeader {
+    pub dsn: u64,
+    pub len: usize,
+    /// Send the DSN's low 40 bits (S): only when every DSN the receiver may expect lies
+    /// within 2^39 of `dsn` (the sender's unacknowledged data spans at most 2^39 bytes).
+    pub short_dsn: bool,
+    /// Leave out the length (E): the data ends the packet.
+    pub to_end: bool,
+}
+
+impl<'a> Dss<'a> {
     pub const FLAG_ACK: u8 = 0x01;
     pub const FLAG_MAP: u8 = 0x02;
     pub const FLAG_FIN: u8 = 0x04;
     pub const FLAG_IDLE: u8 = 0x08;
+    pub const FLAG_SHORT: u8 = 0x10;
+    pub const FLAG_TO_END: u8 = 0x20;
+    /// Bytes of a short DSN (S).
+    pub const SHORT_DSN_LEN: usize = 5;
+
+    /// A DATA_ACK alone.
+    pub fn data_ack(ack: u64, window: u64) -> Self {
+        Self { ack: Some((ack, window)), mapping: None, fin: false, idle: false, short_dsn: false, to_end: false }
+    }
+
+    /// A mapping with the full DSN and a length, and no DATA_ACK.
+    pub fn data(dsn: u64, data: &'a [u8], fin: bool) -> Self {
+        Self { ack: None, mapping: Some((dsn, data)), fin, idle: false, short_dsn: false, to_end: false }
+    }
+
+    /// The mapping with its full DSN: a short one (S) is taken as the DSN nearest to
+    /// `expected` with those low 40 bits (RFC 9000 Appendix A.3's rule, over 40 bits and
+    /// modulo 2^64 as DSNs are).
+    pub fn mapping_near(&self, expected: u64) -> Option<(u64, &'a [u8])> {
+        let (dsn, data) = self.mapping?;
+        if !self.short_dsn {
+            return Some((dsn, data));
+        }
+        // The difference modulo 2^40, sign-extended: within [-2^39, 2^39).
+        let delta = ((dsn.wrapping_sub(expected) << 24) as i64) >> 24;
+        Some((expected.wrapping_add(delta as u64), data))
+    }
+
+    /// Whether this header has the compact form (§5.5 DATA, 0x09): a mapping with a short
+    /// DSN running to the payload's end, and nothing else.
+    const fn compact(ack: Option<(u64, u64)>, mapping: Option<MapHeader>, fin: bool, idle: bool) -> bool {
+        match mapping {
+            Some(m) => ack.is_none() && !fin && !idle && m.short_dsn && m.to_end,
+            None => false,
+        }
+    }
 
     /// Writes a DSS frame whose mapping data the caller writes next: type, flags, the
     /// DATA_ACK, then the mapping's DSN and length. The caller then reserves `len` bytes
@@ -216,7 +272,7 @@ impl Dss<'_> {
     pub fn emit_header(
         w: &mut Writer<'_>,
         ack: Option<(u64, u64)>,
-        mapping: Option<(u64, usize)>,
+        mapping: Option<MapHeader>,
         fin: bool,
         idle: bool,
     ) -> Result<(), Error> {
@@ -226,28 +282,65 @@ impl Dss<'_> {
         if ack.is_none() && mapping.is_none() {
             return Err(Error::Malformed("empty DSS"));
         }
+        if Self::compact(ack, mapping, fin, idle) {
+            w.varint(ty::DATA)?;
+            return w.bytes(&mapping.map_or(0, |m| m.dsn).to_be_bytes()[8 - Self::SHORT_DSN_LEN..]);
+        }
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         w.varint(ty::DSS)?;
         w.u8(flag(ack.is_some(), Self::FLAG_ACK)
             | flag(mapping.is_some(), Self::FLAG_MAP)
             | flag(fin, Self::FLAG_FIN)
-            | flag(idle, Self::FLAG_IDLE))?;
+            | flag(idle, Self::FLAG_IDLE)
+            | flag(mapping.is_some_and(|m| m.short_dsn), Self::FLAG_SHORT)
+            | flag(mapping.is_some_and(|m| m.to_end), Self::FLAG_TO_END))?;
         if let Some((a, wnd)) = ack {
             w.u64(a)?;
             w.varint(wnd)?;
         }
-        if let Some((dsn, len)) = mapping {
-            w.u64(dsn)?;
-            w.varint(len as u64)?;
+        if let Some(m) = mapping {
+            if m.short_dsn {
+                w.bytes(&m.dsn.to_be_bytes()[8 - Self::SHORT_DSN_LEN..])?;
+            } else {
+                w.u64(m.dsn)?;
+            }
+            if !m.to_end {
+                w.varint(m.len as u64)?;
+            }
         }
         Ok(())
     }
 
+    /// Bytes [`Dss::emit_header`] writes for these arguments.
+    pub const fn header_len(ack: Option<(u64, u64)>, mapping: Option<MapHeader>) -> usize {
+        if Self::compact(ack, mapping, false, false) {
+            return 1 + Self::SHORT_DSN_LEN;
+        }
+        let ack_len = match ack {
+            Some((_, wnd)) => 8 + varint_len(wnd),
+            None => 0,
+        };
+        let map_len = match mapping {
+            Some(m) => {
+                (if m.short_dsn { Self::SHORT_DSN_LEN } else { 8 })
+                    + if m.to_end { 0 } else { varint_len(m.len as u64) }
+            }
+            None => 0,
+        };
+        2 + ack_len + map_len
+    }
+
     /// Bytes of DSS overhead (everything but the data) for a mapping of `len` bytes at most,
-    /// with or without a DATA_ACK: the worst case a packet builder must reserve.
+    /// with or without a DATA_ACK, with the full DSN and a length: the worst case.
     pub const fn overhead(with_ack: bool, len: usize) -> usize {
         1 + 1 + if with_ack { 8 + 8 } else { 0 } + 8 + varint_len(len as u64)
     }
+}
+
+/// A short DSN: its low 40 bits, big-endian.
+fn short_dsn_parse(r: &mut Reader<'_>) -> Result<u64, Error> {
+    let b: [u8; Dss::SHORT_DSN_LEN] = r.array()?;
+    Ok(b.iter().fold(0, |acc, &x| acc << 8 | u64::from(x)))
 }
 
 /// A join-family flags byte: bit 0 is the backup flag everywhere.
@@ -373,10 +466,15 @@ impl<'a> Frame<'a> {
             ty::PATH_RESPONSE => Frame::PathResponse(r.array()?),
             ty::DSS => {
                 let flags = r.u8()?;
+                if flags & 0xc0 != 0 {
+                    return Err(Error::Malformed("DSS flags"));
+                }
                 let ack = if flags & Dss::FLAG_ACK != 0 { Some((r.u64()?, r.varint()?)) } else { None };
+                let short_dsn = flags & Dss::FLAG_SHORT != 0;
+                let to_end = flags & Dss::FLAG_TO_END != 0;
                 let mapping = if flags & Dss::FLAG_MAP != 0 {
-                    let dsn = r.u64()?;
-                    Some((dsn, r.length_prefixed()?))
+                    let dsn = if short_dsn { short_dsn_parse(r)? } else { r.u64()? };
+                    Some((dsn, if to_end { r.rest() } else { r.length_prefixed()? }))
                 } else {
                     None
                 };
@@ -385,10 +483,15 @@ impl<'a> Frame<'a> {
                 if ack.is_none() && mapping.is_none() {
                     return Err(Error::Malformed("empty DSS"));
                 }
-                if (fin || idle) && mapping.is_none() {
-                    return Err(Error::Malformed("DATA_FIN or MP_IDLE without mapping"));
+                if (fin || idle || short_dsn || to_end) && mapping.is_none() {
+                    return Err(Error::Malformed("DATA_FIN, MP_IDLE, S or E without mapping"));
                 }
-                Frame::Dss(Dss { ack, mapping, fin, idle })
+                Frame::Dss(Dss { ack, mapping, fin, idle, short_dsn, to_end })
+            }
+            ty::DATA => {
+                let dsn = short_dsn_parse(r)?;
+                let mapping = Some((dsn, r.rest()));
+                Frame::Dss(Dss { ack: None, mapping, fin: false, idle: false, short_dsn: true, to_end: true })
             }
             ty::MP_JOIN => {
                 let flags = r.u8()?;
@@ -502,32 +605,28 @@ impl<'a> Frame<'a> {
             }
             return w.zeros(*len);
         }
+        if let Frame::Dss(d) = self {
+            if (d.short_dsn || d.to_end) && d.mapping.is_none() {
+                return Err(Error::Malformed("S or E without mapping"));
+            }
+            let map = d.mapping.map(|(dsn, data)| MapHeader {
+                dsn,
+                len: data.len(),
+                short_dsn: d.short_dsn,
+                to_end: d.to_end,
+            });
+            Dss::emit_header(w, d.ack, map, d.fin, d.idle)?;
+            // The header carries the length, unless the data runs to the end.
+            if let Some((_, data)) = d.mapping {
+                w.bytes(data)?;
+            }
+            return Ok(());
+        }
         w.varint(self.ty())?;
         match *self {
             Frame::Padding { .. } | Frame::Ack(_) | Frame::Ping | Frame::HandshakeDone => {}
             Frame::PathChallenge(d) | Frame::PathResponse(d) => w.bytes(&d)?,
-            Frame::Dss(d) => {
-                if (d.fin || d.idle) && d.mapping.is_none() {
-                    return Err(Error::Malformed("DATA_FIN or MP_IDLE without mapping"));
-                }
-                if d.ack.is_none() && d.mapping.is_none() {
-                    return Err(Error::Malformed("empty DSS"));
-                }
-                let flag = |on: bool, bit: u8| if on { bit } else { 0 };
-                let flags = flag(d.ack.is_some(), Dss::FLAG_ACK)
-                    | flag(d.mapping.is_some(), Dss::FLAG_MAP)
-                    | flag(d.fin, Dss::FLAG_FIN)
-                    | flag(d.idle, Dss::FLAG_IDLE);
-                w.u8(flags)?;
-                if let Some((ack, wnd)) = d.ack {
-                    w.u64(ack)?;
-                    w.varint(wnd)?;
-                }
-                if let Some((dsn, data)) = d.mapping {
-                    w.u64(dsn)?;
-                    w.length_prefixed(data)?;
-                }
-            }
+            Frame::Dss(_) => unreachable!("DSS is written above"),
             Frame::MpJoin(j) => {
                 w.u8(u8::from(j.backup))?;
                 w.u8(j.addr_id)?;

@@ -7,7 +7,7 @@ pub mod packet;
 pub mod params;
 
 pub use codec::{Reader, Writer};
-pub use frame::{Ack, Dss, Frame, Frames};
+pub use frame::{Ack, Dss, Frame, Frames, MapHeader};
 pub use packet::{Cid, Header, Packet};
 pub use params::TransportParams;
 

@@ -5,10 +5,11 @@ use super::codec::{Reader, Writer};
 use super::Error;
 use std::fmt;
 
-/// Version 1 of this protocol.
-pub const VERSION_1: u32 = 0x6d70_0001;
+/// Version 2 of this protocol: version 1 with the DSS frame's S and E flags (§5.5). Version 1
+/// (0x6d70_0001) receivers ignored the DSS flags' high bits, so the two cannot be mixed.
+pub const VERSION_2: u32 = 0x6d70_0002;
 /// Versions this implementation speaks.
-pub const SUPPORTED_VERSIONS: [u32; 1] = [VERSION_1];
+pub const SUPPORTED_VERSIONS: [u32; 1] = [VERSION_2];
 /// An INITIAL datagram is at least this long (§3.1).
 pub const MIN_INITIAL_SIZE: usize = 1200;
 /// Default and minimum datagram payload (§10).
@@ -25,12 +26,24 @@ pub const RETRY_TAG_LEN: usize = 16;
 const FORM_LONG: u8 = 0x80;
 const FIXED_BIT: u8 = 0x40;
 
-/// A connection ID: 8 bytes chosen by the receiver of the packets that carry it (§2).
+/// A connection ID: 8 bytes chosen by the receiver of the packets that carry it (§2). A
+/// receiver may issue shorter ones (`cid_len`, 4 to 8 bytes): the rest is zero, and short
+/// headers carry only the first `cid_len` bytes (§3.2).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Cid(pub [u8; 8]);
 
 impl Cid {
     pub const LEN: usize = 8;
+    /// The shortest CID an endpoint may issue.
+    pub const MIN_LEN: usize = 4;
+
+    /// This CID with its bytes from `len` on zeroed (a CID of `len` bytes).
+    pub fn truncated(mut self, len: usize) -> Self {
+        for b in self.0.iter_mut().skip(len) {
+            *b = 0;
+        }
+        self
+    }
 }
 
 impl fmt::Debug for Cid {
@@ -228,17 +241,23 @@ pub struct Short {
 }
 
 impl Short {
-    /// Offset of the first packet-number byte.
-    pub const PN_OFFSET: usize = 1 + Cid::LEN;
+    /// Offset of the first packet-number byte when the receiver's CIDs are `cid_len` bytes.
+    pub const fn pn_offset(cid_len: usize) -> usize {
+        1 + cid_len
+    }
 
     /// Writes an *unprotected* short header for packet number `pn`, encoded on `pn_len` bytes
-    /// (1..=4); returns the header length. [`crate::crypto::PacketKey::seal_short`] protects it.
-    pub fn emit(dcid: Cid, pn: u64, pn_len: usize, w: &mut Writer<'_>) -> Result<usize, Error> {
+    /// (1..=4), with the first `cid_len` bytes (the receiver's, 4..=8) of `dcid`; returns the
+    /// header length. [`crate::crypto::PacketKey::seal_short`] protects it.
+    pub fn emit(dcid: Cid, cid_len: usize, pn: u64, pn_len: usize, w: &mut Writer<'_>) -> Result<usize, Error> {
         if !(1..=4).contains(&pn_len) {
             return Err(Error::Malformed("packet number length"));
         }
+        if !(Cid::MIN_LEN..=Cid::LEN).contains(&cid_len) {
+            return Err(Error::Malformed("CID length"));
+        }
         w.u8(FIXED_BIT | (pn_len as u8 - 1))?;
-        w.bytes(&dcid.0)?;
+        w.bytes(&dcid.0[..cid_len])?;
         let bytes = pn.to_be_bytes();
         w.bytes(&bytes[8 - pn_len..])?;
         Ok(w.len())
@@ -285,8 +304,9 @@ fn cid(r: &mut Reader<'_>) -> Result<Cid, Error> {
 }
 
 impl<'a> Packet<'a> {
-    /// Parses a datagram. Never panics; every failure is an [`Error`].
-    pub fn parse(datagram: &'a [u8]) -> Result<Self, Error> {
+    /// Parses a datagram sent to an endpoint whose CIDs are `cid_len` bytes (4..=8; what
+    /// its short headers carry). Never panics; every failure is an [`Error`].
+    pub fn parse(datagram: &'a [u8], cid_len: usize) -> Result<Self, Error> {
         if datagram.len() > MAX_UDP_PAYLOAD {
             return Err(Error::Oversized);
         }
@@ -296,14 +316,22 @@ impl<'a> Packet<'a> {
             if first & FIXED_BIT == 0 {
                 return Err(Error::Malformed("fixed bit"));
             }
-            let dcid = cid(&mut r)?;
+            if !(Cid::MIN_LEN..=Cid::LEN).contains(&cid_len) {
+                return Err(Error::Malformed("CID length"));
+            }
+            let mut dcid = Cid::default();
+            dcid.0[..cid_len].copy_from_slice(r.bytes(cid_len)?);
             let payload = r.rest();
             // Packet number (>= 1 byte) plus sample room for header protection (§9.3):
             // the shortest valid packet is pn (1) + 3 bytes of plaintext + tag.
             if payload.len() < 4 + TAG_LEN {
                 return Err(Error::Truncated);
             }
-            return Ok(Packet { header: Header::Short(Short { dcid }), header_len: Short::PN_OFFSET, payload });
+            return Ok(Packet {
+                header: Header::Short(Short { dcid }),
+                header_len: Short::pn_offset(cid_len),
+                payload,
+            });
         }
         let version = r.u32()?;
         if version == 0 {

@@ -13,6 +13,7 @@ pub mod id {
     pub const AEAD_SUITES: u64 = 0x06;
     pub const MAX_SUBFLOWS: u64 = 0x07;
     pub const MP_IDLE: u64 = 0x08;
+    pub const CID_LEN: u64 = 0x09;
 }
 
 /// Most AEAD suites a peer may list.
@@ -31,6 +32,8 @@ pub struct TransportParams {
     pub suite_count: u8,
     pub max_subflows: u64,
     pub mp_idle: bool,
+    /// Bytes of its CIDs that short headers sent to this endpoint carry (§3.2): 4 to 8.
+    pub cid_len: u8,
 }
 
 impl Default for TransportParams {
@@ -50,6 +53,7 @@ impl Default for TransportParams {
             suite_count: 2,
             max_subflows: 8,
             mp_idle: false,
+            cid_len: 8,
         }
     }
 }
@@ -125,6 +129,13 @@ impl TransportParams {
                     }
                 }
                 id::MP_IDLE => p.mp_idle = flag()?,
+                id::CID_LEN => {
+                    let v = as_varint()?;
+                    if !(4..=8).contains(&v) {
+                        return Err(Error::Malformed("cid_len out of range"));
+                    }
+                    p.cid_len = v as u8;
+                }
                 _ => {}
             }
         }
@@ -164,6 +175,9 @@ impl TransportParams {
         if self.mp_idle {
             w.varint(id::MP_IDLE)?;
             w.varint(0)?;
+        }
+        if self.cid_len != d.cid_len {
+            put(w, id::CID_LEN, u64::from(self.cid_len))?;
         }
         Ok(w.len() - start)
     }

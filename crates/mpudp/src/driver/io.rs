@@ -93,6 +93,8 @@ pub(crate) struct TxBatch {
     remote: SocketAddr,
     /// The socket said WouldBlock: wait for its write readiness.
     blocked: bool,
+    /// What the endpoint was last told of `blocked` (`Endpoint::set_path_writable`).
+    announced: bool,
 }
 
 impl TxBatch {
@@ -104,6 +106,7 @@ impl TxBatch {
             count: 0,
             remote: SocketAddr::from(([0, 0, 0, 0], 0)),
             blocked: false,
+            announced: false,
         }
     }
 
@@ -258,6 +261,7 @@ impl Io {
             if self.tx[p].count > 0 && self.flush(cx, st, p) == Flush::Done {
                 progress = true;
             }
+            self.announce(st, p);
         }
         for _ in 0..TX_BUDGET {
             let Some(t) = st.ep.poll_transmit(now, &mut self.scratch) else { break };
@@ -267,6 +271,8 @@ impl Io {
             if !self.tx[p].accepts(t.remote, t.len, max)
                 && (self.tx[p].blocked || self.flush(cx, st, p) == Flush::Blocked)
             {
+                // Rare: the endpoint stops writing for a path once told its socket is full.
+                self.announce(st, p);
                 st.paths[p].io.queue_drops += 1;
                 continue;
             }
@@ -275,14 +281,27 @@ impl Io {
             // A full batch, or one ended by a short datagram, leaves at once.
             if !b.blocked && (b.count == max || t.len < b.seg) {
                 self.flush(cx, st, p);
+                self.announce(st, p);
             }
         }
         for p in 0..self.tx.len() {
             if self.tx[p].count > 0 && !self.tx[p].blocked {
                 self.flush(cx, st, p);
             }
+            self.announce(st, p);
         }
         progress
+    }
+
+    /// Tells the endpoint when path `p`'s socket fills (it then writes nothing for the path:
+    /// a datagram the socket refused would be a loss we inflicted on ourselves) and when it
+    /// drains.
+    fn announce(&mut self, st: &mut State, p: usize) {
+        let b = &mut self.tx[p];
+        if b.announced != b.blocked {
+            b.announced = b.blocked;
+            st.ep.set_path_writable(mpcore::PathId(p as u8), !b.blocked);
+        }
     }
 
     /// Sends path `p`'s batch, unless its socket is full: then the batch stays, and the

@@ -176,6 +176,9 @@ pub struct AckState {
     /// When the largest packet number arrived (for the ACK delay).
     pub largest_at: Time,
     pub unacked_eliciting: u32,
+    /// A packet arrived since the last ACK frame we sent: a data packet carries an ACK
+    /// frame only then (a one-way sender does not repeat an unchanged one in every packet).
+    pub news: bool,
     /// The latest time the next ACK may leave; `immediate`: it is due now.
     pub deadline: Option<Time>,
     pub immediate: bool,
@@ -188,6 +191,7 @@ impl AckState {
             largest: None,
             largest_at: now,
             unacked_eliciting: 0,
+            news: false,
             deadline: None,
             immediate: false,
         }
@@ -422,6 +426,7 @@ impl Subflow {
             a.largest = Some(pn);
             a.largest_at = now;
         }
+        a.news = true;
         self.last_rx = now;
         self.idle_probe = None;
         if ack_eliciting {
@@ -439,6 +444,7 @@ impl Subflow {
     pub fn on_ack_sent(&mut self) {
         self.acks.clear();
         self.acks.unacked_eliciting = 0;
+        self.acks.news = false;
     }
 
     /// Closes the subflow: nothing more is sent on it but, if `tell_peer`, a SUBFLOW_RESET

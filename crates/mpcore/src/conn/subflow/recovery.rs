@@ -126,6 +126,9 @@ pub struct SentPacket {
     pub data: Option<DataRef>,
     /// Control frames it carried (`ctrl` bits), sent again if it is lost.
     pub ctrl: u16,
+    /// It carried an ACK frame: if it is lost, the next data packet carries one again
+    /// (`AckState::news`), as a data packet otherwise repeats no unchanged ACK.
+    pub carried_ack: bool,
 }
 
 /// The packets in flight, by packet number. A subflow's packet numbers are consecutive, so
@@ -486,6 +489,7 @@ impl Subflow {
                 self.rec.note_loss(now);
                 self.rec.remove_from_flight(&p);
                 self.ctrl_pending |= self.state.frames_to_resend(p.ctrl);
+                self.acks.news |= p.carried_ack;
                 if let Some(d) = p.data {
                     lost(d);
                 }
@@ -543,6 +547,7 @@ impl Subflow {
             self.rec.remove_from_flight(&p);
             if self.is_open() {
                 self.ctrl_pending |= self.state.frames_to_resend(p.ctrl);
+                self.acks.news |= p.carried_ack;
             } else {
                 orphaned |= p.ctrl & (ctrl::ADD_ADDR | ctrl::REMOVE_ADDR | ctrl::ADDR_ECHO);
             }
@@ -564,7 +569,7 @@ mod tests {
     use super::*;
 
     fn packet(pn: u64) -> SentPacket {
-        SentPacket { pn, time: pn * 10, size: 100, ack_eliciting: true, data: None, ctrl: 0 }
+        SentPacket { pn, time: pn * 10, size: 100, ack_eliciting: true, data: None, ctrl: 0, carried_ack: false }
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! `handshake`). Connections talk back through their endpoint-event queue
 //! ([`EndpointEvent`]); the endpoint applies it after every call into one.
 
+mod local_paths;
+
 use crate::activity::Activity;
 use crate::config::{Config, ConfigError};
 use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
@@ -13,8 +15,8 @@ use crate::rng::Rng;
 use crate::routes::Routes;
 use crate::slab::Slab;
 use crate::wire::packet;
-use crate::wire::{Header, Packet, Writer};
-use crate::{LocalPath, PathId, Time, Transmit};
+use crate::wire::{Cid, Header, Packet, Writer};
+use crate::{LocalPath, PathId, PathSet, Time, Transmit};
 use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
@@ -118,6 +120,11 @@ pub struct Endpoint {
     path_down: Vec<bool>,
     /// Per local path: removed (`remove_path`); the slot is reused by `add_path`.
     removed: Vec<bool>,
+    /// Local paths whose socket is full (`set_path_writable`): no connection sends there.
+    unwritable: PathSet,
+    /// Connections that held back a datagram for an unwritable path and had nothing else to
+    /// send: ready again when a path becomes writable.
+    write_waiters: Vec<usize>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -144,6 +151,8 @@ impl Endpoint {
         Ok(Self {
             path_down: vec![false; paths.len()],
             removed: vec![false; paths.len()],
+            unwritable: PathSet::default(),
+            write_waiters: Vec::new(),
             paths,
             server,
             conns: Slab::default(),
@@ -178,63 +187,6 @@ impl Endpoint {
     /// Its configuration.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// Every local path slot, indexed by `PathId`; a removed path's slot keeps its last
-    /// address until `add_path` reuses it (see [`Endpoint::path`]).
-    pub fn paths(&self) -> &[LocalPath] {
-        &self.paths
-    }
-
-    /// Local path `path`, unless it does not exist or was removed.
-    pub fn path(&self, path: PathId) -> Option<&LocalPath> {
-        let p = usize::from(path.0);
-        self.paths.get(p).filter(|_| !self.removed[p])
-    }
-
-    /// Adds a local path (an interface that appeared, or a new address on one) and tells
-    /// every connection (`Connection::path_added`: a client joins from it where its path
-    /// manager says so). Reuses the slot of a removed path if there is one; at most 255.
-    pub fn add_path(&mut self, now: Time, lp: LocalPath) -> Result<PathId, ConfigError> {
-        let p = match self.removed.iter().position(|&r| r) {
-            Some(p) => p,
-            None if self.paths.len() < 255 => {
-                self.paths.push(lp);
-                self.path_down.push(false);
-                self.removed.push(false);
-                self.paths.len() - 1
-            }
-            None => return Err(ConfigError("an endpoint has at most 255 local paths".into())),
-        };
-        self.paths[p] = lp;
-        self.path_down[p] = false;
-        self.removed[p] = false;
-        let path = PathId(p as u8);
-        for idx in 0..self.conns.bound() {
-            if let Some(c) = self.conns.get_mut(idx) {
-                c.path_added(now, path, lp);
-                self.apply_events(idx, now);
-            }
-        }
-        Ok(path)
-    }
-
-    /// Removes local path `path` for good (its interface went away, or lost this address):
-    /// every connection closes its subflows there and withdraws the address
-    /// (`Connection::path_removed`). Datagrams later handed in on it are dropped.
-    pub fn remove_path(&mut self, now: Time, path: PathId) {
-        let p = usize::from(path.0);
-        if p >= self.paths.len() || self.removed[p] {
-            return;
-        }
-        self.removed[p] = true;
-        self.path_down[p] = true;
-        for idx in 0..self.conns.bound() {
-            if let Some(c) = self.conns.get_mut(idx) {
-                c.path_removed(now, path);
-                self.apply_events(idx, now);
-            }
-        }
     }
 
     /// Datagrams dropped, by reason.
@@ -289,9 +241,9 @@ impl Endpoint {
         if self.config.server_keys.is_empty() && !self.config.unauthenticated_server {
             return Err(ConnectError::NoServerKey);
         }
-        let mut cid = self.rng.cid();
-        while self.routes.cid(&cid).is_some() {
-            cid = self.rng.cid();
+        let mut cid = self.config.issue_cid(&mut self.rng);
+        while self.routes.cid_taken(&cid) {
+            cid = self.config.issue_cid(&mut self.rng);
         }
         let rng = self.rng.fork();
         let c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid, rng)
@@ -350,7 +302,7 @@ impl Endpoint {
         let mut drained = false;
         while let Some(ev) = self.conns.get_mut(idx).and_then(|c| c.poll_endpoint_event()) {
             match ev {
-                EndpointEvent::NewCid(cid) => self.routes.add_cid(cid, idx),
+                EndpointEvent::NewCid(cid) => self.route_cid(idx, cid, now),
                 EndpointEvent::RetireCid(cid) => self.routes.retire_cid(&cid, idx),
                 EndpointEvent::Token(t) => {
                     if !self.routes.add_token(t, idx) {
@@ -370,6 +322,26 @@ impl Endpoint {
         }
         if let Some(np) = failed {
             self.declare_bad(now, np);
+        }
+    }
+
+    /// Routes connection `idx`'s new CID, unless another connection has it or had it within
+    /// the cookie lifetime: then the connection's subflow gets a fresh one, unique here, or
+    /// closes if a packet already carried the old (`Connection::rename_cid`).
+    fn route_cid(&mut self, idx: usize, cid: Cid, now: Time) {
+        if !self.routes.cid_taken(&cid) || self.routes.cid(&cid) == Some(idx) {
+            self.routes.add_cid(cid, idx);
+            return;
+        }
+        let mut fresh = self.config.issue_cid(&mut self.rng);
+        while self.routes.cid_taken(&fresh) {
+            fresh = self.config.issue_cid(&mut self.rng);
+        }
+        let Some(c) = self.conns.get_mut(idx) else { return };
+        let renamed = c.rename_cid(now, cid, fresh);
+        tracing::debug!(target: "mpcore", ?cid, renamed, "a new CID was taken: renamed or closed");
+        if renamed {
+            self.routes.add_cid(fresh, idx);
         }
     }
 
@@ -402,7 +374,7 @@ impl Endpoint {
             self.drops.unexpected += 1;
             return;
         }
-        let p = match Packet::parse(data) {
+        let p = match Packet::parse(data, usize::from(self.config.cid_len)) {
             Ok(p) => p,
             Err(crate::wire::Error::Oversized) => {
                 self.drops.oversized += 1;
@@ -681,25 +653,6 @@ impl Endpoint {
         self.oracle.as_ref()
     }
 
-    /// Tells every connection that local path `path`'s interface went down or came back
-    /// (`Connection::path_down` / `path_up`); later connections start with the same view.
-    pub fn set_path_up(&mut self, now: Time, path: PathId, up: bool) {
-        if self.path(path).is_none() {
-            return;
-        }
-        self.path_down[usize::from(path.0)] = !up;
-        for idx in 0..self.conns.bound() {
-            if let Some(c) = self.conns.get_mut(idx) {
-                if up {
-                    c.path_up(now, path);
-                } else {
-                    c.path_down(now, path);
-                }
-                self.apply_events(idx, now);
-            }
-        }
-    }
-
     /// The earliest time `handle_timeout` must be called.
     pub fn poll_timeout(&self) -> Option<Time> {
         // The timer heap, and the connections the application changed since (whose deadline
@@ -728,12 +681,17 @@ impl Endpoint {
         for _ in 0..self.activity.ready_len() {
             let Some(idx) = self.activity.pop_ready() else { break };
             let Some(c) = self.conns.get_mut(idx) else { continue };
+            c.unwritable = self.unwritable;
             let t = c.poll_transmit(now, buf);
+            let held_back = std::mem::take(&mut c.held_back);
             self.route_events(idx, now);
             self.after(idx);
             if let Some(t) = t {
                 self.activity.mark_ready(idx);
                 return Some(t);
+            }
+            if held_back {
+                self.write_waiters.push(idx);
             }
         }
         None
