@@ -46,7 +46,9 @@ impl PathManager {
 /// Everything an endpoint and its connections are tuned by. Times are in microseconds.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Largest UDP payload sent before a larger one was probed (§10).
+    /// Largest UDP payload sent, and announced as accepted: the ceiling of each subflow's path
+    /// MTU search (§10). A subflow sends at most 1200 bytes until a probe of a larger size was
+    /// acknowledged. 1452 by default: a 1500-byte MTU under IPv6 (1472 would do under IPv4).
     pub max_datagram_size: usize,
     /// Datagrams above this size are dropped on receipt.
     pub max_receive_size: usize,
@@ -217,7 +219,7 @@ pub struct Faults {
 impl Default for Config {
     fn default() -> Self {
         Self {
-            max_datagram_size: crate::wire::packet::DEFAULT_MAX_DATAGRAM,
+            max_datagram_size: 1452,
             max_receive_size: crate::wire::packet::MAX_UDP_PAYLOAD,
             min_rto: 200_000,
             max_rto: 60_000_000,

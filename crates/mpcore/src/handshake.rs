@@ -94,7 +94,9 @@ impl Client {
     fn build_initial(&mut self, config: &Config, share: &KeyShare, token: &[u8]) {
         let mut pbuf = [0u8; 128];
         let plen = config.transport_params().emit(&mut Writer::new(&mut pbuf)).unwrap_or(0);
-        let size = config.max_datagram_size.max(packet::MIN_INITIAL_SIZE);
+        // 1200 bytes, whatever the maximum: every path carries them (larger sizes are probed
+        // once the connection exists, §10), and the INITIAL must get through.
+        let size = packet::MIN_INITIAL_SIZE;
         let mut buf = vec![0u8; size];
         let init = Initial {
             version: packet::VERSION_2,

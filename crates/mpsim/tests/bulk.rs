@@ -57,7 +57,8 @@ fn a_full_local_queue_blocks_the_sender_instead_of_dropping() {
 /// 1.0013.
 #[test]
 fn a_data_packet_carries_29_bytes_besides_its_data() {
-    let config = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
+    // 1200-byte datagrams from the start: no path MTU search to account for.
+    let config = Config { path_manager: PathManager::Fullmesh, max_datagram_size: 1200, ..Config::default() };
     let bytes = 8 << 20;
     let (sim, _) = upload(two_paths(true), &config, bytes);
     let wire = up(&sim, 0, Verdict::Delivered).1 + up(&sim, 1, Verdict::Delivered).1;
@@ -65,4 +66,47 @@ fn a_data_packet_carries_29_bytes_besides_its_data() {
     let ideal = bytes as f64 * full / (full - 29.0);
     let ratio = wire as f64 / ideal;
     assert!((1.0..1.002).contains(&ratio), "{wire} bytes sent for {bytes}: {ratio:.4} of the ideal {ideal:.0}");
+}
+
+/// Path MTU discovery (PROTOCOL.md §10): a subflow starts at 1200 bytes and probes up. Path 0
+/// carries 1472-byte datagrams, so its subflow reaches the default maximum, 1452, with one
+/// probe; path 1 carries 1350, found within 20 bytes by halving. No probe's loss counts as a
+/// loss (nothing else is lost: the queues are the host's), and the data then travels in the
+/// larger datagrams.
+#[test]
+fn each_subflow_finds_its_path_mtu_and_a_probe_loss_is_no_loss() {
+    let config = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
+    let mut paths = two_paths(true);
+    paths[1].mtu = 1350;
+    let (sim, app) = upload(paths, &config, 8 << 20);
+    let c = sim.client.stats(app.client.unwrap()).unwrap();
+    let mtu = |p: u8| c.subflows.iter().find(|f| f.path.0 == p).map(|f| f.max_datagram);
+    assert_eq!(mtu(0), Some(1452));
+    assert!(mtu(1).is_some_and(|m| m <= 1350 && m + 20 > 1350), "path 1: {:?}", mtu(1));
+    let lost: u64 = c.subflows.iter().map(|f| f.counters.packets_lost).sum();
+    assert_eq!(lost, 0, "probes too large for path 1 were dropped, and are not losses");
+    assert!(up(&sim, 1, Verdict::TooBig).0 >= 3, "path 1 dropped the probes above its MTU");
+    let full = sim.path_log(0).iter().filter(|e| e.dir == Dir::Up && e.size == 1452).count();
+    assert!(full * 1452 > 3 << 20, "path 0 carried its share (about half) in 1452-byte datagrams ({full})");
+}
+
+/// A path whose MTU falls under a transfer (a tunnel came up): its full datagrams vanish, the
+/// retransmission timeout takes the subflow back to 1200 bytes (a black hole, RFC 8899 §4.3),
+/// and the transfer completes.
+#[test]
+fn a_path_mtu_that_falls_is_followed_down() {
+    let config = Config::default();
+    let path = PathConfig::new(client_addr(0), Iface::Wifi, 20, 20);
+    let mut sim = Sim::new(3, config.clone(), config, vec![path]).unwrap();
+    sim.at(ms(2_000), 0, mpsim::PathEvent::Mtu(1280));
+    let data = pattern(8 << 20, 5);
+    let mut app = Bulk::new(data.clone(), false);
+    assert!(sim.run(ms(60_000), |s| app.drive(s)), "the upload completed");
+    assert!(app.received == data);
+    let c = sim.client.stats(app.client.unwrap()).unwrap();
+    assert!(c.subflows[0].max_datagram <= 1280, "{:?}", c.subflows[0].max_datagram);
+    let before = sim.path_log(0).iter().filter(|e| e.time < ms(2_000) && e.dir == Dir::Up && e.size == 1452).count();
+    assert!(before > 100, "1452-byte datagrams before the fall ({before})");
+    // 20 Mbit/s: 3.5 s of sending, plus the black hole's timeout.
+    assert!(app.finished_at.unwrap() < ms(8_000), "{} ms", app.finished_at.unwrap() / 1000);
 }

@@ -17,7 +17,7 @@ impl Connection {
             // The addresses came back before a pending REMOVE_ADDR left: nothing to withdraw.
             self.subflows[i].ctrl_pending &= !ctrl::REMOVE_ADDR;
         }
-        let mss = self.mss().min(buf.len());
+        let mss = self.subflow_mss(i).min(buf.len());
         let probe_data = match self.subflows[i].rec.probe {
             Some(p) if seg.is_none() && self.subflows[i].copy.is_none() => self.probe_data(i, p),
             _ => None,
@@ -348,6 +348,7 @@ impl Connection {
             data: sent_data,
             ctrl: ctrl_sent,
             carried_ack: ack_sent,
+            mtu_probe: false,
         });
         // The ring takes its working size at once, not by doubling whenever this subflow's
         // flight reaches a new high: a slot per packet the send buffer can have in flight
@@ -385,6 +386,34 @@ impl Connection {
             self.subflows[i].counters.bytes_reinjected += reinjected;
         }
         let sf = &self.subflows[i];
+        Some(Transmit { path: sf.local_path, remote: sf.remote, len })
+    }
+
+    /// A path MTU probe of `size` bytes on subflow `i` (§10): a PING padded to the size. Its
+    /// acknowledgement raises the subflow's datagram size; its loss is no congestion signal.
+    pub(super) fn build_mtu_probe(&mut self, now: Time, i: usize, size: usize, buf: &mut [u8]) -> Option<Transmit> {
+        let keys = self.keys.as_ref()?;
+        let sf = &self.subflows[i];
+        let pn = sf.rec.next_pn;
+        let mut w = Writer::new(buf.get_mut(..size)?);
+        let pn_len = packet::pn_len(pn, sf.rec.largest_acked);
+        let hl = Short::emit(sf.remote_cid?, usize::from(self.peer_params.cid_len), pn, pn_len, &mut w).ok()?;
+        Frame::Ping.emit(&mut w).ok()?;
+        w.zeros(size.checked_sub(w.len() + crypto::TAG_LEN)?).ok()?;
+        let pt_len = w.len() - hl;
+        let len = keys.send.seal_short(sf.id, pn, buf, hl, pt_len).ok()?;
+        let sf = &mut self.subflows[i];
+        sf.on_packet_sent(SentPacket {
+            pn,
+            time: now,
+            size: len as u32,
+            ack_eliciting: true,
+            data: None,
+            ctrl: ctrl::PING,
+            carried_ack: false,
+            mtu_probe: true,
+        });
+        sf.pmtu.on_probe_sent(len);
         Some(Transmit { path: sf.local_path, remote: sf.remote, len })
     }
 }

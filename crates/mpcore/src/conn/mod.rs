@@ -235,6 +235,7 @@ impl Connection {
         let backup = self.paths.get(usize::from(path.0)).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
         sf.local_addr_id = self.addr_id(path);
+        sf.pmtu = subflow::pmtu::Pmtu::new(packet::DEFAULT_MAX_DATAGRAM, self.mss(), now);
         sf
     }
 
@@ -314,10 +315,20 @@ impl Connection {
     fn set_peer_params(&mut self, p: TransportParams) {
         self.peer_params = p;
         self.send.set_peer_window(p.initial_window);
+        let mss = self.mss();
+        for sf in self.subflows.iter_mut() {
+            sf.pmtu.set_max(mss);
+        }
     }
 
+    /// The largest datagram either side allows: the path MTU search's ceiling.
     fn mss(&self) -> usize {
         self.config.max_datagram_size.min(self.peer_params.max_datagram_size as usize)
+    }
+
+    /// The largest datagram to send on subflow `i`: what its path is known to carry.
+    fn subflow_mss(&self, i: usize) -> usize {
+        self.mss().min(self.subflows[i].pmtu.current())
     }
 
     /// Client or server.

@@ -66,6 +66,23 @@ impl Connection {
         if self.is_closed() {
             return None;
         }
+        // A path MTU probe, on a subflow busy with data (its loss is then told by the packets
+        // after it, and an idle path costs nothing) with room for it in its window.
+        for i in 0..n {
+            let Some(sf) = self.subflows.get(i) else { continue };
+            let busy = sf.rec.eliciting_in_flight > 0 && self.send.queued() > 0;
+            let usable = self.state == State::Established && sf.established() && !sf.rec.pf && sf.val.validated;
+            // Not while it loses packets: a lost probe would then say nothing of its size.
+            let calm = sf.rec.recent_losses == 0;
+            if !busy || !usable || !calm || self.unwritable.contains(sf.local_path) {
+                continue;
+            }
+            if let Some(size) = sf.pmtu.probe_due(now).filter(|&s| sf.rec.cwnd_room() >= s as u64) {
+                if let Some(t) = self.build_mtu_probe(now, i, size, buf) {
+                    return Some(t);
+                }
+            }
+        }
         // Data, through the scheduler.
         let (i, seg) = self.schedule(now)?;
         self.build(now, i, Some(seg), buf)

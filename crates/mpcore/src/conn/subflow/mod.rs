@@ -3,6 +3,7 @@
 //! ([`recovery`]), its peer address's validation ([`Validation`]), its join ([`JoinState`]),
 //! its timers and its close procedure. [`table`] holds a connection's subflows.
 
+pub mod pmtu;
 pub mod recovery;
 pub mod table;
 
@@ -164,6 +165,9 @@ pub struct SubflowStats {
     pub cwnd: u64,
     /// Bytes in flight.
     pub in_flight: u64,
+    /// The largest datagram its path is known to carry (path MTU discovery), bytes of UDP
+    /// payload.
+    pub max_datagram: usize,
     /// Its counters.
     pub counters: SubflowCounters,
 }
@@ -307,6 +311,8 @@ pub struct Subflow {
     pub last_activity: Time,
     pub peer_rto_ms: Option<u64>,
     pub counters: SubflowCounters,
+    /// Path MTU discovery: the largest datagram the path carries.
+    pub pmtu: pmtu::Pmtu,
 }
 
 impl SubflowState {
@@ -371,6 +377,7 @@ impl Subflow {
             last_activity: now,
             peer_rto_ms: None,
             counters: SubflowCounters::default(),
+            pmtu: pmtu::Pmtu::new(crate::wire::packet::DEFAULT_MAX_DATAGRAM, 0, now),
         }
     }
 
@@ -392,6 +399,7 @@ impl Subflow {
             rto_us: self.rec.rtt.rto(),
             cwnd: self.rec.cc.cwnd,
             in_flight: self.rec.in_flight,
+            max_datagram: self.pmtu.current(),
             counters: self.counters,
         }
     }

@@ -129,6 +129,8 @@ pub struct SentPacket {
     /// It carried an ACK frame: if it is lost, the next data packet carries one again
     /// (`AckState::news`), as a data packet otherwise repeats no unchanged ACK.
     pub carried_ack: bool,
+    /// A path MTU probe (`size` is the size tried): its loss is no congestion signal.
+    pub mtu_probe: bool,
 }
 
 /// The packets in flight, by packet number. A subflow's packet numbers are consecutive, so
@@ -403,6 +405,7 @@ impl Subflow {
         let mut largest_newly: Option<SentPacket> = None;
         let mut acked_ctrl = 0u16;
         let (mut freed_bytes, mut freed_packets) = (0u64, 0u32);
+        let mut probe_acked = None;
         // Lowest range first, so congestion control sees the packets in the order they left.
         for &(lo, hi) in ranges[..n].iter().rev() {
             for k in r.sent.span(lo, hi) {
@@ -419,12 +422,19 @@ impl Subflow {
                 }
                 newly_acked += 1;
                 acked_ctrl |= p.ctrl;
+                if p.mtu_probe {
+                    probe_acked = Some(p.size as usize);
+                }
                 largest_newly = Some(p);
             }
         }
         r.sent.trim();
         r.in_flight -= freed_bytes;
         r.eliciting_in_flight -= freed_packets;
+        if let Some(size) = probe_acked {
+            self.pmtu.on_probe_acked(size, now);
+        }
+        let r = &mut self.rec;
         let progress = newly_acked > 0 || r.largest_acked.is_none_or(|l| a.largest > l);
         if r.largest_acked.is_none_or(|l| a.largest > l) {
             r.largest_acked = Some(a.largest);
@@ -484,10 +494,15 @@ impl Subflow {
             let Some(p) = self.rec.sent.slots[k] else { continue };
             if p.pn + 3 <= largest || p.time + delay <= now {
                 self.rec.sent.take_at(k);
+                self.rec.remove_from_flight(&p);
+                if p.mtu_probe {
+                    // Too large for the path, most likely: no loss, no congestion (RFC 8899 §4.4).
+                    self.pmtu.on_probe_lost(p.size as usize, now);
+                    continue;
+                }
                 lost_latest = Some(lost_latest.map_or(p.time, |t| t.max(p.time)));
                 self.counters.packets_lost += 1;
                 self.rec.note_loss(now);
-                self.rec.remove_from_flight(&p);
                 self.ctrl_pending |= self.state.frames_to_resend(p.ctrl);
                 self.acks.news |= p.carried_ack;
                 if let Some(d) = p.data {
@@ -526,6 +541,8 @@ impl Subflow {
             return Expiry::JoinGivenUp;
         }
         r.cc.on_rto(now, r.in_flight);
+        self.pmtu.on_timeout(now);
+        let r = &mut self.rec;
         let established = self.state == SubflowState::Established;
         let newly_failed = established && !r.pf;
         r.pf |= established;
@@ -540,6 +557,11 @@ impl Subflow {
     pub fn drain_flight(&mut self, now: Time, count_lost: bool, each: &mut impl FnMut(DataRef)) -> u16 {
         let mut orphaned = 0u16;
         while let Some(p) = self.rec.sent.pop_oldest() {
+            if p.mtu_probe {
+                self.rec.remove_from_flight(&p);
+                self.pmtu.on_probe_lost(p.size as usize, now);
+                continue;
+            }
             if count_lost {
                 self.counters.packets_lost += 1;
                 self.rec.note_loss(now);
@@ -569,7 +591,16 @@ mod tests {
     use super::*;
 
     fn packet(pn: u64) -> SentPacket {
-        SentPacket { pn, time: pn * 10, size: 100, ack_eliciting: true, data: None, ctrl: 0, carried_ack: false }
+        SentPacket {
+            pn,
+            time: pn * 10,
+            size: 100,
+            ack_eliciting: true,
+            data: None,
+            ctrl: 0,
+            carried_ack: false,
+            mtu_probe: false,
+        }
     }
 
     #[test]
