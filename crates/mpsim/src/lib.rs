@@ -9,7 +9,7 @@
 //! sets its own `rng_seed`, both endpoints' randomness (key shares, connection IDs, nonces), so
 //! the same seed gives the same datagrams, byte for byte.
 //!
-//! The core never reads a clock, so the simulator just calls `handle_datagram` and
+//! The core never reads a clock, so the simulator just calls `handle_datagram_in_place` and
 //! `handle_timeout` at the virtual times where something happens: 60 simulated seconds of an
 //! interactive workload take milliseconds.
 
@@ -622,16 +622,17 @@ impl Sim {
             self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, local, from, bytes }));
         }
         while self.queue.peek().is_some_and(|d| d.0.at <= now) {
-            let Some(Reverse(d)) = self.queue.pop() else { break };
+            let Some(Reverse(mut d)) = self.queue.pop() else { break };
             if !self.paths[d.path].up {
                 // The outage also swallows what was already in flight.
                 self.swallowed += 1;
                 continue;
             }
+            // Opened where it lies, as mpudp's driver does with its receive buffers.
             if d.to_server {
-                self.server.handle_datagram(now, PathId(0), d.from, &d.bytes);
+                self.server.handle_datagram_in_place(now, PathId(0), d.from, &mut d.bytes);
             } else {
-                self.client.handle_datagram(now, d.local, d.from, &d.bytes);
+                self.client.handle_datagram_in_place(now, d.local, d.from, &mut d.bytes);
             }
         }
         for (name, ep) in [("client", &mut self.client), ("server", &mut self.server)] {

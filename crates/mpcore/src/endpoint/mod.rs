@@ -8,13 +8,14 @@ mod local_paths;
 use crate::activity::Activity;
 use crate::config::{Config, ConfigError};
 use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
-use crate::drops::Drops;
+use crate::drops::{DropReason, Drops};
 use crate::handshake::{self, ServerKeys};
 use crate::limiter::{SourceLimiter, TokenBucket};
 use crate::rng::Rng;
 use crate::routes::Routes;
 use crate::slab::Slab;
 use crate::wire::packet;
+use crate::wire::packet::Short;
 use crate::wire::{Cid, Header, Packet, Writer};
 use crate::{LocalPath, PathId, PathSet, Time, Transmit};
 use std::collections::VecDeque;
@@ -456,6 +457,37 @@ impl Endpoint {
             Header::Handshake(_) => c.handle_handshake(now, remote, &p, scratch),
             _ => c.handle_sealed(now, path, remote, &p, scratch),
         };
+        self.after_datagram(idx, now, remote, len, r);
+    }
+
+    /// [`Endpoint::handle_datagram`] for a datagram the caller lets the endpoint change: a
+    /// short-header packet (nearly every one) is opened where it lies, without the copy
+    /// `handle_datagram` makes; any other goes to `handle_datagram`. What `data` holds
+    /// afterwards is unspecified.
+    pub fn handle_datagram_in_place(&mut self, now: Time, path: PathId, remote: SocketAddr, data: &mut [u8]) {
+        let short = data.first().is_some_and(|b| b & 0x80 == 0);
+        if !short || data.len() > self.config.max_receive_size || self.path(path).is_none() {
+            return self.handle_datagram(now, path, remote, data);
+        }
+        let (dcid, header_len) = match Packet::parse(data, usize::from(self.config.cid_len)) {
+            Ok(Packet { header: Header::Short(s), header_len, .. }) => (s.dcid, header_len),
+            // Malformed: counted there.
+            _ => return self.handle_datagram(now, path, remote, data),
+        };
+        self.now = self.now.max(now);
+        let Some((idx, c)) = self.routes.cid(&dcid).and_then(|i| Some((i, self.conns.get_mut(i)?))) else {
+            self.drops.unknown_cid += 1;
+            return;
+        };
+        // The header, copied out of `data` (its payload is not read through the view).
+        let p = Packet { header: Header::Short(Short { dcid }), header_len, payload: &[] };
+        let len = data.len();
+        let r = c.handle_sealed(now, path, remote, &p, data);
+        self.after_datagram(idx, now, remote, len, r);
+    }
+
+    /// Counts a dropped datagram and applies what connection `idx` asked of the endpoint.
+    fn after_datagram(&mut self, idx: usize, now: Time, remote: SocketAddr, len: usize, r: Result<(), DropReason>) {
         if let Err(r) = r {
             self.drops.count(r);
             tracing::trace!(%remote, len, why = ?r, "datagram dropped");

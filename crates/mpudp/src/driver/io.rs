@@ -121,12 +121,23 @@ impl TxBatch {
     }
 
     fn push(&mut self, remote: SocketAddr, d: &[u8]) {
+        self.buf[self.len..self.len + d.len()].copy_from_slice(d);
+        self.commit(remote, d.len());
+    }
+
+    /// The free end of the batch, where the next datagram may be written in place, if it has
+    /// room for `max` bytes.
+    fn tail(&mut self, max: usize) -> Option<&mut [u8]> {
+        (!self.blocked && self.len + max <= self.buf.len()).then(|| &mut self.buf[self.len..self.len + max])
+    }
+
+    /// Takes the `len` bytes written at the batch's end as its next datagram.
+    fn commit(&mut self, remote: SocketAddr, len: usize) {
         if self.count == 0 {
             self.remote = remote;
-            self.seg = d.len();
+            self.seg = len;
         }
-        self.buf[self.len..self.len + d.len()].copy_from_slice(d);
-        self.len += d.len();
+        self.len += len;
         self.count += 1;
     }
 
@@ -150,6 +161,8 @@ pub(crate) struct Io {
     pub(crate) sockets: Vec<Option<PathSocket>>,
     pub(crate) tx: Vec<TxBatch>,
     pub(crate) scratch: BytesMut,
+    /// The path the last datagram took: the next is written into its batch.
+    pub(crate) guess: usize,
 }
 
 fn open_socket(
@@ -263,11 +276,34 @@ impl Io {
             }
             self.announce(st, p);
         }
+        // What `poll_transmit` needs: room for the largest datagram the endpoint sends.
+        let room = st.ep.config().max_datagram_size.max(mpcore::wire::packet::MIN_INITIAL_SIZE);
         for _ in 0..TX_BUDGET {
-            let Some(t) = st.ep.poll_transmit(now, &mut self.scratch) else { break };
+            // The datagram is written straight into the batch of the path the last one took
+            // (a bulk transfer's next one takes it too), saving a copy per datagram; else,
+            // or when it goes elsewhere, through the scratch buffer.
+            let guess = self.guess;
+            let tail = self.tx.get_mut(guess).and_then(|b| b.tail(room));
+            let in_place = tail.is_some();
+            let Some(t) = st.ep.poll_transmit(now, tail.unwrap_or(&mut self.scratch)) else { break };
             progress = true;
             let p = usize::from(t.path.0);
+            self.guess = p;
             let Some(max) = self.sockets.get(p).and_then(|s| s.as_ref()).map(|s| s.max_segments) else { continue };
+            if in_place {
+                let b = &mut self.tx[guess];
+                if p == guess && b.accepts(t.remote, t.len, max) {
+                    b.commit(t.remote, t.len);
+                    if !b.blocked && (b.count == max || t.len < b.seg) {
+                        self.flush(cx, st, p);
+                        self.announce(st, p);
+                    }
+                    continue;
+                }
+                // Another path's, or one that cannot join this batch: to the scratch buffer.
+                let at = b.len;
+                self.scratch[..t.len].copy_from_slice(&b.buf[at..at + t.len]);
+            }
             if !self.tx[p].accepts(t.remote, t.len, max)
                 && (self.tx[p].blocked || self.flush(cx, st, p) == Flush::Blocked)
             {

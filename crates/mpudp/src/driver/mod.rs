@@ -96,7 +96,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
     for i in &opts.interfaces {
         ifaces.add(i.clone())?;
     }
-    let mut io = Io { sockets: Vec::new(), tx: Vec::new(), scratch: BytesMut::zeroed(CHUNK) };
+    let mut io = Io { sockets: Vec::new(), tx: Vec::new(), scratch: BytesMut::zeroed(CHUNK), guess: 0 };
     let (paths, infos) = ifaces.open_initial(&mut io)?;
     let mut ep = Endpoint::new(opts.config.clone(), paths, server).map_err(|e| Error::Config(e.to_string()))?;
     for (p, info) in infos.iter().enumerate() {
@@ -266,9 +266,9 @@ impl Driver {
                     if let (Some(r), Some(local)) = (replies, m.dst_ip) {
                         r.learn(unmap(m.addr), local);
                     }
-                    let data = &rx[k * CHUNK..k * CHUNK + m.len.min(CHUNK)];
+                    let data = &mut rx[k * CHUNK..k * CHUNK + m.len.min(CHUNK)];
                     let stride = if m.stride == 0 { m.len } else { m.stride };
-                    for d in data.chunks(stride.max(1)) {
+                    for d in data.chunks_mut(stride.max(1)) {
                         st.count(i, now, false, 1, d.len());
                         let owner = steering.and_then(|s| Steering::core_of(d, s.cores()).filter(|&k| k != s.core()));
                         if let Some(k) = owner.filter(|_| !st.peers.is_empty() && outbox.len() < INBOX) {
@@ -276,7 +276,8 @@ impl Driver {
                             st.paths[i].io.forwarded += 1;
                             continue;
                         }
-                        st.ep.handle_datagram(now, PathId(i as u8), unmap(m.addr), d);
+                        // Opened in the receive buffer itself: no copy.
+                        st.ep.handle_datagram_in_place(now, PathId(i as u8), unmap(m.addr), d);
                         since_tx += 1;
                         if since_tx == ACK_EVERY {
                             since_tx = 0;
