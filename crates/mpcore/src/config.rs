@@ -327,7 +327,7 @@ impl Config {
         if self.suites.is_empty() || self.suites.len() > crate::wire::params::MAX_SUITES {
             return err("offer between 1 and 8 AEAD suites");
         }
-        if !(4..=8).contains(&self.cid_len) {
+        if !(crate::wire::Cid::MIN_LEN..=crate::wire::Cid::LEN).contains(&usize::from(self.cid_len)) {
             return err("cid_len must be between 4 and 8 bytes");
         }
         if let Err(e) = scheduler::AnyScheduler::from_name(&self.scheduler) {

@@ -182,6 +182,12 @@ struct PathState {
 }
 
 impl PathState {
+    /// Bytes waiting in direction `d`'s queue at `now` (0 without a rate limit).
+    fn backlog(&self, d: usize, now: Time) -> u64 {
+        let busy = self.busy_until[d].saturating_sub(now);
+        (u128::from(busy) * u128::from(self.cfg.rate_bps) / 8 / 1_000_000) as u64
+    }
+
     /// When a blocked local queue has drained to half: the socket takes datagrams again.
     fn writable_at(&self) -> Time {
         let half = (self.cfg.queue_bytes / 2) as u128 * 8 * 1_000_000 / u128::from(self.cfg.rate_bps.max(1));
@@ -477,9 +483,7 @@ impl Sim {
             } else {
                 let cfg = p.cfg;
                 let busy = p.busy_until[d].max(now);
-                let backlog_bytes =
-                    if cfg.rate_bps > 0 { (busy - now) as u128 * cfg.rate_bps as u128 / 8 / 1_000_000 } else { 0 };
-                if cfg.queue_bytes > 0 && cfg.rate_bps > 0 && backlog_bytes as u64 + size as u64 > cfg.queue_bytes {
+                if cfg.queue_bytes > 0 && cfg.rate_bps > 0 && p.backlog(d, now) + size as u64 > cfg.queue_bytes {
                     Verdict::QueueFull
                 } else {
                     let tx = if cfg.rate_bps > 0 { (size as u64 * 8 * 1_000_000).div_ceil(cfg.rate_bps) } else { 0 };
@@ -530,12 +534,9 @@ impl Sim {
             self.route(true, k, src, t.remote, buf[..t.len].to_vec());
             // A full local queue blocks the socket: no room for another full datagram.
             let p = &mut self.paths[k];
-            if p.cfg.local_uplink_queue && p.cfg.rate_bps > 0 {
-                let backlog = (p.busy_until[0].saturating_sub(now)) as u128 * p.cfg.rate_bps as u128 / 8 / 1_000_000;
-                if backlog as u64 + 1500 > p.cfg.queue_bytes {
-                    p.blocked = Some(t.path);
-                    self.client.set_path_writable(t.path, false);
-                }
+            if p.cfg.local_uplink_queue && p.cfg.rate_bps > 0 && p.backlog(0, now) + 1500 > p.cfg.queue_bytes {
+                p.blocked = Some(t.path);
+                self.client.set_path_writable(t.path, false);
             }
         }
         while let Some(t) = self.server.poll_transmit(now, &mut buf) {

@@ -4,7 +4,8 @@ use super::*;
 
 impl Connection {
     /// Payload bytes available for stream data in a short-header packet of a one-way
-    /// transfer: header (1 + 8 + at most 4), the tag, a DSS with a short DSN and no length.
+    /// transfer: the header (its byte, the peer's CID length, a packet number of at most 4),
+    /// the tag, a DATA frame (a short DSN, no length).
     pub(super) fn max_payload(&self) -> usize {
         let map = MapHeader { dsn: 0, len: 0, short_dsn: true, to_end: true };
         let header = Short::pn_offset(usize::from(self.peer_params.cid_len)) + 4;
@@ -413,7 +414,7 @@ impl Connection {
             carried_ack: false,
             mtu_probe: true,
         });
-        sf.pmtu.on_probe_sent(len);
+        sf.pmtu.on_probe_sent();
         Some(Transmit { path: sf.local_path, remote: sf.remote, len })
     }
 }

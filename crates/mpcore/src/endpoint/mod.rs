@@ -242,10 +242,7 @@ impl Endpoint {
         if self.config.server_keys.is_empty() && !self.config.unauthenticated_server {
             return Err(ConnectError::NoServerKey);
         }
-        let mut cid = self.config.issue_cid(&mut self.rng);
-        while self.routes.cid_taken(&cid) {
-            cid = self.config.issue_cid(&mut self.rng);
-        }
+        let cid = self.fresh_cid();
         let rng = self.rng.fork();
         let c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid, rng)
             .map_err(|_| ConnectError::Crypto)?;
@@ -326,6 +323,16 @@ impl Endpoint {
         }
     }
 
+    /// A CID no connection of ours has or had within the cookie lifetime.
+    fn fresh_cid(&mut self) -> Cid {
+        loop {
+            let cid = self.config.issue_cid(&mut self.rng);
+            if !self.routes.cid_taken(&cid) {
+                return cid;
+            }
+        }
+    }
+
     /// Routes connection `idx`'s new CID, unless another connection has it or had it within
     /// the cookie lifetime: then the connection's subflow gets a fresh one, unique here, or
     /// closes if a packet already carried the old (`Connection::rename_cid`).
@@ -334,10 +341,7 @@ impl Endpoint {
             self.routes.add_cid(cid, idx);
             return;
         }
-        let mut fresh = self.config.issue_cid(&mut self.rng);
-        while self.routes.cid_taken(&fresh) {
-            fresh = self.config.issue_cid(&mut self.rng);
-        }
+        let fresh = self.fresh_cid();
         let Some(c) = self.conns.get_mut(idx) else { return };
         let renamed = c.rename_cid(now, cid, fresh);
         tracing::debug!(target: "mpcore", ?cid, renamed, "a new CID was taken: renamed or closed");

@@ -284,7 +284,7 @@ impl<'a> Dss<'a> {
         }
         if Self::compact(ack, mapping, fin, idle) {
             w.varint(ty::DATA)?;
-            return w.bytes(&mapping.map_or(0, |m| m.dsn).to_be_bytes()[8 - Self::SHORT_DSN_LEN..]);
+            return short_dsn_emit(w, mapping.map_or(0, |m| m.dsn));
         }
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         w.varint(ty::DSS)?;
@@ -300,7 +300,7 @@ impl<'a> Dss<'a> {
         }
         if let Some(m) = mapping {
             if m.short_dsn {
-                w.bytes(&m.dsn.to_be_bytes()[8 - Self::SHORT_DSN_LEN..])?;
+                short_dsn_emit(w, m.dsn)?;
             } else {
                 w.u64(m.dsn)?;
             }
@@ -338,6 +338,10 @@ impl<'a> Dss<'a> {
 }
 
 /// A short DSN: its low 40 bits, big-endian.
+fn short_dsn_emit(w: &mut Writer<'_>, dsn: u64) -> Result<(), Error> {
+    w.bytes(&dsn.to_be_bytes()[8 - Dss::SHORT_DSN_LEN..])
+}
+
 fn short_dsn_parse(r: &mut Reader<'_>) -> Result<u64, Error> {
     let b: [u8; Dss::SHORT_DSN_LEN] = r.array()?;
     Ok(b.iter().fold(0, |acc, &x| acc << 8 | u64::from(x)))

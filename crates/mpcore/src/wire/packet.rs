@@ -5,8 +5,9 @@ use super::codec::{Reader, Writer};
 use super::Error;
 use std::fmt;
 
-/// Version 2 of this protocol: version 1 with the DSS frame's S and E flags (§5.5). Version 1
-/// (0x6d70_0001) receivers ignored the DSS flags' high bits, so the two cannot be mixed.
+/// Version 2 of this protocol: version 1 with CIDs of 4 to 8 bytes (§2), the DSS frame's S and
+/// E flags and its compact form DATA (§5.5). Version 1 (0x6d70_0001) receivers ignored the DSS
+/// flags' high bits, so the two cannot be mixed.
 pub const VERSION_2: u32 = 0x6d70_0002;
 /// Versions this implementation speaks.
 pub const SUPPORTED_VERSIONS: [u32; 1] = [VERSION_2];

@@ -1,6 +1,7 @@
 //! Transport parameters (PROTOCOL.md §8).
 
 use super::codec::{varint_len, Reader, Writer};
+use super::packet::Cid;
 use super::Error;
 
 /// Parameter ids (§8).
@@ -131,7 +132,7 @@ impl TransportParams {
                 id::MP_IDLE => p.mp_idle = flag()?,
                 id::CID_LEN => {
                     let v = as_varint()?;
-                    if !(4..=8).contains(&v) {
+                    if !(Cid::MIN_LEN as u64..=Cid::LEN as u64).contains(&v) {
                         return Err(Error::Malformed("cid_len out of range"));
                     }
                     p.cid_len = v as u8;

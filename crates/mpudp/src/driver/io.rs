@@ -290,31 +290,26 @@ impl Io {
             let p = usize::from(t.path.0);
             self.guess = p;
             let Some(max) = self.sockets.get(p).and_then(|s| s.as_ref()).map(|s| s.max_segments) else { continue };
-            if in_place {
-                let b = &mut self.tx[guess];
-                if p == guess && b.accepts(t.remote, t.len, max) {
-                    b.commit(t.remote, t.len);
-                    if !b.blocked && (b.count == max || t.len < b.seg) {
-                        self.flush(cx, st, p);
-                        self.announce(st, p);
-                    }
+            if in_place && p == guess && self.tx[p].accepts(t.remote, t.len, max) {
+                self.tx[p].commit(t.remote, t.len);
+            } else {
+                if in_place {
+                    // Another path's, or one that cannot join this batch: to the scratch buffer.
+                    let (b, at) = (&self.tx[guess], self.tx[guess].len);
+                    self.scratch[..t.len].copy_from_slice(&b.buf[at..at + t.len]);
+                }
+                if !self.tx[p].accepts(t.remote, t.len, max)
+                    && (self.tx[p].blocked || self.flush(cx, st, p) == Flush::Blocked)
+                {
+                    // Rare: the endpoint stops writing for a path once told its socket is full.
+                    self.announce(st, p);
+                    st.paths[p].io.queue_drops += 1;
                     continue;
                 }
-                // Another path's, or one that cannot join this batch: to the scratch buffer.
-                let at = b.len;
-                self.scratch[..t.len].copy_from_slice(&b.buf[at..at + t.len]);
+                self.tx[p].push(t.remote, &self.scratch[..t.len]);
             }
-            if !self.tx[p].accepts(t.remote, t.len, max)
-                && (self.tx[p].blocked || self.flush(cx, st, p) == Flush::Blocked)
-            {
-                // Rare: the endpoint stops writing for a path once told its socket is full.
-                self.announce(st, p);
-                st.paths[p].io.queue_drops += 1;
-                continue;
-            }
-            let b = &mut self.tx[p];
-            b.push(t.remote, &self.scratch[..t.len]);
             // A full batch, or one ended by a short datagram, leaves at once.
+            let b = &self.tx[p];
             if !b.blocked && (b.count == max || t.len < b.seg) {
                 self.flush(cx, st, p);
                 self.announce(st, p);

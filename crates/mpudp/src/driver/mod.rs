@@ -178,8 +178,8 @@ impl Driver {
         for _ in 0..ROUNDS {
             let now = st.now();
             let mut progress = !st.inbox.is_empty();
-            while let Some((p, remote, d)) = st.inbox.pop_front() {
-                st.ep.handle_datagram(now, p, remote, &d);
+            while let Some((p, remote, mut d)) = st.inbox.pop_front() {
+                st.ep.handle_datagram_in_place(now, p, remote, &mut d);
             }
             progress |= self.receive(cx, st, now);
             if st.ep.poll_timeout().is_some_and(|t| t <= now) {

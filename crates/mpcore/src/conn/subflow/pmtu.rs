@@ -36,8 +36,8 @@ pub struct Pmtu {
     /// The size being probed and how many of its probes were lost.
     trying: usize,
     failures: u8,
-    /// A probe of this size is in flight.
-    in_flight: Option<usize>,
+    /// A probe is in flight.
+    in_flight: bool,
     /// No probe before this time.
     next_at: Time,
 }
@@ -46,7 +46,7 @@ impl Pmtu {
     /// Starts at `base`, searching up to `max` (no search when `max <= base`).
     pub fn new(base: usize, max: usize, now: Time) -> Self {
         let max = max.max(base);
-        Self { base, max, current: base, ceiling: max, trying: max, failures: 0, in_flight: None, next_at: now }
+        Self { base, max, current: base, ceiling: max, trying: max, failures: 0, in_flight: false, next_at: now }
     }
 
     /// The largest datagram to send on the path.
@@ -68,23 +68,25 @@ impl Pmtu {
         self.trying = self.trying.min(self.ceiling);
     }
 
+    /// A size above `current` is worth a probe: what failed is still `MIN_STEP` away, or
+    /// nothing failed and the maximum is above.
     fn searching(&self) -> bool {
-        self.ceiling >= self.current + MIN_STEP.min(self.max - self.current).max(1)
+        self.ceiling > self.current && (self.ceiling - self.current >= MIN_STEP || self.ceiling == self.max)
     }
 
     /// The size of the probe to send now, if one is due (none in flight, the search not over).
     pub fn probe_due(&self, now: Time) -> Option<usize> {
-        (self.in_flight.is_none() && now >= self.next_at && self.searching()).then_some(self.trying)
+        (!self.in_flight && now >= self.next_at && self.searching()).then_some(self.trying)
     }
 
-    /// A probe of `size` bytes left.
-    pub fn on_probe_sent(&mut self, size: usize) {
-        self.in_flight = Some(size);
+    /// A probe left.
+    pub fn on_probe_sent(&mut self) {
+        self.in_flight = true;
     }
 
     /// The probe of `size` bytes was acknowledged: the path carries it.
     pub fn on_probe_acked(&mut self, size: usize, now: Time) {
-        self.in_flight = None;
+        self.in_flight = false;
         self.current = self.current.max(size);
         self.failures = 0;
         self.next_step(now);
@@ -92,7 +94,7 @@ impl Pmtu {
 
     /// The probe of `size` bytes was declared lost (or its subflow timed out).
     pub fn on_probe_lost(&mut self, size: usize, now: Time) {
-        self.in_flight = None;
+        self.in_flight = false;
         if size != self.trying {
             return;
         }
@@ -134,7 +136,7 @@ mod tests {
         let mut tried = Vec::new();
         while let Some(size) = p.probe_due(0) {
             tried.push(size);
-            p.on_probe_sent(size);
+            p.on_probe_sent();
             if size <= mtu {
                 p.on_probe_acked(size, 0);
             } else {
@@ -189,7 +191,7 @@ mod tests {
     #[test]
     fn one_lost_probe_is_tried_again_and_the_peer_sets_the_maximum() {
         let mut p = Pmtu::new(1200, 1452, 0);
-        p.on_probe_sent(1452);
+        p.on_probe_sent();
         p.on_probe_lost(1452, 0);
         assert_eq!(p.probe_due(0), Some(1452), "a loss may be chance: the same size again");
         p.set_max(1300);
