@@ -546,7 +546,7 @@ impl Sim {
         self.buf = buf;
     }
 
-    fn next_event(&self) -> Option<Time> {
+    fn next_event(&mut self) -> Option<Time> {
         [
             self.queue.peek().map(|d| d.0.at),
             self.client.poll_timeout(),

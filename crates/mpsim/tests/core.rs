@@ -692,3 +692,70 @@ fn colliding_join_cids_are_renamed_before_they_are_used() {
         assert_eq!((d.unknown_cid, d.decrypt_failed), (0, 0), "{side}: {d:?}");
     }
 }
+
+/// `handle_timeout(now)` runs every timer due at `now`, also for a caller that did not ask
+/// `poll_timeout` first: the deadlines that the datagrams sent since moved (the endpoint
+/// enters them lazily, once per batch rather than per datagram) are brought up to date before
+/// the due ones are taken.
+#[test]
+fn handle_timeout_without_poll_timeout_runs_what_the_last_datagrams_made_due() {
+    let mut sim = Sim::new(3, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let c = sim.connect();
+    sim.run_until(ms(500), |_| None);
+    assert!(sim.client.conn(c).is_some_and(|cc| cc.is_established()), "established");
+    let now = sim.now;
+    let later = now + ms(300);
+    let quiet = sim.client.poll_timeout().unwrap();
+    assert!(quiet > later, "nothing due soon on a quiet connection: {quiet} µs, now {now} µs");
+    sim.client.conn_mut(c).unwrap().write(&[7; 1000]).unwrap();
+    let mut buf = vec![0u8; 2048];
+    let mut sent = 0;
+    while sim.client.poll_transmit(now, &mut buf).is_some() {
+        sent += 1;
+    }
+    assert!(sent > 0);
+    // Those datagrams are lost. 300 ms later (many round trips) their probe is due, though
+    // the endpoint was not asked for its deadline since it sent them.
+    sim.client.handle_timeout(later);
+    assert!(sim.client.poll_transmit(later, &mut buf).is_some(), "the lost data's probe goes out");
+}
+
+/// A writer blocked on a full send buffer is told it may write again (`write_space`) once a
+/// third of the buffer is free (free room at least half of what is held), not at the first
+/// acknowledged packet: it then writes a good share of the buffer per wake-up.
+#[test]
+fn a_full_send_buffer_takes_writes_again_once_a_third_is_free() {
+    const BUF: usize = 64 << 10;
+    let client = Config { send_buffer: BUF, ..cfg(PathManager::OnDemand) };
+    let mut sim = Sim::new(4, client, cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let c = sim.connect();
+    let (mut filled, mut some_room_first, mut space) = (false, false, None);
+    let mut s_h = None;
+    let mut buf = vec![0u8; 1 << 16];
+    let done = sim.run(ms(10_000), |s| {
+        s_h = s_h.or_else(|| s.server.accept());
+        if let Some(sc) = s_h.and_then(|h| s.server.conn_mut(h)) {
+            while sc.read(&mut buf).is_ok_and(|n| n > 0) {}
+        }
+        let Some(cc) = s.client.conn_mut(c) else { return Flow::Wake(None) };
+        if !filled {
+            if cc.is_established() {
+                while cc.write(&[1; 4096]).is_ok() {}
+                assert_eq!(cc.write_room(), 0);
+                assert!(!cc.write_space());
+                filled = true;
+            }
+            return Flow::Wake(None);
+        }
+        if cc.write_space() {
+            space = Some(cc.write_room());
+            return Flow::Done;
+        }
+        some_room_first |= cc.write_room() > 0;
+        Flow::Wake(None)
+    });
+    assert!(done, "the buffer drained");
+    assert!(some_room_first, "acknowledgements freed some room before the writer was due");
+    let room = space.unwrap();
+    assert!(room >= BUF / 3, "{room} bytes free when the writer may write again");
+}

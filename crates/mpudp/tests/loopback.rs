@@ -545,3 +545,41 @@ async fn a_writer_whose_peer_vanished_fails_within_the_idle_timeout() {
     assert!(waited < Duration::from_secs(4), "{waited:?}");
     assert_eq!(s.closed().await, mpudp::CloseReason::IdleTimeout);
 }
+
+/// Small buffers on both ends and a reader that takes a few hundred bytes at a time: the
+/// writer is woken when its send buffer has room again (`Connection::write_space`), and the
+/// reader's small reads, of which only those completing a quarter of the window wake the
+/// driver, add up to window updates that reach the writer.
+#[tokio::test]
+async fn small_buffers_and_small_reads_still_move_everything() {
+    let mut srv = server();
+    srv.config_mut().recv_window = 8192;
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), srv).unwrap();
+    let addr = l.local_addr();
+    let data = pattern(2 << 20);
+    let want = sha256(&data);
+    let reader = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 700];
+        loop {
+            let n = s.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        got
+    });
+    let mut opts = client();
+    opts.config_mut().send_buffer = 8192;
+    let mut s = MpStream::connect(addr, opts).await.unwrap();
+    let sent = tokio::time::timeout(Duration::from_secs(60), async {
+        s.write_all(&data).await.unwrap();
+        s.shutdown().await.unwrap();
+    });
+    sent.await.expect("the writer is never left blocked");
+    let got = tokio::time::timeout(Duration::from_secs(60), reader).await.expect("the reader gets everything").unwrap();
+    assert_eq!(got.len(), data.len());
+    assert_eq!(sha256(&got), want);
+}

@@ -418,6 +418,15 @@ impl Connection {
         self.send.room()
     }
 
+    /// Whether a writer blocked on a full send buffer should be woken: the free room is at
+    /// least half of what the buffer holds (the rule of Linux's `sk_stream_wspace`), so that
+    /// it writes a good share of the buffer at once instead of a packet's worth per
+    /// acknowledgement. An empty buffer always qualifies, whatever its size.
+    pub fn write_space(&self) -> bool {
+        let room = self.send.room();
+        room > 0 && room >= self.send.unacked() / 2
+    }
+
     /// Bytes written and not yet acknowledged at data level.
     pub fn unacked(&self) -> usize {
         self.send.unacked()
@@ -443,6 +452,13 @@ impl Connection {
     /// Bytes ready to read.
     pub fn readable(&self) -> usize {
         self.recv.readable()
+    }
+
+    /// The application's reads opened the receive window enough that the peer should be told
+    /// (a quarter of the buffer): the next `poll_transmit` sends a packet for it. Smaller
+    /// openings travel on the next acknowledgement, so a driver need not be woken for them.
+    pub fn window_update_due(&self) -> bool {
+        self.recv.window_update_due()
     }
 
     /// Ends the stream in this direction (DATA_FIN after the bytes written so far).

@@ -259,6 +259,11 @@ impl RecvSide {
         std::mem::take(&mut self.window_update)
     }
 
+    /// `take_window_update` without taking it.
+    pub fn window_update_due(&self) -> bool {
+        self.window_update
+    }
+
     pub fn readable(&self) -> usize {
         self.buf.readable()
     }

@@ -274,12 +274,21 @@ impl Endpoint {
         self.activity.mark_ready(idx);
     }
 
-    /// Brings connection `idx`'s deadline up to date and queues it for `poll_event`.
+    /// Connection `idx` changed: its deadline is brought up to date before the endpoint next
+    /// reports or runs its timers (`refresh_deadlines`), and it is queued for `poll_event`.
     fn after(&mut self, idx: usize) {
-        let c = self.conns.get(idx);
-        self.activity.set_deadline(idx, c.and_then(|c| c.poll_timeout()));
-        if c.is_some() {
+        self.activity.mark_stale(idx);
+        if self.conns.get(idx).is_some() {
             self.activity.mark_eventful(idx);
+        }
+    }
+
+    /// Enters the deadline of every connection that changed since the last call: once per
+    /// `poll_timeout` or `handle_timeout`, however many datagrams came and went between.
+    fn refresh_deadlines(&mut self) {
+        while let Some(idx) = self.activity.pop_stale() {
+            let t = self.conns.get(idx).and_then(|c| c.poll_timeout());
+            self.activity.set_deadline(idx, t);
         }
     }
 
@@ -635,6 +644,7 @@ impl Endpoint {
 
     fn run_due(&mut self, now: Time) {
         self.flush_dirty();
+        self.refresh_deadlines();
         let mut due = std::mem::take(&mut self.scratch_idx);
         self.activity.take_due(now, &mut due);
         for &idx in &due {
@@ -689,12 +699,13 @@ impl Endpoint {
         self.oracle.as_ref()
     }
 
-    /// The earliest time `handle_timeout` must be called.
-    pub fn poll_timeout(&self) -> Option<Time> {
-        // The timer heap, and the connections the application changed since (whose deadline
-        // may have moved earlier): O(changed), not O(connections).
-        let changed = self.activity.dirty().iter().filter_map(|&i| self.conns.get(i)?.poll_timeout());
-        let conns = changed.chain(self.activity.earliest()).min();
+    /// The earliest time `handle_timeout` must be called. Takes `&mut self` to bring the
+    /// deadlines of the connections that changed since the last call up to date first:
+    /// O(changed), not O(connections).
+    pub fn poll_timeout(&mut self) -> Option<Time> {
+        self.flush_dirty();
+        self.refresh_deadlines();
+        let conns = self.activity.earliest();
         let oracle = self.oracle.as_ref().filter(|_| self.conns.live() > 0).and_then(|o| o.poll_timeout());
         match (conns, oracle) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -345,12 +345,13 @@ impl State {
             self.accepted.push_back(h);
             wake(&mut self.accept_waker);
         }
-        // Writers blocked on a full send buffer: acknowledgements may have made room. Only the
+        // Writers blocked on a full send buffer: acknowledgements may have made room, and they
+        // are woken once it is a good share of the buffer (`Connection::write_space`). Only the
         // blocked ones are looked at (not every connection: an idle one costs nothing here).
         let mut k = 0;
         while k < self.writers.len() {
             let h = self.writers[k];
-            let room = self.ep.conn(h).is_none_or(|c| c.write_room() > 0 || c.is_closed());
+            let room = self.ep.conn(h).is_none_or(|c| c.write_space() || c.is_closed());
             let slot = self.slot(h);
             if room || slot.write.is_none() {
                 wake(&mut slot.write);
