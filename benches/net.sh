@@ -14,7 +14,9 @@
 #   B. two veth pairs, each limited to 100 Mbit/s by htb on both ends.
 # Upload direction (client -> server). The server has one address, reachable over each link.
 # mpudp's upload example runs with --no-digest, as quinn-bulk and iperf3 compute no hash of the
-# bytes (its SHA-256 takes a fifth of a core at 2 Gbit/s).
+# bytes (its SHA-256 takes a fifth of a core at 2 Gbit/s). Both mpudp and quinn-bulk run on a
+# current-thread tokio runtime (one thread per side: the comparison "on one core" of issue 23);
+# mpudp runs a second time on a two-thread runtime, reported in its own column.
 # Installs iperf3 and mptcpd (for mptcpize) with apt when missing. Honours CARGO_TARGET_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -107,16 +109,16 @@ cpu() { # the CPU seconds of a `timed` run's output
     sed -n 's/^cpu \([0-9.]*\) \([0-9.]*\)$/\1 \2/p' <<<"$1" | awk '{ print $1 + $2 }' | head -1 | grep . || echo "n/a"
 }
 
-ours() { # $1: bytes, $2..: client interface flags; prints goodput and wire Mbit/s, client and server CPU s
-    local bytes=$1
-    shift
+ours() { # $1: tokio worker threads, $2: bytes, $3..: client interface flags; prints goodput and wire Mbit/s, client and server CPU s
+    local threads=$1 bytes=$2
+    shift 2
     local srvout
     srvout=$(mktemp)
-    timed $S $UPLOAD --max-datagram 1472 --no-digest server $SERVER:5300 --once --key "$KEYFILE" >"$srvout" 2>&1 &
+    timed $S $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest server $SERVER:5300 --once --key "$KEYFILE" >"$srvout" 2>&1 &
     local srv=$!
     sleep 0.5
     local out
-    out=$(timed $C $UPLOAD --max-datagram 1472 --no-digest client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" "$@" 2>&1 || true)
+    out=$(timed $C $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" "$@" 2>&1 || true)
     wait $srv 2>/dev/null || true
     local goodput wire
     goodput=$(sed -n 's/^sent .*: \([0-9.]*\) Mbit\/s$/\1/p' <<<"$out" | head -1 | grep . || echo "n/a")
@@ -158,46 +160,50 @@ measure() {
     local links=$1 rate=$2 bytes=$3
     shift 3
     setup "$links" "$rate"
-    local t=() m=() o=() w=() oc=() os=() q=() qc=() qs=()
+    local t=() m=() o=() o2=() w=() oc=() os=() q=() qc=() qs=()
     for k in $(seq 1 "$RUNS"); do
         echo "  round $k of $RUNS" >&2
         t+=("$(iperf "")")
         m+=("$(iperf "mptcpize run")")
-        read -r g wi c sv <<<"$(ours "$bytes" "$@")"
+        read -r g wi c sv <<<"$(ours 1 "$bytes" "$@")"
         o+=("$g") w+=("$wi") oc+=("$c") os+=("$sv")
+        read -r g wi c sv <<<"$(ours 2 "$bytes" "$@")"
+        o2+=("$g")
         read -r g c sv <<<"$(quinn "$bytes")"
         q+=("$g") qc+=("$c") qs+=("$sv")
     done
     tcp=$(median "${t[@]}") mptcp=$(median "${m[@]}") ours=$(median "${o[@]}") wire=$(median "${w[@]}")
-    quinn=$(median "${q[@]}")
+    ours2=$(median "${o2[@]}") quinn=$(median "${q[@]}")
     ours_cpu="$(per_gbit "$(median "${oc[@]}")" "$bytes") / $(per_gbit "$(median "${os[@]}")" "$bytes")"
     quinn_cpu="$(per_gbit "$(median "${qc[@]}")" "$bytes") / $(per_gbit "$(median "${qs[@]}")" "$bytes")"
-    echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; quinn ${q[*]}" >&2
+    echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; mpudp on 2 threads ${o2[*]}; quinn ${q[*]}" >&2
 }
 
-na=(n/a n/a n/a n/a n/a "n/a / n/a" "n/a / n/a")
+na=(n/a n/a n/a n/a n/a "n/a / n/a" "n/a / n/a" n/a)
 a=("${na[@]}") b=("${na[@]}")
 if [[ " $SETUPS " == *" A "* ]]; then
     echo "setup A: one unlimited veth ($T s per run, $RUNS rounds)" >&2
     measure 1 "" 2000000000 -i c0
-    a=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu")
+    a=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu" "$ours2")
 fi
 if [[ " $SETUPS " == *" B "* ]]; then
     echo "setup B: two veths at 100 Mbit/s each" >&2
     measure 2 100mbit $((200 * 1000 * 1000 / 8 * T)) -i c0 -i c1
-    b=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu")
+    b=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu" "$ours2")
 fi
 
 printf '\nGoodput (application bytes per second), medians of %s rounds of %s s runs, the tools alternating;\n' "$RUNS" "$T"
 printf '"wire" counts mpudp'"'"'s datagrams with their UDP, IPv4 and Ethernet headers, which is what htb meters.\n'
-printf 'CPU: milliseconds of CPU time per gigabit moved, sender / receiver (the whole process, setup included).\n\n'
-printf '| setup | kernel TCP | kernel MPTCP | quinn | mpudp goodput | mpudp on the wire | mpudp / quinn | mpudp / kernel TCP | CPU ms/Gbit mpudp | CPU ms/Gbit quinn |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|\n'
+printf 'CPU: milliseconds of CPU time per gigabit moved, sender / receiver (the whole process, setup included).\n'
+printf 'mpudp and quinn each run on a current-thread tokio runtime (one thread per side); the column "mpudp, 2 threads"\n'
+printf 'gives mpudp on a multi-thread runtime, where the application and the driver wake each other across threads.\n\n'
+printf '| setup | kernel TCP | kernel MPTCP | quinn | mpudp goodput | mpudp on the wire | mpudp / quinn | mpudp / kernel TCP | CPU ms/Gbit mpudp | CPU ms/Gbit quinn | mpudp, 2 threads |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 row() { # $1: name, $2..: the setup's values
     local name=$1
     shift
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$1" "$2" "$5" "$3" "$4" \
-        "$(ratio_x "$3" "$5")" "$(ratio "$3" "$1")" "$6" "$7"
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$1" "$2" "$5" "$3" "$4" \
+        "$(ratio_x "$3" "$5")" "$(ratio "$3" "$1")" "$6" "$7" "$8"
 }
 row "A: one unlimited veth (Mbit/s)" "${a[@]}"
 row "B: two veths, 100 Mbit/s each (Mbit/s)" "${b[@]}"

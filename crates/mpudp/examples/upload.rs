@@ -47,6 +47,13 @@ struct Cli {
     /// answers 32 zero bytes.
     #[arg(long, global = true)]
     no_digest: bool,
+    /// Tokio worker threads. 1 (the default for `server` and `client`) runs the application
+    /// and the endpoint's driver on one thread (a current-thread runtime, as benches/quinn-bulk
+    /// runs quinn); more gives a multi-thread runtime, where the two take turns at the
+    /// endpoint's lock and wake each other across threads, which costs a single transfer
+    /// throughput. `local` runs two endpoints and defaults to 2.
+    #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -311,10 +318,21 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli).await {
+    let threads = cli.threads.unwrap_or(if matches!(cli.role, Role::Local { .. }) { 2 } else { 1 });
+    let rt = match threads {
+        1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n.into()).enable_all().build(),
+    };
+    let rt = match rt {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("upload: starting the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("upload: {e}");
