@@ -282,6 +282,15 @@ impl Config {
     /// bindings; an unused cellular path stays silent), an idle timeout of 2 minutes (a
     /// cellular backup carrying the connection alone gets a keep-alive once a minute). Mark
     /// the cellular interface backup.
+    ///
+    /// Datagrams stay at 1200 bytes (`max_datagram_size`; no path MTU search above it, in
+    /// either direction, since the server sends no more than the phone allows). An
+    /// interactive message then takes more packets, and under heavy loss a lost one is
+    /// repaired by the next one's acknowledgement rather than a tail probe: in the simulator's
+    /// WiFi loss ramp (5 % > 30 % > 60 %, 20 seeds) the worst response passed 150 ms in 5 seeds
+    /// with 1452-byte datagrams and in 1 with 1200. The header costs 2.4 % of a 1200-byte
+    /// datagram against 2 % of a 1452-byte one; the larger size pays at gigabits per second,
+    /// where the per-packet work counts, which a phone does not reach.
     pub fn phone() -> Self {
         Self {
             path_manager: PathManager::MultiMob,
@@ -289,6 +298,7 @@ impl Config {
             fast_join: true,
             mp_idle: true,
             idle_timeout: PHONE_IDLE_TIMEOUT,
+            max_datagram_size: crate::wire::packet::MIN_INITIAL_SIZE,
             ..Self::default()
         }
     }

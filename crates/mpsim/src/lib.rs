@@ -270,24 +270,15 @@ pub fn multimob_backup_paths() -> Vec<PathConfig> {
     p
 }
 
-/// The datagram size of the MultiMob configurations: 1200 bytes, no path MTU search. The
-/// oracle counts a tail loss probe as a loss, as MultiMob does, so its loss rate depends on
-/// how many packets a message takes: with 1452-byte datagrams a 1,200-byte message is one
-/// packet, whose loss then counts twice against one packet sent, and Fig. 4's 40 % threshold
-/// opens cellular at 10 % loss (the paper: it stays closed). The figures and scenarios keep
-/// the packet counts they were calibrated on.
-pub const MULTIMOB_DATAGRAM: usize = 1200;
-
 /// The MultiMob client of the paper: [`Config::phone`] with this oracle, without keep-alives
-/// (the paper's phones sent none), and [`MULTIMOB_DATAGRAM`].
+/// (the paper's phones sent none).
 pub fn multimob_client(oracle: oracle::Config) -> Config {
-    Config { keep_alive: 0, oracle, max_datagram_size: MULTIMOB_DATAGRAM, ..Config::phone() }
+    Config { keep_alive: 0, oracle, ..Config::phone() }
 }
 
-/// The MultiMob server: [`Config::server`] (`last-received`, FAST_JOIN, MP_IDLE), with
-/// [`MULTIMOB_DATAGRAM`].
+/// The MultiMob server: [`Config::server`] (`last-received`, FAST_JOIN, MP_IDLE).
 pub fn multimob_server() -> Config {
-    Config { max_datagram_size: MULTIMOB_DATAGRAM, ..Config::server() }
+    Config::server()
 }
 
 impl Sim {

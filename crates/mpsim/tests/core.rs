@@ -4,7 +4,7 @@
 use mpcore::Time;
 use mpcore::{Config, Event, PathManager, SubflowState};
 use mpsim::apps::{pattern, Bulk};
-use mpsim::{ms, multimob_paths, Flow, Sim};
+use mpsim::{ms, multimob_paths, Flow, PathEvent, Sim};
 
 fn cfg(pm: PathManager) -> Config {
     Config { path_manager: pm, ..Config::default() }
@@ -758,4 +758,26 @@ fn a_full_send_buffer_takes_writes_again_once_a_third_is_free() {
     assert!(some_room_first, "acknowledgements freed some room before the writer was due");
     let room = space.unwrap();
     assert!(room >= BUF / 3, "{room} bytes free when the writer may write again");
+}
+
+/// A lost single-packet message is one loss for MultiMob's oracle: the tail loss probe marks it
+/// lost when it fires (MultiMob §III-B), and its later declaration as lost is not counted
+/// again. Counting both made the oracle's loss rate twice the path's for one-packet messages.
+#[test]
+fn a_lost_tail_is_one_loss_for_the_oracle() {
+    let mut sim = Sim::new(5, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let c = sim.connect();
+    sim.run_until(ms(500), |_| None);
+    let counters = |s: &Sim| s.client.stats(c).unwrap().subflows[0].counters;
+    let before = counters(&sim);
+    // The message's only packet is lost; the path is back before the probe.
+    let t = sim.now;
+    sim.change(0, PathEvent::Down);
+    sim.at(t + ms(5), 0, PathEvent::Up);
+    sim.client.conn_mut(c).unwrap().write(&[9; 500]).unwrap();
+    sim.run_until(t + ms(1_000), |_| None);
+    let after = counters(&sim);
+    assert_eq!(after.tlp_count - before.tlp_count, 1, "{after:?}");
+    assert_eq!(after.packets_lost - before.packets_lost, 1, "{after:?}");
+    assert_eq!(after.oracle_losses - before.oracle_losses, 1, "{after:?}");
 }

@@ -14,6 +14,13 @@
 //! network can be handed over ([`Interface::from_socket`]). Its buffers are allocated once;
 //! sending and receiving a packet allocates nothing.
 //!
+//! Any tokio runtime works. The application's handles and the endpoint's task share the
+//! endpoint behind a lock and wake each other; on a current-thread runtime that costs nothing,
+//! on a multi-thread one the two sides of a single bulk transfer run on different threads and
+//! the wake-ups become context switches (about a fifth of the throughput on one veth at
+//! 6 Gbit/s, `benches/net.sh`). A server with many connections spreads them over cores with
+//! [`MpListener::bind_cores`].
+//!
 //! The server proves an Ed25519 identity in every handshake; the client is given its public
 //! key (an app ships it) and refuses a server that cannot sign with it, so nobody on a hostile
 //! WiFi sits in the middle (PROTOCOL.md §4.6, §12).

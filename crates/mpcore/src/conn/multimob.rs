@@ -148,7 +148,7 @@ impl Connection {
             let Some(np) = self.netpath(i).filter(|_| open) else { continue };
             let sf = &mut self.subflows[i];
             let c = sf.counters;
-            let now = [c.packets_sent, c.packets_lost + c.tlp_count, c.packets_retransmitted];
+            let now = [c.packets_sent, c.oracle_losses, c.packets_retransmitted];
             let d = [now[0] - sf.reported[0], now[1] - sf.reported[1], now[2] - sf.reported[2]];
             sf.reported = now;
             let rtt = &sf.rec.rtt;

@@ -102,6 +102,11 @@ pub struct SubflowCounters {
     pub rto_count: u64,
     /// Tail loss probes sent.
     pub tlp_count: u64,
+    /// Losses as MultiMob's oracle counts them: a tail loss probe marks a packet lost when it
+    /// fires, and a packet then declared lost counts unless it is the first of those the probe
+    /// covered (it was counted already). `packets_lost` plus `tlp_count` would count one lost
+    /// tail twice.
+    pub oracle_losses: u64,
 }
 
 /// The join's state: how it is made and the values its HMACs bind.
@@ -281,7 +286,7 @@ pub struct Subflow {
     /// A client's join replacing a subflow of its path that went silent (PROTOCOL.md §7): given
     /// up unanswered, it is tried again, until the path answers or goes away.
     pub rejoin: bool,
-    /// Counters already reported to the oracle: packets sent, lost (TLPs included),
+    /// Counters already reported to the oracle: packets sent, lost (`oracle_losses`),
     /// retransmitted.
     pub reported: [u64; 3],
     pub rec: Recovery,

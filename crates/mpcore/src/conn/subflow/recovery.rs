@@ -259,6 +259,9 @@ pub struct Recovery {
     /// "retransmissions outstanding" the priority scheduler looks at.
     pub recent_losses: u32,
     pub last_loss_at: Time,
+    /// The newest packet number in flight when a tail loss probe fired, until a packet up to
+    /// it is declared lost: the probe counted that loss for the oracle already.
+    pub tlp_marked: Option<u64>,
 }
 
 /// Most `(send time, bytes)` pairs an ACK hands to congestion control one by one; beyond,
@@ -297,6 +300,7 @@ impl Recovery {
             pf: false,
             recent_losses: 0,
             last_loss_at: 0,
+            tlp_marked: None,
         }
     }
 
@@ -501,8 +505,7 @@ impl Subflow {
                     continue;
                 }
                 lost_latest = Some(lost_latest.map_or(p.time, |t| t.max(p.time)));
-                self.counters.packets_lost += 1;
-                self.rec.note_loss(now);
+                self.count_loss(now, p.pn);
                 self.ctrl_pending |= self.state.frames_to_resend(p.ctrl);
                 self.acks.news |= p.carried_ack;
                 if let Some(d) = p.data {
@@ -519,6 +522,18 @@ impl Subflow {
         }
     }
 
+    /// Packet `pn` is declared lost. The oracle's count takes it unless a tail loss probe
+    /// marked it lost already (the first packet up to the probe's mark).
+    fn count_loss(&mut self, now: Time, pn: u64) {
+        self.counters.packets_lost += 1;
+        self.rec.note_loss(now);
+        if self.rec.tlp_marked.is_some_and(|m| pn <= m) {
+            self.rec.tlp_marked = None;
+        } else {
+            self.counters.oracle_losses += 1;
+        }
+    }
+
     /// The retransmission timer expired: a tail loss probe first (RFC 8985 §7.3), then RTOs
     /// with exponential backoff. A join that goes unanswered `max_attempts` times is given up.
     pub fn on_retransmission_timer(&mut self, now: Time, max_attempts: u32) -> Expiry {
@@ -528,7 +543,11 @@ impl Subflow {
             r.probe = Some(Probe::Tail);
             r.rto_start = now;
             self.counters.tlp_count += 1;
-            // MultiMob counts a tail loss probe as a loss.
+            // MultiMob counts a tail loss probe as a loss: "When the TLP timer fires, we enter
+            // FACK mode and the packet at the head of the write queue is marked as lost"
+            // (§III-B). That packet, declared lost later, is not counted again.
+            self.counters.oracle_losses += 1;
+            r.tlp_marked = r.next_pn.checked_sub(1);
             r.last_loss_at = now;
             return Expiry::TailProbe;
         }
@@ -563,8 +582,7 @@ impl Subflow {
                 continue;
             }
             if count_lost {
-                self.counters.packets_lost += 1;
-                self.rec.note_loss(now);
+                self.count_loss(now, p.pn);
             }
             self.rec.remove_from_flight(&p);
             if self.is_open() {
