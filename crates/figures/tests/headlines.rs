@@ -113,7 +113,9 @@ fn multimob_table1_multimob_costs_the_least_cellular_power_and_answers_every_req
 
 #[test]
 fn multimob_streaming_stays_on_wifi_where_it_can_and_never_stalls() {
-    let f = figures::walk::streaming(1);
+    // The median of three seeds: one seed's share moves by a point with any change to the
+    // protocol's timing, and the bound below leaves about one.
+    let f = figures::walk::streaming(3);
     let t = f.table.as_deref().unwrap();
     let row = |name: &str| -> Vec<f64> { (0..3).map(|k| cell(t, &format!("| {name} |"), k)).collect() };
     let (nbk, mm) = (row("No backup"), row("MultiMob"));

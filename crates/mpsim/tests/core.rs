@@ -781,3 +781,32 @@ fn a_lost_tail_is_one_loss_for_the_oracle() {
     assert_eq!(after.packets_lost - before.packets_lost, 1, "{after:?}");
     assert_eq!(after.oracle_losses - before.oracle_losses, 1, "{after:?}");
 }
+
+/// Congestion window validation (RFC 7661): a subflow that never uses half its window keeps
+/// it. A kilobyte every 100 ms for 10 s is acknowledged 100 times; growing the window by each
+/// acknowledgement, as slow start does, would leave it at 100 kB, a burst the path never
+/// carried.
+#[test]
+fn an_unused_window_does_not_grow() {
+    let mut sim = Sim::new(6, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let c = sim.connect();
+    sim.run_until(ms(500), |_| None);
+    let cwnd = |s: &Sim| s.client.stats(c).unwrap().subflows[0].cwnd;
+    let initial = cwnd(&sim);
+    let mut next = sim.now;
+    let (mut s_h, mut buf) = (None, [0u8; 4096]);
+    sim.run_until(sim.now + ms(10_000), |s| {
+        s_h = s_h.or_else(|| s.server.accept());
+        if let Some(sc) = s_h.and_then(|h| s.server.conn_mut(h)) {
+            while sc.read(&mut buf).is_ok_and(|n| n > 0) {}
+        }
+        if s.now >= next {
+            s.client.conn_mut(c).unwrap().write(&[3; 1000]).unwrap();
+            next += ms(100);
+        }
+        Some(next)
+    });
+    let st = sim.client.stats(c).unwrap().subflows[0];
+    assert!(st.counters.data_bytes_sent >= 99_000, "{st:?}");
+    assert!(st.cwnd <= initial, "the window grew from {initial} to {} bytes unused", st.cwnd);
+}

@@ -141,6 +141,9 @@ pub struct Cc {
     k_s: f64,
     epoch_start: Option<u64>,
     w_est: f64,
+    /// Since when acknowledgements have come for a window the subflow did not fill (see
+    /// `on_ack_not_limited`): CUBIC's curve is paused for that long.
+    not_limited_since: Option<u64>,
 }
 
 impl Cc {
@@ -161,6 +164,7 @@ impl Cc {
             k_s: 0.0,
             epoch_start: None,
             w_est: 0.0,
+            not_limited_since: None,
         }
     }
 
@@ -193,6 +197,13 @@ impl Cc {
     /// smoothed RTT; `coupling` the connection-wide LIA inputs.
     pub fn on_ack(&mut self, now: u64, sent_time: u64, bytes: u64, srtt_us: u64, coupling: Coupling) {
         self.since_loss = self.since_loss.saturating_add(bytes);
+        if let Some(since) = self.not_limited_since.take() {
+            // CUBIC's curve is a function of time since the last reduction: the time the
+            // window was not in use does not count (as Linux shifts `epoch_start`).
+            if let Some(e) = self.epoch_start.as_mut() {
+                *e = e.saturating_add(now.saturating_sub(since));
+            }
+        }
         if self.in_recovery(sent_time) {
             return;
         }
@@ -216,6 +227,15 @@ impl Cc {
             CongestionControl::Olia => self.olia_increase(bytes, srtt_us, coupling),
             CongestionControl::Cubic => self.cubic_increase(now, bytes, srtt_us),
         }
+    }
+
+    /// `bytes` newly acknowledged while the subflow has not used half its window lately (the
+    /// application or the socket gave it less to send): the window is not grown (RFC 7661
+    /// §4.3: growing a window that is not in use would let the subflow later send a burst of
+    /// a size the path never carried). OLIA still counts the bytes between losses.
+    pub fn on_ack_not_limited(&mut self, now: u64, bytes: u64) {
+        self.since_loss = self.since_loss.saturating_add(bytes);
+        self.not_limited_since.get_or_insert(now);
     }
 
     /// OLIA (draft-khalili-mptcp-congestion-control §3): "For each ACK on path r, increase
@@ -460,6 +480,30 @@ mod tests {
             cc.on_ack(now, now, MSS, 20_000, Coupling::default());
         }
         assert!(cc.cwnd > 95 * MSS, "regrew to {}", cc.cwnd / MSS);
+    }
+
+    #[test]
+    fn an_unused_window_neither_grows_nor_advances_cubics_curve() {
+        let fresh = || {
+            let mut cc = Cc::new(CongestionControl::Cubic, MSS);
+            cc.cwnd = 100 * MSS;
+            cc.on_congestion(1_000_000, 0);
+            cc.on_ack(1_100_000, 1_050_000, MSS, 20_000, Coupling::default());
+            cc
+        };
+        // Used throughout: the next acknowledgement 100 ms later.
+        let mut used = fresh();
+        used.on_ack(1_200_000, 1_150_000, MSS, 20_000, Coupling::default());
+        // Not used for 10 s in between: no growth then, and the curve resumes where it paused
+        // (else 10 s of CUBIC's curve would count, a jump to 1.5 times the window).
+        let mut idle = fresh();
+        let before = idle.cwnd;
+        for k in 0..100 {
+            idle.on_ack_not_limited(1_200_000 + k * 100_000, MSS);
+        }
+        assert_eq!(idle.cwnd, before);
+        idle.on_ack(11_200_000, 11_150_000, MSS, 20_000, Coupling::default());
+        assert_eq!(idle.cwnd, used.cwnd);
     }
 
     #[test]

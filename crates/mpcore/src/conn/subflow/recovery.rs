@@ -244,6 +244,9 @@ pub struct Recovery {
     /// The last time a packet sent filled the congestion window (no room for another of its
     /// size): the subflow was window-limited, not application-limited.
     pub window_full_at: Option<Time>,
+    /// The last time a packet sent brought the flight to half the congestion window or more:
+    /// the window is in use (RFC 7661's validated phase, pipeACK >= cwnd/2).
+    pub window_used_at: Option<Time>,
     pub rtt: Rtt,
     pub cc: Cc,
     /// Start of the current retransmission timer (RFC 6298 §5: restarted by new ACKs).
@@ -290,6 +293,7 @@ impl Recovery {
             eliciting_in_flight: 0,
             tail_ping: false,
             window_full_at: None,
+            window_used_at: None,
             rtt,
             cc,
             rto_start: now,
@@ -304,13 +308,19 @@ impl Recovery {
         }
     }
 
-    /// Room left in the congestion window.
     /// Whether the window was full within the last RTO (Linux's `tcp_is_cwnd_limited`, in
     /// time rather than in packets): only such a subflow takes part in the coupled increase.
     pub fn cwnd_limited(&self, now: Time) -> bool {
         self.window_full_at.is_some_and(|t| now.saturating_sub(t) <= self.rtt.rto())
     }
 
+    /// Whether the flight reached half the window within the last RTO: the window is in use
+    /// and may grow (RFC 7661 §4.3; below that the window is "non-validated" and kept).
+    pub fn cwnd_validated(&self, now: Time) -> bool {
+        self.window_used_at.is_some_and(|t| now.saturating_sub(t) <= self.rtt.rto())
+    }
+
+    /// Room left in the congestion window.
     pub fn cwnd_room(&self) -> u64 {
         self.cc.cwnd.saturating_sub(self.in_flight)
     }
@@ -382,6 +392,9 @@ impl Subflow {
             r.in_flight += u64::from(p.size);
             if r.in_flight + u64::from(p.size) > r.cc.cwnd {
                 r.window_full_at = Some(p.time);
+            }
+            if 2 * r.in_flight >= r.cc.cwnd {
+                r.window_used_at = Some(p.time);
             }
             self.last_activity = p.time;
             r.tail_ping = p.ctrl & ctrl::PING != 0;
@@ -480,8 +493,17 @@ impl Subflow {
     /// then loss detection; the data of each packet declared lost goes to `lost`.
     pub fn finish_ack(&mut self, now: Time, acked: &Acked, coupling: Coupling, lost: &mut impl FnMut(DataRef)) {
         let srtt = self.rec.rtt.smoothed_or_default();
+        // Congestion window validation (RFC 7661): only a window the subflow used at least
+        // half of lately grows. Without it, a subflow held back by the application or by a
+        // full socket grew its window with every acknowledgement (64 MB after 5 s of
+        // backpressure), to send a burst of that size later.
+        let validated = self.rec.cwnd_validated(now);
         for &(t, bytes) in &acked.cc_events[..acked.ncc] {
-            self.rec.cc.on_ack(now, t, bytes, srtt, coupling);
+            if validated {
+                self.rec.cc.on_ack(now, t, bytes, srtt, coupling);
+            } else {
+                self.rec.cc.on_ack_not_limited(now, bytes);
+            }
         }
         self.detect_lost(now, lost);
     }
