@@ -230,8 +230,8 @@ impl Cc {
     }
 
     /// `bytes` newly acknowledged while the subflow has not used half its window lately (the
-    /// application or the socket gave it less to send): the window is not grown (RFC 7661
-    /// §4.3: growing a window that is not in use would let the subflow later send a burst of
+    /// application or the socket gave it less to send): the window is not grown (RFC 7661:
+    /// growing a window that is not in use would let the subflow later send a burst of
     /// a size the path never carried). OLIA still counts the bytes between losses.
     pub fn on_ack_not_limited(&mut self, now: u64, bytes: u64) {
         self.since_loss = self.since_loss.saturating_add(bytes);

@@ -315,7 +315,7 @@ impl Recovery {
     }
 
     /// Whether the flight reached half the window within the last RTO: the window is in use
-    /// and may grow (RFC 7661 §4.3; below that the window is "non-validated" and kept).
+    /// and may grow (RFC 7661; below that the window is "non-validated" and kept).
     pub fn cwnd_validated(&self, now: Time) -> bool {
         self.window_used_at.is_some_and(|t| now.saturating_sub(t) <= self.rtt.rto())
     }
