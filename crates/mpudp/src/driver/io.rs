@@ -367,6 +367,15 @@ impl Io {
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) if tx.count > 1 && matches!(e.raw_os_error(), Some(EMSGSIZE | EINVAL)) => {
+                    // A datagram of the batch is larger than the interface's MTU (a path MTU
+                    // probe: the batch's first datagram sets its segment size): the kernel
+                    // refuses the whole batch. Each goes alone, so that only the oversized
+                    // one is lost, as the probe it is expects to be, and not the data beside it.
+                    tracing::debug!(path = p, remote = %tx.remote, error = %e, "batch refused: sent one by one");
+                    one_by_one(sock, tx, st, p);
+                    break;
+                }
                 Err(e) => {
                     st.paths[p].io.send_errors += tx.count as u64;
                     // EIO: the device cannot segment (no GSO after all); send one by one.
@@ -380,5 +389,31 @@ impl Io {
         }
         tx.clear();
         Flush::Done
+    }
+}
+
+const EINVAL: i32 = 22;
+const EMSGSIZE: i32 = 90;
+
+/// Sends a batch's datagrams one at a time (after the kernel refused them as one GSO send)
+/// and counts what went and what failed. A full socket here drops the rest, as a full queue
+/// would.
+fn one_by_one(sock: &PathSocket, tx: &TxBatch, st: &mut State, p: usize) {
+    for d in tx.buf[..tx.len].chunks(tx.seg.max(1)) {
+        let t = quinn_udp::Transmit {
+            destination: tx.remote,
+            ecn: None,
+            contents: d,
+            segment_size: None,
+            src_ip: sock.replies.as_ref().and_then(|r| r.source(tx.remote)),
+        };
+        match sock.io.try_io(Interest::WRITABLE, || sock.state.try_send((&sock.io).into(), &t)) {
+            Ok(()) => {
+                st.paths[p].io.send_calls += 1;
+                let now = st.now();
+                st.count(p, now, true, 1, d.len());
+            }
+            Err(_) => st.paths[p].io.send_errors += 1,
+        }
     }
 }
