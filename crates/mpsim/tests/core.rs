@@ -810,3 +810,39 @@ fn an_unused_window_does_not_grow() {
     assert!(st.counters.data_bytes_sent >= 99_000, "{st:?}");
     assert!(st.cwnd <= initial, "the window grew from {initial} to {} bytes unused", st.cwnd);
 }
+
+/// A bulk transfer held back by the peer's receive window (8 kB, below the path's
+/// bandwidth-delay product) has a flight of about that (its packets' headers and path MTU
+/// probes included, under 10 kB), and its congestion window grows while it is at most twice
+/// the flight, plus what one round trip's acknowledgements add: under 3 x 8 kB. Growing with
+/// every acknowledgement, it reached 2.1 MB.
+#[test]
+fn a_window_held_back_by_flow_control_grows_to_twice_the_flight_at_most() {
+    const WINDOW: usize = 8192;
+    let server = Config { recv_window: WINDOW, ..cfg(PathManager::OnDemand) };
+    let mut sim = Sim::new(7, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
+    let c = sim.connect();
+    let (mut s_h, mut buf, mut got) = (None, [0u8; 4096], 0usize);
+    let done = sim.run(ms(20_000), |s| {
+        if let Some(cc) = s.client.conn_mut(c) {
+            while cc.is_established() && cc.write(&[5; 4096]).is_ok() {}
+        }
+        s_h = s_h.or_else(|| s.server.accept());
+        if let Some(sc) = s_h.and_then(|h| s.server.conn_mut(h)) {
+            while let Ok(n) = sc.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+        }
+        if got >= 2 << 20 {
+            Flow::Done
+        } else {
+            Flow::Wake(None)
+        }
+    });
+    assert!(done, "2 MB through an 8 kB window");
+    let st = sim.client.stats(c).unwrap().subflows[0];
+    assert!(st.cwnd <= 3 * WINDOW as u64, "window {} bytes for a receive window of {WINDOW}", st.cwnd);
+}

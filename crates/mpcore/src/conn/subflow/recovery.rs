@@ -244,9 +244,12 @@ pub struct Recovery {
     /// The last time a packet sent filled the congestion window (no room for another of its
     /// size): the subflow was window-limited, not application-limited.
     pub window_full_at: Option<Time>,
-    /// The last time a packet sent brought the flight to half the congestion window or more:
-    /// the window is in use (RFC 7661's validated phase, pipeACK >= cwnd/2).
-    pub window_used_at: Option<Time>,
+    /// The largest flight (bytes in flight after a packet was sent) in the current round
+    /// trip, which began at `flight_epoch`, and in the one before: how much of the window
+    /// is in use (RFC 7661's pipeACK; Linux's `max_packets_out`).
+    pub flight_high: u64,
+    pub flight_high_prev: u64,
+    pub flight_epoch: Time,
     pub rtt: Rtt,
     pub cc: Cc,
     /// Start of the current retransmission timer (RFC 6298 §5: restarted by new ACKs).
@@ -293,7 +296,9 @@ impl Recovery {
             eliciting_in_flight: 0,
             tail_ping: false,
             window_full_at: None,
-            window_used_at: None,
+            flight_high: 0,
+            flight_high_prev: 0,
+            flight_epoch: 0,
             rtt,
             cc,
             rto_start: now,
@@ -314,10 +319,11 @@ impl Recovery {
         self.window_full_at.is_some_and(|t| now.saturating_sub(t) <= self.rtt.rto())
     }
 
-    /// Whether the flight reached half the window within the last RTO: the window is in use
-    /// and may grow (RFC 7661; below that the window is "non-validated" and kept).
-    pub fn cwnd_validated(&self, now: Time) -> bool {
-        self.window_used_at.is_some_and(|t| now.saturating_sub(t) <= self.rtt.rto())
+    /// Whether the flight reached half the window in this round trip or the last: the window
+    /// is in use and may grow (RFC 7661's validated phase, pipeACK >= cwnd/2; Linux grows in
+    /// slow start while cwnd < 2 * max_packets_out). Below that it is kept as it is.
+    pub fn cwnd_validated(&self) -> bool {
+        2 * self.flight_high.max(self.flight_high_prev) >= self.cc.cwnd
     }
 
     /// Room left in the congestion window.
@@ -393,9 +399,13 @@ impl Subflow {
             if r.in_flight + u64::from(p.size) > r.cc.cwnd {
                 r.window_full_at = Some(p.time);
             }
-            if 2 * r.in_flight >= r.cc.cwnd {
-                r.window_used_at = Some(p.time);
+            let round = r.rtt.smoothed_or_default();
+            if p.time >= r.flight_epoch.saturating_add(round) {
+                r.flight_high_prev = r.flight_high;
+                r.flight_high = 0;
+                r.flight_epoch = p.time;
             }
+            r.flight_high = r.flight_high.max(r.in_flight);
             self.last_activity = p.time;
             r.tail_ping = p.ctrl & ctrl::PING != 0;
         }
@@ -497,7 +507,7 @@ impl Subflow {
         // half of lately grows. Without it, a subflow held back by the application or by a
         // full socket grew its window with every acknowledgement (64 MB after 5 s of
         // backpressure), to send a burst of that size later.
-        let validated = self.rec.cwnd_validated(now);
+        let validated = self.rec.cwnd_validated();
         for &(t, bytes) in &acked.cc_events[..acked.ncc] {
             if validated {
                 self.rec.cc.on_ack(now, t, bytes, srtt, coupling);
