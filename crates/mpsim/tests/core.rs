@@ -2,12 +2,28 @@
 #![allow(clippy::unwrap_used)]
 
 use mpcore::Time;
-use mpcore::{Config, Event, PathManager, SubflowState};
+use mpcore::{Config, ConnHandle, Event, PathManager, SubflowState};
 use mpsim::apps::{pattern, Bulk};
 use mpsim::{ms, multimob_paths, Flow, PathEvent, Sim};
 
 fn cfg(pm: PathManager) -> Config {
     Config { path_manager: pm, ..Config::default() }
+}
+
+/// The server's side of a one-way transfer: accepts the connection (into `h`) and reads all
+/// it has; returns how many bytes.
+fn server_reads_all(s: &mut Sim, h: &mut Option<ConnHandle>) -> usize {
+    *h = h.or_else(|| s.server.accept());
+    let (mut buf, mut total) = ([0u8; 4096], 0);
+    if let Some(sc) = h.and_then(|h| s.server.conn_mut(h)) {
+        while let Ok(n) = sc.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+    }
+    total
 }
 
 #[test]
@@ -731,12 +747,8 @@ fn a_full_send_buffer_takes_writes_again_once_a_third_is_free() {
     let c = sim.connect();
     let (mut filled, mut some_room_first, mut space) = (false, false, None);
     let mut s_h = None;
-    let mut buf = vec![0u8; 1 << 16];
     let done = sim.run(ms(10_000), |s| {
-        s_h = s_h.or_else(|| s.server.accept());
-        if let Some(sc) = s_h.and_then(|h| s.server.conn_mut(h)) {
-            while sc.read(&mut buf).is_ok_and(|n| n > 0) {}
-        }
+        server_reads_all(s, &mut s_h);
         let Some(cc) = s.client.conn_mut(c) else { return Flow::Wake(None) };
         if !filled {
             if cc.is_established() {
@@ -794,12 +806,9 @@ fn an_unused_window_does_not_grow() {
     let cwnd = |s: &Sim| s.client.stats(c).unwrap().subflows[0].cwnd;
     let initial = cwnd(&sim);
     let mut next = sim.now;
-    let (mut s_h, mut buf) = (None, [0u8; 4096]);
+    let mut s_h = None;
     sim.run_until(sim.now + ms(10_000), |s| {
-        s_h = s_h.or_else(|| s.server.accept());
-        if let Some(sc) = s_h.and_then(|h| s.server.conn_mut(h)) {
-            while sc.read(&mut buf).is_ok_and(|n| n > 0) {}
-        }
+        server_reads_all(s, &mut s_h);
         if s.now >= next {
             s.client.conn_mut(c).unwrap().write(&[3; 1000]).unwrap();
             next += ms(100);
@@ -822,20 +831,12 @@ fn a_window_held_back_by_flow_control_grows_to_twice_the_flight_at_most() {
     let server = Config { recv_window: WINDOW, ..cfg(PathManager::OnDemand) };
     let mut sim = Sim::new(7, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
     let c = sim.connect();
-    let (mut s_h, mut buf, mut got) = (None, [0u8; 4096], 0usize);
+    let (mut s_h, mut got) = (None, 0usize);
     let done = sim.run(ms(20_000), |s| {
         if let Some(cc) = s.client.conn_mut(c) {
             while cc.is_established() && cc.write(&[5; 4096]).is_ok() {}
         }
-        s_h = s_h.or_else(|| s.server.accept());
-        if let Some(sc) = s_h.and_then(|h| s.server.conn_mut(h)) {
-            while let Ok(n) = sc.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                got += n;
-            }
-        }
+        got += server_reads_all(s, &mut s_h);
         if got >= 2 << 20 {
             Flow::Done
         } else {

@@ -33,14 +33,7 @@ fn two_interfaces_in_namespaces() {
         return;
     }
     let bed = Testbed::new("mpudp", 91).expect("setting up the namespaces");
-    let mut server = Reap(common::exec(&bed.server, "netns_peer", "MPUDP_NETNS_ROLE", "server"));
-    let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
-    // The test harness prints its own lines first.
-    let mut line = String::new();
-    while line.trim() != "listening" {
-        line.clear();
-        assert!(server_out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
-    }
+    let (mut server, _server_out) = common::start_server(&bed.server, "netns_peer", "MPUDP_NETNS_ROLE");
 
     let mut client = Reap(common::exec(&bed.client, "netns_peer", "MPUDP_NETNS_ROLE", "client"));
     let mut to_client = client.0.stdin.take().unwrap();

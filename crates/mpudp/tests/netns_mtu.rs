@@ -29,13 +29,7 @@ fn probes_above_the_interface_mtu_cost_no_data() {
     let bed = Testbed::new("mpmtu", 94).expect("setting up the namespaces");
     ip(&format!("-n {} link set c0 mtu 1300", bed.client)).unwrap();
     ip(&format!("-n {} link set s0 mtu 1300", bed.server)).unwrap();
-    let mut server = Reap(common::exec(&bed.server, "mtu_peer", "MPUDP_MTU_ROLE", "server"));
-    let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
-    let mut line = String::new();
-    while line.trim() != "listening" {
-        line.clear();
-        assert!(server_out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
-    }
+    let (mut server, _server_out) = common::start_server(&bed.server, "mtu_peer", "MPUDP_MTU_ROLE");
     let mut client = Reap(common::exec(&bed.client, "mtu_peer", "MPUDP_MTU_ROLE", "client"));
     let from_client = BufReader::new(client.0.stdout.take().unwrap());
     let started = Instant::now();

@@ -37,13 +37,7 @@ fn an_address_that_comes_late_and_one_that_changes_mid_transfer() {
     // c0 starts without an address; the server can route back to the later one.
     ip(&format!("-n {c} addr flush dev c0")).unwrap();
     ip(&format!("-n {s} route add 10.{NET}.3.0/24 dev s0")).unwrap();
-    let mut server = Reap(common::exec(&s, "renumber_peer", "MPUDP_RENUMBER_ROLE", "server"));
-    let mut server_out = BufReader::new(server.0.stdout.take().unwrap());
-    let mut line = String::new();
-    while line.trim() != "listening" {
-        line.clear();
-        assert!(server_out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
-    }
+    let (mut server, _server_out) = common::start_server(&s, "renumber_peer", "MPUDP_RENUMBER_ROLE");
     let mut client = Reap(common::exec(&c, "renumber_peer", "MPUDP_RENUMBER_ROLE", "client"));
     let mut to_client = client.0.stdin.take().unwrap();
     let from_client = BufReader::new(client.0.stdout.take().unwrap());

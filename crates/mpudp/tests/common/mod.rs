@@ -3,8 +3,9 @@
 #![allow(clippy::unwrap_used, dead_code)]
 
 use mpudp::{MpListener, Options, ServerIdentity};
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Runs this test binary in namespace `ns` as the ignored helper test `helper`, with
@@ -21,6 +22,21 @@ pub fn exec(ns: &str, helper: &str, role_var: &str, role: &str) -> Child {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap()
+}
+
+/// Runs the server helper (`helper` with `role_var=server`) in namespace `ns` and waits until
+/// it prints `listening`. Its stdout stays open in the returned reader (the harness prints
+/// its summary there when the helper ends).
+pub fn start_server(ns: &str, helper: &str, role_var: &str) -> (testbed::Reap, BufReader<ChildStdout>) {
+    let mut server = testbed::Reap(exec(ns, helper, role_var, "server"));
+    let mut out = BufReader::new(server.0.stdout.take().unwrap());
+    // The test harness prints its own lines first.
+    let mut line = String::new();
+    while line.trim() != "listening" {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the server helper ended before listening");
+    }
+    (server, out)
 }
 
 /// The test server's identity (the same in every process), and the options of a client
