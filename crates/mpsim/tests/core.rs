@@ -10,6 +10,14 @@ fn cfg(pm: PathManager) -> Config {
     Config { path_manager: pm, ..Config::default() }
 }
 
+/// A connection on the simulator's two paths (one subflow), established and quiet at 500 ms.
+fn established(seed: u64) -> (Sim, ConnHandle) {
+    let mut sim = Sim::new(seed, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let c = sim.connect();
+    sim.run_until(ms(500), |_| None);
+    (sim, c)
+}
+
 /// The server's side of a one-way transfer: accepts the connection (into `h`) and reads all
 /// it has; returns how many bytes.
 fn server_reads_all(s: &mut Sim, h: &mut Option<ConnHandle>) -> usize {
@@ -715,9 +723,7 @@ fn colliding_join_cids_are_renamed_before_they_are_used() {
 /// the due ones are taken.
 #[test]
 fn handle_timeout_without_poll_timeout_runs_what_the_last_datagrams_made_due() {
-    let mut sim = Sim::new(3, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
-    let c = sim.connect();
-    sim.run_until(ms(500), |_| None);
+    let (mut sim, c) = established(3);
     assert!(sim.client.conn(c).is_some_and(|cc| cc.is_established()), "established");
     let now = sim.now;
     let later = now + ms(300);
@@ -777,9 +783,7 @@ fn a_full_send_buffer_takes_writes_again_once_a_third_is_free() {
 /// again. Counting both made the oracle's loss rate twice the path's for one-packet messages.
 #[test]
 fn a_lost_tail_is_one_loss_for_the_oracle() {
-    let mut sim = Sim::new(5, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
-    let c = sim.connect();
-    sim.run_until(ms(500), |_| None);
+    let (mut sim, c) = established(5);
     let counters = |s: &Sim| s.client.stats(c).unwrap().subflows[0].counters;
     let before = counters(&sim);
     // The message's only packet is lost; the path is back before the probe.
@@ -800,9 +804,7 @@ fn a_lost_tail_is_one_loss_for_the_oracle() {
 /// carried.
 #[test]
 fn an_unused_window_does_not_grow() {
-    let mut sim = Sim::new(6, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
-    let c = sim.connect();
-    sim.run_until(ms(500), |_| None);
+    let (mut sim, c) = established(6);
     let cwnd = |s: &Sim| s.client.stats(c).unwrap().subflows[0].cwnd;
     let initial = cwnd(&sim);
     let mut next = sim.now;
