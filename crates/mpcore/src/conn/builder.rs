@@ -354,12 +354,14 @@ impl Connection {
         // The ring takes its working size at once, not by doubling whenever this subflow's
         // flight reaches a new high: a slot per packet the send buffer can have in flight
         // when it sends data, a slot per acknowledgement the receive window calls for when it
-        // only acknowledges. A steady transfer then allocates nothing per packet even as the
-        // subflows' shares of it shift or the peer is slow to acknowledge. The trim gives it
-        // back with the buffers.
+        // only acknowledges data (its receive buffer is in use). A steady transfer then
+        // allocates nothing per packet even as the subflows' shares of it shift or the peer is
+        // slow to acknowledge. The trim gives it back with the buffers. An acknowledgement of
+        // a keep-alive takes its own slot only: a server keeping thousands of phones alive
+        // would otherwise hold the working size of each for 3 s after every keep-alive.
         if sent_data.is_some() {
             sf.rec.sent.reserve(self.send.packets_bound());
-        } else if !eliciting {
+        } else if !eliciting && self.recv.buffer_bytes() > 0 {
             sf.rec.sent.reserve(self.recv.acks_bound());
         }
         if let Some(d) = sent_data {
