@@ -3,16 +3,15 @@
 //! same seed gives the same run, byte for byte.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::cfg;
 use mpcore::wire::frame::reason;
 use mpcore::{Config, ConnHandle, Event, PathId, PathManager, SubflowState, Time};
 use mpsim::apps::{pattern, Bulk, Trickle};
 use mpsim::{ms, Dir, Flow, PathEvent, Sim, Verdict};
 use std::cell::RefCell;
 use std::rc::Rc;
-
-fn cfg(pm: PathManager) -> Config {
-    Config { path_manager: pm, ..Config::default() }
-}
 
 /// SHA-256 over every datagram that entered a path (time, path, direction, bytes) during a
 /// lossy upload with an outage, and the number of datagrams.

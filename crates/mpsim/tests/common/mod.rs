@@ -1,0 +1,35 @@
+//! What several of the simulator's test files share: the default configuration with a path
+//! manager, a quiet established connection, and the server's side of a one-way transfer.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use mpcore::{Config, ConnHandle, PathManager};
+use mpsim::{ms, multimob_paths, Sim};
+
+/// The default configuration with path manager `pm`.
+pub fn cfg(pm: PathManager) -> Config {
+    Config { path_manager: pm, ..Config::default() }
+}
+
+/// A connection on the simulator's two paths (one subflow), established and quiet at 500 ms.
+pub fn established(seed: u64) -> (Sim, ConnHandle) {
+    let mut sim = Sim::new(seed, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let c = sim.connect();
+    sim.run_until(ms(500), |_| None);
+    (sim, c)
+}
+
+/// The server's side of a one-way transfer: accepts the connection (into `h`) and reads all
+/// it has; returns how many bytes.
+pub fn server_reads_all(s: &mut Sim, h: &mut Option<ConnHandle>) -> usize {
+    *h = h.or_else(|| s.server.accept());
+    let (mut buf, mut total) = ([0u8; 4096], 0);
+    if let Some(sc) = h.and_then(|h| s.server.conn_mut(h)) {
+        while let Ok(n) = sc.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+    }
+    total
+}
