@@ -43,6 +43,19 @@ impl PathSocket {
         Ok(Self { io, state, max_segments, replies })
     }
 
+    /// One sendmsg: `contents` to `remote`, as one datagram or (with `segment_size`) as a GSO
+    /// batch, from the address the peer wrote to on a wildcard socket.
+    fn send(&self, remote: SocketAddr, contents: &[u8], segment_size: Option<usize>) -> io::Result<()> {
+        let t = quinn_udp::Transmit {
+            destination: remote,
+            ecn: None,
+            contents,
+            segment_size,
+            src_ip: self.replies.as_ref().and_then(|r| r.source(remote)),
+        };
+        self.io.try_io(Interest::WRITABLE, || self.state.try_send((&self.io).into(), &t))
+    }
+
     pub(crate) fn local_addr(&self) -> SocketAddr {
         self.io.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
     }
@@ -352,14 +365,7 @@ impl Io {
                 }
                 Poll::Ready(Ok(())) => {}
             }
-            let t = quinn_udp::Transmit {
-                destination: tx.remote,
-                ecn: None,
-                contents: &tx.buf[..tx.len],
-                segment_size: (tx.count > 1).then_some(tx.seg),
-                src_ip: sock.replies.as_ref().and_then(|r| r.source(tx.remote)),
-            };
-            match sock.io.try_io(Interest::WRITABLE, || sock.state.try_send((&sock.io).into(), &t)) {
+            match sock.send(tx.remote, &tx.buf[..tx.len], (tx.count > 1).then_some(tx.seg)) {
                 Ok(()) => {
                     st.paths[p].io.send_calls += 1;
                     let now = st.now();
@@ -367,7 +373,7 @@ impl Io {
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) if tx.count > 1 && matches!(e.raw_os_error(), Some(EMSGSIZE | EINVAL)) => {
+                Err(e) if tx.count > 1 && too_large(&e) => {
                     // A datagram of the batch is larger than the interface's MTU (a path MTU
                     // probe: the batch's first datagram sets its segment size): the kernel
                     // refuses the whole batch. Each goes alone, so that only the oversized
@@ -392,22 +398,24 @@ impl Io {
     }
 }
 
-const EINVAL: i32 = 22;
+/// EMSGSIZE: a datagram larger than the interface's MTU. (The kernel says EINVAL, which
+/// std reports as `InvalidInput`, for a GSO batch whose segment size is.)
+#[cfg(any(target_os = "macos", target_os = "ios"))]
+const EMSGSIZE: i32 = 40;
+#[cfg(not(any(target_os = "macos", target_os = "ios")))]
 const EMSGSIZE: i32 = 90;
+
+/// The kernel refused a send for a datagram larger than the interface allows.
+fn too_large(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(EMSGSIZE) || e.kind() == io::ErrorKind::InvalidInput
+}
 
 /// Sends a batch's datagrams one at a time (after the kernel refused them as one GSO send)
 /// and counts what went and what failed. A full socket here drops the rest, as a full queue
 /// would.
 fn one_by_one(sock: &PathSocket, tx: &TxBatch, st: &mut State, p: usize) {
     for d in tx.buf[..tx.len].chunks(tx.seg.max(1)) {
-        let t = quinn_udp::Transmit {
-            destination: tx.remote,
-            ecn: None,
-            contents: d,
-            segment_size: None,
-            src_ip: sock.replies.as_ref().and_then(|r| r.source(tx.remote)),
-        };
-        match sock.io.try_io(Interest::WRITABLE, || sock.state.try_send((&sock.io).into(), &t)) {
+        match sock.send(tx.remote, d, None) {
             Ok(()) => {
                 st.paths[p].io.send_calls += 1;
                 let now = st.now();
