@@ -231,7 +231,8 @@ impl Connection {
             // data packets of a one-way transfer do not repeat an unchanged one.
             let with_ack = ack_sent || data.is_none() || self.recv.ack_news();
             let mut data_written = false;
-            let ack = with_ack.then(|| (self.recv.edsn().0, self.recv.window()));
+            let data_ack = (self.recv.edsn().0, self.recv.window());
+            let ack = with_ack.then_some(data_ack);
             if let Some((d, _, _)) = data {
                 let dsn = self.send.dsn(d.off).0;
                 // A short DSN when every DSN the peer may expect is within 2^38 of it
@@ -274,8 +275,7 @@ impl Connection {
             }
             if !data_written && (ack_sent || eliciting) {
                 // No data went in (none due, or no room): a DATA_ACK alone.
-                let ack = Some((self.recv.edsn().0, self.recv.window()));
-                advertised = Dss::emit_header(&mut w, ack, None, false, false).is_ok();
+                advertised = Dss::emit_header(&mut w, Some(data_ack), None, false, false).is_ok();
             }
         }
         let data = data.or(fj_data);

@@ -385,19 +385,13 @@ impl SendSide {
     /// (a reinjection) or none (a loss on a working subflow, RFC 8684 §3.3.6). What the peer
     /// already acknowledged is left out.
     pub fn queue_retransmission(&mut self, d: DataRef, mask: u64) {
-        let una = self.una();
-        let end = d.off + u64::from(d.len);
-        let fin_pending = d.fin && !self.fin_acked;
-        if end < una || (end == una && !fin_pending) {
-            return;
-        }
-        let off = d.off.max(una);
+        let Some(DataRef { off, len, fin }) = self.unacked_part(d) else { return };
         // In DSN order (ties in arrival order), as TCP retransmits: the receiver's left edge
         // first. Timeouts of two subflows queue their flights one after the other; in arrival
         // order the hole a receiver waits on could sit behind every chunk of the other flight,
         // each sent (and refused by a full reassembly) in turn. Losses come oldest first, so
         // the place is almost always the back.
-        let chunk = Chunk { off, len: (end - off) as u32, fin: fin_pending, mask };
+        let chunk = Chunk { off, len, fin, mask };
         if self.retrans.back().is_none_or(|c| c.off <= off) {
             self.retrans.push_back(chunk);
         } else {
