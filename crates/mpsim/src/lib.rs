@@ -14,12 +14,16 @@
 //! interactive workload take milliseconds.
 
 pub mod apps;
+pub mod radio;
 pub mod scenarios;
 
 use mpcore::{Config, ConfigError, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::SocketAddr;
+
+pub use oracle::radio::{Profile as RadioProfile, RrcState};
+pub use radio::AirEntry;
 
 /// Milliseconds to [`Time`] (microseconds).
 pub const fn ms(v: u64) -> Time {
@@ -88,6 +92,9 @@ pub struct PathConfig {
     /// The largest datagram (UDP payload) the path carries, both directions; larger ones are
     /// dropped (`Verdict::TooBig`). 1472 by default: a 1500-byte MTU, IPv4.
     pub mtu: usize,
+    /// The client's cellular radio on this path, whose states delay its datagrams
+    /// ([`radio`]); `None`: a radio always connected (no promotion, no paging).
+    pub radio: Option<RadioProfile>,
 }
 
 impl PathConfig {
@@ -110,6 +117,7 @@ impl PathConfig {
             uplink_extra: 0,
             local_uplink_queue: false,
             mtu: 1472,
+            radio: None,
         }
     }
 }
@@ -179,6 +187,10 @@ struct PathState {
     log: Vec<LogEntry>,
     /// The client's local path whose socket this path's full local queue blocks.
     blocked: Option<PathId>,
+    /// The client's radio, if the path models one.
+    radio: Option<radio::PathRadio>,
+    /// What crossed the client's radio (or interface, without a radio model).
+    air: Vec<AirEntry>,
 }
 
 impl PathState {
@@ -196,7 +208,7 @@ impl PathState {
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Delivery {
+pub(crate) struct Delivery {
     at: Time,
     seq: u64,
     to_server: bool,
@@ -306,6 +318,12 @@ impl Sim {
             paths.iter().map(|p| LocalPath { addr: p.client_addr, iface: p.iface, backup: p.backup }).collect();
         let spaths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];
         let npaths = paths.len();
+        // Each radio's paging phase from the seed, apart from the network's own draws.
+        let mut phases = Rng::new(seed ^ 0x7261_6469_6f00);
+        let radios: Vec<Option<radio::PathRadio>> = paths
+            .iter()
+            .map(|p| p.radio.map(|r| radio::PathRadio::new(r, phases.range(0, r.paging_cycle.max(1) - 1))))
+            .collect();
         Ok(Self {
             now: 0,
             client: Endpoint::new(client, cpaths, false)?,
@@ -314,7 +332,17 @@ impl Sim {
             rng: Rng::new(seed),
             paths: paths
                 .into_iter()
-                .map(|cfg| PathState { cfg, up: true, nat: None, busy_until: [0; 2], log: Vec::new(), blocked: None })
+                .zip(radios)
+                .map(|(cfg, radio)| PathState {
+                    cfg,
+                    up: true,
+                    nat: None,
+                    busy_until: [0; 2],
+                    log: Vec::new(),
+                    blocked: None,
+                    radio,
+                    air: Vec::new(),
+                })
                 .collect(),
             queue: BinaryHeap::new(),
             script: Vec::new(),
@@ -393,6 +421,7 @@ impl Sim {
     pub fn clear_logs(&mut self) {
         for p in &mut self.paths {
             p.log.clear();
+            p.air.clear();
         }
     }
 
@@ -410,19 +439,6 @@ impl Sim {
     }
 
     /// Starts the client's connection on path 0.
-    /// The cellular energy (Huang et al.'s LTE model, `oracle::energy`) of the client's radio
-    /// on `path` over `[start, end]`: every datagram the client sent on it, and every one that
-    /// reached it.
-    pub fn radio_energy(&self, path: usize, start: Time, end: Time) -> oracle::energy::Energy {
-        let packets: Vec<oracle::energy::Packet> = self
-            .path_log(path)
-            .iter()
-            .filter(|e| e.dir == Dir::Up || matches!(e.verdict, Verdict::Delivered | Verdict::Duplicate))
-            .map(|e| oracle::energy::Packet { time: e.time, up: e.dir == Dir::Up, bytes: e.size })
-            .collect();
-        oracle::energy::estimate(&oracle::energy::Model::default(), &packets, start, end)
-    }
-
     pub fn connect(&mut self) -> mpcore::ConnHandle {
         let now = self.now;
         let addr = self.server_addr;
@@ -432,8 +448,8 @@ impl Sim {
 
     fn route(&mut self, from_client: bool, path_hint: usize, src: SocketAddr, dst: SocketAddr, bytes: Vec<u8>) {
         let now = self.now;
-        let (k, dir) = if from_client {
-            (path_hint, Dir::Up)
+        let k = if from_client {
+            path_hint
         } else {
             // Towards a NAT's public address, or one of the client's addresses.
             let natted = self.paths.iter().position(|p| p.nat == Some(dst));
@@ -444,7 +460,7 @@ impl Sim {
                 })
                 .map(|p| self.links[p]);
             match natted.or(own) {
-                Some(k) => (k, Dir::Down),
+                Some(k) => k,
                 None => {
                     if self.logging && !self.paths.is_empty() {
                         self.paths[0].log.push(LogEntry {
@@ -458,6 +474,23 @@ impl Sim {
                 }
             }
         };
+        let bytes = if from_client {
+            let mut held = Some(bytes);
+            if !self.radio_uplink(k, src, dst, &mut held) {
+                return;
+            }
+            held.unwrap_or_default()
+        } else {
+            bytes
+        };
+        self.enter_path(from_client, k, src, dst, bytes);
+    }
+
+    /// A datagram enters path `k` (towards the server if `from_client`): the tap, the
+    /// path's verdict, the queue, the log.
+    fn enter_path(&mut self, from_client: bool, k: usize, src: SocketAddr, dst: SocketAddr, bytes: Vec<u8>) {
+        let now = self.now;
+        let dir = if from_client { Dir::Up } else { Dir::Down };
         if let Some(tap) = self.tap.as_mut() {
             tap(now, k, dir, &bytes);
         }
@@ -545,6 +578,7 @@ impl Sim {
             self.script.last().map(|e| e.0),
             self.injections.last().map(|e| e.0),
             self.paths.iter().filter_map(|p| p.blocked.map(|_| p.writable_at())).min(),
+            self.radio_release_at(),
         ]
         .into_iter()
         .flatten()
@@ -591,6 +625,17 @@ impl Sim {
         }
     }
 
+    /// Hands a datagram to its endpoint, opened where it lies (as mpudp's driver does with its
+    /// receive buffers).
+    fn deliver(&mut self, mut d: Delivery) {
+        let now = self.now;
+        if d.to_server {
+            self.server.handle_datagram_in_place(now, PathId(0), d.from, &mut d.bytes);
+        } else {
+            self.client.handle_datagram_in_place(now, d.local, d.from, &mut d.bytes);
+        }
+    }
+
     /// Applies everything due at `self.now`.
     fn step_at(&mut self) {
         let now = self.now;
@@ -601,6 +646,7 @@ impl Sim {
                 }
             }
         }
+        self.release_radios();
         while self.script.last().is_some_and(|e| e.0 <= now) {
             let Some((_, k, ev)) = self.script.pop() else { break };
             self.change(k, ev);
@@ -614,17 +660,15 @@ impl Sim {
             self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, local, from, bytes }));
         }
         while self.queue.peek().is_some_and(|d| d.0.at <= now) {
-            let Some(Reverse(mut d)) = self.queue.pop() else { break };
+            let Some(Reverse(d)) = self.queue.pop() else { break };
             if !self.paths[d.path].up {
                 // The outage also swallows what was already in flight.
                 self.swallowed += 1;
                 continue;
             }
-            // Opened where it lies, as mpudp's driver does with its receive buffers.
-            if d.to_server {
-                self.server.handle_datagram_in_place(now, PathId(0), d.from, &mut d.bytes);
-            } else {
-                self.client.handle_datagram_in_place(now, d.local, d.from, &mut d.bytes);
+            let d = if d.to_server { Some(d) } else { self.radio_downlink(d.path, d) };
+            if let Some(d) = d {
+                self.deliver(d);
             }
         }
         for (name, ep) in [("client", &mut self.client), ("server", &mut self.server)] {

@@ -5,8 +5,10 @@
 //!   every subflow of every connection of an endpoint, evaluated every period Ts against the
 //!   thresholds, with rising-edge triggers.
 //! - [`idle`]: the client's receive idle timer (MP_IDLE and the server's RTO).
+//! - [`radio`]: a phone's cellular radio (RRC idle, promotion, connected, tail; NR's
+//!   RRC_INACTIVE), one state machine for the delay it adds and the energy it uses.
 //! - [`energy`]: the cellular energy estimate (Huang et al.'s LTE model), from a packet log
-//!   or kept up to date packet by packet ([`energy::Meter`]).
+//!   or kept up to date packet by packet ([`energy::Meter`]), read off [`radio`]'s states.
 //!
 //! `mpcore`'s `multimob` path manager drives these from the connection state.
 
@@ -15,6 +17,7 @@
 pub mod energy;
 pub mod idle;
 pub mod netpath;
+pub mod radio;
 pub mod vema;
 
 pub use idle::IdleTimer;
