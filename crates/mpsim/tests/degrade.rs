@@ -63,12 +63,15 @@ fn random_loss_opens_no_cellular() {
 
 /// WiFi down at 4 s, back at 14 s: fast failover, and the cellular subflow closed within the
 /// hold time plus one second after WiFi is back, so that the radio spends within 5% of what the
-/// energy model makes unavoidable for that use.
+/// energy model makes unavoidable for that use. Issue 32's goal for the worst response is
+/// 60 ms (the floor: one WiFi RTT to suspect, one cellular RTT to answer, about 45 ms): the
+/// whole first flight unanswered fails over at the probe timeout, and the fast join carries
+/// the whole request (91 ms before, 71 ms before the wait for the probe's answer came in).
 #[test]
 fn blackout_fails_back_within_the_hold() {
     let hold = mpsim::multimob_client(oracle::Config::default()).fail_back_hold;
     for (seed, o) in runs(Scenario::Blackout).iter().enumerate() {
-        assert!(o.worst_ms <= 100.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
+        assert!(o.worst_ms <= 60.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
         let last = o.cell_last.unwrap();
         assert!(last <= ms(14_000) + hold + ms(1_000), "seed {}: last cellular packet at {last} us", seed + 1);
         let floor = o.cell_floor_joules.unwrap();

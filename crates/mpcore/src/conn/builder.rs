@@ -116,6 +116,14 @@ impl Connection {
                     put(&mut w, ctrl::JOIN, Frame::FastJoinIn(f), &mut ctrl_sent);
                 }
             }
+        } else if fast_joining {
+            // A later packet of the fast join's first flight (§5.9): a JOIN packet starts with
+            // a join frame, FAST_JOIN_IN here, and its data follows in a DSS below.
+            let data_ack = self.recv.edsn().0;
+            let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
+            hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
+            let f = FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac };
+            Frame::FastJoinIn(f).emit(&mut w).ok()?;
         } else if joining && pending & ctrl::JOIN != 0 {
             let mj = MpJoin { backup: sf.backup, addr_id: sf.local_addr_id, nonce: sf.join.nonce_local };
             put(&mut w, ctrl::JOIN, Frame::MpJoin(mj), &mut ctrl_sent);
@@ -199,7 +207,8 @@ impl Connection {
         }
         // Data: the scheduled segment, a probe, or a redundant copy.
         let probe = sf.rec.probe;
-        let data_ok = (sf.established() && !self.is_closed()) || confirm;
+        let flight = fast_joining && sf.fast_join_flight();
+        let data_ok = ((sf.established() || flight) && !self.is_closed()) || confirm;
         let mut data: Option<(DataRef, bool, bool)> = None; // (range, retransmission, new data)
         if data_ok {
             if let Some(s) = seg {
@@ -244,16 +253,19 @@ impl Connection {
                 let mut take = u64::from(d.len).min(room as u64);
                 // The packet that empties the send queue ends a flight (a request, an
                 // answer): a PING, written before the data, has it acknowledged at once, so
-                // its tail loss probe needs no delayed-ACK allowance. If the PING does not
-                // fit beside the last byte, that byte waits for the next packet.
+                // its tail loss probe needs no delayed-ACK allowance.
                 let flight_end = |take: u64| d.off + take == self.send.end() && self.send.retrans_len() <= 1;
-                if flight_end(take) && ctrl_sent & ctrl::PING == 0 {
-                    if take < room as u64 || (take == 0 && room == 0) {
-                        if room > 0 && Frame::Ping.emit(&mut w).is_ok() {
-                            ctrl_sent |= ctrl::PING;
-                        }
-                    } else {
-                        take -= 1;
+                // The packet that starts a flight on an idle subflow carries one too: its
+                // answer within a round trip tells a path that went silent (nothing answers
+                // the flight) from a lost tail (the start is acknowledged), before any delayed
+                // ACK could blur the two (PROTOCOL.md §7).
+                let flight_start = sf.rec.eliciting_in_flight == 0;
+                if (flight_start || flight_end(take)) && ctrl_sent & ctrl::PING == 0 && room > 0 {
+                    // The PING's byte comes off the data: a last byte that no longer fits
+                    // goes in the next packet (with a PING of its own).
+                    take = take.min(room as u64 - 1);
+                    if Frame::Ping.emit(&mut w).is_ok() {
+                        ctrl_sent |= ctrl::PING;
                     }
                 }
                 let fin = d.fin && take == u64::from(d.len);
@@ -315,6 +327,9 @@ impl Connection {
         sf.ctrl_pending &= !(ctrl_sent & !(ctrl::ADD_ADDR | ctrl::ADDR_ECHO));
         if fj_data.is_some() {
             self.send.on_fast_join_sent();
+        }
+        if fast_joining && ctrl_sent & ctrl::JOIN != 0 {
+            self.subflows[i].join.first_sent = true;
         }
         if injected {
             self.injected.clear();

@@ -120,17 +120,26 @@ impl Connection {
         }
         if is_join {
             // A repeated JOIN (new packet number) from the same address: answer it again, with
-            // the SYNACK, the fast-join reply, or the refusal. Anything else is a replay.
+            // the SYNACK, the fast-join reply, or the refusal. A JOIN on a fast join we
+            // accepted is a packet of its first flight (§5.9): its data is taken below. Anything
+            // else is a replay.
             let same = sf.remote == remote && !sf.local_opener;
+            let fast = matches!(sf.join.kind, JoinKind::FastOut | JoinKind::FastIn);
             match sf.state {
                 SubflowState::JoinReceived if same => sf.ctrl_pending |= ctrl::SYNACK,
-                SubflowState::Established if same && sf.join.reply_unacked => sf.ctrl_pending |= ctrl::FJ_REPLY,
+                SubflowState::Established if same && fast => {
+                    if sf.join.reply_unacked {
+                        sf.ctrl_pending |= ctrl::FJ_REPLY;
+                    }
+                }
                 SubflowState::Closed if same && sf.reset_reason == reason::FAST_JOIN_REJECTED => {
                     sf.ctrl_pending |= ctrl::RESET;
                 }
                 _ => return Err(DropReason::ReplayedJoin),
             }
-            return Ok(());
+            if sf.state != SubflowState::Established {
+                return Ok(());
+            }
         }
         sf.counters.packets_received += 1;
         sf.counters.bytes_received += dgram_len;
@@ -159,7 +168,19 @@ impl Connection {
         if look.urgent {
             self.subflows[i].acks.immediate = true;
         }
-        for f in Frames::new(plain).flatten() {
+        let mut frames = Frames::new(plain).flatten();
+        if is_join {
+            // The join frame that leads a JOIN packet: a FAST_JOIN_OUT overtaken by a later
+            // packet of its flight (which made the subflow) still delivers its data; the
+            // packet is authenticated for this subflow and its number is new, so it is no
+            // replay. A FAST_JOIN_IN carries nothing more.
+            if let Some(Frame::FastJoinOut(f)) = frames.next() {
+                if self.recv.check(Dsn(f.dsn), f.data.len()).is_ok() {
+                    self.on_dss(now, i, &Dss::data(f.dsn, f.data, false));
+                }
+            }
+        }
+        for f in frames {
             self.on_frame(now, i, f);
         }
         self.after_receive(now);

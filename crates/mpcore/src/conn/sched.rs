@@ -100,7 +100,8 @@ impl Connection {
                 continue;
             };
             let mut flags = Flags(0);
-            flags.set(Flags::ESTABLISHED, sf.established() && sf.remote_cid.is_some());
+            let ready = (sf.established() && sf.remote_cid.is_some()) || sf.fast_join_flight();
+            flags.set(Flags::ESTABLISHED, ready);
             flags.set(Flags::POTENTIALLY_FAILED, sf.rec.pf);
             flags.set(Flags::BACKUP, sf.backup);
             flags.set(Flags::IN_RECOVERY, sf.rec.rto_backoff > 0);

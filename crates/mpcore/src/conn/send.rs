@@ -392,6 +392,14 @@ impl SendSide {
         // each sent (and refused by a full reassembly) in turn. Losses come oldest first, so
         // the place is almost always the back.
         let chunk = Chunk { off, len, fin, mask };
+        // A range queued already (the same flight copied twice: a path declared failed by
+        // its own connection and then by the oracle) is not sent twice; its mask grows.
+        let at = self.retrans.partition_point(|c| c.off < off);
+        if let Some(c) = self.retrans.range_mut(at..).take_while(|c| c.off == off).find(|c| c.len >= len) {
+            c.mask |= mask;
+            c.fin |= fin;
+            return;
+        }
         if self.retrans.back().is_none_or(|c| c.off <= off) {
             self.retrans.push_back(chunk);
         } else {
@@ -535,7 +543,27 @@ mod tests {
             order.push((g.off, g.mask));
             s.on_sent(DataRef { off: g.off, len: g.len as u32, fin: false }, Sent::FromQueue, 0b100);
         }
-        assert_eq!(order, [(0, 0b10), (10, 0b10), (20, 0b01), (30, 0b01), (30, 0b10), (40, 0b01)]);
+        // (30, 5) lies within the queued (30, 10): one copy goes, avoiding both subflows.
+        assert_eq!(order, [(0, 0b10), (10, 0b10), (20, 0b01), (30, 0b11), (40, 0b01)]);
+    }
+
+    /// A path's flight copied for reinjection twice (its connection declared it failed, then
+    /// the oracle did) is sent once: a failover's first flight carried every byte twice.
+    #[test]
+    fn a_range_queued_twice_is_sent_once() {
+        let mut s = side(0, 30);
+        send_all(&mut s);
+        for _ in 0..2 {
+            for off in [0, 10, 20] {
+                s.queue_retransmission(DataRef { off, len: 10, fin: false }, 0b01);
+            }
+        }
+        let mut sent = 0;
+        while let Some(g) = s.peek() {
+            sent += g.len;
+            s.on_sent(DataRef { off: g.off, len: g.len as u32, fin: false }, Sent::FromQueue, 0b10);
+        }
+        assert_eq!(sent, 30);
     }
 
     #[test]

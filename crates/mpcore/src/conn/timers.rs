@@ -285,9 +285,14 @@ impl Connection {
     /// an RTO sooner). It stays in flight here, so the first new ACK recovers the subflow.
     fn on_tlp_check(&mut self, now: Time, i: usize) {
         self.subflows[i].tlp_check = None;
-        if !self.subflows[i].rec.tlp_sent {
-            return;
+        if self.subflows[i].rec.tlp_sent {
+            self.on_path_silent(now, i);
         }
+    }
+
+    /// Subflow `i`'s path answers nothing: its tail loss probe went unanswered, or a whole
+    /// flight of two or more packets did. See [`Connection::on_tlp_check`].
+    fn on_path_silent(&mut self, now: Time, i: usize) {
         if !self.tlp_may_fail_over(i) {
             if self.tlp_may_reinject(i) {
                 self.suspect(i);
@@ -309,10 +314,16 @@ impl Connection {
                 // tells (it carries a PING, acknowledged at once): unanswered within an RTT and
                 // its variation, the path is failed over (`on_tlp_check`); answered, nothing
                 // opens (a 1% loss must not wake the cellular radio).
+                // A whole flight of two or more packets unanswered is a path gone silent, not
+                // a lost packet: it is acted on at once, a probe's round trip sooner.
                 if self.tlp_may_fail_over(i) || self.tlp_may_reinject(i) {
-                    let rtt = &self.subflows[i].rec.rtt;
-                    let wait = rtt.smoothed_or_default() + rtt.rttvar.max(GRANULARITY);
-                    self.subflows[i].tlp_check = Some(now + wait);
+                    if self.subflows[i].flight_unanswered() {
+                        self.on_path_silent(now, i);
+                    } else {
+                        let rtt = &self.subflows[i].rec.rtt;
+                        let wait = rtt.smoothed_or_default() + rtt.rttvar.max(GRANULARITY);
+                        self.subflows[i].tlp_check = Some(now + wait);
+                    }
                 }
             }
             Expiry::JoinGivenUp => {

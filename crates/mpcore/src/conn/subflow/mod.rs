@@ -119,6 +119,9 @@ pub struct JoinState {
     /// Responder of a fast join: the FAST_JOIN_REPLY rides in every packet until the peer
     /// acknowledges one, so that no packet of ours arrives before the peer can use it.
     pub reply_unacked: bool,
+    /// Initiator of a fast join: its first JOIN has left, so the rest of the flight may
+    /// follow in JOIN packets before the reply (PROTOCOL.md §5.9).
+    pub first_sent: bool,
 }
 
 /// The peer address's validation and the anti-amplification limit (§10).
@@ -360,7 +363,13 @@ impl Subflow {
             remote_cid: None,
             local_opener,
             backup,
-            join: JoinState { kind: JoinKind::Regular, nonce_local: 0, nonce_remote: 0, reply_unacked: false },
+            join: JoinState {
+                kind: JoinKind::Regular,
+                nonce_local: 0,
+                nonce_remote: 0,
+                reply_unacked: false,
+                first_sent: false,
+            },
             failover: false,
             rejoin: false,
             reported: [0; 3],
@@ -411,6 +420,17 @@ impl Subflow {
 
     pub fn established(&self) -> bool {
         self.state == SubflowState::Established
+    }
+
+    /// A fast join we opened whose first JOIN left and has not timed out: data may follow
+    /// it in JOIN packets, within the congestion window, before the reply (§5.9).
+    pub fn fast_join_flight(&self) -> bool {
+        self.state == SubflowState::JoinSent
+            && self.local_opener
+            && self.join.kind == JoinKind::FastInitiator
+            && self.join.first_sent
+            && self.rec.rto_backoff == 0
+            && self.ctrl_pending & ctrl::JOIN == 0
     }
 
     /// Potentially failed: its retransmission timer expired and nothing new was acknowledged

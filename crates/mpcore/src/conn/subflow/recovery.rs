@@ -601,6 +601,15 @@ impl Subflow {
         Expiry::Timeout { newly_failed }
     }
 
+    /// Nothing came back on this subflow since the oldest ack-eliciting packet in flight left,
+    /// and at least two are in flight: the whole flight went unanswered. Independent losses
+    /// of rate p explain it with probability p^n (1e-4 for two packets at 1%); a path that
+    /// went silent explains it always.
+    pub fn flight_unanswered(&self) -> bool {
+        let r = &self.rec;
+        r.eliciting_in_flight >= 2 && r.sent.iter().find(|p| p.ack_eliciting).is_some_and(|p| self.last_rx < p.time)
+    }
+
     /// Takes every packet in flight out, oldest first (the subflow failed or closed): `each`
     /// gets its data, and its control frames are pended again while the subflow is open.
     /// Returns the connection-level frames (`ctrl` bits) carried by packets of a closed
