@@ -141,6 +141,9 @@ pub struct Config {
     /// `multimob`: how long a regular subflow must stay healthy before the subflows opened for
     /// a failover are closed.
     pub fail_back_hold: u64,
+    /// Client: when to wake the cellular radio before a failover needs it (issue 32; see
+    /// [`crate::radio`]): on the oracle's suspicion of a regular path, or the app's hint.
+    pub prewarm: crate::Prewarm,
     /// Server: the identity that signs every HANDSHAKE (PROTOCOL.md §4.6), so that clients
     /// given its public key can tell it from a man in the middle. `None`: HANDSHAKEs are
     /// unsigned and only clients that opted out of authentication accept them.
@@ -250,6 +253,7 @@ impl Default for Config {
             oracle: oracle::Config::default(),
             failover_on_timeout: true,
             fail_back_hold: 3_000_000,
+            prewarm: crate::Prewarm::DEFAULT,
             identity: None,
             server_keys: Vec::new(),
             unauthenticated_server: false,

@@ -24,6 +24,7 @@ pub mod endpoint;
 mod handshake;
 pub mod identity;
 mod limiter;
+pub mod radio;
 pub mod ranges;
 pub mod rng;
 mod routes;
@@ -43,6 +44,7 @@ pub use conn::{
 pub use drops::{DropReason, Drops};
 pub use endpoint::{ConnHandle, ConnectError, Endpoint, HandshakeCounters};
 pub use identity::{KeyError, PublicKey, ServerIdentity};
+pub use radio::{LinkHint, Prewarm};
 pub use scheduler::{AnyScheduler, Flags, Iface, Mask, Pick, Scheduler, Segment, SubflowInfo};
 pub use steering::Steering;
 

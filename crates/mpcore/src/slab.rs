@@ -78,6 +78,10 @@ impl<T> Slab<T> {
         self.entries.iter().enumerate().filter(|(_, e)| e.value.is_some()).map(|(i, _)| i)
     }
 
+    pub(crate) fn values(&self) -> impl Iterator<Item = &T> + '_ {
+        self.entries.iter().filter_map(|e| e.value.as_ref())
+    }
+
     pub(crate) fn values_mut(&mut self) -> impl Iterator<Item = &mut T> + '_ {
         self.entries.iter_mut().filter_map(|e| e.value.as_mut())
     }

@@ -261,6 +261,11 @@ impl Siri {
         }
     }
 
+    /// The burst the client writes next in the current request (0 between requests).
+    pub fn next_burst(&self) -> usize {
+        self.burst
+    }
+
     /// Whether every request got its final response.
     pub fn finished(&self) -> bool {
         self.results.len() == self.cfg.requests && self.results.iter().all(|r| r.delay.is_some())

@@ -14,6 +14,7 @@
 //! interactive workload take milliseconds.
 
 pub mod apps;
+pub mod day;
 pub mod radio;
 pub mod scenarios;
 
@@ -138,6 +139,9 @@ pub enum PathEvent {
     Mtu(usize),
     /// A NAT in front of the client now maps it to this address.
     Rebind(SocketAddr),
+    /// The phone's OS tells the client something of this path's link quality
+    /// ([`Endpoint::path_hint`] on every local path over it).
+    Hint(mpcore::LinkHint),
 }
 
 /// Direction of a datagram on a path.
@@ -375,6 +379,12 @@ impl Sim {
             PathEvent::RateBps(r) => p.cfg.rate_bps = r,
             PathEvent::Mtu(m) => p.cfg.mtu = m,
             PathEvent::Rebind(a) => p.nat = Some(a),
+            PathEvent::Hint(h) => {
+                let now = self.now;
+                for lp in (0..self.links.len()).filter(|&lp| self.links[lp] == path) {
+                    self.client.path_hint(now, PathId(lp as u8), h);
+                }
+            }
         }
     }
 

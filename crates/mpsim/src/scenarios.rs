@@ -1,10 +1,11 @@
-//! Paths that degrade without dying (issue 18): the Siri workload on the MultiMob
+//! Paths that degrade without dying (issues 18 and 32): the Siri workload on the MultiMob
 //! configuration (`multimob_client`, `multimob_server`, WiFi and a cellular backup) while WiFi
-//! gets slow, flaps, turns lossy, or fails and returns. [`run`] gives one seed's figures;
+//! gets slow, flaps, turns lossy, or fails and returns, with or without a model of the phone's
+//! cellular radio ([`crate::radio`]). [`run`] and [`run_in`] give one seed's figures;
 //! `examples/scenarios.rs` prints them as a table and `tests/degrade.rs` asserts them.
 
 use crate::apps::{Siri, SiriConfig};
-use crate::{ms, multimob_backup_paths, multimob_client, multimob_server, PathEvent, Sim};
+use crate::{ms, multimob_backup_paths, multimob_client, multimob_server, PathEvent, RadioProfile, Sim};
 use mpcore::{Config, Time};
 
 const WIFI: usize = 0;
@@ -21,13 +22,38 @@ pub enum Scenario {
     LossRamp,
     /// 1% random WiFi loss for 60 s.
     RandomLoss,
-    /// WiFi down at 4 s, back at 14 s; 30 s.
+    /// WiFi down at 4 s (between the first two requests), back at 14 s; 30 s.
     Blackout,
+    /// WiFi down in the middle of a burst: 9 ms after the second request's sixth burst was
+    /// written (its first packet arrives, the rest and every answer are lost), back 10 s
+    /// later; 30 s.
+    BurstBlackout,
+    /// WiFi weakens from 6 s (during the second request: the OS reports a signal of one bar,
+    /// and 5% of packets are lost), then fails at 12 s (between the second request and the
+    /// third) and returns, strong, at 22 s; 30 s. The case pre-warming is for: a phone walking
+    /// away from its access point.
+    DegradeThenBlackout,
+    /// As `DegradeThenBlackout`, but WiFi fails later, at 20 s (before the fourth request),
+    /// and returns at 28 s: more than a radio tail after the OS first said it was weak.
+    DegradeThenLateBlackout,
 }
 
 impl Scenario {
+    /// Issue 18's scenarios.
     pub const ALL: [Scenario; 5] =
         [Scenario::Delay, Scenario::Flap, Scenario::LossRamp, Scenario::RandomLoss, Scenario::Blackout];
+
+    /// Every scenario, issue 32's included.
+    pub const EVERY: [Scenario; 8] = [
+        Scenario::Delay,
+        Scenario::Flap,
+        Scenario::LossRamp,
+        Scenario::RandomLoss,
+        Scenario::Blackout,
+        Scenario::BurstBlackout,
+        Scenario::DegradeThenBlackout,
+        Scenario::DegradeThenLateBlackout,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -36,6 +62,9 @@ impl Scenario {
             Scenario::LossRamp => "WiFi loss 5% > 30% > 60%",
             Scenario::RandomLoss => "WiFi 1% random loss, 60 s",
             Scenario::Blackout => "WiFi down 4 s to 14 s",
+            Scenario::BurstBlackout => "WiFi down mid-burst for 10 s",
+            Scenario::DegradeThenBlackout => "WiFi weak (1 bar, 5% loss), down 12-22 s",
+            Scenario::DegradeThenLateBlackout => "WiFi weak (1 bar, 5% loss), down 20-28 s",
         }
     }
 
@@ -47,7 +76,7 @@ impl Scenario {
         }
     }
 
-    /// Schedules the scenario's path events.
+    /// Schedules the scenario's path events (those at fixed times).
     pub fn script(self, sim: &mut Sim) {
         match self {
             Scenario::Delay => sim.at(ms(4_000), WIFI, PathEvent::UplinkDelay(ms(500))),
@@ -69,16 +98,67 @@ impl Scenario {
                 sim.at(ms(4_000), WIFI, PathEvent::Down);
                 sim.at(ms(14_000), WIFI, PathEvent::Up);
             }
+            // Timed by the workload: see `run_in`.
+            Scenario::BurstBlackout => {}
+            Scenario::DegradeThenBlackout | Scenario::DegradeThenLateBlackout => {
+                let (down, up) =
+                    if self == Scenario::DegradeThenBlackout { (12_000, 22_000) } else { (20_000, 28_000) };
+                let weak = mpcore::LinkHint { signal_level: Some(1), ..Default::default() };
+                let strong = mpcore::LinkHint { signal_level: Some(4), ..Default::default() };
+                sim.at(ms(6_000), WIFI, PathEvent::Hint(weak));
+                sim.at(ms(6_000), WIFI, PathEvent::Loss(0.05));
+                sim.at(ms(down), WIFI, PathEvent::Down);
+                sim.at(ms(up), WIFI, PathEvent::Hint(strong));
+                sim.at(ms(up), WIFI, PathEvent::Loss(0.0));
+                sim.at(ms(up), WIFI, PathEvent::Up);
+            }
         }
     }
 
-    /// When WiFi is clean again for good, if it is within the run.
+    /// When WiFi is clean again for good, if it is within the run at a fixed time.
     pub fn wifi_clean_at(self) -> Option<Time> {
         match self {
             Scenario::Blackout => Some(ms(14_000)),
             Scenario::LossRamp => Some(ms(28_000)),
+            Scenario::DegradeThenBlackout => Some(ms(22_000)),
+            Scenario::DegradeThenLateBlackout => Some(ms(28_000)),
             _ => None,
         }
+    }
+}
+
+/// How a scenario runs: both ends' configurations and the cellular radio.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The client's configuration (`None`: [`multimob_client`] with the default oracle).
+    pub client: Option<Config>,
+    /// The server's (`None`: [`multimob_server`]).
+    pub server: Option<Config>,
+    /// The phone's cellular radio (`None`: one always connected).
+    pub radio: Option<RadioProfile>,
+}
+
+impl Setup {
+    /// The MultiMob client, no radio model.
+    pub fn plain() -> Self {
+        Self { client: None, server: None, radio: None }
+    }
+
+    /// The MultiMob client with an LTE radio.
+    pub fn lte() -> Self {
+        Self { radio: Some(RadioProfile::LTE), ..Self::plain() }
+    }
+
+    /// The `backup` path manager (the cellular subflow joined at once as a backup), lowest-RTT
+    /// on both ends, no oracle: the demo's second pair.
+    pub fn backup() -> Self {
+        let client = Config { path_manager: mpcore::PathManager::Backup, ..Config::default() };
+        Self { client: Some(client), server: Some(Config::default()), radio: None }
+    }
+
+    /// This setup with a radio of `profile` on the cellular path.
+    pub fn with_radio(self, profile: RadioProfile) -> Self {
+        Self { radio: Some(profile), ..self }
     }
 }
 
@@ -102,6 +182,8 @@ pub struct Outcome {
     pub cell_floor_joules: Option<f64>,
     /// The last cellular datagram.
     pub cell_last: Option<Time>,
+    /// Radio promotions from idle over the scenario's duration.
+    pub promotions: u32,
 }
 
 /// The energy of a cellular radio kept connected (a packet every 5 s, inside its 11.6 s tail)
@@ -118,17 +200,31 @@ fn connected_floor(from: Time, to: Time, end: Time) -> f64 {
     oracle::energy::estimate(&model, &packets, 0, end).above_idle_joules
 }
 
-/// One seed of `s` with `client` as the client's configuration (`None`: the MultiMob one).
-pub fn run_with(s: Scenario, seed: u64, client: Option<Config>) -> Outcome {
-    let client = client.unwrap_or_else(|| multimob_client(oracle::Config::default()));
+/// One seed of `s` as `setup` has it.
+pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
+    let client = setup.client.clone().unwrap_or_else(|| multimob_client(oracle::Config::default()));
     let client_hold = client.fail_back_hold;
-    let mut sim = Sim::new(seed, client, multimob_server(), multimob_backup_paths()).expect("a valid configuration");
+    let mut paths = multimob_backup_paths();
+    if let Some(r) = setup.radio {
+        paths[CELL] = paths[CELL].with_radio(r);
+    }
+    let server = setup.server.clone().unwrap_or_else(multimob_server);
+    let mut sim = Sim::new(seed, client, server, paths).expect("a valid configuration");
     s.script(&mut sim);
     // A request and its wait take about 6 s: as many as keep the workload going for the
     // whole scenario, then 10 s of quiet in which the cellular subflow must be let go.
     let requests = (s.duration() / ms(6_000)) as usize;
     let mut app = Siri::new(SiriConfig { requests, ..SiriConfig::default() }, seed);
-    sim.run(s.duration() + ms(30_000), |sim| app.drive(sim));
+    let mut armed = s == Scenario::BurstBlackout;
+    sim.run(s.duration() + ms(30_000), |sim| {
+        let flow = app.drive(sim);
+        if armed && app.results.len() == 2 && app.next_burst() == 6 {
+            armed = false;
+            sim.at(sim.now + ms(9), WIFI, PathEvent::Down);
+            sim.at(sim.now + ms(10_009), WIFI, PathEvent::Up);
+        }
+        flow
+    });
     let quiet = sim.now + ms(10_000);
     sim.run_until(quiet, |_| None);
     let mut finals: Vec<Time> = app.results.iter().filter_map(|r| r.delay).collect();
@@ -139,16 +235,24 @@ pub fn run_with(s: Scenario, seed: u64, client: Option<Config>) -> Outcome {
         (Some(clean), Some(first)) => Some(connected_floor(first.time, clean + client_hold, s.duration())),
         _ => None,
     };
+    let energy = sim.radio_energy(CELL, 0, s.duration());
     Outcome {
         requests,
         answered: finals.len(),
         median_ms: finals.get(finals.len() / 2).map_or(f64::NAN, |&d| d as f64 / 1e3),
         worst_ms: worst as f64 / 1e3,
         cell_packets: log.len(),
-        cell_joules: sim.radio_energy(CELL, 0, s.duration()).above_idle_joules,
+        cell_joules: energy.above_idle_joules,
         cell_floor_joules: floor,
         cell_last: log.last().map(|e| e.time),
+        promotions: energy.promotions,
     }
+}
+
+/// One seed of `s` with `client` as the client's configuration (`None`: the MultiMob one),
+/// no radio model.
+pub fn run_with(s: Scenario, seed: u64, client: Option<Config>) -> Outcome {
+    run_in(s, seed, &Setup { client, ..Setup::plain() })
 }
 
 pub fn run(s: Scenario, seed: u64) -> Outcome {

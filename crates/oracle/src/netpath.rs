@@ -19,6 +19,21 @@
 //!   excess), so a delay hovering at the threshold does not fail over and back every hold time;
 //! - otherwise a bad netpath is cleared.
 //!
+//! Below the verdicts, *suspicion* (issue 32): nothing fails over on it; a phone may use it to
+//! wake its cellular radio early, so that the promotion overlaps the rest of the detection.
+//! A netpath is *suspected* from the end of a period in which it carried packets and either
+//! - its losses are more likely at `suspect_loss` (10%) than at `normal_loss` (1%) by
+//!   `suspect_evidence` (a likelihood ratio of e^6.9, a thousand to one): Page's CUSUM test
+//!   over every packet, `S = max(0, S + lost * ln(p1/p0) + delivered * ln((1-p1)/(1-p0)))`.
+//!   An interactive app sends a few packets per period, too few for a smoothed rate to tell
+//!   1% from 10% (one lost packet among ten reads 10%; at 1% the V-EMA passed 11% in a
+//!   minute); the test weighs each packet instead: at 10% it decides after about 50 packets,
+//!   at 1% it drifts down and waits thousands of packets between false alarms;
+//! - or its smoothed RTT is `suspect_rtt_ratio` times its baseline and `suspect_rtt_margin`
+//!   above it.
+//! [`Oracle::suspected_at`] tells when. A netpath's clear verdict (it was bad and carries
+//! packets cleanly again) ends its suspicion.
+//!
 //! "Rising" is an edge with hysteresis: a trigger fires when its value reaches the threshold
 //! and then stays quiet until the value has fallen below `threshold - hysteresis`, so a path
 //! hovering at the threshold does not fire every period.
@@ -57,6 +72,17 @@ pub struct Config {
     pub rtt_ratio: f64,
     /// ...and at least this much above it marks the netpath bad (0: never by delay).
     pub rtt_margin: Time,
+    /// The loss rate of a degrading path, which the suspicion test tells from
+    /// `normal_loss` (0: no suspicion by loss).
+    pub suspect_loss: f64,
+    /// The loss rate of a healthy path, for the suspicion test.
+    pub normal_loss: f64,
+    /// The evidence (a log-likelihood ratio) that makes a netpath suspected.
+    pub suspect_evidence: f64,
+    /// A smoothed RTT at least this many times the baseline...
+    pub suspect_rtt_ratio: f64,
+    /// ...and this much above it makes it suspected (0: never by delay).
+    pub suspect_rtt_margin: Time,
 }
 
 impl Default for Config {
@@ -70,6 +96,11 @@ impl Default for Config {
             alpha: 0.5,
             rtt_ratio: 4.0,
             rtt_margin: 100_000,
+            suspect_loss: 0.10,
+            normal_loss: 0.01,
+            suspect_evidence: 6.9,
+            suspect_rtt_ratio: 2.0,
+            suspect_rtt_margin: 30_000,
         }
     }
 }
@@ -159,6 +190,8 @@ pub struct Stats {
     pub bad: bool,
     /// Flagged high-RTO and not cleared since.
     pub high_rto: bool,
+    /// The end of the last period that found the netpath suspected (see the module's rules).
+    pub suspected_at: Option<Time>,
 }
 
 #[derive(Debug, Clone)]
@@ -171,6 +204,10 @@ struct Entry {
     retrans_trigger: Trigger,
     rto_trigger: bool,
     max_rto: Time,
+    /// The end of the last period that carried packets and found the netpath suspected.
+    suspected_at: Option<Time>,
+    /// The suspicion test's statistic (see the module's rules).
+    cusum: f64,
     /// The last period's largest smoothed RTT (0: none), and the least RTT ever seen.
     srtt: Time,
     base_rtt: Time,
@@ -212,6 +249,8 @@ impl Oracle {
                     loss_trigger: Trigger::default(),
                     retrans_trigger: Trigger::default(),
                     rto_trigger: false,
+                    suspected_at: None,
+                    cusum: 0.0,
                     max_rto: 0,
                     srtt: 0,
                     base_rtt: 0,
@@ -260,11 +299,37 @@ impl Oracle {
             e.srtt = e.period.srtt;
         }
         for k in 0..self.table.len() {
+            let carried = self.table[k].period.sent > 0;
             if let Some(a) = self.evaluate(k) {
                 out.push(a);
             }
+            if carried && self.suspicious(k) {
+                self.table[k].suspected_at = Some(now);
+            }
         }
         true
+    }
+
+    /// Whether netpath `k`'s smoothed state is above the suspicion thresholds.
+    fn suspicious(&self, k: usize) -> bool {
+        let c = &self.config;
+        let e = &self.table[k];
+        let slow = c.suspect_rtt_margin > 0
+            && e.srtt > 0
+            && e.base_rtt > 0
+            && e.srtt as f64 >= e.base_rtt as f64 * c.suspect_rtt_ratio
+            && e.srtt >= e.base_rtt + c.suspect_rtt_margin;
+        (c.suspect_loss > 0.0 && e.cusum >= c.suspect_evidence) || slow
+    }
+
+    /// When a period last found `netpath` suspected (see the module's rules), if one did.
+    pub fn suspected_at(&self, netpath: Netpath) -> Option<Time> {
+        self.table.iter().find(|e| e.netpath == netpath).and_then(|e| e.suspected_at)
+    }
+
+    /// Every netpath with the end of the last period that found it suspected.
+    pub fn suspicions(&self) -> impl Iterator<Item = (Netpath, Time)> + '_ {
+        self.table.iter().filter_map(|e| e.suspected_at.map(|t| (e.netpath, t)))
     }
 
     /// Whether netpath `k`'s delay is far above its baseline (and above the best other
@@ -296,6 +361,14 @@ impl Oracle {
             let sent = p.sent as f64;
             e.loss.update((p.lost as f64 / sent).min(1.0), sent);
             e.retrans.update((p.retransmitted as f64 / sent).min(1.0), sent);
+            let (p0, p1) = (c.normal_loss.clamp(1e-6, 0.5), c.suspect_loss.clamp(1e-6, 0.99));
+            if p1 > p0 {
+                let lost = (p.lost as f64).min(sent);
+                let llr = lost * (p1 / p0).ln() + (sent - lost) * ((1.0 - p1) / (1.0 - p0)).ln();
+                // Capped at twice the evidence, so that a path that recovers (a blackout's lost
+                // probes weigh hundreds of packets) is not suspected for minutes after.
+                e.cusum = (e.cusum + llr).clamp(0.0, 2.0 * c.suspect_evidence);
+            }
         }
         e.max_rto = p.rto;
         let loss_fires = e.loss_trigger.update(e.loss.value(), c.loss_threshold, c.hysteresis);
@@ -321,9 +394,12 @@ impl Oracle {
             e.high_rto = true;
             Some(Verdict::HighRto)
         } else if !above && !rto_high && (e.bad || e.high_rto) && p.sent > 0 {
-            // Cleared on evidence only: a period in which the netpath carried packets.
+            // Cleared on evidence only: a period in which the netpath carried packets. What was
+            // suspected before is forgotten with it.
             e.bad = false;
             e.high_rto = false;
+            e.cusum = 0.0;
+            e.suspected_at = None;
             Some(Verdict::Clear)
         } else {
             None
@@ -354,6 +430,7 @@ impl Oracle {
             base_rtt: e.base_rtt,
             bad: e.bad,
             high_rto: e.high_rto,
+            suspected_at: e.suspected_at,
         })
     }
 
@@ -388,6 +465,43 @@ mod tests {
     /// A sample with packets carried, an RTO of 200 ms and this smoothed and least RTT (ms).
     fn rtt(srtt_ms: u64, min_ms: u64) -> Sample {
         Sample { sent: 10, srtt: srtt_ms * 1000, min_rtt: min_ms * 1000, ..s(10, 0, 0, 200) }
+    }
+
+    #[test]
+    fn suspicion_comes_below_the_verdicts_and_only_from_periods_with_packets() {
+        let mut o = Oracle::new(Config::default()); // 10% against 1%, 2x and +30 ms
+        let mut now = 0;
+        o.start(now);
+        // 1% loss, even a lost packet among five (20% for that period): no suspicion.
+        for _ in 0..10 {
+            assert!(period(&mut o, &mut now, &[(np(0), s(100, 1, 0, 200))]).is_empty());
+        }
+        assert!(period(&mut o, &mut now, &[(np(0), s(5, 1, 0, 200))]).is_empty());
+        assert!(period(&mut o, &mut now, &[(np(0), s(20, 0, 0, 200))]).is_empty());
+        assert_eq!(o.suspected_at(np(0)), None);
+        // 10% loss: suspected within a few dozen packets, no verdict.
+        for _ in 0..2 {
+            assert!(period(&mut o, &mut now, &[(np(0), s(20, 2, 0, 200))]).is_empty());
+        }
+        assert_eq!(o.suspected_at(np(0)), None, "four losses in forty packets: not yet");
+        assert!(period(&mut o, &mut now, &[(np(0), s(20, 2, 0, 200))]).is_empty());
+        let at = o.suspected_at(np(0)).expect("suspected");
+        assert_eq!(at, now);
+        // A silent period (the path went dark, nothing sent) keeps the smoothed loss but
+        // brings no new suspicion: the last one stands.
+        assert!(period(&mut o, &mut now, &[]).is_empty());
+        assert_eq!(o.suspected_at(np(0)), Some(at));
+        assert_eq!(o.suspicions().collect::<Vec<_>>(), [(np(0), at)]);
+        // Delay: twice the baseline and 30 ms above it.
+        let mut o = Oracle::new(Config::default());
+        let mut now = 0;
+        o.start(now);
+        period(&mut o, &mut now, &[(np(1), rtt(15, 15))]);
+        period(&mut o, &mut now, &[(np(1), rtt(44, 15))]);
+        assert_eq!(o.suspected_at(np(1)), None, "29 ms above the baseline");
+        period(&mut o, &mut now, &[(np(1), rtt(45, 15))]);
+        assert_eq!(o.suspected_at(np(1)), Some(now));
+        assert!(!o.is_bad(np(1)));
     }
 
     #[test]

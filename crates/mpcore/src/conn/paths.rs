@@ -165,6 +165,19 @@ impl Connection {
         &self.remote_addrs
     }
 
+    /// The peer's address: that of its first open subflow (the one the connection started
+    /// on, while it lives), else of any subflow still recorded.
+    pub fn peer_address(&self) -> Option<SocketAddr> {
+        let open = self.subflows.iter().find(|s| s.is_open());
+        open.or_else(|| self.subflows.iter().next()).map(|s| s.remote)
+    }
+
+    /// Whether an open subflow on local path `path` sent or received anything at `since` or
+    /// later: the path's radio is awake.
+    pub fn path_active_since(&self, path: PathId, since: Time) -> bool {
+        self.subflows.iter().any(|s| s.is_open() && s.local_path == path && s.last_rx.max(s.last_activity) >= since)
+    }
+
     /// Puts connection-level frames (`ctrl` bits: ADD_ADDR, REMOVE_ADDR, their echoes) on a
     /// working subflow, or keeps them until one is established.
     pub(super) fn pend_on_any(&mut self, bits: u16) {

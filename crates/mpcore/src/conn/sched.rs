@@ -92,6 +92,7 @@ impl Connection {
         let seg = self.send.peek()?;
         let payload = self.max_payload() as u64;
         let len = seg.len.min(payload).max(1) as u32;
+        let slow = self.slow_subflows();
         self.infos.clear();
         for k in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get(k) else {
@@ -102,7 +103,9 @@ impl Connection {
             let mut flags = Flags(0);
             let ready = (sf.established() && sf.remote_cid.is_some()) || sf.fast_join_flight();
             flags.set(Flags::ESTABLISHED, ready);
-            flags.set(Flags::POTENTIALLY_FAILED, sf.rec.pf);
+            // A subflow far slower than it was and than another working one carries no new
+            // data while that one works, under every path manager (issue 32).
+            flags.set(Flags::POTENTIALLY_FAILED, sf.rec.pf || slow & (1 << (k % 64)) != 0);
             flags.set(Flags::BACKUP, sf.backup);
             flags.set(Flags::IN_RECOVERY, sf.rec.rto_backoff > 0);
             flags.set(Flags::ALREADY_SENT, seg.mask & (1 << k) != 0);
@@ -163,6 +166,37 @@ impl Connection {
             }
             _ => None,
         }
+    }
+
+    /// The subflows (slot bits) whose RTT (smoothed, or the latest sample) is far above their
+    /// own least RTT (the
+    /// oracle's `rtt_ratio` times it and `rtt_margin` above it) and above the best other
+    /// working subflow's by the margin: the oracle's delay rule, per connection, so that a
+    /// `backup` or `fullmesh` client (no oracle) and a server leave a WiFi that got 500 ms
+    /// slower for a working cellular subflow instead of waiting 500 ms on every request. Its
+    /// RTT is still sampled (the stale-estimate probes), so it is used again once it is fast.
+    pub(super) fn slow_subflows(&self) -> u64 {
+        let (ratio, margin) = (self.config.oracle.rtt_ratio, self.config.oracle.rtt_margin);
+        if margin == 0 || self.subflows.open_count() < 2 {
+            return 0;
+        }
+        let works = |s: &Subflow| s.established() && !s.rec.pf && s.rec.rtt.has_sample;
+        let mut mask = 0u64;
+        for (k, sf) in self.subflows.enumerate().filter(|(_, s)| works(s)) {
+            // The latest sample as well as the smoothed RTT: the average takes a dozen
+            // samples to climb 500 ms, and each request sent meanwhile waits the 500 ms.
+            let rtt = &sf.rec.rtt;
+            let r = rtt.srtt.max(rtt.latest);
+            let own = r as f64 >= rtt.min as f64 * ratio && r >= rtt.min.saturating_add(margin);
+            if !own {
+                continue;
+            }
+            let others = self.subflows.iter().filter(|o| o.id != sf.id && works(o));
+            if others.map(|o| o.rec.rtt.srtt).min().is_some_and(|b| r >= b.saturating_add(margin)) {
+                mask |= 1 << (k % 64);
+            }
+        }
+        mask
     }
 
     /// What a probe carries: for an RTO the oldest data to retransmit; for a tail loss probe

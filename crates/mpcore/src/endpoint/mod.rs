@@ -4,6 +4,7 @@
 //! ([`EndpointEvent`]); the endpoint applies it after every call into one.
 
 mod local_paths;
+mod prewarm;
 
 use crate::activity::Activity;
 use crate::config::{Config, ConfigError};
@@ -126,6 +127,8 @@ pub struct Endpoint {
     /// Connections that held back a datagram for an unwritable path and had nothing else to
     /// send: ready again when a path becomes writable.
     write_waiters: Vec<usize>,
+    /// Waking the cellular radio early (`prewarm`).
+    warmer: prewarm::Warmer,
 }
 
 impl fmt::Debug for Endpoint {
@@ -154,6 +157,7 @@ impl Endpoint {
             removed: vec![false; paths.len()],
             unwritable: PathSet::default(),
             write_waiters: Vec::new(),
+            warmer: prewarm::Warmer::default(),
             paths,
             server,
             conns: Slab::default(),
@@ -386,6 +390,10 @@ impl Endpoint {
         }
         if self.path(path).is_none() {
             self.drops.unexpected += 1;
+            return;
+        }
+        if data == crate::radio::WARM {
+            self.on_warm();
             return;
         }
         let p = match Packet::parse(data, usize::from(self.config.cid_len)) {
@@ -676,6 +684,7 @@ impl Endpoint {
             tracing::debug!(?a, "oracle");
             self.apply_oracle(now, a);
         }
+        self.prewarm(now);
     }
 
     /// A connection found `np` failed: the oracle declares it bad for every connection on it.

@@ -1,0 +1,65 @@
+//! Pre-warming's trade-off (issue 32), as one table: for each setting of `Config::prewarm`,
+//! the worst response over seeds 1-3 in the scenarios where WiFi fails or degrades, with an
+//! LTE radio on the cellular path (promotion 0.26 s, tail 11.6 s), the cellular energy they
+//! cost, and the energy of a whole day (`mpsim::day`, the phone presets, LTE) with clean WiFi
+//! and with 1% random WiFi loss all day, where every warm-up is a false alarm.
+//!
+//! Run: `cargo run --release -p mpsim --example prewarm`
+
+use mpcore::{Config, Prewarm};
+use mpsim::day::DaySetup;
+use mpsim::scenarios::{run_in, Scenario, Setup};
+use mpsim::{multimob_client, RadioProfile};
+
+const SCENARIOS: [Scenario; 6] = [
+    Scenario::Blackout,
+    Scenario::BurstBlackout,
+    Scenario::LossRamp,
+    Scenario::DegradeThenBlackout,
+    Scenario::DegradeThenLateBlackout,
+    Scenario::RandomLoss,
+];
+
+fn main() {
+    let settings = [
+        ("off", Prewarm::OFF),
+        ("once", Prewarm::ONCE),
+        ("10 s, hold 20 s (default)", Prewarm::DEFAULT),
+        ("10 s, hold 120 s", Prewarm { every: 10_000_000, hold: 120_000_000 }),
+    ];
+    let mut head = String::from("| pre-warm |");
+    for s in SCENARIOS {
+        head += &format!(" {}: worst ms / J |", s.name());
+    }
+    head += " a day, J above idle (promotions) | a day at 1% WiFi loss |";
+    println!("{head}");
+    println!("|{}", "---|".repeat(SCENARIOS.len() + 3));
+    for (name, prewarm) in settings {
+        let client = Config { prewarm, ..multimob_client(oracle::Config::default()) };
+        let setup = Setup { client: Some(client), ..Setup::lte() };
+        let mut row = format!("| {name} |");
+        for s in SCENARIOS {
+            let runs: Vec<_> = (1..=3).map(|seed| run_in(s, seed, &setup)).collect();
+            let worst = runs.iter().map(|o| o.worst_ms).fold(0.0, f64::max);
+            let joules = runs.iter().map(|o| o.cell_joules).sum::<f64>() / runs.len() as f64;
+            row += &format!(" {worst:.0} / {joules:.1} |");
+        }
+        for loss in [0.0, 0.01] {
+            let day = DaySetup {
+                client: Config { prewarm, ..Config::phone() },
+                radio: Some(RadioProfile::LTE),
+                wifi_loss: loss,
+                ..DaySetup::phone()
+            };
+            match mpsim::day::run(&day) {
+                Ok(r) => {
+                    let e = r.sim.radio_energy(1, 0, mpsim::day::HOUR * 24);
+                    let warm = r.sim.client.warmups().0;
+                    row += &format!(" {:.0} ({}, {warm} warm-ups) |", e.above_idle_joules, e.promotions);
+                }
+                Err(e) => row += &format!(" failed: {e} |"),
+            }
+        }
+        println!("{row}");
+    }
+}
