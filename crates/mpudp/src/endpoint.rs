@@ -3,7 +3,7 @@
 use crate::driver::{self, store, PathInfo, Shared};
 use crate::error::{Error, Result};
 use crate::{Interface, MpStream, Options};
-use mpcore::{CloseReason, ConnHandle, Drops, PathId};
+use mpcore::{CloseReason, ConnHandle, Drops, LinkHint, PathId};
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -213,6 +213,15 @@ impl MpEndpoint {
         self.command(name, driver::Command::SetUp { name: name.into(), up: false })
     }
 
+    /// The application's word on interface `name`'s link quality, from the OS (Android's
+    /// `NetworkCallback.onCapabilitiesChanged` and `WifiInfo`, iOS's `NWPathMonitor`): a
+    /// degraded network, a weak signal or a slow link wakes the cellular radio early, so that a
+    /// failover that follows does not wait for its promotion ([`Options::prewarm`]). It opens
+    /// nothing by itself.
+    pub fn path_hint(&self, name: &str, hint: LinkHint) -> Result<()> {
+        self.command(name, driver::Command::Hint { name: name.into(), hint })
+    }
+
     /// Adds an interface to the endpoint: used (joined from, as the path manager says) as soon
     /// as it has an address; a device that does not exist yet is waited for.
     pub fn add_interface(&self, i: Interface) -> Result<()> {
@@ -248,6 +257,11 @@ impl MpEndpoint {
         st.commands.push_back(c);
         st.wake_driver();
         Ok(())
+    }
+
+    /// WARM datagrams (PROTOCOL.md §3.3) sent to wake a cellular radio, and received.
+    pub fn warmups(&self) -> (u64, u64) {
+        self.shared.lock().ep.warmups()
     }
 
     /// Datagrams the endpoint dropped (malformed, forged, replayed, unknown), by reason.

@@ -76,8 +76,8 @@ pub use listener::MpListener;
 pub use mpcore::crypto::Suite;
 pub use mpcore::{
     CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, HandshakeCounters, Iface,
-    KeyError, Mask, PathId, PathManager, Pick, PublicKey, Scheduler, SchedulerFactory, Segment, ServerIdentity, Side,
-    SubflowCounters, SubflowInfo, SubflowState, SubflowStats,
+    KeyError, LinkHint, Mask, PathId, PathManager, Pick, Prewarm, PublicKey, Scheduler, SchedulerFactory, Segment,
+    ServerIdentity, Side, SubflowCounters, SubflowInfo, SubflowState, SubflowStats,
 };
 pub use options::{Interface, Options};
 pub use oracle::energy::Energy as RadioEnergy;

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::iface;
-use mpcore::{Config, Iface, PathManager, PublicKey, Scheduler, SchedulerFactory, ServerIdentity};
+use mpcore::{Config, Iface, PathManager, Prewarm, PublicKey, Scheduler, SchedulerFactory, ServerIdentity};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -293,6 +293,14 @@ impl Options {
     /// The `multimob` path manager's oracle: period and thresholds.
     pub fn oracle(mut self, o: oracle::Config) -> Self {
         self.config.oracle = o;
+        self
+    }
+
+    /// Client: when to wake the cellular radio before a failover needs it ([`Prewarm`]: on the
+    /// oracle's suspicion of a regular path or a [`MpEndpoint::path_hint`](crate::MpEndpoint);
+    /// [`Prewarm::DEFAULT`] unless set). [`Prewarm::OFF`] spends no energy on it.
+    pub fn prewarm(mut self, p: Prewarm) -> Self {
+        self.config.prewarm = p;
         self
     }
 

@@ -583,3 +583,41 @@ async fn small_buffers_and_small_reads_still_move_everything() {
     assert_eq!(got.len(), data.len());
     assert_eq!(sha256(&got), want);
 }
+
+/// Issue 32: the app's hint that WiFi is degraded wakes the cellular radio with one WARM
+/// datagram, which the server counts and drops; the connection carries on over WiFi.
+#[tokio::test]
+async fn a_hint_from_the_app_warms_the_cellular_path() {
+    let (addr, server) = echo_server(server()).await;
+    let opts = Options::phone()
+        .server_key(identity().public_key())
+        .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()).label("wlan0"))
+        .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()).label("rmnet0").kind(mpudp::Iface::Cellular));
+    let ep = MpEndpoint::client(opts).unwrap();
+    let s = ep.connect(addr).await.unwrap();
+    let (mut r, mut w) = s.into_split();
+    w.write_all(b"before").await.unwrap();
+    let mut buf = [0u8; 6];
+    r.read_exact(&mut buf).await.unwrap();
+    assert_eq!(ep.warmups(), (0, 0));
+    assert!(ep.path_hint("nope", mpudp::LinkHint::default()).is_err(), "an unknown interface is an error");
+    ep.path_hint("wlan0", mpudp::LinkHint { degraded: true, ..Default::default() }).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while ep.warmups().0 == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("a WARM datagram sent");
+    w.write_all(b"after!").await.unwrap();
+    r.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"after!");
+    assert_eq!(ep.warmups().0, 1, "one warm-up for one hint");
+    // The cellular path carried the WARM (and nothing else: the phone preset opens it only on
+    // a verdict).
+    let cell = ep.paths().into_iter().find(|p| p.kind == mpudp::Iface::Cellular).unwrap();
+    assert_eq!((cell.io.datagrams_sent, cell.io.bytes_sent), (1, 1), "{cell:?}");
+    w.shutdown().await.unwrap();
+    drop((r, w));
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+}

@@ -31,6 +31,7 @@
 //!   at 1% it drifts down and waits thousands of packets between false alarms;
 //! - or its smoothed RTT is `suspect_rtt_ratio` times its baseline and `suspect_rtt_margin`
 //!   above it.
+//!
 //! [`Oracle::suspected_at`] tells when. A netpath's clear verdict (it was bad and carries
 //! packets cleanly again) ends its suspicion.
 //!

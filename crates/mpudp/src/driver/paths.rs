@@ -97,6 +97,11 @@ impl Interfaces {
                     w.app_down = !up;
                 }
             }
+            Command::Hint { name, hint } => {
+                if let Some((path, _)) = self.list.iter().find(|w| w.iface.name() == name).and_then(|w| w.path) {
+                    st.ep.path_hint(now, path, hint);
+                }
+            }
             Command::Add(iface) => {
                 if let Err(e) = self.add(iface) {
                     tracing::warn!(error = %e, "interface not added");

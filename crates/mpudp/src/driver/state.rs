@@ -137,6 +137,11 @@ pub(crate) enum Command {
     Remove {
         name: String,
     },
+    /// The application's word on the named interface's link quality.
+    Hint {
+        name: String,
+        hint: mpcore::LinkHint,
+    },
 }
 
 #[derive(Debug)]
