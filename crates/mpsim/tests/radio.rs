@@ -129,9 +129,7 @@ fn the_energy_meter_and_the_delay_model_agree_at_every_packet() {
 /// with pre-warming off.
 #[test]
 fn a_hint_from_the_phone_makes_the_client_prewarm() {
-    for (hint, prewarm, warms) in
-        [(true, Prewarm::DEFAULT, 1), (false, Prewarm::DEFAULT, 0), (true, Prewarm::OFF, 0)]
-    {
+    for (hint, prewarm, warms) in [(true, Prewarm::DEFAULT, 1), (false, Prewarm::DEFAULT, 0), (true, Prewarm::OFF, 0)] {
         let mut paths = multimob_backup_paths();
         paths[CELL] = paths[CELL].with_radio(RadioProfile::LTE);
         let client = Config { prewarm, ..multimob_client(oracle::Config::default()) };
