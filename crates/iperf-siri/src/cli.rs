@@ -195,12 +195,30 @@ pub struct DemoArgs {
     /// WiFi comes back halfway through the wait after this many (0: never).
     #[arg(long, default_value_t = 5)]
     pub restore_after: u32,
+    /// The phone's cellular radio in the emulator: `lte` (promotion 0.26 s, paging 1.28 s,
+    /// tail 11.6 s), `nr` (5G standalone) or `none` (always connected).
+    #[arg(long, default_value = "lte", value_parser = parse_radio)]
+    pub radio: Radio,
     /// Draw the three delay CDFs into an SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Output JSON: each run's full report.
     #[arg(short = 'J', long)]
     pub json: bool,
+}
+
+/// The demo's radio model (`--radio`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Radio(pub Option<oracle::radio::Profile>);
+
+/// `lte`, `nr` or `none`.
+pub fn parse_radio(s: &str) -> Result<Radio, String> {
+    match s.trim() {
+        "none" => Ok(Radio(None)),
+        name => oracle::radio::Profile::by_name(name)
+            .map(|p| Radio(Some(p)))
+            .ok_or_else(|| format!("unknown radio {name:?}: lte, nr or none")),
+    }
 }
 
 /// Seconds, as iperf3 takes them (`10`, `0.5`), or with a unit (`300ms`, `2s`).

@@ -6,9 +6,15 @@
 //! upstream socket towards the server, so the server sees one remote per subflow, as it
 //! would behind two access networks. Each path and direction is a bottleneck: a rate, a
 //! drop-tail queue bounded in time, a one-way delay, random loss, and a switch that takes
-//! the path down (everything dropped, both ways) and up again.
+//! the path down (everything dropped, both ways) and up again. A path may carry a phone's
+//! cellular radio (`PathSpec::radio`, `oracle::radio`): a datagram the client sends while it is
+//! idle waits for its promotion, one for the client waits for paging and the promotion, and
+//! the same state machine gives the radio's energy (`Emulator::radio_energy`). The radio is
+//! asked when the relay sees a datagram (one for the client at the time it reaches the far
+//! end of the bottleneck), so it sees each direction in time order.
 
 use crate::rng::Rng;
+use oracle::radio::{Energy, Profile, Radio};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,13 +34,20 @@ pub struct PathSpec {
     pub queue: Duration,
     /// Probability that a datagram is lost.
     pub loss: f64,
+    /// The client's cellular radio on this path (`None`: always connected).
+    pub radio: Option<Profile>,
 }
 
 impl PathSpec {
     /// The MultiMob emulation: `rtt` round trip at 10 Mbit/s with a queue of one
     /// bandwidth-delay product (which in time is one RTT).
     pub fn multimob(rtt: Duration) -> Self {
-        Self { one_way: rtt / 2, rate_bps: 10_000_000, queue: rtt, loss: 0.0 }
+        Self { one_way: rtt / 2, rate_bps: 10_000_000, queue: rtt, loss: 0.0, radio: None }
+    }
+
+    /// This path with a cellular radio of `profile` at the client.
+    pub fn with_radio(self, profile: Profile) -> Self {
+        Self { radio: Some(profile), ..self }
     }
 }
 
@@ -55,6 +68,22 @@ struct Path {
     counters: PathCounters,
     up: Mutex<Pipe>,
     down_pipe: Mutex<Pipe>,
+    radio: Option<Mutex<Radio>>,
+    /// The radio's time zero.
+    epoch: Instant,
+}
+
+impl Path {
+    /// When the radio lets a datagram that reaches it at `at` cross (`at` without a radio),
+    /// and records it as carried.
+    fn through_radio(&self, up: bool, at: Instant, len: usize) -> Instant {
+        let Some(r) = &self.radio else { return at };
+        let mut r = r.lock().unwrap_or_else(|e| e.into_inner());
+        let t = at.saturating_duration_since(self.epoch).as_micros() as u64;
+        let air = if up { r.uplink(t) } else { r.downlink(t) };
+        r.carried(air, up, len);
+        self.epoch + Duration::from_micros(air)
+    }
 }
 
 /// One direction's bottleneck: when its link is free again.
@@ -127,6 +156,8 @@ impl Emulator {
                     counters: PathCounters::default(),
                     up: Mutex::new(Pipe::new(0x9e37_79b9 + k as u64)),
                     down_pipe: Mutex::new(Pipe::new(0x7f4a_7c15 + k as u64)),
+                    radio: spec.radio.map(|p| Mutex::new(Radio::new(p, 0, 0))),
+                    epoch: Instant::now(),
                 })
                 .collect(),
         );
@@ -161,6 +192,13 @@ impl Emulator {
         if let Some(p) = self.paths.get(k) {
             p.loss_ppm.store((loss.clamp(0.0, 1.0) * 1e6) as u64, Ordering::Relaxed);
         }
+    }
+
+    /// The energy of path `k`'s radio from the emulator's start until now, if it has one.
+    pub fn radio_energy(&self, k: usize) -> Option<Energy> {
+        let p = self.paths.get(k)?;
+        let r = p.radio.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
+        Some(r.energy(Instant::now().saturating_duration_since(p.epoch).as_micros() as u64))
     }
 
     /// (forwarded, dropped) datagrams on path `k`, both directions.
@@ -302,9 +340,14 @@ fn forward(
     let loss = p.loss_ppm.load(Ordering::Relaxed) as f64 / 1e6;
     let due = if p.down.load(Ordering::Relaxed) {
         None
+    } else if up {
+        // The phone's radio first (a promotion), then the bottleneck.
+        let air = p.through_radio(true, now, data.len());
+        p.up.lock().unwrap_or_else(|e| e.into_inner()).admit(&p.spec, loss, data.len(), air)
     } else {
-        let pipe = if up { &p.up } else { &p.down_pipe };
-        pipe.lock().unwrap_or_else(|e| e.into_inner()).admit(&p.spec, loss, data.len(), now)
+        // The bottleneck, then the radio (paging and a promotion for an idle phone).
+        let at = p.down_pipe.lock().unwrap_or_else(|e| e.into_inner()).admit(&p.spec, loss, data.len(), now);
+        at.map(|at| p.through_radio(false, at, data.len()))
     };
     match due {
         Some(at) => {
@@ -322,7 +365,13 @@ mod tests {
     use super::*;
 
     fn spec() -> PathSpec {
-        PathSpec { one_way: Duration::from_millis(10), rate_bps: 8_000_000, queue: Duration::from_millis(5), loss: 0.0 }
+        PathSpec {
+            one_way: Duration::from_millis(10),
+            rate_bps: 8_000_000,
+            queue: Duration::from_millis(5),
+            loss: 0.0,
+            radio: None,
+        }
     }
 
     #[test]
@@ -356,8 +405,13 @@ mod tests {
     async fn relays_with_delay_per_source_and_drops_when_down() {
         let server = UdpSocket::bind("127.0.0.1:0").await.expect("binds");
         let saddr = server.local_addr().expect("bound");
-        let fast =
-            PathSpec { one_way: Duration::from_millis(5), rate_bps: 0, queue: Duration::from_secs(1), loss: 0.0 };
+        let fast = PathSpec {
+            one_way: Duration::from_millis(5),
+            rate_bps: 0,
+            queue: Duration::from_secs(1),
+            loss: 0.0,
+            radio: None,
+        };
         let slow = PathSpec { one_way: Duration::from_millis(40), ..fast };
         let ip1: IpAddr = "127.0.0.1".parse().expect("literal");
         let ip2: IpAddr = "127.0.0.2".parse().expect("literal");
@@ -384,5 +438,40 @@ mod tests {
         c1.send_to(b"again", emu.addr()).await.expect("sends");
         let (n, _) = server.recv_from(&mut buf).await.expect("relayed");
         assert_eq!(&buf[..n], b"again");
+    }
+
+    /// A path with an LTE radio: the first datagram of an idle phone waits for the promotion
+    /// (0.26 s), the answer and a second exchange right after pass at once; one promotion in
+    /// the radio's energy.
+    #[tokio::test]
+    async fn a_radio_path_delays_the_first_datagram_by_the_promotion() {
+        let server = UdpSocket::bind("127.0.0.1:0").await.expect("binds");
+        let saddr = server.local_addr().expect("bound");
+        let spec = PathSpec {
+            one_way: Duration::from_millis(5),
+            rate_bps: 0,
+            queue: Duration::from_secs(1),
+            loss: 0.0,
+            radio: Some(Profile::LTE),
+        };
+        let ip: IpAddr = "127.0.0.1".parse().expect("literal");
+        let emu = Emulator::start(ip, saddr, &[(ip, spec)]).await.expect("starts");
+        let c = UdpSocket::bind("127.0.0.1:0").await.expect("binds");
+        let mut buf = [0u8; 64];
+        let mut rtts = Vec::new();
+        for _ in 0..2 {
+            let t = std::time::Instant::now();
+            c.send_to(b"ping", emu.addr()).await.expect("sends");
+            let (_, from) = server.recv_from(&mut buf).await.expect("relayed");
+            server.send_to(b"pong", from).await.expect("sends");
+            c.recv_from(&mut buf).await.expect("relayed back");
+            rtts.push(t.elapsed().as_millis());
+        }
+        assert!((265..400).contains(&rtts[0]), "the promotion: {rtts:?}");
+        assert!(rtts[1] < 100, "connected: {rtts:?}");
+        let e = emu.radio_energy(0).expect("a radio");
+        assert_eq!(e.promotions, 1);
+        assert!(e.above_idle_joules > 0.26 * 1.2, "{e:?}");
+        assert!(emu.radio_energy(1).is_none());
     }
 }

@@ -290,6 +290,14 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
             None => panic!("{want:?} missing after {at}: {events:?}"),
         }
     }
+    // The emulator's LTE radio (the default --radio): MultiMob woke it once, for the failover,
+    // and the first burst after the failure waited for that promotion (0.26 s); fullmesh's
+    // join at the start woke it too.
+    let radio = |k: usize| runs[k]["report"]["end"]["cellular"]["promotions"].as_u64();
+    assert_eq!((radio(0), radio(2)), (Some(1), Some(1)));
+    let second = &runs[2]["report"]["requests"][1];
+    let worst = second["ir_delays_ms"].as_array().unwrap().iter().filter_map(|d| d.as_f64()).fold(0.0, f64::max);
+    assert!(worst >= 260.0, "the failover's burst waited {worst} ms: {second}");
 }
 
 /// `--path-manager backup` on two paths and no failure (issue 17): the cellular backup
