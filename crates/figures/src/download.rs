@@ -27,7 +27,7 @@ fn clients() -> Vec<(&'static str, Config)> {
 
 /// One download: the simulator after the run, and the app (its progress).
 fn run(seed: u64, client: Config) -> Option<(Sim, Bulk)> {
-    let mut sim = Sim::new(seed, client, multimob_server(), multimob_backup_paths()).ok()?;
+    let mut sim = Sim::new(seed, client, multimob_server(), crate::radio_paths(multimob_backup_paths())).ok()?;
     sim.at(FAIL_AT, 0, PathEvent::Down);
     let mut app = Bulk::new(pattern(SIZE, seed), true);
     sim.run(DEADLINE, |s| app.drive(s));
@@ -66,6 +66,7 @@ pub(crate) fn delivered(id: &'static str, title: &str, series: Vec<Series>, tabl
         setup: String::new(),
         paper: String::new(),
         ours: String::new(),
+        radio: None,
     }
 }
 

@@ -5,12 +5,75 @@
 //!
 //! Run: `cargo run --release -p figures -- --out figures/` (the index is `figures/README.md`).
 
+use mpsim::{PathConfig, RadioProfile};
+use std::cell::Cell;
+
 pub mod download;
 pub mod multimob;
 pub mod plot;
 pub mod siri;
 pub mod uplink;
 pub mod walk;
+
+thread_local! {
+    /// The phone's cellular radio in the figures this thread simulates (see [`with_radio`]).
+    static RADIO: Cell<Option<RadioProfile>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with `radio` on every cellular path of the figures it simulates (issue 32: the
+/// figures are published with the LTE radio, and each page says what it changed against a run
+/// without it).
+pub fn with_radio<T>(radio: Option<RadioProfile>, f: impl FnOnce() -> T) -> T {
+    let old = RADIO.with(|r| r.replace(radio));
+    let out = f();
+    RADIO.with(|r| r.set(old));
+    out
+}
+
+/// `paths` with the current radio (see [`with_radio`]) on each cellular one.
+pub fn radio_paths(mut paths: Vec<PathConfig>) -> Vec<PathConfig> {
+    if let Some(r) = RADIO.with(Cell::get) {
+        for p in paths.iter_mut().filter(|p| p.iface == mpcore::Iface::Cellular) {
+            p.radio = Some(r);
+        }
+    }
+    paths
+}
+
+/// What the radio changed in figure `radio` against the same figure without it (`plain`): the
+/// medians that moved most, or, for a figure with a table of its own, that table without the
+/// radio.
+pub fn radio_change(plain: &Figure, radio: &Figure) -> String {
+    if let Some(t) = &plain.table {
+        return format!("the same table without the radio:\n\n{t}");
+    }
+    let mut moves: Vec<(f64, String)> = Vec::new();
+    for (a, b) in plain.series.iter().zip(&radio.series) {
+        for ((x, p), (_, q)) in a.points.iter().zip(&b.points) {
+            let d = q.median - p.median;
+            if d.is_finite() {
+                let at = radio.x_name(*x);
+                moves.push((d, format!("{} at {} {at}: {:.1} -> {:.1}", a.name, radio.x_label, p.median, q.median)));
+            }
+        }
+    }
+    moves.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
+    let base = plain.series.iter().flat_map(|s| s.points.iter().map(|p| p.1.median.abs()));
+    let scale = base.fold(0.0, f64::max);
+    match moves.first() {
+        None => "no point to compare.".into(),
+        Some((d, _)) if d.abs() <= 0.01 * scale.max(1e-9) => {
+            "nothing moved by more than 1% of the figure's largest median: every cellular packet here found the \
+             radio already connected, or none was sent."
+                .into()
+        }
+        Some(_) => {
+            let top: Vec<&str> =
+                moves.iter().take(3).filter(|m| m.0.abs() > 0.01 * scale).map(|m| m.1.as_str()).collect();
+            format!("the medians that moved most with it ({}): {}.", radio.y_label, top.join("; "))
+        }
+    }
+}
 
 /// The spread of one measure over seeds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,6 +131,8 @@ pub struct Figure {
     /// What the paper reports, and what we find beside it.
     pub paper: String,
     pub ours: String,
+    /// What the phone's radio changed (against the same figure without it).
+    pub radio: Option<String>,
 }
 
 impl Figure {
@@ -75,8 +140,9 @@ impl Figure {
     /// spread, and the comparison with the paper.
     pub fn markdown(&self) -> String {
         let mut out = format!("## {}\n\n![{}]({}.svg)\n\n{}\n\n", self.title, self.title, self.id, self.setup);
+        let radio = self.radio.as_ref().map_or(String::new(), |r| format!("**The radio:** {r}\n\n"));
         if let Some(table) = &self.table {
-            out.push_str(&format!("{table}\n\n**Paper:** {}\n\n**Here:** {}\n\n", self.paper, self.ours));
+            out.push_str(&format!("{table}\n\n**Paper:** {}\n\n**Here:** {}\n\n{radio}", self.paper, self.ours));
             return out;
         }
         out.push_str(&format!("| {} |", self.x_label));
@@ -102,7 +168,7 @@ impl Figure {
         }
         let n = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1.n)).min().unwrap_or(0);
         out.push_str(&format!(
-            "\nEach cell: median (25th-75th percentile; min-max) over {n} seeds, {}.\n\n**Paper:** {}\n\n**Here:** {}\n\n",
+            "\nEach cell: median (25th-75th percentile; min-max) over {n} seeds, {}.\n\n**Paper:** {}\n\n**Here:** {}\n\n{radio}",
             self.y_label, self.paper, self.ours
         ));
         out

@@ -41,7 +41,7 @@ fn run(seed: u64, scheduler: &str, ir: bool, mobile: bool, requests: usize, sing
     if single {
         paths.truncate(1);
     }
-    let Ok(mut sim) = Sim::new(seed, client, server, paths) else { return Vec::new() };
+    let Ok(mut sim) = Sim::new(seed, client, server, crate::radio_paths(paths)) else { return Vec::new() };
     let cfg = SiriConfig { requests, ir, wait: ms(4_000), ..SiriConfig::default() };
     let span: Time = cfg.start + requests as Time * (cfg.gap * 8 + cfg.wait + ms(500));
     if mobile {
@@ -81,6 +81,7 @@ fn delays(id: &'static str, title: &str, series: Vec<Series>) -> Figure {
         setup: String::new(),
         paper: String::new(),
         ours: String::new(),
+        radio: None,
     }
 }
 

@@ -66,7 +66,7 @@ fn upload(
     let server = Config { keep_alive: 0, ..Config::default() };
     let capacity: u64 = paths.iter().map(|p| p.rate_bps).sum();
     let npaths = paths.len();
-    let mut sim = Sim::new(seed, client, server, paths).ok()?;
+    let mut sim = Sim::new(seed, client, server, crate::radio_paths(paths)).ok()?;
     script(&mut sim);
     let size = (capacity / 8 * (duration / 1_000_000 + 2)) as usize;
     // The bytes do not matter here (the figures measure rates), and a run sends up to 200 MB.
@@ -184,6 +184,7 @@ pub fn table3(seeds: u64) -> Figure {
                 4.24 Mbit/s); on the downlink the gain is 7.5%."
             .into(),
         ours,
+        radio: None,
     }
 }
 
@@ -368,5 +369,6 @@ pub fn mobile(seeds: u64, downgrade: bool) -> Figure {
         setup: setup.into(),
         paper: paper.into(),
         ours,
+        radio: None,
     }
 }

@@ -75,7 +75,7 @@ fn configs() -> Vec<(&'static str, Config, Config, Vec<PathConfig>)> {
 /// One interactive walk: the largest delay (ms), the requests answered, the cellular radio's
 /// mean power over the walk (mW).
 fn interactive(seed: u64, client: Config, server: Config, paths: Vec<PathConfig>) -> [f64; 3] {
-    let Ok(mut sim) = Sim::new(seed, client, server, paths) else { return [f64::NAN; 3] };
+    let Ok(mut sim) = Sim::new(seed, client, server, crate::radio_paths(paths)) else { return [f64::NAN; 3] };
     walk_out(&mut sim, 0);
     // 100 requests of one burst (~2,500 bytes), the user waiting 700 ms after each answer.
     let cfg = SiriConfig { requests: 100, bursts: 1, wait: ms(700), ..SiriConfig::default() };
@@ -177,6 +177,7 @@ pub fn table1(seeds: u64) -> Figure {
                 cellular), and MultiMob's cellular power is the lowest (657 mW against 884 and 885 mW)."
             .into(),
         ours,
+        radio: None,
     }
 }
 
@@ -184,7 +185,7 @@ pub fn table1(seeds: u64) -> Figure {
 /// stalled (s), the share of the stream's bytes delivered over cellular (%), the cellular
 /// radio's mean power (mW); and the simulator and app for the time sequence.
 fn streaming_run(seed: u64, client: Config, server: Config, paths: Vec<PathConfig>) -> Option<([f64; 3], Sim)> {
-    let mut sim = Sim::new(seed, client, server, paths).ok()?;
+    let mut sim = Sim::new(seed, client, server, crate::radio_paths(paths)).ok()?;
     for cycle in 0..2 {
         let t0 = cycle * ms(120_000);
         walk_out(&mut sim, t0);

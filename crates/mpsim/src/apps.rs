@@ -98,7 +98,9 @@ impl Bulk {
                 }
             }
         }
-        (self.pace.is_some() && self.written < self.data.len()).then_some(self.next_write)
+        // A write due now that could not be made (the window is full, or the connection is
+        // gone) waits for the next event, not for a time already past (which would spin).
+        (self.pace.is_some() && self.written < self.data.len()).then_some(self.next_write).filter(|&t| t > now)
     }
 
     /// Drives both sides and stops the run once the receiver has read everything and the

@@ -151,3 +151,30 @@ fn a_hint_from_the_phone_makes_the_client_prewarm() {
         }
     }
 }
+
+/// A server probes a subflow that has been silent for 30 s (PROTOCOL.md §7). On a cellular
+/// path, the phone's idle radio hears the probe only at its paging occasion (up to 1.28 s) and
+/// answers after its promotion (0.26 s): the probe's three RTOs (600 ms) closed the subflow
+/// while the phone was waking, and a fullmesh client lost its cellular path for good (the
+/// streaming figure's connection then died with WiFi). The probe now waits at least 3 s.
+#[test]
+fn an_idle_probe_waits_for_the_phone_to_wake() {
+    for seed in 1..=3 {
+        let mut paths = multimob_backup_paths();
+        paths[CELL].backup = false;
+        paths[CELL] = paths[CELL].with_radio(RadioProfile::LTE);
+        let client = Config { keep_alive: 0, ..Config::default() };
+        let mut sim = Sim::new(seed, client, Config::default(), paths).unwrap();
+        let mut app = Siri::new(SiriConfig { requests: 9, ..SiriConfig::default() }, seed);
+        assert!(sim.run(ms(90_000), |s| app.drive(s)));
+        let resets: Vec<_> = app
+            .events
+            .iter()
+            .filter(|e| matches!(e.2, mpcore::Event::SubflowClosed { reason: 9, .. }))
+            .map(|e| (e.0, e.1))
+            .collect();
+        assert!(resets.is_empty(), "seed {seed}: a cellular subflow closed as dead: {resets:?}");
+        // The server did probe it, and the phone's radio woke for that (a page).
+        assert!(sim.radio(CELL).unwrap().pages() >= 1, "seed {seed}: no probe reached the idle radio");
+    }
+}

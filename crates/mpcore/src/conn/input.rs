@@ -272,6 +272,11 @@ impl Connection {
                     && reason == reason::FAST_JOIN_REJECTED;
                 let (path, remote, backup) = (sf.local_path, sf.remote, sf.backup);
                 self.shut_subflow(now, i, reason, false);
+                if reason == reason::IDLE_TIMEOUT {
+                    // The server found it silent and forgot it (§7): a client that keeps a
+                    // subflow on every path joins there again.
+                    self.rejoin(now, i);
+                }
                 if refused_fast {
                     // The peer's window refused our DSN: join again, FAST_JOIN_IN this time
                     // (one FAST_JOIN_OUT per DATA_ACK edge).

@@ -221,6 +221,13 @@ impl AckState {
     }
 }
 
+/// The least time a subflow idle probe is given to be answered. A probe to a phone whose
+/// cellular radio is idle waits for the phone's paging occasion (one per cycle: 1.28 s is
+/// common in LTE, 2.56 s the longest) and then its promotion (0.26 s) before the phone hears
+/// it; three RTOs of an idle subflow (600 ms at the least RTO) closed such a subflow while the
+/// phone was still waking up (issue 32).
+pub const IDLE_PROBE_MIN_WAIT: Time = 3_000_000;
+
 /// The kinds of a subflow's timers (see `conn::timers`).
 pub mod timer {
     /// The delayed ACK must leave.
@@ -509,8 +516,8 @@ impl Subflow {
     }
 
     /// The server's subflow idle timer fired (see [`TimerContext::idle_timeout`]): the first
-    /// time, a PING probes the subflow; if nothing has come back three RTOs later, `true`: the
-    /// subflow is dead.
+    /// time, a PING probes the subflow; if nothing has come back three RTOs later (at least
+    /// [`IDLE_PROBE_MIN_WAIT`]), `true`: the subflow is dead.
     pub fn on_idle_timer(&mut self, now: Time) -> bool {
         if self.idle_probe.is_some() {
             return true;
@@ -564,8 +571,9 @@ impl Subflow {
             t.set(
                 timer::IDLE,
                 Some(match self.idle_probe {
-                    // The probe had three RTOs to be answered.
-                    Some(at) => at.saturating_add(3 * self.rec.rtt.rto()),
+                    // The probe had three RTOs to be answered, and at least what a phone's
+                    // idle radio takes to hear it (`IDLE_PROBE_MIN_WAIT`).
+                    Some(at) => at.saturating_add((3 * self.rec.rtt.rto()).max(IDLE_PROBE_MIN_WAIT)),
                     None => self.last_rx.saturating_add(idle),
                 }),
             );
