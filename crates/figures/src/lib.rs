@@ -63,8 +63,9 @@ pub fn radio_change(plain: &Figure, radio: &Figure) -> String {
     match moves.first() {
         None => "no point to compare.".into(),
         Some((d, _)) if d.abs() <= 0.01 * scale.max(1e-9) => {
-            "nothing moved by more than 1% of the figure's largest median: every cellular packet here found the \
-             radio already connected, or none was sent."
+            "no median moved by more than 1% of the figure's largest: no measured wait met an idle radio here \
+             (a join at the start left it connected, or cellular was not used), or, where the figure is a \
+             difference between two setups, both paid the same promotion."
                 .into()
         }
         Some(_) => {

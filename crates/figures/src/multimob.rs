@@ -128,20 +128,24 @@ pub fn fig7(seeds: u64) -> Figure {
     let medians: Vec<f64> = points.iter().map(|p| p.1.median).collect();
     let one_packet = medians[0];
     let larger = min_max(&medians[1..]);
-    let verdict = if (20.0..=35.0).contains(&larger.0) && (20.0..=35.0).contains(&larger.1) {
+    let two_rtts = |v: f64| (45.0..=60.0).contains(&v);
+    let verdict = if two_rtts(larger.0) && two_rtts(larger.1) {
+        "two cellular RTTs (50 ms), NOT the paper's one: a departure of this stack, see below"
+    } else if (20.0..=35.0).contains(&larger.0) && (20.0..=35.0).contains(&larger.1) {
         "one cellular RTT (25 ms), as in the paper"
     } else {
         "NOT the paper's one cellular RTT"
     };
     let ours = format!(
         "Requests of 2.5 KB and more: the medians lie between {:.1} and {:.1} ms, {verdict}. A 1 KB request \
-         gains {one_packet:.1} ms, two RTTs: it fits in the fast join's first packet, which delivers it whole \
-         half an RTT after the join starts, while the MP_JOIN initiator sends data only once the server's \
-         acknowledgement of its MP_JOIN_ACK arrives (the fourth packet, RFC 8684 §3.2), two RTTs after the \
-         JOIN. A larger request's rest waits for the FAST_JOIN_REPLY, one RTT, so its gain is one RTT (event \
-         times of seed 1: the server reads the 1 KB request 13 ms after the client declares WiFi failed with \
-         FAST_JOIN, 63 ms with MP_JOIN). The gain grows a little with the size (more packets behind the \
-         handshake's slow start).",
+         gains {one_packet:.1} ms. The MP_JOIN initiator sends data only once the server's acknowledgement of \
+         its MP_JOIN_ACK arrives (the fourth packet, RFC 8684 §3.2), two RTTs after the JOIN. MultiMob's fast \
+         join carries one packet of data in its SYN, and the rest waits for the reply, so a request larger \
+         than a packet gained one RTT (as the paper has it, and as this stack did before issue 32). Here the \
+         fast join sends the rest of its first flight in JOIN packets right behind the first, within the \
+         congestion window (PROTOCOL.md §5.9), so a request of any of these sizes is delivered half an RTT \
+         after the join starts and gains two RTTs; beyond the initial window (the 40 KB request) the rest \
+         follows the window's growth.",
         larger.0, larger.1
     );
     Figure {
@@ -176,7 +180,8 @@ fn oracle_run(seed: u64, loss: f64, oracle: Option<oracle::Config>) -> (f64, f64
     use mpsim::apps::Trickle;
     use mpsim::{multimob_backup_paths, multimob_client, multimob_server};
     let client = match oracle {
-        Some(o) => Config { failover_on_timeout: false, ..multimob_client(o) },
+        // MultiMob's module: no timeout trigger, no pre-warming (issue 32's, not the paper's).
+        Some(o) => Config { failover_on_timeout: false, prewarm: mpcore::Prewarm::OFF, ..multimob_client(o) },
         None => Config { path_manager: PathManager::Backup, ..multimob_client(oracle::Config::default()) },
     };
     let Ok(mut sim) = Sim::new(seed, client, multimob_server(), crate::radio_paths(multimob_backup_paths())) else {
@@ -226,7 +231,7 @@ pub fn fig4(seeds: u64) -> (Figure, Figure) {
     let setup = "Four Siri requests beside a light background connection (1,200 bytes every 100 ms, 12 KB/s), \
                  on WiFi (15 ms) with a cellular backup path (25 ms), both 10 Mbit/s; WiFi loses packets at random \
                  (the x axis) from 1 s after the first request, while the user waits. The oracle (Ts 500 ms, without \
-                 the timeout trigger, as MultiMob's module) opens cellular for every connection when WiFi's losses \
+                 the timeout trigger or pre-warming, as MultiMob's module) opens cellular for every connection when WiFi's losses \
                  pass sloss; without it, the backup subflow is open from the start. Energy: the LTE model of \
                  Huang et al. over the cellular packets, above idle, over the whole run."
         .to_string();
@@ -295,9 +300,9 @@ fn fig4a_text(f: &Figure) -> String {
          what the oracle avoided; this stack's baseline has the backup subflow open and moves a request to it \
          one tail probe after WiFi stops answering (PROTOCOL.md §7), while the oracle opens cellular only \
          once WiFi's smoothed loss passes sloss, and until then a request recovers on lossy WiFi alone. What \
-         the oracle buys is energy (Fig. 4b): no cellular at all below its threshold, where the backup \
-         subflow's join and traffic keep the radio awake, and, with the radio in the model, the backup's \
-         head start is a radio it keeps connected.",
+         the oracle buys is energy (Fig. 4b): no cellular below its threshold, where the backup subflow's \
+         join and traffic keep the radio awake; with the radio in the model, the backup's head start is a \
+         radio it keeps connected.",
         at(f, 0, 0.0),
         lows.join("; "),
         if ordered {
@@ -316,10 +321,15 @@ fn fig4a_text(f: &Figure) -> String {
 fn fig4b_text(f: &Figure) -> String {
     let ordered = FIG4_LOSS[1..].iter().all(|&l| at(f, 1, l) >= at(f, 2, l) && at(f, 2, l) >= at(f, 3, l));
     let above = FIG4_LOSS.iter().all(|&l| (1..=3).all(|k| at(f, 0, l) >= at(f, k, l)));
+    let closed = at(f, 3, 10.0) < 1.0;
     format!(
         "Without loss the oracle keeps cellular silent (0 J) where the backup subflow alone costs {:.1} J (its \
-         join and the radio's tail). {} {} At 10% loss, sloss 40% keeps cellular closed in the median case \
-         ({:.1} J), as the paper says.",
+         join and the radio's tail). {} {} At 10% loss, sloss 40% {} ({:.1} J). Pre-warming (issue 32) is off \
+         here, as it is not MultiMob's: the phone preset, which has it on, wakes the radio in this setting \
+         at 5% loss (10.5 J over three seeds, `cargo run --release -p mpsim --example prewarm`): the \
+         background connection's lost packets and lost acknowledgements fail 13-17% of its exchanges, which \
+         the suspicion test takes for a degrading WiFi. Its gain is a failover after a suspicion without \
+         the promotion.",
         at(f, 0, 0.0),
         if ordered {
             "At every loss rate the lower the threshold, the more energy:"
@@ -331,7 +341,12 @@ fn fig4b_text(f: &Figure) -> String {
         } else {
             "the case without the oracle is NOT the most costly everywhere."
         },
-        at(f, 3, 10.0)
+        if closed {
+            "keeps cellular closed in the median case, as the paper says"
+        } else {
+            "does NOT keep cellular closed in the median case, as the paper has it: the radio is warmed first"
+        },
+        at(f, 3, 10.0),
     )
 }
 

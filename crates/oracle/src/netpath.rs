@@ -22,13 +22,15 @@
 //! Below the verdicts, *suspicion* (issue 32): nothing fails over on it; a phone may use it to
 //! wake its cellular radio early, so that the promotion overlaps the rest of the detection.
 //! A netpath is *suspected* from the end of a period in which it carried packets and either
-//! - its losses are more likely at `suspect_loss` (10%) than at `normal_loss` (1%) by
+//! - its losses are more likely at `suspect_loss` (30%) than at `normal_loss` (1%) by
 //!   `suspect_evidence` (a likelihood ratio of e^6.9, a thousand to one): Page's CUSUM test
 //!   over every packet, `S = max(0, S + lost * ln(p1/p0) + delivered * ln((1-p1)/(1-p0)))`.
 //!   An interactive app sends a few packets per period, too few for a smoothed rate to tell
 //!   1% from 10% (one lost packet among ten reads 10%; at 1% the V-EMA passed 11% in a
-//!   minute); the test weighs each packet instead: at 10% it decides after about 50 packets,
-//!   at 1% it drifts down and waits thousands of packets between false alarms;
+//!   minute); the test weighs each packet instead. Against 30% it drifts down at 1% and at 5%
+//!   (a WiFi losing 5% is poor but usable: with 10% or 20% as the alternative, the test's
+//!   excursions on the background traffic of Fig. 4 warmed the radio at 5% loss, 10-18 J where
+//!   MultiMob spends nothing), barely rises at 10%, and decides after about ten packets at 30%;
 //! - or its smoothed RTT is `suspect_rtt_ratio` times its baseline and `suspect_rtt_margin`
 //!   above it.
 //!
@@ -97,7 +99,7 @@ impl Default for Config {
             alpha: 0.5,
             rtt_ratio: 4.0,
             rtt_margin: 100_000,
-            suspect_loss: 0.10,
+            suspect_loss: 0.30,
             normal_loss: 0.01,
             suspect_evidence: 6.9,
             suspect_rtt_ratio: 2.0,
@@ -470,7 +472,7 @@ mod tests {
 
     #[test]
     fn suspicion_comes_below_the_verdicts_and_only_from_periods_with_packets() {
-        let mut o = Oracle::new(Config::default()); // 10% against 1%, 2x and +30 ms
+        let mut o = Oracle::new(Config::default()); // 30% against 1%, 2x and +30 ms
         let mut now = 0;
         o.start(now);
         // 1% loss, even a lost packet among five (20% for that period): no suspicion.
@@ -480,12 +482,15 @@ mod tests {
         assert!(period(&mut o, &mut now, &[(np(0), s(5, 1, 0, 200))]).is_empty());
         assert!(period(&mut o, &mut now, &[(np(0), s(20, 0, 0, 200))]).is_empty());
         assert_eq!(o.suspected_at(np(0)), None);
-        // 10% loss: suspected within a few dozen packets, no verdict.
-        for _ in 0..2 {
-            assert!(period(&mut o, &mut now, &[(np(0), s(20, 2, 0, 200))]).is_empty());
+        // 5% loss for 400 packets: poor but usable, not suspected.
+        for _ in 0..20 {
+            assert!(period(&mut o, &mut now, &[(np(0), s(20, 1, 0, 200))]).is_empty());
         }
-        assert_eq!(o.suspected_at(np(0)), None, "four losses in forty packets: not yet");
-        assert!(period(&mut o, &mut now, &[(np(0), s(20, 2, 0, 200))]).is_empty());
+        assert_eq!(o.suspected_at(np(0)), None, "5% is not suspected");
+        // 30% loss: suspected within a dozen packets, no verdict (its V-EMA starts low).
+        assert!(period(&mut o, &mut now, &[(np(0), s(5, 1, 0, 200))]).is_empty());
+        assert_eq!(o.suspected_at(np(0)), None, "one loss in five packets: not yet");
+        assert!(period(&mut o, &mut now, &[(np(0), s(10, 3, 0, 200))]).is_empty());
         let at = o.suspected_at(np(0)).expect("suspected");
         assert_eq!(at, now);
         // A silent period (the path went dark, nothing sent) keeps the smoothed loss but

@@ -92,7 +92,7 @@ impl Connection {
         let seg = self.send.peek()?;
         let payload = self.max_payload() as u64;
         let len = seg.len.min(payload).max(1) as u32;
-        let slow = self.slow_subflows();
+        let slow = self.slow_subflows(u64::from(len));
         self.infos.clear();
         for k in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get(k) else {
@@ -171,11 +171,13 @@ impl Connection {
     /// The subflows (slot bits) whose RTT (smoothed, or the latest sample) is far above their
     /// own least RTT (the
     /// oracle's `rtt_ratio` times it and `rtt_margin` above it) and above the best other
-    /// working subflow's by the margin: the oracle's delay rule, per connection, so that a
+    /// working subflow's by the margin, while that one has room in its window for a segment of
+    /// `len` bytes: the oracle's
+    /// delay rule, per connection, so that a
     /// `backup` or `fullmesh` client (no oracle) and a server leave a WiFi that got 500 ms
     /// slower for a working cellular subflow instead of waiting 500 ms on every request. Its
     /// RTT is still sampled (the stale-estimate probes), so it is used again once it is fast.
-    pub(super) fn slow_subflows(&self) -> u64 {
+    pub(super) fn slow_subflows(&self, len: u64) -> u64 {
         let (ratio, margin) = (self.config.oracle.rtt_ratio, self.config.oracle.rtt_margin);
         if margin == 0 || self.subflows.open_count() < 2 {
             return 0;
@@ -191,7 +193,11 @@ impl Connection {
             if !own {
                 continue;
             }
-            let others = self.subflows.iter().filter(|o| o.id != sf.id && works(o));
+            // Only while a faster one has room for this segment: a bulk transfer that fills the
+            // fast path's window still gets the slow path's bandwidth (the uplink study's
+            // aggregation).
+            let room = |o: &Subflow| o.rec.cwnd_room().min(o.val.room()) >= len;
+            let others = self.subflows.iter().filter(|o| o.id != sf.id && works(o) && room(o));
             if others.map(|o| o.rec.rtt.srtt).min().is_some_and(|b| r >= b.saturating_add(margin)) {
                 mask |= 1 << (k % 64);
             }
