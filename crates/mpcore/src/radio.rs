@@ -32,7 +32,7 @@ impl Default for Prewarm {
 }
 
 /// What the phone knows of a link's quality, from the OS (Android's `NetworkCallback` and
-/// `WifiInfo`, iOS's `NWPathMonitor`), handed to [`Endpoint::path_hint`]. Early evidence for the
+/// `WifiInfo`, iOS's `NWPathMonitor`), handed to [`crate::Endpoint::path_hint`]. Early evidence for the
 /// oracle: a suspicious hint wakes the cellular radio (see the module documentation); it does
 /// not by itself fail a path over.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
