@@ -401,18 +401,17 @@ mod tests {
         assert!((2_700..3_300).contains(&lost), "{lost}");
     }
 
+    /// A path without a rate limit, `one_way_ms` each way.
+    fn unlimited(one_way_ms: u64) -> PathSpec {
+        PathSpec { one_way: Duration::from_millis(one_way_ms), rate_bps: 0, queue: Duration::from_secs(1), ..spec() }
+    }
+
     #[tokio::test]
     async fn relays_with_delay_per_source_and_drops_when_down() {
         let server = UdpSocket::bind("127.0.0.1:0").await.expect("binds");
         let saddr = server.local_addr().expect("bound");
-        let fast = PathSpec {
-            one_way: Duration::from_millis(5),
-            rate_bps: 0,
-            queue: Duration::from_secs(1),
-            loss: 0.0,
-            radio: None,
-        };
-        let slow = PathSpec { one_way: Duration::from_millis(40), ..fast };
+        let fast = unlimited(5);
+        let slow = unlimited(40);
         let ip1: IpAddr = "127.0.0.1".parse().expect("literal");
         let ip2: IpAddr = "127.0.0.2".parse().expect("literal");
         let emu = Emulator::start(ip1, saddr, &[(ip1, fast), (ip2, slow)]).await.expect("starts");
@@ -447,13 +446,7 @@ mod tests {
     async fn a_radio_path_delays_the_first_datagram_by_the_promotion() {
         let server = UdpSocket::bind("127.0.0.1:0").await.expect("binds");
         let saddr = server.local_addr().expect("bound");
-        let spec = PathSpec {
-            one_way: Duration::from_millis(5),
-            rate_bps: 0,
-            queue: Duration::from_secs(1),
-            loss: 0.0,
-            radio: Some(Profile::LTE),
-        };
+        let spec = unlimited(5).with_radio(Profile::LTE);
         let ip: IpAddr = "127.0.0.1".parse().expect("literal");
         let emu = Emulator::start(ip, saddr, &[(ip, spec)]).await.expect("starts");
         let c = UdpSocket::bind("127.0.0.1:0").await.expect("binds");

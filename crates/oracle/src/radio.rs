@@ -423,12 +423,11 @@ impl Radio {
         if matches!(state, RrcState::Idle | RrcState::Inactive) {
             let resume = state == RrcState::Inactive;
             let len = if resume { self.profile.resume } else { self.profile.promotion };
-            let from = at.saturating_sub(len);
-            let begun = from.max(self.acc);
+            let begun = at.saturating_sub(len).max(self.acc).min(at);
             self.advance(begun);
-            // Before the start nothing was accounted: that part of the promotion is added
-            // here, the rest by the integration below.
-            let before = (begun - from) as f64 / 1e6;
+            // Before the start (or the clock's zero) nothing was accounted: that part of the
+            // promotion is added here, the rest by the integration below.
+            let before = len.saturating_sub(at - begun) as f64 / 1e6;
             let w = self.profile.power(if resume { RrcState::Resuming } else { RrcState::Promoting });
             self.state_j += w * before;
             self.above_j += (w - self.profile.idle_w) * before;
@@ -610,6 +609,19 @@ mod tests {
         assert!((e.above_idle_joules - (want - 0.02 * 60.0)).abs() < 1e-9);
         // Asking does not change it.
         assert_eq!(r.energy(60 * S), e);
+    }
+
+    /// A meter started just before the first packet (a driver's clock starts at zero with its
+    /// endpoint) still counts the whole promotion that packet waited for.
+    #[test]
+    fn a_promotion_before_the_meters_start_counts_whole() {
+        for start in [0, 2 * MS] {
+            let mut m = Radio::new(Profile::LTE, start, 0);
+            m.observe(3 * MS, true, 100);
+            let e = m.energy(3 * MS);
+            assert!((e.joules - 0.26 * 1.21 - 100.0 * 8.0 * 0.438 / 1e6).abs() < 1e-9, "start {start}: {e:?}");
+            assert_eq!(e.promotions, 1);
+        }
     }
 
     #[test]
