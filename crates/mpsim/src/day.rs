@@ -17,20 +17,22 @@ const WIFI: usize = 0;
 const CELL: usize = 1;
 
 #[derive(Clone, Copy, Debug)]
-pub enum Act {
+enum Act {
     /// The WiFi link fails and the driver reports it down; `up` later it is back.
     Outage { up: Time },
     /// A new WiFi address; `gap`: the old one goes first and the new one comes after it.
     Renumber { gap: Option<Time> },
 }
 
+/// The day's script: WiFi's outages and renumberings, and what it has done so far.
 #[derive(Debug)]
 pub struct Day {
-    pub acts: Vec<(Time, Act)>,
+    acts: Vec<(Time, Act)>,
     /// Pending second halves: (time, what).
-    pub later: Vec<(Time, Later)>,
-    pub wifi: PathId,
-    pub next_addr: u8,
+    later: Vec<(Time, Later)>,
+    wifi: PathId,
+    next_addr: u8,
+    /// Outages and renumberings begun so far.
     pub outages: usize,
     pub renumbered: usize,
     /// When WiFi was unusable: outages and DHCP gaps, (from, to).
@@ -38,7 +40,7 @@ pub struct Day {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub enum Later {
+enum Later {
     /// The driver reports WiFi up; the link carries packets only `after` that (association
     /// and DHCP still finishing: the first join from it is lost).
     LinkUp {

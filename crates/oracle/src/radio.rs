@@ -335,9 +335,17 @@ impl Radio {
         }
     }
 
-    fn start_wake(&mut self, from: Time, resume: bool) -> Time {
-        let len = if resume { self.profile.resume } else { self.profile.promotion };
-        let until = from.saturating_add(len);
+    /// How long a wake takes: a resume (from RRC_INACTIVE) or a promotion.
+    fn wake_len(&self, resume: bool) -> Time {
+        if resume {
+            self.profile.resume
+        } else {
+            self.profile.promotion
+        }
+    }
+
+    /// A wake from `from` to `until` (counted); returns `until`.
+    fn start_wake(&mut self, from: Time, until: Time, resume: bool) -> Time {
         self.wake = Some(Wake { from, until, resume });
         if resume {
             self.resumes += 1;
@@ -355,7 +363,7 @@ impl Radio {
         match (self.wake, self.state_at(now)) {
             (Some(w), RrcState::Promoting | RrcState::Resuming) => w.until,
             (_, RrcState::Active | RrcState::Tail) => now,
-            (_, RrcState::Inactive) => self.start_wake(now, true),
+            (_, RrcState::Inactive) => self.start_wake(now, now.saturating_add(self.wake_len(true)), true),
             (scheduled, _) => {
                 // Idle. A wake scheduled for a paging occasion still to come is replaced by
                 // this one: the phone asks for the connection itself, now (one promotion).
@@ -364,7 +372,7 @@ impl Radio {
                     self.wake = Some(Wake { from: now, until: now.saturating_add(len), resume: w.resume });
                     return now.saturating_add(len);
                 }
-                self.start_wake(now, false)
+                self.start_wake(now, now.saturating_add(self.wake_len(false)), false)
             }
         }
     }
@@ -381,7 +389,8 @@ impl Radio {
             state => {
                 self.pages += 1;
                 let page = self.paging_occasion(now);
-                self.start_wake(page, state == RrcState::Inactive)
+                let resume = state == RrcState::Inactive;
+                self.start_wake(page, page.saturating_add(self.wake_len(resume)), resume)
             }
         }
     }
@@ -422,7 +431,7 @@ impl Radio {
         let state = self.state_at(at);
         if matches!(state, RrcState::Idle | RrcState::Inactive) {
             let resume = state == RrcState::Inactive;
-            let len = if resume { self.profile.resume } else { self.profile.promotion };
+            let len = self.wake_len(resume);
             let begun = at.saturating_sub(len).max(self.acc).min(at);
             self.advance(begun);
             // Before the start (or the clock's zero) nothing was accounted: that part of the
@@ -431,8 +440,7 @@ impl Radio {
             let w = self.profile.power(if resume { RrcState::Resuming } else { RrcState::Promoting });
             self.state_j += w * before;
             self.above_j += (w - self.profile.idle_w) * before;
-            self.start_wake(begun, resume);
-            self.wake = self.wake.map(|w| Wake { until: at, ..w });
+            self.start_wake(begun, at, resume);
         }
         self.carried(at, up, bytes);
         state

@@ -87,11 +87,12 @@ impl Connection {
         let fast_joining = joining && sf.join.kind == JoinKind::FastInitiator;
         // Data sent in a FAST_JOIN_OUT: (range, retransmission, new data).
         let mut fj_data: Option<(DataRef, bool, bool)> = None;
-        if fast_joining && pending & ctrl::JOIN != 0 {
+        if fast_joining {
+            let first = pending & ctrl::JOIN != 0;
             let room = limit.saturating_sub(w.len() + FastJoinOut::HEADER_LEN + Dss::overhead(true, 0) + 16);
             let take = seg.map_or(0, |s| s.len.min(room as u64) as usize);
             match seg {
-                Some(s) if take > 0 => {
+                Some(s) if first && take > 0 => {
                     let dsn = self.send.dsn(s.off).0;
                     let mut hmac = keys.fast.sign(fastjoin::Kind::Out, dsn, self.remote_token);
                     hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
@@ -112,18 +113,17 @@ impl Connection {
                     let data_ack = self.recv.edsn().0;
                     let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
                     hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
-                    let f = FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac };
-                    put(&mut w, ctrl::JOIN, Frame::FastJoinIn(f), &mut ctrl_sent);
+                    let f =
+                        Frame::FastJoinIn(FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac });
+                    if first {
+                        put(&mut w, ctrl::JOIN, f, &mut ctrl_sent);
+                    } else {
+                        // A later packet of the first flight (§5.9): a JOIN packet starts with
+                        // a join frame, and its data follows in a DSS below.
+                        f.emit(&mut w).ok()?;
+                    }
                 }
             }
-        } else if fast_joining {
-            // A later packet of the fast join's first flight (§5.9): a JOIN packet starts with
-            // a join frame, FAST_JOIN_IN here, and its data follows in a DSS below.
-            let data_ack = self.recv.edsn().0;
-            let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
-            hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
-            let f = FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac };
-            Frame::FastJoinIn(f).emit(&mut w).ok()?;
         } else if joining && pending & ctrl::JOIN != 0 {
             let mj = MpJoin { backup: sf.backup, addr_id: sf.local_addr_id, nonce: sf.join.nonce_local };
             put(&mut w, ctrl::JOIN, Frame::MpJoin(mj), &mut ctrl_sent);

@@ -17,6 +17,8 @@ pub(super) struct Inspection {
     pub carries_reset: bool,
     /// Out-of-order reassembly ranges its data would open.
     pub new_ranges: usize,
+    /// It carries stream data (a DSS mapping).
+    pub data: bool,
 }
 
 impl Connection {
@@ -198,6 +200,7 @@ impl Connection {
                 // An ACK of a packet number we never sent.
                 Frame::Ack(a) if a.largest >= next_pn => return Err(DropReason::Protocol),
                 Frame::Dss(d) => {
+                    look.data |= d.mapping.is_some();
                     if let Some((ack, _)) = d.ack {
                         self.send.check_data_ack(Dsn(ack)).map_err(|_| DropReason::Protocol)?;
                     }

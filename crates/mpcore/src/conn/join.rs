@@ -103,13 +103,12 @@ impl Connection {
         let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
         let plain = keys.recv.open(j.subflow, u64::from(j.pn), scratch, p.header_len);
         let plain = plain.map_err(|_| DropReason::DecryptFailed)?;
-        // A new subflow has sent nothing: an ACK in its JOIN is a violation.
-        self.inspect(0, plain)?;
-        // A later packet of a fast join's first flight (data in a DSS) makes no subflow: only
-        // the join's first packet, or a repeat without data, does, so that the replay window
-        // judges every fast join's data (§5.9). It is dropped unacknowledged; the data goes
-        // again once the subflow is up.
-        if Frames::new(plain).flatten().any(|f| matches!(f, Frame::Dss(d) if d.mapping.is_some())) {
+        // A new subflow has sent nothing: an ACK in its JOIN is a violation. A later packet
+        // of a fast join's first flight (data in a DSS) makes no subflow: only the join's first
+        // packet, or a repeat without data, does, so that the replay window judges every fast
+        // join's data (§5.9). It is dropped unacknowledged; the data goes again once the
+        // subflow is up.
+        if self.inspect(0, plain)?.data {
             return Err(DropReason::Unexpected);
         }
         let mut frames = Frames::new(plain).flatten();

@@ -169,11 +169,9 @@ impl Connection {
     }
 
     /// The subflows (slot bits) whose RTT (smoothed, or the latest sample) is far above their
-    /// own least RTT (the
-    /// oracle's `rtt_ratio` times it and `rtt_margin` above it) and above the best other
-    /// working subflow's by the margin, while that one has room in its window for a segment of
-    /// `len` bytes: the oracle's
-    /// delay rule, per connection, so that a
+    /// own least RTT (the oracle's `rtt_ratio` times it and `rtt_margin` above it) and above
+    /// the best other working subflow's by the margin, while that one has room in its window
+    /// for a segment of `len` bytes: the oracle's delay rule, per connection, so that a
     /// `backup` or `fullmesh` client (no oracle) and a server leave a WiFi that got 500 ms
     /// slower for a working cellular subflow instead of waiting 500 ms on every request. Its
     /// RTT is still sampled (the stale-estimate probes), so it is used again once it is fast.
@@ -183,6 +181,10 @@ impl Connection {
             return 0;
         }
         let works = |s: &Subflow| s.established() && !s.rec.pf && s.rec.rtt.has_sample;
+        // Only while a faster one has room for this segment: a bulk transfer that fills the
+        // fast path's window still gets the slow path's bandwidth (the uplink study's
+        // aggregation).
+        let room = |o: &Subflow| o.rec.cwnd_room().min(o.val.room()) >= len;
         let mut mask = 0u64;
         for (k, sf) in self.subflows.enumerate().filter(|(_, s)| works(s)) {
             // The latest sample as well as the smoothed RTT: the average takes a dozen
@@ -193,10 +195,6 @@ impl Connection {
             if !own {
                 continue;
             }
-            // Only while a faster one has room for this segment: a bulk transfer that fills the
-            // fast path's window still gets the slow path's bandwidth (the uplink study's
-            // aggregation).
-            let room = |o: &Subflow| o.rec.cwnd_room().min(o.val.room()) >= len;
             let others = self.subflows.iter().filter(|o| o.id != sf.id && works(o) && room(o));
             if others.map(|o| o.rec.rtt.srtt).min().is_some_and(|b| r >= b.saturating_add(margin)) {
                 mask |= 1 << (k % 64);

@@ -3,8 +3,8 @@
 //! A cellular radio idle for its tail (11.6 s in LTE) sends its next packet only after a
 //! promotion (0.26 s); break-before-make opens cellular exactly when it is idle, so the
 //! promotion is the largest part of a failover. When a regular path is first *suspected*
-//! (the oracle's smoothed loss, retransmissions or delay above its suspicion thresholds,
-//! [`oracle::Oracle::suspected_at`]; or the app's [`LinkHint`] says the OS finds the network
+//! (the oracle's test of its losses, or its delay, [`oracle::Oracle::suspected_at`]; or the
+//! app's [`LinkHint`] says the OS finds the network
 //! degraded, the signal weak or the link slow), the endpoint sends one WARM datagram on every
 //! cellular path (PROTOCOL.md §3.3: one byte, discarded by the receiver): the promotion then
 //! overlaps the rest of the detection, and the subflow is opened only on the verdict, as
@@ -46,11 +46,6 @@ impl Endpoint {
             w.hints[p].1 = Some(now);
             self.prewarm(now);
         }
-    }
-
-    /// The app's last hint for local path `path`.
-    pub fn hint(&self, path: PathId) -> Option<LinkHint> {
-        self.warmer.hints.get(usize::from(path.0)).map(|h| h.0)
     }
 
     /// WARM datagrams sent and received so far.
