@@ -145,7 +145,7 @@ pub enum PathEvent {
 }
 
 /// Direction of a datagram on a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dir {
     /// Client to server.
     Up,
@@ -154,7 +154,7 @@ pub enum Dir {
 }
 
 /// What became of a datagram.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Verdict {
     Delivered,
     /// Dropped by random loss.
@@ -172,7 +172,7 @@ pub enum Verdict {
 }
 
 /// One line of a path's packet log.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LogEntry {
     /// When the datagram entered the path.
     pub time: Time,

@@ -184,6 +184,9 @@ pub struct Outcome {
     pub cell_last: Option<Time>,
     /// Radio promotions from idle over the scenario's duration.
     pub promotions: u32,
+    /// A hash of every datagram on every path (time, direction, size, fate): equal hashes
+    /// mean the two runs put the same datagrams on the wire (`examples/wire_hash.rs`).
+    pub wire: u64,
 }
 
 /// The energy of a cellular radio kept connected (a packet every 5 s, inside its 11.6 s tail)
@@ -236,7 +239,16 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
         _ => None,
     };
     let energy = sim.radio_energy(CELL, 0, s.duration());
+    let wire = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for p in 0..sim.path_count() {
+            sim.path_log(p).hash(&mut h);
+        }
+        h.finish()
+    };
     Outcome {
+        wire,
         requests,
         answered: finals.len(),
         median_ms: finals.get(finals.len() / 2).map_or(f64::NAN, |&d| d as f64 / 1e3),

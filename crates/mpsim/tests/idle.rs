@@ -235,3 +235,46 @@ fn a_keep_alive_grows_no_buffer() {
     assert!(pings >= 3, "the client kept the connection alive: {pings} packets");
     assert!(most <= 1024, "the server held {most} bytes of buffers for a keep-alive");
 }
+
+/// The client's timer deadlines that came due while idle for `idle` after a small exchange
+/// (each one a wake-up of a phone's process).
+fn idle_deadlines(client: Config, idle: u64) -> Vec<Time> {
+    let mut sim = Sim::new(5, client, Config::server(), mpsim::multimob_backup_paths()).unwrap();
+    let mut app = Bulk::new(vec![7; 3_000], false);
+    let until = ms(1_000);
+    let step = |s: &mut Sim| {
+        app.step(s);
+        Flow::Wake(None)
+    };
+    sim.run(until, step);
+    assert_eq!(app.received.len(), 3_000, "the exchange before the idle time completed");
+    let mut due = Vec::new();
+    let mut t = until;
+    while t < until + idle {
+        if let Some(d) = sim.client.poll_timeout().filter(|&d| d <= until + idle && due.last() != Some(&d)) {
+            due.push(d);
+        }
+        t += ms(10);
+        sim.run(t, |s| {
+            app.step(s);
+            Flow::Wake(None)
+        });
+    }
+    due
+}
+
+#[test]
+fn an_idle_phone_wakes_only_for_its_keep_alives() {
+    // The oracle's periods (500 ms) stop once one changes nothing, and resume with the next
+    // datagram or timer: without keep-alives, the idle phone has no timer once the last
+    // exchange's own (an idle probe, its answer, the oracle's period after it) have run.
+    let quiet = idle_deadlines(no_keep_alives(Config::phone()), ms(60_000));
+    println!("no keep-alives: {} timers in an idle minute: {quiet:?}", quiet.len());
+    assert!(quiet.len() <= 4, "timers of an idle phone without keep-alives: {quiet:?}");
+    // With them (every 15 s): per keep-alive, its own timer, its probe timeout, two of the
+    // oracle's periods (the one that sees the PING and its ACK, the quiet one after), and
+    // the same three seconds later (the receive idle timer). Every 500 ms before (120 a minute).
+    let keep = idle_deadlines(Config::phone(), ms(60_000));
+    println!("keep-alives: {} timers in an idle minute: {keep:?}", keep.len());
+    assert!(keep.len() <= 4 * 8, "timers of an idle phone with keep-alives every 15 s: {keep:?}");
+}

@@ -222,6 +222,27 @@ impl MpEndpoint {
         self.command(name, driver::Command::Hint { name: name.into(), hint })
     }
 
+    /// The application says the system's networks changed (Android's
+    /// `ConnectivityManager.NetworkCallback`, iOS's `NWPathMonitor`, macOS's `SCNetworkReachability`):
+    /// the driver reads the interfaces' links and addresses afresh, as it does on Linux when
+    /// netlink reports a change. Nothing polls them otherwise (see [`Options::monitor_interval`]).
+    pub fn refresh_interfaces(&self) -> Result<()> {
+        let mut st = self.shared.lock();
+        if st.stopped {
+            return Err(Error::EndpointClosed);
+        }
+        st.commands.push_back(driver::Command::Refresh);
+        st.wake_driver();
+        Ok(())
+    }
+
+    /// How many times the endpoint's driver task has run: each run is a wake-up of the thread
+    /// it is on. An idle endpoint runs only for its connections' timers (keep-alives,
+    /// [`Config::keepalive`](crate::Config)), a datagram, or the application.
+    pub fn driver_wakeups(&self) -> u64 {
+        self.shared.lock().wakeups
+    }
+
     /// Adds an interface to the endpoint: used (joined from, as the path manager says) as soon
     /// as it has an address; a device that does not exist yet is waited for.
     pub fn add_interface(&self, i: Interface) -> Result<()> {

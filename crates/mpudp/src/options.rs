@@ -191,7 +191,7 @@ impl Interface {
 pub struct Options {
     pub(crate) interfaces: Vec<Interface>,
     pub(crate) config: Config,
-    pub(crate) monitor_interval: Duration,
+    pub(crate) monitor_interval: Option<Duration>,
     pub(crate) socket_buffer: usize,
     pub(crate) send_buffer: usize,
     pub(crate) connect_timeout: Duration,
@@ -211,7 +211,7 @@ impl Options {
         Self {
             interfaces: Vec::new(),
             config: Config::default(),
-            monitor_interval: Duration::from_millis(200),
+            monitor_interval: None,
             socket_buffer: 4 << 20,
             send_buffer: 256 << 10,
             connect_timeout: Duration::from_secs(10),
@@ -351,10 +351,17 @@ impl Options {
         &mut self.config
     }
 
-    /// How often the driver reads the interfaces' links and addresses where the kernel gives
-    /// no events (netlink, on Linux, wakes it at once instead; default 200 ms).
+    /// Reads the interfaces' links and addresses every `d`, for a platform where neither the
+    /// kernel's events nor the application's calls report changes. Off by default: the driver
+    /// sleeps until a datagram, a timer of the protocol, a netlink event (Linux, for interfaces
+    /// named by device) or the application ([`MpEndpoint::set_path_up`],
+    /// [`MpEndpoint::refresh_interfaces`], ...) wakes it. Each poll is a wake-up of the
+    /// process (five a second at 200 ms), which a phone pays for in energy.
+    ///
+    /// [`MpEndpoint::set_path_up`]: crate::MpEndpoint::set_path_up
+    /// [`MpEndpoint::refresh_interfaces`]: crate::MpEndpoint::refresh_interfaces
     pub fn monitor_interval(mut self, d: Duration) -> Self {
-        self.monitor_interval = d.max(Duration::from_millis(1));
+        self.monitor_interval = Some(d.max(Duration::from_millis(1)));
         self
     }
 

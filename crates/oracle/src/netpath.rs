@@ -197,7 +197,7 @@ pub struct Stats {
     pub suspected_at: Option<Time>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct Entry {
     netpath: Netpath,
     period: Sample,
@@ -226,12 +226,18 @@ pub struct Oracle {
     config: Config,
     table: Vec<Entry>,
     next: Option<Time>,
+    /// The table before the last period (to tell a period that changed nothing).
+    before: Vec<Entry>,
+    /// The last period changed nothing and gave no decision.
+    quiet: bool,
+    /// Asleep ([`sleep`](Oracle::sleep)): no period ends until [`wake`](Oracle::wake).
+    asleep: bool,
 }
 
 impl Oracle {
     /// An oracle with these thresholds and period.
     pub fn new(config: Config) -> Self {
-        Self { config, table: Vec::new(), next: None }
+        Self { config, table: Vec::new(), next: None, before: Vec::new(), quiet: false, asleep: false }
     }
 
     /// Its thresholds and period.
@@ -280,14 +286,49 @@ impl Oracle {
         }
     }
 
-    /// Starts the periods at `now` (once; later calls change nothing).
+    /// Starts the periods at `now` (once; later calls only [`wake`](Self::wake) it).
     pub fn start(&mut self, now: Time) {
         self.next.get_or_insert(now + self.config.period);
+        self.wake(now);
     }
 
-    /// When the current period ends (`None` before [`start`](Self::start)).
+    /// When the current period ends (`None` before [`start`](Self::start) and while asleep).
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.next
+        self.next.filter(|_| !self.asleep)
+    }
+
+    /// Whether the last period changed nothing in the table and decided nothing: a period
+    /// with the same samples would change nothing either (the rules are a function of the
+    /// table and the samples), so periods can stop until the samples change.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// Stops the periods after a [`quiet`](Self::quiet) one (an idle phone need not wake
+    /// twice a second to learn that nothing happened); the caller must [`wake`](Self::wake)
+    /// it before the samples can change (a datagram sent or received, a timer of a
+    /// connection). Does nothing after a period that was not quiet.
+    pub fn sleep(&mut self) {
+        self.asleep |= self.quiet;
+    }
+
+    /// Resumes the periods after [`sleep`](Self::sleep), on the same grid: the next period
+    /// ends at the first of the old deadlines, one period apart, that is not before `now`.
+    /// The periods skipped would have changed nothing, so the decisions are the same as if
+    /// it had never slept.
+    pub fn wake(&mut self, now: Time) {
+        if !std::mem::take(&mut self.asleep) {
+            return;
+        }
+        let (Some(next), p) = (self.next, self.config.period.max(1)) else { return };
+        if next < now {
+            self.next = Some(next + (now - next).div_ceil(p) * p);
+        }
+    }
+
+    /// Whether periods are stopped ([`sleep`](Self::sleep)).
+    pub fn is_asleep(&self) -> bool {
+        self.asleep
     }
 
     /// Ends the period if it is due: smooths every netpath's samples and reports the
@@ -298,6 +339,12 @@ impl Oracle {
             return false;
         }
         self.next = Some(now + self.config.period);
+        // The table as it was, less this period's samples (which evaluating takes).
+        self.before.clone_from(&self.table);
+        for e in &mut self.before {
+            e.period = Sample::default();
+        }
+        let decided = out.len();
         for e in &mut self.table {
             e.srtt = e.period.srtt;
         }
@@ -310,6 +357,7 @@ impl Oracle {
                 self.table[k].suspected_at = Some(now);
             }
         }
+        self.quiet = out.len() == decided && self.before == self.table;
         true
     }
 
@@ -468,6 +516,32 @@ mod tests {
     /// A sample with packets carried, an RTO of 200 ms and this smoothed and least RTT (ms).
     fn rtt(srtt_ms: u64, min_ms: u64) -> Sample {
         Sample { sent: 10, srtt: srtt_ms * 1000, min_rtt: min_ms * 1000, ..s(10, 0, 0, 200) }
+    }
+
+    #[test]
+    fn it_sleeps_after_a_period_that_changed_nothing_and_wakes_on_its_grid() {
+        let mut o = Oracle::new(Config::default());
+        let p = o.config().period;
+        let mut now = 0;
+        o.start(now);
+        // Traffic, then an idle subflow reporting only its RTO and RTT: the first idle period
+        // still changes the table (the period's RTT goes), the second changes nothing.
+        let idle = Sample { srtt: 30_000, min_rtt: 20_000, ..s(0, 0, 0, 200) };
+        period(&mut o, &mut now, &[(np(0), rtt(30, 20))]);
+        assert!(!o.quiet(), "a period with packets is not quiet");
+        period(&mut o, &mut now, &[(np(0), idle)]);
+        period(&mut o, &mut now, &[(np(0), idle)]);
+        assert!(o.quiet(), "a second idle period changes nothing");
+        o.sleep();
+        assert!(o.is_asleep() && o.poll_timeout().is_none());
+        // Woken between two of the old deadlines: the next one, not a period from now.
+        o.wake(now + 3 * p + p / 3);
+        assert_eq!(o.poll_timeout(), Some(now + 4 * p));
+        now += 3 * p;
+        // Not quiet: sleep does nothing.
+        period(&mut o, &mut now, &[(np(0), s(10, 5, 5, 200))]);
+        o.sleep();
+        assert!(!o.is_asleep() && o.poll_timeout().is_some());
     }
 
     #[test]

@@ -22,6 +22,7 @@ impl Endpoint {
     /// every connection (`Connection::path_added`: a client joins from it where its path
     /// manager says so). Reuses the slot of a removed path if there is one; at most 255.
     pub fn add_path(&mut self, now: Time, lp: LocalPath) -> Result<PathId, ConfigError> {
+        self.wake_oracle(now);
         let p = match self.removed.iter().position(|&r| r) {
             Some(p) => p,
             None if self.paths.len() < 255 => {
@@ -51,6 +52,7 @@ impl Endpoint {
     /// every connection closes its subflows there and withdraws the address
     /// (`Connection::path_removed`). Datagrams later handed in on it are dropped.
     pub fn remove_path(&mut self, now: Time, path: PathId) {
+        self.wake_oracle(now);
         let p = usize::from(path.0);
         if p >= self.paths.len() || self.removed[p] {
             return;
@@ -68,6 +70,7 @@ impl Endpoint {
     /// Tells every connection that local path `path`'s interface went down or came back
     /// (`Connection::path_down` / `path_up`); later connections start with the same view.
     pub fn set_path_up(&mut self, now: Time, path: PathId, up: bool) {
+        self.wake_oracle(now);
         if self.path(path).is_none() {
             return;
         }

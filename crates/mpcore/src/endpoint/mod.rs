@@ -384,6 +384,7 @@ impl Endpoint {
     /// source address.
     pub fn handle_datagram(&mut self, now: Time, path: PathId, remote: SocketAddr, data: &[u8]) {
         self.now = self.now.max(now);
+        self.wake_oracle(now);
         if data.len() > self.config.max_receive_size || data.len() > self.scratch.len() {
             self.drops.oversized += 1;
             return;
@@ -486,6 +487,7 @@ impl Endpoint {
     /// `handle_datagram` makes; any other goes to `handle_datagram`. What `data` holds
     /// afterwards is unspecified.
     pub fn handle_datagram_in_place(&mut self, now: Time, path: PathId, remote: SocketAddr, data: &mut [u8]) {
+        self.wake_oracle(now);
         let short = data.first().is_some_and(|b| b & 0x80 == 0);
         if !short || data.len() > self.config.max_receive_size || self.path(path).is_none() {
             return self.handle_datagram(now, path, remote, data);
@@ -655,6 +657,9 @@ impl Endpoint {
         self.refresh_deadlines();
         let mut due = std::mem::take(&mut self.scratch_idx);
         self.activity.take_due(now, &mut due);
+        if !due.is_empty() {
+            self.wake_oracle(now);
+        }
         for &idx in &due {
             if let Some(c) = self.conns.get_mut(idx) {
                 if c.poll_timeout().is_some_and(|t| t <= now) {
@@ -685,6 +690,22 @@ impl Endpoint {
             self.apply_oracle(now, a);
         }
         self.prewarm(now);
+        // Nothing moved in a period that changed nothing: the next ones would change nothing
+        // either, so the oracle sleeps until a datagram or a connection's timer (`wake_oracle`)
+        // (unless the pre-warming, which runs on its periods, is holding a radio warm).
+        if !self.prewarm_holding(now) {
+            if let Some(o) = self.oracle.as_mut() {
+                o.sleep();
+            }
+        }
+    }
+
+    /// Something that may change the oracle's samples happened at `now` (a datagram, a
+    /// connection's timer, a new connection, the application's hint): its periods resume.
+    pub(super) fn wake_oracle(&mut self, now: Time) {
+        if let Some(o) = self.oracle.as_mut() {
+            o.wake(now);
+        }
     }
 
     /// A connection found `np` failed: the oracle declares it bad for every connection on it.
@@ -744,6 +765,7 @@ impl Endpoint {
             self.after(idx);
             if let Some(t) = t {
                 self.activity.mark_ready(idx);
+                self.wake_oracle(now);
                 return Some(t);
             }
             if held_back {

@@ -33,6 +33,7 @@ impl Endpoint {
     /// a regular path wakes the cellular radio at once, where pre-warming is on.
     pub fn path_hint(&mut self, now: Time, path: PathId, hint: LinkHint) {
         self.now = self.now.max(now);
+        self.wake_oracle(now);
         let p = usize::from(path.0);
         if p >= self.paths.len() {
             return;
@@ -62,6 +63,13 @@ impl Endpoint {
         let oracle = self.oracle.iter().flat_map(|o| o.suspicions());
         let measured = oracle.filter(|(np, _)| warmable(usize::from(np.iface))).map(|(_, t)| t);
         hinted.chain(measured).max()
+    }
+
+    /// Whether a suspicion within `Prewarm::hold` keeps the cellular radios warm (the
+    /// periods that warm them must go on).
+    pub(super) fn prewarm_holding(&self, now: Time) -> bool {
+        let cfg = self.config.prewarm;
+        cfg.every != 0 && !self.server && self.last_suspicion().is_some_and(|l| now <= l.saturating_add(cfg.hold))
     }
 
     /// Warms every cellular path not warmed for `Prewarm::every`, while a regular path has

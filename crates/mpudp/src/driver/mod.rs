@@ -4,9 +4,9 @@
 //!
 //! Each poll of the task repeats, until nothing moves: receive a batch of datagrams from every
 //! socket (recvmmsg, GRO super-datagrams split at their stride), run the timers that are due,
-//! follow the interfaces (`paths`: on the kernel's netlink events, the application's requests,
-//! or every `monitor_interval` where there are no events), hand events to the waiting handles,
-//! and send what the endpoint has (consecutive datagrams to the same peer on the same socket
+//! follow the interfaces (`paths`: on the kernel's netlink events or the application's
+//! requests; a timer only if the application asked for one), hand events to the waiting
+//! handles, and send what the endpoint has (consecutive datagrams to the same peer on the same socket
 //! go out as one UDP GSO batch). Every buffer is allocated when the endpoint is built (or a
 //! path added), none per packet.
 //!
@@ -62,7 +62,7 @@ pub(crate) struct Driver {
     shared: Arc<Shared>,
     io: Io,
     ifaces: Interfaces,
-    /// The kernel's link and address events (Linux); without them, `monitor_interval` polls.
+    /// The kernel's link and address events (Linux, when an interface is named by device).
     #[cfg(target_os = "linux")]
     events: Option<crate::netlink::Events>,
     rx: BytesMut,
@@ -70,7 +70,8 @@ pub(crate) struct Driver {
     timer: Pin<Box<Sleep>>,
     armed: Option<Instant>,
     next_monitor: Instant,
-    monitor_interval: Duration,
+    /// The application asked for polling (`Options::monitor_interval`); nothing polls otherwise.
+    monitor_interval: Option<Duration>,
     /// Datagrams of other cores' connections, to hand over once this core's lock is released.
     outbox: Vec<(u8, PathId, SocketAddr, Vec<u8>)>,
 }
@@ -114,7 +115,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         .any(|w| w.iface.device.is_some())
         .then(|| {
             crate::netlink::Events::new()
-                .map_err(|e| tracing::warn!(error = %e, "no netlink events: polling the links"))
+                .map_err(|e| tracing::warn!(error = %e, "no netlink events: links followed on the application's word"))
                 .ok()
         })
         .flatten();
@@ -128,7 +129,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         events,
         timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
         armed: None,
-        next_monitor: epoch + opts.monitor_interval,
+        next_monitor: epoch + opts.monitor_interval.unwrap_or(Duration::from_secs(3600)),
         monitor_interval: opts.monitor_interval,
         outbox: Vec::new(),
     };
@@ -143,6 +144,7 @@ impl Future for Driver {
         let this = self.get_mut();
         let shared = this.shared.clone();
         let mut st = shared.lock();
+        st.wakeups += 1;
         let r = this.run(cx, &mut st);
         if this.outbox.is_empty() {
             return r;
@@ -306,9 +308,9 @@ impl Driver {
             due = true;
         }
         let at = st.instant(now);
-        if at >= self.next_monitor {
-            self.next_monitor = at + self.monitor_interval;
-            due |= self.polls_links();
+        if let Some(every) = self.monitor_interval.filter(|_| at >= self.next_monitor) {
+            self.next_monitor = at + every;
+            due = true;
         }
         if due {
             self.ifaces.sync(st, &mut self.io, now);
@@ -316,12 +318,9 @@ impl Driver {
         due
     }
 
-    /// Without the kernel's events, links and addresses are read every `monitor_interval`.
+    /// Links and addresses are read on a timer only where the application asked for it.
     fn polls_links(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        return self.events.is_none();
-        #[cfg(not(target_os = "linux"))]
-        return true;
+        self.monitor_interval.is_some()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The endpoint's interfaces and the local paths they give: one path per interface, on its
 //! current address. The driver reconciles them with the system whenever the kernel reports a
 //! link or address change (netlink, [`crate::netlink`]), the application asks
-//! ([`Command`]), or, where no event source exists, every `monitor_interval`:
+//! ([`Command`]), or, only if the application asked for it, every `monitor_interval`:
 //!
 //! - an interface whose device gets an address is used (a socket on it, `Endpoint::add_path`,
 //!   and connections join from it as their path manager says);
@@ -102,6 +102,7 @@ impl Interfaces {
                     st.ep.path_hint(now, path, hint);
                 }
             }
+            Command::Refresh => {}
             Command::Add(iface) => {
                 if let Err(e) = self.add(iface) {
                     tracing::warn!(error = %e, "interface not added");

@@ -137,6 +137,8 @@ pub(crate) enum Command {
     Remove {
         name: String,
     },
+    /// Read the interfaces afresh (the OS said something changed).
+    Refresh,
     /// The application's word on the named interface's link quality.
     Hint {
         name: String,
@@ -178,6 +180,8 @@ pub(crate) struct State {
     /// are built), and the datagrams other cores handed to this one.
     pub(crate) peers: Vec<std::sync::Weak<Shared>>,
     pub(crate) inbox: VecDeque<(mpcore::PathId, SocketAddr, Vec<u8>)>,
+    /// Times the driver task ran (each a wake-up of its thread when the endpoint is idle).
+    pub(crate) wakeups: u64,
 }
 
 impl State {
@@ -201,6 +205,7 @@ impl State {
             inbox: VecDeque::new(),
             path_waker: None,
             names,
+            wakeups: 0,
         }
     }
 
