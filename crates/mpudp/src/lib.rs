@@ -82,4 +82,4 @@ pub use mpcore::{
 pub use options::{Interface, Options};
 pub use oracle::energy::Energy as RadioEnergy;
 pub use oracle::{Config as OracleConfig, Verdict as OracleVerdict};
-pub use stream::{MpStream, OwnedReadHalf, OwnedWriteHalf};
+pub use stream::{MpStream, OwnedReadHalf, OwnedWriteHalf, StreamControl};

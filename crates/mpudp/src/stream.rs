@@ -12,12 +12,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// The connection behind a stream or its halves. The last one dropped ends the stream in our
-/// direction (DATA_FIN after everything written); the driver delivers what is buffered. As
-/// TCP answers a close with unread data by a reset, a stream dropped with bytes it never read,
-/// or that receives bytes after it was dropped, aborts the connection (MP_FASTCLOSE): the
-/// peer's writer learns at once that nobody will read, rather than wait on a window that will
-/// never open.
+/// The connection behind a stream, its halves and its controls: holds its slot in the driver
+/// until the last of them is dropped.
 #[derive(Debug)]
 pub(crate) struct ConnRef {
     shared: Arc<Shared>,
@@ -27,21 +23,41 @@ pub(crate) struct ConnRef {
 
 impl Drop for ConnRef {
     fn drop(&mut self) {
-        {
-            let mut st = self.shared.lock();
-            let now = st.now();
-            if let Some(c) = st.ep.conn_mut(self.h) {
-                if c.readable() > 0 {
-                    c.abort(now);
-                } else {
-                    c.close();
-                }
-            }
-            st.slot(self.h).orphaned = true;
-            st.detach_slot(self.h);
-            st.wake_driver();
-        }
+        self.shared.lock().detach_slot(self.h);
         driver::detach(&self.shared);
+    }
+}
+
+/// What a stream and its halves share (not its controls). The last one dropped ends the stream
+/// in our direction (DATA_FIN after everything written); the driver delivers what is buffered.
+/// As TCP answers a close with unread data by a reset, a stream dropped with bytes it never
+/// read, or that receives bytes after it was dropped, aborts the connection (MP_FASTCLOSE):
+/// the peer's writer learns at once that nobody will read, rather than wait on a window that
+/// will never open.
+#[derive(Debug)]
+pub(crate) struct StreamRef(Arc<ConnRef>);
+
+impl std::ops::Deref for StreamRef {
+    type Target = ConnRef;
+
+    fn deref(&self) -> &ConnRef {
+        &self.0
+    }
+}
+
+impl Drop for StreamRef {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        let now = st.now();
+        if let Some(c) = st.ep.conn_mut(self.h) {
+            if c.readable() > 0 {
+                c.abort(now);
+            } else {
+                c.close();
+            }
+        }
+        st.slot(self.h).orphaned = true;
+        st.wake_driver();
     }
 }
 
@@ -111,6 +127,38 @@ impl ConnRef {
     fn stats(&self) -> Option<ConnStats> {
         self.shared.lock().ep.stats(self.h)
     }
+
+    fn open_subflow(&self, path: PathId, backup: bool) -> Option<u32> {
+        let mut st = self.shared.lock();
+        let now = st.now();
+        let id = st.ep.conn_mut(self.h)?.open_subflow(now, path, self.remote, backup);
+        st.wake_driver();
+        id
+    }
+
+    fn close_subflow(&self, id: u32) -> bool {
+        let mut st = self.shared.lock();
+        let now = st.now();
+        let done = st.ep.conn_mut(self.h).is_some_and(|c| c.close_subflow(now, id, 0));
+        st.wake_driver();
+        done
+    }
+
+    fn set_backup(&self, id: u32, backup: bool) -> bool {
+        let mut st = self.shared.lock();
+        let done = st.ep.conn_mut(self.h).is_some_and(|c| c.set_backup(id, backup));
+        st.wake_driver();
+        done
+    }
+
+    fn abort(&self) {
+        let mut st = self.shared.lock();
+        let now = st.now();
+        if let Some(c) = st.ep.conn_mut(self.h) {
+            c.abort(now);
+        }
+        st.wake_driver();
+    }
 }
 
 /// A multipath connection: a reliable, ordered byte stream over subflows on several
@@ -139,13 +187,13 @@ impl ConnRef {
 /// ```
 #[derive(Debug)]
 pub struct MpStream {
-    conn: Arc<ConnRef>,
+    conn: Arc<StreamRef>,
 }
 
 impl MpStream {
     pub(crate) fn new(shared: &Arc<Shared>, h: ConnHandle, remote: SocketAddr) -> Self {
         shared.lock().attach_slot(h);
-        Self { conn: Arc::new(ConnRef { shared: driver::attach(shared), h, remote }) }
+        Self { conn: Arc::new(StreamRef(Arc::new(ConnRef { shared: driver::attach(shared), h, remote }))) }
     }
 
     /// Opens a connection to `remote` (an address, or a `"host:port"` resolved as
@@ -191,30 +239,19 @@ impl MpStream {
     /// `backup` or regular; returns its number, or `None` if it cannot (no such path, the
     /// subflow limit, a closed connection). The driver sends the join at once.
     pub fn open_subflow(&self, path: PathId, backup: bool) -> Option<u32> {
-        let mut st = self.conn.shared.lock();
-        let now = st.now();
-        let id = st.ep.conn_mut(self.conn.h)?.open_subflow(now, path, self.conn.remote, backup);
-        st.wake_driver();
-        id
+        self.conn.open_subflow(path, backup)
     }
 
     /// Closes subflow `id` (SUBFLOW_RESET to the peer; its data in flight goes to the others).
     /// Returns whether it was open.
     pub fn close_subflow(&self, id: u32) -> bool {
-        let mut st = self.conn.shared.lock();
-        let now = st.now();
-        let done = st.ep.conn_mut(self.conn.h).is_some_and(|c| c.close_subflow(now, id, 0));
-        st.wake_driver();
-        done
+        self.conn.close_subflow(id)
     }
 
     /// Marks subflow `id` backup (or regular again), and tells the peer (MP_PRIO): a backup
     /// subflow carries data only when no regular one can. Returns whether it was open.
     pub fn set_backup(&self, id: u32, backup: bool) -> bool {
-        let mut st = self.conn.shared.lock();
-        let done = st.ep.conn_mut(self.conn.h).is_some_and(|c| c.set_backup(id, backup));
-        st.wake_driver();
-        done
+        self.conn.set_backup(id, backup)
     }
 
     /// The peer's address on the first subflow.
@@ -253,12 +290,16 @@ impl MpStream {
 
     /// Aborts the connection at once (MP_FASTCLOSE): unsent data is discarded.
     pub fn abort(&self) {
-        let mut st = self.conn.shared.lock();
-        let now = st.now();
-        if let Some(c) = st.ep.conn_mut(self.conn.h) {
-            c.abort(now);
-        }
-        st.wake_driver();
+        self.conn.abort()
+    }
+
+    /// A handle on this stream's connection that stays usable once the stream is split or
+    /// handed to a library that owns it (an HTTP client, a foreign-language binding): stats,
+    /// events, subflows, abort, the close. It is not a stream: once the stream and its halves
+    /// are dropped our direction ends as it would without a control, which can still watch
+    /// the connection close.
+    pub fn control(&self) -> StreamControl {
+        StreamControl { conn: self.conn.0.clone() }
     }
 
     /// Waits until the connection has closed, for whatever reason (after a graceful close both
@@ -290,6 +331,59 @@ async fn closed(conn: &ConnRef) -> CloseReason {
         }
     })
     .await
+}
+
+/// See [`MpStream::control`]. Cloneable and `Send`; every method is [`MpStream`]'s.
+#[derive(Clone, Debug)]
+pub struct StreamControl {
+    conn: Arc<ConnRef>,
+}
+
+impl StreamControl {
+    /// See [`MpStream::stats`].
+    pub fn stats(&self) -> Option<ConnStats> {
+        self.conn.stats()
+    }
+
+    /// See [`MpStream::events`].
+    pub fn events(&self) -> crate::Events {
+        crate::Events::new(&self.conn.shared, self.conn.h)
+    }
+
+    /// See [`MpStream::abort`].
+    pub fn abort(&self) {
+        self.conn.abort()
+    }
+
+    /// See [`MpStream::closed`].
+    pub async fn closed(&self) -> CloseReason {
+        closed(&self.conn).await
+    }
+
+    /// See [`MpStream::peer_addr`].
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.conn.remote
+    }
+
+    /// See [`MpStream::open_subflow`].
+    pub fn open_subflow(&self, path: PathId, backup: bool) -> Option<u32> {
+        self.conn.open_subflow(path, backup)
+    }
+
+    /// See [`MpStream::close_subflow`].
+    pub fn close_subflow(&self, id: u32) -> bool {
+        self.conn.close_subflow(id)
+    }
+
+    /// See [`MpStream::set_backup`].
+    pub fn set_backup(&self, id: u32, backup: bool) -> bool {
+        self.conn.set_backup(id, backup)
+    }
+
+    /// See [`MpStream::paths`].
+    pub fn paths(&self) -> Vec<PathInfo> {
+        self.conn.shared.lock().path_infos()
+    }
 }
 
 /// `AsyncRead` for a type with a `conn: Arc<ConnRef>`.
@@ -333,13 +427,13 @@ async_write!(OwnedWriteHalf);
 /// The read half of an [`MpStream`].
 #[derive(Debug)]
 pub struct OwnedReadHalf {
-    conn: Arc<ConnRef>,
+    conn: Arc<StreamRef>,
 }
 
 /// The write half of an [`MpStream`]; dropping it ends our direction (DATA_FIN).
 #[derive(Debug)]
 pub struct OwnedWriteHalf {
-    conn: Arc<ConnRef>,
+    conn: Arc<StreamRef>,
 }
 
 impl OwnedReadHalf {

@@ -1,0 +1,283 @@
+//! Endpoints: a client's (its interfaces, connections out) or a server's (a listening address,
+//! connections in), and the app's word on its paths.
+
+use crate::conn::Conn;
+use crate::options::{iface_kind, options_of};
+use crate::{
+    arg_str, block, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any, write_str, Fail,
+    Obj, Res, MPU_ERR_IO, MPU_OK,
+};
+use mpudp::{Interface, LinkHint, MpEndpoint, MpListener};
+use std::ffi::c_char;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub(crate) enum Endpoint {
+    Client(MpEndpoint),
+    Server(MpListener),
+}
+
+impl Endpoint {
+    fn ep(&self) -> &MpEndpoint {
+        match self {
+            Endpoint::Client(e) => e,
+            Endpoint::Server(l) => l.endpoint(),
+        }
+    }
+}
+
+/// The endpoint of handle `h` (kept alive by the returned `Arc`).
+fn endpoint_of(h: u64) -> Res<(Arc<Obj>, &'static str)> {
+    let o = get(h)?;
+    match &*o {
+        Obj::Endpoint(Endpoint::Client(_)) => Ok((o, "client")),
+        Obj::Endpoint(Endpoint::Server(_)) => Ok((o, "server")),
+        _ => Err(invalid(format!("handle {h} is not an endpoint"))),
+    }
+}
+
+fn with_ep<T>(h: u64, f: impl FnOnce(&Endpoint) -> Res<T>) -> Res<T> {
+    let (o, _) = endpoint_of(h)?;
+    let Obj::Endpoint(e) = &*o else { unreachable!("checked by endpoint_of()") };
+    f(e)
+}
+
+/// A client endpoint with the options of handle `options` (its interfaces: the first is the
+/// primary path), into `*out`.
+///
+/// # Safety
+/// `out` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_client_new(options: u64, out: *mut u64) -> i32 {
+    guard(|| {
+        let o = options_of(options)?;
+        let _rt = runtime().enter();
+        let ep = MpEndpoint::client(o)?;
+        let h = register(Obj::Endpoint(Endpoint::Client(ep)));
+        // SAFETY: the caller's promise.
+        unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// A server endpoint listening on `addr` (`"0.0.0.0:5201"`, `"[::]:5201"`), with the options
+/// of handle `options` (it needs an identity), into `*out`.
+///
+/// # Safety
+/// `addr` must be a NUL-terminated string, `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_server_new(options: u64, addr: *const c_char, out: *mut u64) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let a = unsafe { arg_str(addr, "addr") }?;
+        let a: SocketAddr = a.parse().map_err(|_| invalid(format!("{a:?} is not an address with a port")))?;
+        let o = options_of(options)?;
+        let _rt = runtime().enter();
+        let l = MpListener::bind(a, o)?;
+        let h = register(Obj::Endpoint(Endpoint::Server(l)));
+        // SAFETY: the caller's promise.
+        unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Frees an endpoint handle. Its connections go on until they close (free them too); the
+/// endpoint's sockets close after the last one.
+#[no_mangle]
+pub extern "C" fn mpu_endpoint_free(endpoint: u64) -> i32 {
+    guard(|| {
+        let o = unregister(endpoint, |o| matches!(o, Obj::Endpoint(_)), "an endpoint")?;
+        let _rt = runtime().enter();
+        drop(o);
+        Ok(MPU_OK)
+    })
+}
+
+/// The primary path's local address (`"127.0.0.1:5201"`), NUL-terminated into `buf`.
+///
+/// # Safety
+/// `buf` must point to `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_endpoint_local_addr(endpoint: u64, buf: *mut c_char, len: usize) -> i32 {
+    guard(|| {
+        let a = with_ep(endpoint, |e| Ok(e.ep().local_addr().to_string()))?;
+        if buf.is_null() || len <= a.len() {
+            return Err(invalid(format!("buffer of {len} bytes for {} bytes", a.len() + 1)));
+        }
+        // SAFETY: the caller's promise; `len` leaves room for the NUL.
+        unsafe { write_str(&a, buf, len) };
+        Ok(MPU_OK)
+    })
+}
+
+/// Connects to the server at `addr` from a client endpoint, waiting at most `timeout_ms` for
+/// the handshake (negative: the options' connect timeout), into `*out` (a connection handle).
+///
+/// # Safety
+/// `addr` must be a NUL-terminated string, `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_connect(endpoint: u64, addr: *const c_char, timeout_ms: i32, out: *mut u64) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let a = unsafe { arg_str(addr, "addr") }?;
+        let a: SocketAddr = a.parse().map_err(|_| invalid(format!("{a:?} is not an address with a port")))?;
+        let (o, kind) = endpoint_of(endpoint)?;
+        let Obj::Endpoint(Endpoint::Client(ep)) = &*o else {
+            return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
+        };
+        let s = block(timeout(timeout_ms), ep.connect(a))??;
+        let h = register(Obj::Conn(Conn::new(s)));
+        // SAFETY: the caller's promise.
+        unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Waits at most `timeout_ms` for the next connection to a server endpoint, into `*out`.
+///
+/// # Safety
+/// `out` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_accept(endpoint: u64, timeout_ms: i32, out: *mut u64) -> i32 {
+    guard(|| {
+        let (o, kind) = endpoint_of(endpoint)?;
+        let Obj::Endpoint(Endpoint::Server(l)) = &*o else {
+            return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a server accepts")));
+        };
+        let (s, _peer) = block(timeout(timeout_ms), l.accept())??;
+        let h = register(Obj::Conn(Conn::new(s)));
+        // SAFETY: the caller's promise.
+        unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// The app says interface `name` (a device name or a label) is up (`up`) or down: feed
+/// Android's `NetworkCallback.onAvailable`/`onLost` and iOS's `NWPathMonitor` in here. Down
+/// moves the traffic off it at once.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_path_set_up(endpoint: u64, name: *const c_char, up: bool) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let n = unsafe { arg_str(name, "name") }?;
+        with_ep(endpoint, |e| if up { e.ep().set_path_up(n) } else { e.ep().set_path_down(n) }.map_err(Fail::from))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// The app's word on interface `name`'s link quality: `degraded` (the OS says so), its signal
+/// level 0-4 (negative: unknown) and link rate in bit/s (0: unknown). A weak WiFi wakes the
+/// cellular radio early, so a failover that follows does not wait for it.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_path_hint(
+    endpoint: u64,
+    name: *const c_char,
+    degraded: bool,
+    signal_level: i32,
+    link_rate_bps: u64,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let n = unsafe { arg_str(name, "name") }?;
+        let hint = LinkHint {
+            degraded,
+            signal_level: u8::try_from(signal_level).ok().map(|l| l.min(4)),
+            link_rate_bps: (link_rate_bps > 0).then_some(link_rate_bps),
+        };
+        with_ep(endpoint, |e| e.ep().path_hint(n, hint).map_err(Fail::from))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Adds a path: a socket on `addr`, named `label`, as `mpu_options_add_address` does before
+/// the endpoint exists (a network that appeared). Used as the path manager says.
+///
+/// # Safety
+/// `addr` and `label` must be NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_path_add_address(
+    endpoint: u64,
+    addr: *const c_char,
+    label: *const c_char,
+    kind: u32,
+    backup: bool,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let (a, l) = unsafe { (arg_str(addr, "addr")?, arg_str(label, "label")?) };
+        let a: SocketAddr = a.parse().map_err(|_| invalid(format!("{a:?} is not an address with a port")))?;
+        let i = Interface::unbound(a).label(l).kind(iface_kind(kind)?).backup(backup);
+        with_ep(endpoint, |e| e.ep().add_interface(i).map_err(Fail::from))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Adds a path on a socket the app bound to a network (see `mpu_options_add_fd`; the library
+/// owns `fd` from this call on).
+///
+/// # Safety
+/// `fd` must be an open UDP socket the caller gives up; `label` a NUL-terminated string.
+#[cfg(unix)]
+#[no_mangle]
+pub unsafe extern "C" fn mpu_path_add_fd(endpoint: u64, fd: i32, label: *const c_char, kind: u32, backup: bool) -> i32 {
+    use std::os::fd::FromRawFd;
+    guard(|| {
+        if fd < 0 {
+            return Err(invalid(format!("fd {fd}")));
+        }
+        // SAFETY: the caller hands over an open socket it no longer uses.
+        let sock = unsafe { std::net::UdpSocket::from_raw_fd(fd) };
+        // SAFETY: the caller's promise.
+        let l = unsafe { arg_str(label, "label") }?;
+        sock.local_addr().map_err(|e| Fail(MPU_ERR_IO, format!("fd {fd} is not a bound socket: {e}")))?;
+        let i = Interface::from_socket(sock).label(l).kind(iface_kind(kind)?).backup(backup);
+        with_ep(endpoint, |e| e.ep().add_interface(i).map_err(Fail::from))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Removes interface `name` (a network the OS lost for good): its subflows close, the peer is
+/// told, its socket goes.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_path_remove(endpoint: u64, name: *const c_char) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let n = unsafe { arg_str(name, "name") }?;
+        with_ep(endpoint, |e| e.ep().remove_interface(n).map_err(Fail::from))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// The OS says the networks changed: the endpoint reads its interfaces' links and addresses
+/// afresh (nothing polls them).
+#[no_mangle]
+pub extern "C" fn mpu_paths_changed(endpoint: u64) -> i32 {
+    guard(|| {
+        with_ep(endpoint, |e| e.ep().refresh_interfaces().map_err(Fail::from))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// The times the endpoint's driver has run, into `*out` (an idle one runs only for
+/// keep-alives).
+///
+/// # Safety
+/// `out` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_endpoint_wakeups(endpoint: u64, out: *mut u64) -> i32 {
+    guard(|| {
+        let n = with_ep(endpoint, |e| Ok(e.ep().driver_wakeups()))?;
+        // SAFETY: the caller's promise.
+        unsafe { put(out, n, "out") }?;
+        Ok(MPU_OK)
+    })
+}

@@ -1,0 +1,362 @@
+//! # mpudp-ffi: mpudp through a C ABI
+//!
+//! The library an Android or iOS app links: a small C interface (`include/mpudp.h`, generated
+//! by cbindgen) over [`mpudp`]. Kotlin reaches it through JNI (or a JNA-style binding), Swift
+//! through its C interop (a module map over the header); `bindings/` has thin wrappers for
+//! both, and the tests drive it from C and from Python (ctypes).
+//!
+//! ## Model
+//! - **Handles, not pointers.** Options, endpoints and connections are `uint64_t` handles in a
+//!   table: a handle that was freed, never existed or is of another kind gets
+//!   `MPU_ERR_INVALID`, never undefined behaviour. Only byte buffers and strings are pointers,
+//!   and each is checked for NULL.
+//! - **Blocking calls with a timeout.** `mpu_connect`, `mpu_accept`, `mpu_read`, `mpu_write`
+//!   and `mpu_next_event` wait at most `timeout_ms` (0: try once and return
+//!   `MPU_ERR_WOULD_BLOCK`; negative: no limit). A phone app calls them from a thread of its
+//!   own (a Kotlin coroutine on `Dispatchers.IO`, a Swift `Task` or `DispatchQueue`): that is
+//!   what both languages' I/O libraries do, it needs no event loop in the app, and it keeps the
+//!   ABI free of re-entrancy. Readers, writers and control calls may run on different threads
+//!   at once. An app that wants pushes instead sets an event callback
+//!   (`mpu_set_event_callback`), called on the library's thread.
+//! - **One runtime.** The first endpoint starts one tokio thread (`mpudp`) that runs every
+//!   endpoint's driver; blocking calls park the caller's thread, not that one. A blocking call
+//!   made from an event callback (on that thread) fails with `MPU_ERR_INVALID`.
+//! - **Errors** are negative `int32_t` codes; `mpu_last_error` gives the calling thread's last
+//!   message. A panic inside the library is caught at the boundary and reported as
+//!   `MPU_ERR_PANIC`: none unwinds into the caller.
+#![allow(unsafe_code)] // The C boundary: raw buffers and strings, checked before use.
+
+mod conn;
+mod endpoint;
+mod options;
+
+pub use conn::*;
+pub use endpoint::*;
+pub use options::*;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Success.
+pub const MPU_OK: i32 = 0;
+/// A bad argument: a NULL pointer, an unknown or freed handle, a malformed string or address,
+/// a blocking call from the library's own thread.
+pub const MPU_ERR_INVALID: i32 = -1;
+/// Nothing happened within the timeout.
+pub const MPU_ERR_TIMEOUT: i32 = -2;
+/// Nothing is ready now (a call with a timeout of 0).
+pub const MPU_ERR_WOULD_BLOCK: i32 = -3;
+/// The connection is closed (aborted by either side, timed out, or shut down for writing).
+pub const MPU_ERR_CLOSED: i32 = -4;
+/// The server did not answer.
+pub const MPU_ERR_UNREACHABLE: i32 = -5;
+/// The server could not prove the key the client was given.
+pub const MPU_ERR_NOT_AUTHENTICATED: i32 = -6;
+/// The options or the request are not valid together (the message says why).
+pub const MPU_ERR_CONFIG: i32 = -7;
+/// The operating system refused (a socket, a bind): the message has its error.
+pub const MPU_ERR_IO: i32 = -8;
+/// Binding to a device needs a privilege the process lacks (`CAP_NET_RAW` on Linux).
+pub const MPU_ERR_PERMISSION: i32 = -9;
+/// No interface of that name.
+pub const MPU_ERR_NO_SUCH_INTERFACE: i32 = -10;
+/// A bug in the library (a panic, caught at the boundary). Please report it.
+pub const MPU_ERR_PANIC: i32 = -99;
+
+/// The C ABI's version (this header's): changes only when a signature or a meaning changes.
+pub const MPU_ABI_VERSION: u32 = 1;
+
+/// The ABI version of the library actually loaded (compare with `MPU_ABI_VERSION`).
+#[no_mangle]
+pub extern "C" fn mpu_abi_version() -> u32 {
+    MPU_ABI_VERSION
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// An error at the boundary: a code and its message.
+#[derive(Debug)]
+pub(crate) struct Fail(pub(crate) i32, pub(crate) String);
+
+pub(crate) type Res<T> = Result<T, Fail>;
+
+pub(crate) fn invalid(msg: impl Into<String>) -> Fail {
+    Fail(MPU_ERR_INVALID, msg.into())
+}
+
+impl From<mpudp::Error> for Fail {
+    fn from(e: mpudp::Error) -> Self {
+        use mpudp::Error as E;
+        let code = match &e {
+            E::NoSuchDevice { .. } => MPU_ERR_NO_SUCH_INTERFACE,
+            E::PermissionDenied { .. } => MPU_ERR_PERMISSION,
+            E::Unreachable { .. } => MPU_ERR_UNREACHABLE,
+            E::ServerNotAuthenticated { .. } => MPU_ERR_NOT_AUTHENTICATED,
+            E::Config(_) | E::NoServerKey => MPU_ERR_CONFIG,
+            E::Closed(_) | E::EndpointClosed => MPU_ERR_CLOSED,
+            _ => MPU_ERR_IO,
+        };
+        Fail(code, e.to_string())
+    }
+}
+
+/// Runs `f` at the boundary: its error becomes a code (the message kept for
+/// `mpu_last_error`), a panic becomes `MPU_ERR_PANIC`.
+pub(crate) fn guard(f: impl FnOnce() -> Res<i32>) -> i32 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(Fail(code, msg))) => {
+            set_error(msg);
+            code
+        }
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            set_error(format!("internal error (a panic in mpudp): {msg}"));
+            MPU_ERR_PANIC
+        }
+    }
+}
+
+/// `guard` for a call that returns a byte count (`ssize_t`).
+pub(crate) fn guard_len(f: impl FnOnce() -> Res<isize>) -> isize {
+    let mut out = 0;
+    let code = guard(|| {
+        out = f()?;
+        Ok(MPU_OK)
+    });
+    if code == MPU_OK {
+        out
+    } else {
+        code as isize
+    }
+}
+
+fn set_error(msg: String) {
+    LAST_ERROR.with(|e| *e.borrow_mut() = msg);
+}
+
+/// Copies the calling thread's last error message into `buf` (NUL-terminated, cut to fit) and
+/// returns its full length in bytes without the NUL (0: no error yet). `buf` may be NULL
+/// with `len` 0 to ask for the length.
+///
+/// # Safety
+/// `buf` must be NULL or point to `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_last_error(buf: *mut c_char, len: usize) -> usize {
+    let msg = LAST_ERROR.with(|e| e.borrow().clone());
+    // SAFETY: the caller's promise on (buf, len); checked for NULL inside.
+    unsafe { write_str(&msg, buf, len) };
+    msg.len()
+}
+
+/// Writes `s` into `buf` NUL-terminated, cut to `len - 1` bytes; nothing if NULL or 0.
+///
+/// # Safety
+/// `buf` must be NULL or point to `len` writable bytes.
+pub(crate) unsafe fn write_str(s: &str, buf: *mut c_char, len: usize) {
+    if buf.is_null() || len == 0 {
+        return;
+    }
+    let n = s.len().min(len - 1);
+    // SAFETY: `buf` is non-NULL with room for `len > n` bytes (the caller's promise).
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+}
+
+/// A C string argument as UTF-8.
+///
+/// # Safety
+/// `p` must be NULL or a NUL-terminated string.
+pub(crate) unsafe fn arg_str<'a>(p: *const c_char, what: &str) -> Res<&'a str> {
+    if p.is_null() {
+        return Err(invalid(format!("{what}: NULL")));
+    }
+    // SAFETY: non-NULL and NUL-terminated (the caller's promise).
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| invalid(format!("{what}: not UTF-8")))
+}
+
+/// An optional C string argument (NULL: none).
+///
+/// # Safety
+/// `p` must be NULL or a NUL-terminated string.
+pub(crate) unsafe fn opt_str<'a>(p: *const c_char, what: &str) -> Res<Option<&'a str>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded.
+    unsafe { arg_str(p, what) }.map(Some)
+}
+
+/// A `timeout_ms` argument: negative is none, 0 is "try once".
+pub(crate) fn timeout(ms: i32) -> Option<Duration> {
+    u64::try_from(ms).ok().map(Duration::from_millis)
+}
+
+/// Writes `v` through `out`, checked for NULL.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write of `T`.
+pub(crate) unsafe fn put<T>(out: *mut T, v: T, what: &str) -> Res<()> {
+    if out.is_null() {
+        return Err(invalid(format!("{what}: NULL")));
+    }
+    // SAFETY: non-NULL and valid (the caller's promise).
+    unsafe { out.write(v) };
+    Ok(())
+}
+
+/// The library's one runtime (see the crate's documentation).
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("mpudp")
+            .enable_all()
+            .build()
+            .expect("a tokio runtime (threads and an epoll instance)")
+    })
+}
+
+/// Runs `fut` to completion on the caller's thread, within `limit` (`None`: no limit; zero:
+/// polled once). Refused on the runtime's own thread (a callback), where it would deadlock.
+pub(crate) fn block<T>(limit: Option<Duration>, fut: impl std::future::Future<Output = T>) -> Res<T> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(invalid("a blocking call from the library's own thread (an event callback)"));
+    }
+    let rt = runtime();
+    match limit {
+        None => Ok(rt.block_on(fut)),
+        Some(d) => rt.block_on(async {
+            // tokio's timeout polls the future before the clock: a zero limit tries once.
+            tokio::time::timeout(d, fut).await.map_err(|_| {
+                if d.is_zero() {
+                    Fail(MPU_ERR_WOULD_BLOCK, "nothing ready".into())
+                } else {
+                    Fail(MPU_ERR_TIMEOUT, format!("nothing within {} ms", d.as_millis()))
+                }
+            })
+        }),
+    }
+}
+
+/// The objects behind the handles.
+pub(crate) enum Obj {
+    Options(Box<Mutex<mpudp::Options>>),
+    Endpoint(endpoint::Endpoint),
+    Conn(conn::Conn),
+}
+
+fn table() -> &'static Mutex<HashMap<u64, Arc<Obj>>> {
+    static T: OnceLock<Mutex<HashMap<u64, Arc<Obj>>>> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+fn lock_table() -> std::sync::MutexGuard<'static, HashMap<u64, Arc<Obj>>> {
+    table().lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Registers `o`; its handle (never 0, never reused).
+pub(crate) fn register(o: Obj) -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let h = NEXT.fetch_add(1, Ordering::Relaxed);
+    lock_table().insert(h, Arc::new(o));
+    h
+}
+
+/// The object of handle `h` (kept alive by the caller while it uses it, even if another thread
+/// frees the handle meanwhile).
+pub(crate) fn get(h: u64) -> Res<Arc<Obj>> {
+    lock_table().get(&h).cloned().ok_or_else(|| invalid(format!("no object with handle {h} (freed, or never made)")))
+}
+
+/// Removes handle `h` from the table if its object is of the kind `is` accepts (`what`); the
+/// object goes once no call is using it.
+pub(crate) fn unregister(h: u64, is: fn(&Obj) -> bool, what: &str) -> Res<Arc<Obj>> {
+    let mut t = lock_table();
+    match t.get(&h) {
+        None => Err(invalid(format!("no object with handle {h} (freed twice?)"))),
+        Some(o) if !is(o) => Err(invalid(format!("handle {h} is not {what}"))),
+        Some(_) => Ok(t.remove(&h).expect("present")),
+    }
+}
+
+/// `unregister` of a handle of any kind (one just made, whose making failed after).
+pub(crate) fn unregister_any(h: u64) {
+    lock_table().remove(&h);
+}
+
+/// Handles not yet freed (options, endpoints and connections): for leak checks.
+#[no_mangle]
+pub extern "C" fn mpu_live_handles() -> u64 {
+    lock_table().len() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last() -> String {
+        let mut buf = [0 as c_char; 128];
+        // SAFETY: a local buffer of that size.
+        unsafe { mpu_last_error(buf.as_mut_ptr(), buf.len()) };
+        // SAFETY: NUL-terminated by `mpu_last_error`.
+        unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_panic_stops_at_the_boundary_with_its_message() {
+        #[allow(clippy::panic)]
+        let code = guard(|| panic!("boom"));
+        assert_eq!(code, MPU_ERR_PANIC);
+        assert!(last().contains("boom"), "{}", last());
+        assert_eq!(guard_len(|| Err(invalid("bad"))), MPU_ERR_INVALID as isize);
+        assert_eq!(last(), "bad");
+    }
+
+    #[test]
+    fn a_long_message_is_cut_to_the_buffer_and_reports_its_length() {
+        set_error("x".repeat(300));
+        let mut buf = [1 as c_char; 16];
+        // SAFETY: a local buffer of that size.
+        let n = unsafe { mpu_last_error(buf.as_mut_ptr(), buf.len()) };
+        assert_eq!(n, 300);
+        assert_eq!(buf[15], 0);
+        // SAFETY: NULL with 0 asks for the length only.
+        assert_eq!(unsafe { mpu_last_error(std::ptr::null_mut(), 0) }, 300);
+    }
+
+    #[test]
+    fn handles_of_the_wrong_kind_or_freed_are_refused() {
+        let mut h = 0;
+        // SAFETY: a local out.
+        assert_eq!(unsafe { mpu_options_new(MPU_PRESET_PHONE, &mut h) }, MPU_OK);
+        assert_eq!(mpu_endpoint_free(h), MPU_ERR_INVALID, "an options handle is not an endpoint");
+        assert_eq!(mpu_conn_free(h), MPU_ERR_INVALID, "nor a connection");
+        assert_eq!(mpu_options_free(h), MPU_OK, "and is still there");
+        assert_eq!(mpu_options_free(h), MPU_ERR_INVALID, "but not twice");
+        // SAFETY: a local out.
+        assert_eq!(unsafe { mpu_options_new(77, &mut h) }, MPU_ERR_INVALID);
+        // SAFETY: NULL out is checked.
+        assert_eq!(unsafe { mpu_options_new(MPU_PRESET_PHONE, std::ptr::null_mut()) }, MPU_ERR_INVALID);
+    }
+
+    #[test]
+    fn a_blocking_call_from_the_library_thread_is_refused() {
+        let r = runtime().block_on(async { block(None, async { 1 }) });
+        assert!(matches!(r, Err(Fail(MPU_ERR_INVALID, _))));
+    }
+}

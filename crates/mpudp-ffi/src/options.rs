@@ -1,0 +1,240 @@
+//! Options: what an endpoint is built from (its interfaces, the server's key or identity, the
+//! scheduler), built up by calls on an options handle.
+
+use crate::{arg_str, get, guard, invalid, opt_str, put, register, unregister, unregister_any, Fail, Obj, Res, MPU_OK};
+use mpudp::{Iface, Interface, Options, PublicKey, ServerIdentity};
+use std::ffi::c_char;
+use std::net::SocketAddr;
+
+/// mpudp's defaults: any scheduler and path manager may be set after.
+pub const MPU_PRESET_DEFAULT: u32 = 0;
+/// A phone's client: MultiMob's path manager (cellular opened only when WiFi degrades), the
+/// `priority` scheduler, FAST_JOIN, keep-alives every 15 s on WiFi only, radio pre-warming.
+pub const MPU_PRESET_PHONE: u32 = 1;
+/// A server for phones: answers on the subflow the client used last, accepts fast joins.
+pub const MPU_PRESET_SERVER: u32 = 2;
+
+/// An interface of unknown role.
+pub const MPU_IFACE_OTHER: u32 = 0;
+/// A WiFi interface.
+pub const MPU_IFACE_WIFI: u32 = 1;
+/// A cellular interface.
+pub const MPU_IFACE_CELLULAR: u32 = 2;
+/// A wired interface.
+pub const MPU_IFACE_WIRED: u32 = 3;
+
+pub(crate) fn iface_kind(k: u32) -> Res<Iface> {
+    Ok(match k {
+        MPU_IFACE_OTHER => Iface::Other,
+        MPU_IFACE_WIFI => Iface::Wifi,
+        MPU_IFACE_CELLULAR => Iface::Cellular,
+        MPU_IFACE_WIRED => Iface::Wired,
+        _ => return Err(invalid(format!("interface kind {k} (MPU_IFACE_*)"))),
+    })
+}
+
+/// The options of handle `h`, changed by `f`.
+fn with(h: u64, f: impl FnOnce(Options) -> Res<Options>) -> Res<i32> {
+    let o = get(h)?;
+    let Obj::Options(m) = &*o else { return Err(invalid(format!("handle {h} is not an options handle"))) };
+    let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+    *g = f(g.clone())?;
+    Ok(MPU_OK)
+}
+
+/// A copy of the options of handle `h`.
+pub(crate) fn options_of(h: u64) -> Res<Options> {
+    let o = get(h)?;
+    let Obj::Options(m) = &*o else { return Err(invalid(format!("handle {h} is not an options handle"))) };
+    let g = m.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(g.clone())
+}
+
+/// New options from a preset (`MPU_PRESET_*`), into `*out`. Free with `mpu_options_free`
+/// (an endpoint keeps its own copy: the options can be freed once it is made).
+///
+/// # Safety
+/// `out` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_new(preset: u32, out: *mut u64) -> i32 {
+    guard(|| {
+        let o = match preset {
+            MPU_PRESET_DEFAULT => Options::new(),
+            MPU_PRESET_PHONE => Options::phone(),
+            MPU_PRESET_SERVER => Options::server(),
+            _ => return Err(invalid(format!("preset {preset} (MPU_PRESET_*)"))),
+        };
+        let h = register(Obj::Options(Box::new(std::sync::Mutex::new(o))));
+        // SAFETY: the caller's promise on `out`.
+        unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Frees an options handle.
+#[no_mangle]
+pub extern "C" fn mpu_options_free(options: u64) -> i32 {
+    guard(|| unregister(options, |o| matches!(o, Obj::Options(_)), "an options handle").map(|_| MPU_OK))
+}
+
+/// Adds an interface by device name (`wlan0`, `rmnet_data0`): its socket is bound to the
+/// device (`SO_BINDTODEVICE`, which needs `CAP_NET_RAW` on Linux; on Android and iOS hand in
+/// sockets instead, `mpu_options_add_fd`). The first interface added is the primary path.
+///
+/// # Safety
+/// `device` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_add_device(options: u64, device: *const c_char, kind: u32, backup: bool) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let name = unsafe { arg_str(device, "device") }?;
+        let k = iface_kind(kind)?;
+        with(options, |o| Ok(o.interface(Interface::new(name).kind(k).backup(backup))))
+    })
+}
+
+/// Adds an interface as a socket bound to an address (`"192.0.2.10:0"`, `"[2001:db8::1]:0"`),
+/// named `label` (NULL: the address) for the path calls.
+///
+/// # Safety
+/// `addr` must be a NUL-terminated string, `label` NULL or one.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_add_address(
+    options: u64,
+    addr: *const c_char,
+    label: *const c_char,
+    kind: u32,
+    backup: bool,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let (a, l) = unsafe { (arg_str(addr, "addr")?, opt_str(label, "label")?) };
+        let a: SocketAddr = a.parse().map_err(|_| invalid(format!("{a:?} is not an address with a port")))?;
+        let k = iface_kind(kind)?;
+        with(options, |o| {
+            let mut i = Interface::unbound(a).kind(k).backup(backup);
+            if let Some(l) = l {
+                i = i.label(l);
+            }
+            Ok(o.interface(i))
+        })
+    })
+}
+
+/// Adds an interface as a UDP socket the app already bound to a network: Android's
+/// `Network.bindSocket` (on a `DatagramSocket`, then `ParcelFileDescriptor.detachFd`), iOS's
+/// `IP_BOUND_IF`/`IPV6_BOUND_IF`. Needs no privilege. The library owns `fd` from this call on,
+/// whatever it returns (it is closed on error); `label` names it for the path calls.
+///
+/// # Safety
+/// `fd` must be an open UDP socket the caller gives up; `label` a NUL-terminated string.
+#[cfg(unix)]
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_add_fd(
+    options: u64,
+    fd: i32,
+    label: *const c_char,
+    kind: u32,
+    backup: bool,
+) -> i32 {
+    use std::os::fd::FromRawFd;
+    guard(|| {
+        if fd < 0 {
+            return Err(invalid(format!("fd {fd}")));
+        }
+        // SAFETY: the caller hands over an open socket it no longer uses.
+        let sock = unsafe { std::net::UdpSocket::from_raw_fd(fd) };
+        // SAFETY: the caller's promise.
+        let l = unsafe { arg_str(label, "label") }?;
+        let k = iface_kind(kind)?;
+        sock.local_addr().map_err(|e| Fail(crate::MPU_ERR_IO, format!("fd {fd} is not a bound socket: {e}")))?;
+        with(options, |o| Ok(o.interface(Interface::from_socket(sock).label(l).kind(k).backup(backup))))
+    })
+}
+
+/// The server's public key (base64, as `iperf-siri keygen` and `mpu_endpoint_public_key`
+/// print it) that a client requires the server to prove. May be given more than once.
+///
+/// # Safety
+/// `key` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_server_key(options: u64, key: *const c_char) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let k = unsafe { arg_str(key, "key") }?;
+        let k: PublicKey = k.parse().map_err(|e| invalid(format!("server key: {e}")))?;
+        with(options, |o| Ok(o.server_key(k)))
+    })
+}
+
+/// A server's identity from its PEM file's text (`iperf-siri keygen`).
+///
+/// # Safety
+/// `pem` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_identity_pem(options: u64, pem: *const c_char) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let p = unsafe { arg_str(pem, "pem") }?;
+        let id = ServerIdentity::from_pem(p).map_err(|e| invalid(format!("identity: {e}")))?;
+        with(options, |o| Ok(o.identity(id)))
+    })
+}
+
+/// A server's identity derived from a 32-byte seed (tests and demos; keep real keys in a PEM).
+///
+/// # Safety
+/// `seed` must point to 32 readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_identity_seed(options: u64, seed: *const u8) -> i32 {
+    guard(|| {
+        if seed.is_null() {
+            return Err(invalid("seed: NULL"));
+        }
+        // SAFETY: 32 readable bytes (the caller's promise).
+        let s: [u8; 32] = unsafe { *seed.cast::<[u8; 32]>() };
+        let id = ServerIdentity::from_seed(&s).map_err(|e| invalid(format!("identity: {e}")))?;
+        with(options, |o| Ok(o.identity(id)))
+    })
+}
+
+/// The packet scheduler by name (`lowest-rtt`, `last-received`, `priority`, `round-robin`,
+/// `redundant`, `ecf`, `blest`).
+///
+/// # Safety
+/// `name` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_scheduler(options: u64, name: *const c_char) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let n = unsafe { arg_str(name, "name") }?;
+        with(options, |o| Ok(o.scheduler(n)))
+    })
+}
+
+/// How long `mpu_connect` waits for the handshake by default (also bounded by its own
+/// timeout).
+#[no_mangle]
+pub extern "C" fn mpu_options_connect_timeout(options: u64, ms: u32) -> i32 {
+    guard(|| with(options, |o| Ok(o.connect_timeout(std::time::Duration::from_millis(u64::from(ms))))))
+}
+
+/// The public key of the options' server identity (base64, what clients are given),
+/// NUL-terminated into `buf`; `MPU_ERR_CONFIG` if the options have none.
+///
+/// # Safety
+/// `buf` must point to `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_public_key(options: u64, buf: *mut c_char, len: usize) -> i32 {
+    guard(|| {
+        let o = options_of(options)?;
+        let id = o.config().identity.as_ref().ok_or_else(|| Fail(crate::MPU_ERR_CONFIG, "no identity".into()))?;
+        let k = id.public_key().to_string();
+        if buf.is_null() || len <= k.len() {
+            return Err(invalid(format!("buffer of {len} bytes for {} bytes", k.len() + 1)));
+        }
+        // SAFETY: the caller's promise; `len` leaves room for the NUL.
+        unsafe { crate::write_str(&k, buf, len) };
+        Ok(MPU_OK)
+    })
+}
