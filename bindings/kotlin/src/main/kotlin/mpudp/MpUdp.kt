@@ -1,0 +1,320 @@
+// Kotlin binding of mpudp's C ABI (crates/mpudp-ffi/include/mpudp.h), over JNA: no C glue to
+// build per ABI, and JNA ships for Android (the `jna` AAR) as for the JVM. Blocking calls take
+// a timeout; call them from a thread of your own (a coroutine on Dispatchers.IO). Every handle
+// is Closeable: use `use { }`.
+package mpudp
+
+import com.sun.jna.Callback
+import com.sun.jna.IntegerType
+import com.sun.jna.Library
+import com.sun.jna.Memory
+import com.sun.jna.Native
+import com.sun.jna.Pointer
+import com.sun.jna.Structure
+import com.sun.jna.ptr.IntByReference
+import com.sun.jna.ptr.LongByReference
+
+/** `size_t`: 64 bits on arm64 and x86_64, 32 on armv7. */
+class SizeT(value: Long = 0) : IntegerType(Native.SIZE_T_SIZE, value, true) {
+    override fun toByte() = toInt().toByte()
+    override fun toChar() = toInt().toChar()
+    override fun toShort() = toInt().toShort()
+}
+
+/** `intptr_t` (the byte counts of read and write; negative: an error code). */
+class SSizeT(value: Long = 0) : IntegerType(Native.SIZE_T_SIZE, value, false) {
+    override fun toByte() = toInt().toByte()
+    override fun toChar() = toInt().toChar()
+    override fun toShort() = toInt().toShort()
+}
+
+@Structure.FieldOrder("kind", "path", "subflow", "value", "atUs")
+open class MpuEvent : Structure() {
+    @JvmField var kind: Int = 0
+    @JvmField var path: Int = 0
+    @JvmField var subflow: Long = 0
+    @JvmField var value: Int = 0
+    @JvmField var atUs: Long = 0
+
+    class ByReference : MpuEvent(), Structure.ByReference
+}
+
+@Structure.FieldOrder("established", "subflowsOpen", "bytesWritten", "bytesRead", "bytesReinjected", "srttUs")
+class MpuStats : Structure() {
+    @JvmField var established: Int = 0
+    @JvmField var subflowsOpen: Int = 0
+    @JvmField var bytesWritten: Long = 0
+    @JvmField var bytesRead: Long = 0
+    @JvmField var bytesReinjected: Long = 0
+    @JvmField var srttUs: Long = 0
+}
+
+@Structure.FieldOrder("id", "path", "open", "backup", "srttUs", "dataBytesSent", "bytesReceived")
+class MpuSubflowStats : Structure() {
+    @JvmField var id: Int = 0
+    @JvmField var path: Int = 0
+    @JvmField var open: Int = 0
+    @JvmField var backup: Int = 0
+    @JvmField var srttUs: Long = 0
+    @JvmField var dataBytesSent: Long = 0
+    @JvmField var bytesReceived: Long = 0
+}
+
+/** The C functions, one for one. */
+@Suppress("FunctionName")
+interface MpuLib : Library {
+    interface EventCallback : Callback {
+        fun invoke(ctx: Pointer?, event: MpuEvent.ByReference)
+    }
+
+    fun mpu_abi_version(): Int
+    fun mpu_last_error(buf: ByteArray?, len: SizeT): SizeT
+    fun mpu_live_handles(): Long
+    fun mpu_options_new(preset: Int, out: LongByReference): Int
+    fun mpu_options_free(options: Long): Int
+    fun mpu_options_add_device(options: Long, device: String, kind: Int, backup: Boolean): Int
+    fun mpu_options_add_address(options: Long, addr: String, label: String?, kind: Int, backup: Boolean): Int
+    fun mpu_options_add_fd(options: Long, fd: Int, label: String, kind: Int, backup: Boolean): Int
+    fun mpu_options_server_key(options: Long, key: String): Int
+    fun mpu_options_identity_pem(options: Long, pem: String): Int
+    fun mpu_options_identity_seed(options: Long, seed: ByteArray): Int
+    fun mpu_options_public_key(options: Long, buf: ByteArray, len: SizeT): Int
+    fun mpu_options_scheduler(options: Long, name: String): Int
+    fun mpu_client_new(options: Long, out: LongByReference): Int
+    fun mpu_server_new(options: Long, addr: String, out: LongByReference): Int
+    fun mpu_endpoint_free(endpoint: Long): Int
+    fun mpu_endpoint_local_addr(endpoint: Long, buf: ByteArray, len: SizeT): Int
+    fun mpu_endpoint_wakeups(endpoint: Long, out: LongByReference): Int
+    fun mpu_connect(endpoint: Long, addr: String, timeoutMs: Int, out: LongByReference): Int
+    fun mpu_accept(endpoint: Long, timeoutMs: Int, out: LongByReference): Int
+    fun mpu_path_set_up(endpoint: Long, name: String, up: Boolean): Int
+    fun mpu_path_hint(endpoint: Long, name: String, degraded: Boolean, signalLevel: Int, linkRateBps: Long): Int
+    fun mpu_path_add_address(endpoint: Long, addr: String, label: String, kind: Int, backup: Boolean): Int
+    fun mpu_path_add_fd(endpoint: Long, fd: Int, label: String, kind: Int, backup: Boolean): Int
+    fun mpu_path_remove(endpoint: Long, name: String): Int
+    fun mpu_paths_changed(endpoint: Long): Int
+    fun mpu_read(conn: Long, buf: Pointer, len: SizeT, timeoutMs: Int): SSizeT
+    fun mpu_write(conn: Long, buf: Pointer, len: SizeT, timeoutMs: Int): SSizeT
+    fun mpu_shutdown(conn: Long): Int
+    fun mpu_abort(conn: Long): Int
+    fun mpu_conn_free(conn: Long): Int
+    fun mpu_wait_closed(conn: Long, timeoutMs: Int, reason: IntByReference?): Int
+    fun mpu_next_event(conn: Long, timeoutMs: Int, out: MpuEvent): Int
+    fun mpu_set_event_callback(conn: Long, callback: EventCallback, ctx: Pointer?): Int
+    fun mpu_conn_stats(conn: Long, out: MpuStats): Int
+    fun mpu_subflow_stats(conn: Long, index: Int, out: MpuSubflowStats): Int
+
+    companion object {
+        val lib: MpuLib by lazy {
+            val l = Native.load("mpudp_ffi", MpuLib::class.java)
+            check(l.mpu_abi_version() == ABI_VERSION) { "libmpudp_ffi ABI ${l.mpu_abi_version()}, binding $ABI_VERSION" }
+            l
+        }
+        const val ABI_VERSION = 1
+    }
+}
+
+/** A negative code of the C ABI (`MPU_ERR_*`) and its message. */
+class MpUdpException(val code: Int, message: String) : Exception("$message (code $code)") {
+    companion object {
+        const val INVALID = -1
+        const val TIMEOUT = -2
+        const val WOULD_BLOCK = -3
+        const val CLOSED = -4
+        const val UNREACHABLE = -5
+        const val NOT_AUTHENTICATED = -6
+    }
+}
+
+private val lib get() = MpuLib.lib
+
+internal fun check(code: Int): Int {
+    if (code >= 0) return code
+    val buf = ByteArray(512)
+    lib.mpu_last_error(buf, SizeT(buf.size.toLong()))
+    throw MpUdpException(code, String(buf, 0, buf.indexOf(0).let { if (it < 0) buf.size else it }))
+}
+
+private fun handle(f: (LongByReference) -> Int): Long {
+    val out = LongByReference()
+    check(f(out))
+    return out.value
+}
+
+private fun cString(f: (ByteArray, SizeT) -> Int): String {
+    val buf = ByteArray(256)
+    check(f(buf, SizeT(buf.size.toLong())))
+    return String(buf, 0, buf.indexOf(0))
+}
+
+enum class Iface(val code: Int) { OTHER(0), WIFI(1), CELLULAR(2), WIRED(3) }
+
+/** What an endpoint is built from; an endpoint keeps a copy, so close it once the endpoint is made. */
+class Options private constructor(internal val handle: Long) : java.io.Closeable {
+    companion object {
+        fun default() = Options(handle { lib.mpu_options_new(0, it) })
+        /** A phone's client: MultiMob (cellular only when WiFi degrades), FAST_JOIN, pre-warming. */
+        fun phone() = Options(handle { lib.mpu_options_new(1, it) })
+        fun server() = Options(handle { lib.mpu_options_new(2, it) })
+    }
+
+    fun device(name: String, kind: Iface, backup: Boolean = false) =
+        apply { check(lib.mpu_options_add_device(handle, name, kind.code, backup)) }
+
+    fun address(addr: String, label: String, kind: Iface, backup: Boolean = false) =
+        apply { check(lib.mpu_options_add_address(handle, addr, label, kind.code, backup)) }
+
+    /** A socket bound to a network by Android (`Network.bindSocket`, then `detachFd`): the library owns it. */
+    fun socket(fd: Int, label: String, kind: Iface, backup: Boolean = false) =
+        apply { check(lib.mpu_options_add_fd(handle, fd, label, kind.code, backup)) }
+
+    fun serverKey(base64: String) = apply { check(lib.mpu_options_server_key(handle, base64)) }
+    fun identityPem(pem: String) = apply { check(lib.mpu_options_identity_pem(handle, pem)) }
+    fun identitySeed(seed: ByteArray) = apply {
+        require(seed.size == 32) { "a seed is 32 bytes" }
+        check(lib.mpu_options_identity_seed(handle, seed))
+    }
+    fun scheduler(name: String) = apply { check(lib.mpu_options_scheduler(handle, name)) }
+    fun publicKey(): String = cString { b, n -> lib.mpu_options_public_key(handle, b, n) }
+
+    override fun close() {
+        lib.mpu_options_free(handle)
+    }
+}
+
+/** An event of a connection (`MPU_EVENT_*` in `kind`). */
+data class Event(val kind: Int, val path: Int, val subflow: Long, val value: Int, val atUs: Long) {
+    companion object {
+        const val CONNECTED = 1
+        const val SUBFLOW_ESTABLISHED = 2
+        const val SUBFLOW_FAILED = 3
+        const val SUBFLOW_RECOVERED = 4
+        const val SUBFLOW_CLOSED = 5
+        const val VERDICT = 9
+        const val FAIL_BACK = 10
+        const val CLOSED = 11
+
+        internal fun of(e: MpuEvent) = Event(e.kind, e.path, e.subflow, e.value, e.atUs)
+    }
+}
+
+data class SubflowStats(val id: Int, val path: Int, val open: Boolean, val backup: Boolean, val srttUs: Long, val dataBytesSent: Long)
+
+class Endpoint private constructor(private val handle: Long) : java.io.Closeable {
+    companion object {
+        fun client(o: Options) = Endpoint(handle { lib.mpu_client_new(o.handle, it) })
+        fun server(o: Options, addr: String) = Endpoint(handle { lib.mpu_server_new(o.handle, addr, it) })
+    }
+
+    val localAddr: String get() = cString { b, n -> lib.mpu_endpoint_local_addr(handle, b, n) }
+    val wakeups: Long get() = handle { lib.mpu_endpoint_wakeups(handle, it) }
+
+    fun connect(addr: String, timeoutMs: Int = -1) = Connection(handle { lib.mpu_connect(handle, addr, timeoutMs, it) })
+    fun accept(timeoutMs: Int = -1) = Connection(handle { lib.mpu_accept(handle, timeoutMs, it) })
+
+    /** From `ConnectivityManager.NetworkCallback.onAvailable` / `onLost`. */
+    fun setPathUp(name: String, up: Boolean) { check(lib.mpu_path_set_up(handle, name, up)) }
+    /** From `onCapabilitiesChanged` and `WifiInfo`: signal 0-4 (-1 unknown), link rate bit/s (0 unknown). */
+    fun pathHint(name: String, degraded: Boolean, signalLevel: Int = -1, linkRateBps: Long = 0) {
+        check(lib.mpu_path_hint(handle, name, degraded, signalLevel, linkRateBps))
+    }
+    fun addPath(fd: Int, label: String, kind: Iface, backup: Boolean = false) {
+        check(lib.mpu_path_add_fd(handle, fd, label, kind.code, backup))
+    }
+    fun removePath(name: String) { check(lib.mpu_path_remove(handle, name)) }
+    fun pathsChanged() { check(lib.mpu_paths_changed(handle)) }
+
+    override fun close() {
+        lib.mpu_endpoint_free(handle)
+    }
+}
+
+class Connection internal constructor(private val handle: Long) : java.io.Closeable {
+    companion object {
+        // Callbacks the library may still call (until their CLOSED event), kept reachable:
+        // JNA frees a callback's native stub when its object is collected.
+        private val live: MutableSet<Any> = java.util.concurrent.ConcurrentHashMap.newKeySet()
+    }
+
+    /** Up to `len` bytes into `buf` at `off`; -1 at the end of the stream. */
+    fun read(buf: ByteArray, off: Int = 0, len: Int = buf.size - off, timeoutMs: Int = -1): Int {
+        val mem = Memory(len.toLong())
+        val n = lib.mpu_read(handle, mem, SizeT(len.toLong()), timeoutMs).toLong()
+        if (n == 0L) return -1
+        check(n.toInt())
+        mem.read(0, buf, off, n.toInt())
+        return n.toInt()
+    }
+
+    fun readFully(buf: ByteArray, timeoutMs: Int = -1) {
+        var got = 0
+        while (got < buf.size) {
+            val n = read(buf, got, buf.size - got, timeoutMs)
+            if (n < 0) throw MpUdpException(MpUdpException.CLOSED, "end of stream after $got of ${buf.size} bytes")
+            got += n
+        }
+    }
+
+    /** Writes all of `buf` (returns the count written, fewer only if the time ran out). */
+    fun write(buf: ByteArray, off: Int = 0, len: Int = buf.size - off, timeoutMs: Int = -1): Int {
+        val mem = Memory(maxOf(len, 1).toLong())
+        mem.write(0, buf, off, len)
+        return check(lib.mpu_write(handle, mem, SizeT(len.toLong()), timeoutMs).toInt())
+    }
+
+    fun shutdown() { check(lib.mpu_shutdown(handle)) }
+    fun abort() { check(lib.mpu_abort(handle)) }
+
+    /** Waits for the close; its reason (`MPU_CLOSE_*`: 0 graceful). */
+    fun waitClosed(timeoutMs: Int = -1): Int {
+        val r = IntByReference()
+        check(lib.mpu_wait_closed(handle, timeoutMs, r))
+        return r.value
+    }
+
+    /** The next event, or null on timeout; throws CLOSED once every event was read. */
+    fun nextEvent(timeoutMs: Int = -1): Event? {
+        val e = MpuEvent()
+        val code = lib.mpu_next_event(handle, timeoutMs, e)
+        if (code == MpUdpException.TIMEOUT || code == MpUdpException.WOULD_BLOCK) return null
+        check(code)
+        return Event.of(e)
+    }
+
+    /** Calls `f` on the library's thread with each event; keep it short, never block in it. */
+    fun onEvent(f: (Event) -> Unit) {
+        val cb = object : MpuLib.EventCallback {
+            override fun invoke(ctx: Pointer?, event: MpuEvent.ByReference) {
+                val e = Event.of(event)
+                try {
+                    f(e)
+                } finally {
+                    if (e.kind == Event.CLOSED) live.remove(this)
+                }
+            }
+        }
+        live.add(cb)
+        check(lib.mpu_set_event_callback(handle, cb, null))
+    }
+
+    fun subflows(): List<SubflowStats> {
+        val out = ArrayList<SubflowStats>()
+        val s = MpuSubflowStats()
+        var i = 0
+        while (lib.mpu_subflow_stats(handle, i, s) == 0) {
+            out.add(SubflowStats(s.id, s.path, s.open != 0, s.backup != 0, s.srttUs, s.dataBytesSent))
+            i++
+        }
+        return out
+    }
+
+    fun bytesRead(): Long {
+        val s = MpuStats()
+        check(lib.mpu_conn_stats(handle, s))
+        return s.bytesRead
+    }
+
+    override fun close() {
+        lib.mpu_conn_free(handle)
+    }
+}

@@ -1,0 +1,154 @@
+// Swift binding of mpudp's C ABI (crates/mpudp-ffi/include/mpudp.h). The blocking calls take
+// a timeout; the `async` ones run them on a queue of their own, so a Swift `Task` never blocks
+// a cooperative thread. Handles are freed when their object goes.
+import CMpUdp
+import Foundation
+
+public struct MpUdpError: Error, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+    public var description: String { "\(message) (code \(code))" }
+
+    public static let timeout: Int32 = -2
+    public static let wouldBlock: Int32 = -3
+    public static let closed: Int32 = -4
+}
+
+@discardableResult
+func check(_ code: Int32) throws -> Int32 {
+    if code >= 0 { return code }
+    var buf = [CChar](repeating: 0, count: 512)
+    _ = mpu_last_error(&buf, buf.count)
+    throw MpUdpError(code: code, message: String(cString: buf))
+}
+
+func handle(_ f: (UnsafeMutablePointer<UInt64>) -> Int32) throws -> UInt64 {
+    var out: UInt64 = 0
+    try check(f(&out))
+    return out
+}
+
+func cString(_ f: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws -> String {
+    var buf = [CChar](repeating: 0, count: 256)
+    try check(buf.withUnsafeMutableBufferPointer { f($0.baseAddress!, $0.count) })
+    return String(cString: buf)
+}
+
+/// Blocking calls run here in the `async` variants.
+let ioQueue = DispatchQueue(label: "mpudp.io", attributes: .concurrent)
+
+func offQueue<T>(_ f: @escaping () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { k in
+        ioQueue.async { k.resume(with: Result { try f() }) }
+    }
+}
+
+public enum Iface: UInt32 { case other = 0, wifi = 1, cellular = 2, wired = 3 }
+
+/// What an endpoint is built from (the endpoint keeps a copy).
+public final class Options {
+    let handle: UInt64
+
+    init(preset: UInt32) throws { handle = try MpUdp.handle { mpu_options_new(preset, $0) } }
+    public static func phone() throws -> Options { try Options(preset: UInt32(MPU_PRESET_PHONE)) }
+    public static func server() throws -> Options { try Options(preset: UInt32(MPU_PRESET_SERVER)) }
+    public static func standard() throws -> Options { try Options(preset: UInt32(MPU_PRESET_DEFAULT)) }
+    deinit { mpu_options_free(handle) }
+
+    @discardableResult public func device(_ name: String, kind: Iface, backup: Bool = false) throws -> Options {
+        try check(mpu_options_add_device(handle, name, kind.rawValue, backup)); return self
+    }
+    @discardableResult public func address(_ addr: String, label: String, kind: Iface, backup: Bool = false) throws -> Options {
+        try check(mpu_options_add_address(handle, addr, label, kind.rawValue, backup)); return self
+    }
+    /// A UDP socket bound to one network with `IP_BOUND_IF` (its interface index from
+    /// `NWPathMonitor`'s `NWInterface`): the library owns `fd` from this call on.
+    @discardableResult public func socket(_ fd: Int32, label: String, kind: Iface, backup: Bool = false) throws -> Options {
+        try check(mpu_options_add_fd(handle, fd, label, kind.rawValue, backup)); return self
+    }
+    @discardableResult public func serverKey(_ base64: String) throws -> Options {
+        try check(mpu_options_server_key(handle, base64)); return self
+    }
+    @discardableResult public func identityPem(_ pem: String) throws -> Options {
+        try check(mpu_options_identity_pem(handle, pem)); return self
+    }
+    public func publicKey() throws -> String { try cString { mpu_options_public_key(handle, $0, $1) } }
+}
+
+public struct Event {
+    public let kind: UInt32
+    public let path: Int32
+    public let subflow: Int64
+    public let value: UInt32
+    public let atMicroseconds: UInt64
+    init(_ e: MpuEvent) { kind = e.kind; path = e.path; subflow = e.subflow; value = e.value; atMicroseconds = e.at_us }
+}
+
+public final class Endpoint {
+    let handle: UInt64
+    init(_ h: UInt64) { handle = h }
+    deinit { mpu_endpoint_free(handle) }
+
+    public static func client(_ o: Options) throws -> Endpoint { Endpoint(try MpUdp.handle { mpu_client_new(o.handle, $0) }) }
+    public static func server(_ o: Options, address: String) throws -> Endpoint {
+        Endpoint(try MpUdp.handle { mpu_server_new(o.handle, address, $0) })
+    }
+    public func localAddress() throws -> String { try cString { mpu_endpoint_local_addr(handle, $0, $1) } }
+
+    public func connect(_ addr: String, timeoutMs: Int32 = -1) throws -> Connection {
+        Connection(try MpUdp.handle { mpu_connect(handle, addr, timeoutMs, $0) })
+    }
+    public func connect(_ addr: String, timeoutMs: Int32 = -1) async throws -> Connection {
+        try await offQueue { try self.connect(addr, timeoutMs: timeoutMs) }
+    }
+    public func accept(timeoutMs: Int32 = -1) throws -> Connection {
+        Connection(try MpUdp.handle { mpu_accept(handle, timeoutMs, $0) })
+    }
+
+    /// From `NWPathMonitor`'s `pathUpdateHandler`: an interface that appeared or went.
+    public func setPath(_ name: String, up: Bool) throws { try check(mpu_path_set_up(handle, name, up)) }
+    /// `NWPath.isConstrained`/`isExpensive` or the app's own judgement of the link.
+    public func pathHint(_ name: String, degraded: Bool, signalLevel: Int32 = -1, linkRateBps: UInt64 = 0) throws {
+        try check(mpu_path_hint(handle, name, degraded, signalLevel, linkRateBps))
+    }
+    public func addPath(socket fd: Int32, label: String, kind: Iface, backup: Bool = false) throws {
+        try check(mpu_path_add_fd(handle, fd, label, kind.rawValue, backup))
+    }
+    public func removePath(_ name: String) throws { try check(mpu_path_remove(handle, name)) }
+    public func pathsChanged() throws { try check(mpu_paths_changed(handle)) }
+}
+
+public final class Connection {
+    let handle: UInt64
+    init(_ h: UInt64) { handle = h }
+    deinit { mpu_conn_free(handle) }
+
+    /// Up to `max` bytes; empty at the end of the stream.
+    public func read(max: Int = 65536, timeoutMs: Int32 = -1) throws -> Data {
+        var buf = Data(count: max)
+        let n = buf.withUnsafeMutableBytes { mpu_read(handle, $0.bindMemory(to: UInt8.self).baseAddress, max, timeoutMs) }
+        if n < 0 { try check(Int32(n)) }
+        return buf.prefix(Int(n))
+    }
+    public func read(max: Int = 65536, timeoutMs: Int32 = -1) async throws -> Data {
+        try await offQueue { try self.read(max: max, timeoutMs: timeoutMs) }
+    }
+    /// Writes all of `data`; the count written (fewer only if the time ran out).
+    @discardableResult public func write(_ data: Data, timeoutMs: Int32 = -1) throws -> Int {
+        let n = data.withUnsafeBytes { mpu_write(handle, $0.bindMemory(to: UInt8.self).baseAddress, data.count, timeoutMs) }
+        if n < 0 { try check(Int32(n)) }
+        return Int(n)
+    }
+    @discardableResult public func write(_ data: Data, timeoutMs: Int32 = -1) async throws -> Int {
+        try await offQueue { try self.write(data, timeoutMs: timeoutMs) }
+    }
+    public func shutdown() throws { try check(mpu_shutdown(handle)) }
+    public func abort() throws { try check(mpu_abort(handle)) }
+    public func nextEvent(timeoutMs: Int32 = -1) throws -> Event? {
+        var e = MpuEvent()
+        let code = mpu_next_event(handle, timeoutMs, &e)
+        if code == MpUdpError.timeout || code == MpUdpError.wouldBlock { return nil }
+        try check(code)
+        return Event(e)
+    }
+}

@@ -1,0 +1,49 @@
+//! The Kotlin binding (bindings/kotlin, over JNA) compiled and run on the JVM: the Siri-like
+//! exchange with a failover of tests/c/siri.c, from Kotlin. Needs `kotlinc` and JNA's jar
+//! (Debian: kotlin, libjna-java; .ci/run installs them). Without them the test says it skips,
+//! unless MPUDP_REQUIRE_KOTLIN=1 (CI sets it), where it fails.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const JNA: &str = "/usr/share/java/jna.jar";
+
+fn has(cmd: &str) -> bool {
+    Command::new(cmd).arg("-version").output().is_ok()
+}
+
+#[test]
+fn kotlin_runs_a_siri_exchange_with_a_failover() {
+    if !(has("kotlinc") && has("java") && Path::new(JNA).exists()) {
+        let msg = format!("SKIPPED: kotlinc, java or {JNA} missing (apt-get install kotlin libjna-java)");
+        assert!(std::env::var_os("MPUDP_REQUIRE_KOTLIN").is_none(), "{msg}");
+        eprintln!("{msg}");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bindings/kotlin/src");
+    let lib: PathBuf = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    let jar = std::env::temp_dir().join(format!("mpudp-kotlin-{}.jar", std::process::id()));
+    let out = Command::new("kotlinc")
+        .arg(root.join("main/kotlin/mpudp/MpUdp.kt"))
+        .arg(root.join("test/kotlin/SiriTest.kt"))
+        .args(["-nowarn", "-cp", JNA, "-d"])
+        .arg(&jar)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "kotlinc: {}", String::from_utf8_lossy(&out.stderr));
+    let kotlin_stdlib = ["/usr/share/java/kotlin-stdlib.jar", "/usr/share/kotlin/lib/kotlin-stdlib.jar"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("/usr/share/java/kotlin-stdlib.jar");
+    let cp = format!("{}:{JNA}:{kotlin_stdlib}", jar.display());
+    let out = Command::new("java")
+        .arg(format!("-Djna.library.path={}", lib.display()))
+        .args(["-cp", &cp, "SiriTestKt"])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&jar);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    println!("{text}");
+    assert!(out.status.success() && text.trim_end().ends_with("ok"), "{text}");
+}
