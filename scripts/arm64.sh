@@ -14,8 +14,8 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
-# The whole workspace builds for ARM64 (the binary and the C library included)...
-cargo build --release --target "$target" --workspace --all-targets --quiet
+# The whole workspace builds for ARM64 (its libraries, the binary and the C library)...
+cargo build --release --target "$target" --workspace --quiet
 # ...and its protocol runs there.
 cargo test --release --target "$target" -p mpcore -p scheduler -p fastjoin -p oracle -p mpsim
 cargo test --release --target "$target" -p mpudp --test loopback --test no_alloc

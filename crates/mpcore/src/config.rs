@@ -111,6 +111,12 @@ pub struct Config {
     /// then name it, so that the kernel sends each datagram to it (`steering`; mpudp's
     /// `MpListener::bind_cores` sets it).
     pub steering: Option<crate::steering::Steering>,
+    /// Server: addresses announced to every client once its connection is established
+    /// (ADD_ADDR, RFC 8684 §3.4; address ids 128 and up, PROTOCOL.md §5.12), at most 64: its
+    /// other addresses, an IPv6 one beside the IPv4 one the client connected to, so that a
+    /// client path of the other family (IPv6-only cellular) can join. A server cannot know
+    /// which of its addresses clients reach, so it announces only those it is told.
+    pub announce: Vec<std::net::SocketAddr>,
     /// Bytes of the CIDs this endpoint issues that short headers carry (4 to 8; §3.2, transport
     /// parameter `cid_len`): the rest of each CID is zero. 4 by default: 4 bytes of every
     /// packet saved (0.3 % of a full one), and unique among up to millions of CIDs, as the
@@ -245,6 +251,7 @@ impl Default for Config {
             retry_above: 2_000,
             initials_per_source: 64,
             steering: None,
+            announce: Vec::new(),
             cid_len: 4,
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
@@ -325,6 +332,9 @@ impl Config {
         let err = |s: &str| Err(ConfigError(s.to_string()));
         if self.max_datagram_size < crate::wire::packet::MIN_INITIAL_SIZE || self.max_datagram_size > 65_527 {
             return err("max_datagram_size must be between 1200 and 65527 bytes");
+        }
+        if self.announce.len() > 64 || self.announce.iter().any(|a| a.port() == 0 || a.ip().is_unspecified()) {
+            return err("announce: at most 64 addresses, each with an address and a port");
         }
         if self.min_rto == 0 || self.min_rto > self.max_rto || self.initial_rto == 0 {
             return err("min_rto must be positive and at most max_rto; initial_rto positive");

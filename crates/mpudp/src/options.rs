@@ -27,6 +27,8 @@ pub struct Interface {
     pub(crate) backup: bool,
     pub(crate) label: Option<String>,
     pub(crate) socket: Option<Adopted>,
+    /// The address family a device takes its address in (`None`: the endpoint's).
+    pub(crate) v6: Option<bool>,
 }
 
 /// A socket the application handed over (compared by identity).
@@ -48,14 +50,23 @@ impl Interface {
     /// unless [`ip`](Self::ip) names one. The role is guessed from the name
     /// ([`guess_kind`](crate::guess_kind)) unless [`kind`](Self::kind) sets it.
     pub fn new(device: impl Into<String>) -> Self {
-        Self { device: Some(device.into()), ip: None, port: 0, kind: None, backup: false, label: None, socket: None }
+        Self {
+            device: Some(device.into()),
+            ip: None,
+            port: 0,
+            kind: None,
+            backup: false,
+            label: None,
+            socket: None,
+            v6: None,
+        }
     }
 
     /// A socket bound to `addr` without a device binding: the routing table picks the way out.
     /// Needs no privilege; the choice for loopback tests and for hosts with one interface.
     pub fn unbound(addr: SocketAddr) -> Self {
         let ip = Some(addr.ip());
-        Self { device: None, ip, port: addr.port(), kind: None, backup: false, label: None, socket: None }
+        Self { device: None, ip, port: addr.port(), kind: None, backup: false, label: None, socket: None, v6: None }
     }
 
     /// A socket the operating system already bound to a network, handed over by the
@@ -68,7 +79,7 @@ impl Interface {
     /// [`MpEndpoint::set_path_up`]: crate::MpEndpoint::set_path_up
     pub fn from_socket(socket: impl Into<std::net::UdpSocket>) -> Self {
         let socket = Some(Adopted(Arc::new(socket.into())));
-        Self { device: None, ip: None, port: 0, kind: None, backup: false, label: None, socket }
+        Self { device: None, ip: None, port: 0, kind: None, backup: false, label: None, socket, v6: None }
     }
 
     /// The name the application refers to this interface by ([`MpEndpoint::set_path_up`],
@@ -111,6 +122,15 @@ impl Interface {
         self
     }
 
+    /// A device's address is its IPv6 one (`true`) or its IPv4 one, whatever the endpoint's
+    /// family: IPv4 WiFi beside IPv6-only cellular. The server's address of that family comes
+    /// from its announcements ([`Options::announce`]); a connection starts on the primary
+    /// path, so that one must be of the server address's family.
+    pub fn ipv6(mut self, on: bool) -> Self {
+        self.v6 = Some(on);
+        self
+    }
+
     /// The local port (0: any free one; a server gives its listening port).
     pub fn port(mut self, port: u16) -> Self {
         self.port = port;
@@ -143,6 +163,7 @@ impl Interface {
     /// `all` (its current `keep` if it still has it, else its first), else `None` (a device
     /// without an address yet: the driver waits for one). A socket handed over has its own.
     pub(crate) fn resolve(&self, v6: bool, all: &[iface::InterfaceInfo], keep: Option<IpAddr>) -> Option<SocketAddr> {
+        let v6 = self.v6.unwrap_or(v6);
         let unspecified = if v6 { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
         if let Some(s) = self.adopted() {
             return s.local_addr().ok();
@@ -332,6 +353,15 @@ impl Options {
     /// given). Without one, only clients that opted out of authentication can connect.
     pub fn identity(mut self, id: ServerIdentity) -> Self {
         self.config.identity = Some(id);
+        self
+    }
+
+    /// Server: an address of this server announced to every client (ADD_ADDR, with its HMAC),
+    /// so that their paths of another family can join: listening on IPv4 and IPv6, announce
+    /// the IPv6 address (as clients reach it) to phones whose cellular network is IPv6-only.
+    /// May be given several times (at most 64).
+    pub fn announce(mut self, addr: SocketAddr) -> Self {
+        self.config.announce.push(addr);
         self
     }
 

@@ -254,7 +254,14 @@ impl Connection {
             Frame::Dss(d) => self.on_dss(now, i, &d),
             Frame::MpJoinSynAck(sa) => self.on_synack(now, i, &sa),
             Frame::MpJoinAck { hmac } => self.on_join_ack(now, i, &hmac),
-            Frame::AddAddr(a) => self.on_add_addr(i, a),
+            Frame::AddAddr(a) => {
+                // An address of the other family lets paths of that family join (fullmesh and
+                // backup open them now; multimob and ondemand when they fail over).
+                let family = self.peer_addr.is_ipv6() != a.ip.is_ipv6();
+                if self.on_add_addr(i, a) && family && self.rejoins_silent_paths() {
+                    self.pm_ran = false;
+                }
+            }
             Frame::RemoveAddr(ids) => self.on_remove_addr(now, ids),
             Frame::MpPrio { backup } => self.subflows[i].backup = backup,
             Frame::FastClose { key, .. } => {

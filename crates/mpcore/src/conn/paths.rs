@@ -53,7 +53,9 @@ impl Connection {
         };
         if open && !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
             let backup = lp.backup || (self.config.path_manager == PathManager::Backup && usable_regular);
-            self.open(now, path, self.peer_addr, backup);
+            if let Some(remote) = self.remote_for(path) {
+                self.open(now, path, remote, backup);
+            }
         }
         tracing::debug!(side = ?self.side, path = p, addr = %lp.addr, "local path added");
     }
@@ -64,7 +66,9 @@ impl Connection {
         for _ in 0..255 {
             let id = self.next_addr_id.max(1);
             self.next_addr_id = id.checked_add(1).unwrap_or(1);
-            let taken = self.addr_ids.iter().enumerate().any(|(k, &a)| k != p && a == id) || self.remove.contains(&id);
+            let taken = self.addr_ids.iter().enumerate().any(|(k, &a)| k != p && a == id)
+                || self.remove.contains(&id)
+                || self.announce.iter().any(|a| a.0 == id);
             if !taken {
                 return id;
             }
@@ -106,7 +110,9 @@ impl Connection {
                 match same_kind {
                     Some(k) => {
                         let backup = self.paths[k].backup;
-                        self.open(now, PathId(k as u8), self.peer_addr, backup);
+                        if let Some(remote) = self.remote_for(PathId(k as u8)) {
+                            self.open(now, PathId(k as u8), remote, backup);
+                        }
                     }
                     None => self.open_other_paths(now, false, true),
                 }
@@ -158,6 +164,34 @@ impl Connection {
             self.remove.push(id);
         }
         self.pend_on_any(ctrl::REMOVE_ADDR);
+    }
+
+    /// Where a join from local path `path` goes: the address the connection started on if the
+    /// path is of its family (or a dual-stack socket on `[::]`), else the last address of the
+    /// path's family the server announced (an IPv6-only cellular path joins the server's IPv6
+    /// address); `None` while there is none.
+    pub(super) fn remote_for(&self, path: PathId) -> Option<SocketAddr> {
+        let local = self.paths.get(usize::from(path.0))?.addr;
+        let reaches = |r: &SocketAddr| r.is_ipv6() == local.is_ipv6() || local.ip().is_unspecified() && local.is_ipv6();
+        if reaches(&self.peer_addr) {
+            return Some(self.peer_addr);
+        }
+        self.remote_addrs.iter().rev().map(|r| r.1).find(|r| reaches(r) && !r.ip().is_unspecified())
+    }
+
+    /// A server announces the addresses its configuration names ([`Config::announce`]), with
+    /// address ids from 128 (those of its local paths count from 1).
+    pub(crate) fn announce_configured(&mut self) {
+        if self.side != Side::Server || self.config.announce.is_empty() {
+            return;
+        }
+        for (k, &a) in self.config.announce.iter().enumerate().take(64) {
+            let id = 0x80 | k as u8;
+            if !self.announce.iter().any(|e| e.0 == id) {
+                self.announce.push((id, a, false));
+            }
+        }
+        self.pend_on_any(ctrl::ADD_ADDR);
     }
 
     /// The addresses the peer announced.
@@ -226,12 +260,12 @@ impl Connection {
         if self.side != Side::Client || self.is_closed() {
             return;
         }
-        let remote = self.peer_addr;
         for p in 0..self.paths.len() {
             let path = PathId(p as u8);
             if self.path_down[p] || self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
                 continue;
             }
+            let Some(remote) = self.remote_for(path) else { continue };
             let backup = backup_all || self.paths[p].backup;
             if let Some(i) = self.open(now, path, remote, backup) {
                 self.subflows[i].failover = failover;
@@ -300,7 +334,9 @@ impl Connection {
         }
         if !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
             let backup = self.paths[p].backup;
-            self.open(now, path, self.peer_addr, backup);
+            if let Some(remote) = self.remote_for(path) {
+                self.open(now, path, remote, backup);
+            }
         }
         tracing::debug!(side = ?self.side, path = p, "local path up");
     }
@@ -312,8 +348,10 @@ impl Connection {
         }
     }
 
-    pub(super) fn on_add_addr(&mut self, i: usize, a: AddAddr) {
-        let Some(keys) = self.keys.as_ref() else { return };
+    /// An ADD_ADDR or its echo on subflow `i`; true if it told a new address.
+    pub(super) fn on_add_addr(&mut self, i: usize, a: AddAddr) -> bool {
+        let Some(keys) = self.keys.as_ref() else { return false };
+        let mut new = false;
         match a.hmac {
             None => {
                 // An echo: our announcement arrived.
@@ -325,7 +363,7 @@ impl Connection {
                 let expect = crypto::add_addr_hmac(keys.remote_key, keys.local_key, a.addr_id, a.ip, a.port);
                 if !ct_eq(&expect, &h) {
                     self.reject(DropReason::BadHmac);
-                    return;
+                    return false;
                 }
                 let addr = SocketAddr::new(a.ip, a.port);
                 if !self.remote_addrs.iter().any(|r| r.0 == a.addr_id && r.1 == addr) {
@@ -333,6 +371,7 @@ impl Connection {
                     if self.remote_addrs.len() < 255 {
                         self.remote_addrs.push((a.addr_id, addr));
                         self.emit(Event::AddressAnnounced { addr_id: a.addr_id, addr });
+                        new = true;
                     }
                 }
                 if self.echo.len() < 16 {
@@ -341,6 +380,7 @@ impl Connection {
                 self.subflows[i].ctrl_pending |= ctrl::ADDR_ECHO;
             }
         }
+        new
     }
 
     /// REMOVE_ADDR (§5.13): the peer's subflows from those addresses are closed.

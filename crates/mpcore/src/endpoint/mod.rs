@@ -637,6 +637,12 @@ impl Endpoint {
         }
         let h = self.insert(conn);
         tracing::debug!(%remote, handle = %h, "connection accepted from a cookie");
+        if let Some(idx) = self.slot_of(h) {
+            if let Some(c) = self.conns.get_mut(idx) {
+                c.announce_configured();
+            }
+            self.apply_events(idx, now);
+        }
         self.accept.push_back(h);
     }
 
