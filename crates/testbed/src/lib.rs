@@ -70,6 +70,43 @@ impl Testbed {
         Ok(t)
     }
 
+    /// The same namespaces with the links a phone meets where cellular is IPv6-only: `c0` has
+    /// only IPv4 (`10.N.1.1/24`, the WiFi), `c1` only IPv6 (`fd00:N:2::1/64`, the cellular);
+    /// the server has `10.N.9.1` and `fd00:N:9::1` on its loopback, each reachable through the
+    /// one link of its family.
+    pub fn dual_stack(tag: &str, net: u8) -> Result<Self, String> {
+        let id = std::process::id();
+        let t = Testbed { client: format!("{tag}-c{id}"), server: format!("{tag}-s{id}"), net };
+        let (c, s) = (&t.client, &t.server);
+        ip(&format!("netns add {c}"))?;
+        ip(&format!("netns add {s}"))?;
+        for n in [c, s] {
+            ip(&format!("-n {n} link set lo up"))?;
+        }
+        for k in 0..2 {
+            ip(&format!("link add c{k} netns {c} type veth peer name s{k} netns {s}"))?;
+        }
+        ip(&format!("-n {c} addr add 10.{net}.1.1/24 dev c0"))?;
+        ip(&format!("-n {s} addr add 10.{net}.1.2/24 dev s0"))?;
+        // `nodad`: usable at once (duplicate address detection would hold it for a second).
+        ip(&format!("-n {c} -6 addr add fd00:{net}:2::1/64 dev c1 nodad"))?;
+        ip(&format!("-n {s} -6 addr add fd00:{net}:2::2/64 dev s1 nodad"))?;
+        for k in 0..2 {
+            ip(&format!("-n {c} link set c{k} up"))?;
+            ip(&format!("-n {s} link set s{k} up"))?;
+        }
+        ip(&format!("-n {s} addr add {}/32 dev lo", t.server_ip()))?;
+        ip(&format!("-n {s} -6 addr add {}/128 dev lo nodad", t.server_ip6()))?;
+        t.route(0)?;
+        ip(&format!("-n {c} -6 route replace {}/128 via fd00:{net}:2::2 dev c1", t.server_ip6()))?;
+        Ok(t)
+    }
+
+    /// The server's IPv6 address (of [`Testbed::dual_stack`]), on its loopback.
+    pub fn server_ip6(&self) -> String {
+        format!("fd00:{}:9::1", self.net)
+    }
+
     /// The server's address, on its loopback.
     pub fn server_ip(&self) -> String {
         format!("10.{}.9.1", self.net)

@@ -11,10 +11,23 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Runs this test binary in namespace `ns` as the ignored helper test `helper`, with
 /// `role_var=role` in its environment; its stdin and stdout are piped.
 pub fn exec(ns: &str, helper: &str, role_var: &str, role: &str) -> Child {
+    exec_as(ns, None, helper, role_var, role)
+}
+
+/// `exec`, as user `uid` (its group the same number, no supplementary groups, no
+/// capabilities: an app's process) when given, with util-linux's `setpriv`.
+pub fn exec_as(ns: &str, uid: Option<u32>, helper: &str, role_var: &str, role: &str) -> Child {
     let exe = std::env::current_exe().unwrap();
-    Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(exe)
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns]);
+    if let Some(u) = uid {
+        cmd.arg("setpriv").arg(format!("--reuid={u}")).arg(format!("--regid={u}")).args([
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ]);
+    }
+    cmd.arg(exe)
         .args(["--ignored", "--exact", helper, "--nocapture", "--test-threads", "1"])
         .env(role_var, role)
         .stdin(Stdio::piped())
