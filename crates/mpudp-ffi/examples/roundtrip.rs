@@ -1,0 +1,121 @@
+//! The cost of the C ABI: a small request (100 bytes) and its answer (100 bytes) over loopback,
+//! one at a time, through the Rust API (`MpStream` on a tokio runtime) and through the C
+//! functions (`mpu_write`, `mpu_read`) from a plain thread, as a Kotlin or Swift app calls
+//! them; the same echo server for both, in one run. Prints the medians and their ratio.
+//!
+//! Run: `cargo run --release -p mpudp-ffi --example roundtrip [ROUNDS]`
+#![allow(clippy::unwrap_used)]
+#![allow(unsafe_code)] // Calls the C functions, as an app does.
+
+use mpudp::{Interface, MpEndpoint, MpListener, Options, ServerIdentity};
+use mpudp_ffi::*;
+use std::ffi::CString;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const SIZE: usize = 100;
+
+fn median(mut v: Vec<Duration>) -> f64 {
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1e6
+}
+
+fn pct(v: &[Duration], p: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort();
+    v[((v.len() as f64 * p) as usize).min(v.len() - 1)].as_secs_f64() * 1e6
+}
+
+fn main() {
+    let rounds: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(5000);
+    let id = ServerIdentity::from_seed(&[7; 32]).unwrap();
+    let key = id.public_key();
+    // The echo server, on a runtime of its own.
+    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let addr = server_rt.block_on(async {
+        let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::server().identity(id)).unwrap();
+        let addr = l.local_addr();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let (mut r, mut w) = s.into_split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        });
+        addr
+    });
+
+    // The Rust API: one client task on a current-thread runtime.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rust: Vec<Duration> = rt.block_on(async {
+        let opts = Options::new().server_key(key).interface(Interface::unbound("127.0.0.1:0".parse().unwrap()));
+        let ep = MpEndpoint::client(opts).unwrap();
+        let mut s = ep.connect(addr).await.unwrap();
+        let (req, mut resp) = ([1u8; SIZE], [0u8; SIZE]);
+        let mut t = Vec::with_capacity(rounds);
+        for k in 0..rounds + 200 {
+            let t0 = Instant::now();
+            s.write_all(&req).await.unwrap();
+            s.read_exact(&mut resp).await.unwrap();
+            if k >= 200 {
+                t.push(t0.elapsed());
+            }
+        }
+        t
+    });
+
+    // The C ABI, from this (non-runtime) thread.
+    let c: Vec<Duration> = {
+        let (mut opts, mut ep, mut conn) = (0u64, 0u64, 0u64);
+        let key = CString::new(key.to_string()).unwrap();
+        let a = CString::new("127.0.0.1:0").unwrap();
+        let label = CString::new("lo").unwrap();
+        let server = CString::new(addr.to_string()).unwrap();
+        // SAFETY: valid out pointers and NUL-terminated strings.
+        unsafe {
+            assert_eq!(mpu_options_new(MPU_PRESET_DEFAULT, &mut opts), MPU_OK);
+            assert_eq!(mpu_options_server_key(opts, key.as_ptr()), MPU_OK);
+            assert_eq!(mpu_options_add_address(opts, a.as_ptr(), label.as_ptr(), MPU_IFACE_WIRED, false), MPU_OK);
+            assert_eq!(mpu_client_new(opts, &mut ep), MPU_OK);
+            assert_eq!(mpu_connect(ep, server.as_ptr(), 5000, &mut conn), MPU_OK);
+        }
+        let (req, mut resp) = ([1u8; SIZE], [0u8; SIZE]);
+        let mut t = Vec::with_capacity(rounds);
+        for k in 0..rounds + 200 {
+            let t0 = Instant::now();
+            // SAFETY: buffers of SIZE bytes.
+            unsafe {
+                assert_eq!(mpu_write(conn, req.as_ptr(), SIZE, 5000), SIZE as isize);
+                let mut got = 0;
+                while got < SIZE {
+                    let n = mpu_read(conn, resp.as_mut_ptr().add(got), SIZE - got, 5000);
+                    assert!(n > 0, "read {n}");
+                    got += n as usize;
+                }
+            }
+            if k >= 200 {
+                t.push(t0.elapsed());
+            }
+        }
+        mpu_conn_free(conn);
+        mpu_endpoint_free(ep);
+        mpu_options_free(opts);
+        t
+    };
+
+    let (r, f) = (median(rust.clone()), median(c.clone()));
+    println!("| {SIZE}-byte request and answer over loopback, {rounds} rounds | median (us) | p90 (us) | p99 (us) |");
+    println!("|---|---|---|---|");
+    println!(
+        "| Rust API (MpStream, current-thread runtime) | {r:.1} | {:.1} | {:.1} |",
+        pct(&rust, 0.9),
+        pct(&rust, 0.99)
+    );
+    println!(
+        "| C ABI (mpu_write + mpu_read, blocking, from an app thread) | {f:.1} | {:.1} | {:.1} |",
+        pct(&c, 0.9),
+        pct(&c, 0.99)
+    );
+    println!("C ABI / Rust API (medians): {:.2}x, {:+.1} us per request", f / r, f - r);
+}
