@@ -78,7 +78,7 @@ impl fmt::Display for Error {
             ),
             Error::PermissionDenied { name } => write!(
                 f,
-                "binding a socket to interface {name:?} needs CAP_NET_RAW: run as root, grant it with `setcap cap_net_raw+ep`, or use unbound interfaces"
+                "binding a socket to interface {name:?} was refused (Linux before 5.7 needs CAP_NET_RAW for it: run as root, grant it with `setcap cap_net_raw+ep`), or use unbound interfaces or sockets the OS bound to a network"
             ),
             Error::AddrInUse { addr } => {
                 write!(f, "address {addr} is in use: pick another port, or stop the program that holds it")
