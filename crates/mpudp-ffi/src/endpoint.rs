@@ -5,7 +5,7 @@ use crate::conn::Conn;
 use crate::options::{iface_kind, options_of};
 use crate::{
     arg_str, block, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any, write_str, Fail,
-    Obj, Res, MPU_ERR_IO, MPU_OK,
+    Obj, Res, MPU_OK,
 };
 use mpudp::{Interface, LinkHint, MpEndpoint, MpListener};
 use std::ffi::c_char;
@@ -226,16 +226,10 @@ pub unsafe extern "C" fn mpu_path_add_address(
 #[cfg(unix)]
 #[no_mangle]
 pub unsafe extern "C" fn mpu_path_add_fd(endpoint: u64, fd: i32, label: *const c_char, kind: u32, backup: bool) -> i32 {
-    use std::os::fd::FromRawFd;
     guard(|| {
-        if fd < 0 {
-            return Err(invalid(format!("fd {fd}")));
-        }
-        // SAFETY: the caller hands over an open socket it no longer uses.
-        let sock = unsafe { std::net::UdpSocket::from_raw_fd(fd) };
+        let sock = crate::options::adopt_fd(fd)?;
         // SAFETY: the caller's promise.
         let l = unsafe { arg_str(label, "label") }?;
-        sock.local_addr().map_err(|e| Fail(MPU_ERR_IO, format!("fd {fd} is not a bound socket: {e}")))?;
         let i = Interface::from_socket(sock).label(l).kind(iface_kind(kind)?).backup(backup);
         with_ep(endpoint, |e| e.ep().add_interface(i).map_err(Fail::from))?;
         Ok(MPU_OK)

@@ -137,19 +137,26 @@ pub unsafe extern "C" fn mpu_options_add_fd(
     kind: u32,
     backup: bool,
 ) -> i32 {
-    use std::os::fd::FromRawFd;
     guard(|| {
-        if fd < 0 {
-            return Err(invalid(format!("fd {fd}")));
-        }
-        // SAFETY: the caller hands over an open socket it no longer uses.
-        let sock = unsafe { std::net::UdpSocket::from_raw_fd(fd) };
+        let sock = adopt_fd(fd)?;
         // SAFETY: the caller's promise.
         let l = unsafe { arg_str(label, "label") }?;
         let k = iface_kind(kind)?;
-        sock.local_addr().map_err(|e| Fail(crate::MPU_ERR_IO, format!("fd {fd} is not a bound socket: {e}")))?;
         with(options, |o| Ok(o.interface(Interface::from_socket(sock).label(l).kind(k).backup(backup))))
     })
+}
+
+/// Takes over socket `fd` (closed on error): it must be a bound socket.
+#[cfg(unix)]
+pub(crate) fn adopt_fd(fd: i32) -> Res<std::net::UdpSocket> {
+    use std::os::fd::FromRawFd;
+    if fd < 0 {
+        return Err(invalid(format!("fd {fd}")));
+    }
+    // SAFETY: the caller hands over an open socket it no longer uses (the C functions' promise).
+    let sock = unsafe { std::net::UdpSocket::from_raw_fd(fd) };
+    sock.local_addr().map_err(|e| Fail(crate::MPU_ERR_IO, format!("fd {fd} is not a bound socket: {e}")))?;
+    Ok(sock)
 }
 
 /// The server's public key (base64, as `iperf-siri keygen` and `mpu_endpoint_public_key`

@@ -5,18 +5,12 @@
 //! namespace version, with real interfaces, is tests/netns_dual_stack.rs.
 #![allow(clippy::unwrap_used)]
 
-use mpudp::{Iface, Interface, MpEndpoint, MpListener, Options, ServerIdentity};
+mod common;
+
+use mpudp::{Iface, Interface, MpEndpoint, MpListener, Options};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn identity() -> ServerIdentity {
-    ServerIdentity::from_seed(&[7; 32]).unwrap()
-}
-
-fn byte_at(r: usize, i: usize) -> u8 {
-    (r * 31 + i * 7) as u8
-}
 
 #[tokio::test]
 async fn ipv4_wifi_fails_over_to_ipv6_cellular() {
@@ -30,25 +24,18 @@ async fn ipv4_wifi_fails_over_to_ipv6_cellular() {
     drop(probe);
     let v6: SocketAddr = format!("[::1]:{port}").parse().unwrap();
     let server = Options::server()
-        .identity(identity())
+        .identity(common::identity())
         .interface(Interface::unbound("0.0.0.0:0".parse().unwrap()))
         .interface(Interface::unbound("[::]:0".parse().unwrap()))
         .announce(v6);
     let l = MpListener::bind(format!("127.0.0.1:{port}").parse().unwrap(), server).unwrap();
     let serve = tokio::spawn(async move {
-        let (mut s, _) = l.accept().await.unwrap();
-        let mut req = [0u8; 2004];
-        while s.read_exact(&mut req).await.is_ok() {
-            let r = usize::from(req[0]);
-            let resp: Vec<u8> = (0..20_000).map(|i| byte_at(r, i)).collect();
-            s.write_all(&resp).await.unwrap();
-        }
-        s.shutdown().await.unwrap();
-        s.closed().await;
+        let (s, _) = l.accept().await.unwrap();
+        common::answer_requests(s).await;
         l.endpoint().paths()
     });
     let phone = Options::phone()
-        .server_key(identity().public_key())
+        .server_key(common::identity().public_key())
         .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()).label("wifi").kind(Iface::Wifi))
         .interface(Interface::unbound("[::1]:0".parse().unwrap()).label("cell").kind(Iface::Cellular).backup(true));
     let ep = MpEndpoint::client(phone).unwrap();
@@ -69,7 +56,7 @@ async fn ipv4_wifi_fails_over_to_ipv6_cellular() {
         let mut resp = vec![0u8; 20_000];
         tokio::time::timeout(Duration::from_secs(10), c.read_exact(&mut resp)).await.unwrap().unwrap();
         let took = t0.elapsed();
-        assert!(resp.iter().enumerate().all(|(i, &b)| b == byte_at(r, i)), "response {r} intact");
+        assert!(resp.iter().enumerate().all(|(i, &b)| b == common::byte_at(r, i)), "response {r} intact");
         if r >= 4 {
             worst_after = worst_after.max(took);
         }

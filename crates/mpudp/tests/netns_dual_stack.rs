@@ -28,10 +28,6 @@ const REQUESTS: usize = 30;
 /// The user the client runs as (`nobody`).
 const APP_UID: u32 = 65534;
 
-fn byte_at(r: usize, i: usize) -> u8 {
-    (r * 31 + i * 7) as u8
-}
-
 #[test]
 fn ipv4_wifi_to_ipv6_cellular_unprivileged() {
     if let Some(why) = testbed::unavailable() {
@@ -94,15 +90,8 @@ async fn server() {
         .announce(format!("[fd00:{NET}:9::1]:5201").parse().unwrap());
     let l = MpListener::bind("0.0.0.0:5201".parse().unwrap(), opts).unwrap();
     println!("listening");
-    let (mut s, _) = l.accept().await.unwrap();
-    let mut req = [0u8; 2004];
-    while s.read_exact(&mut req).await.is_ok() {
-        let r = usize::from(req[0]);
-        let resp: Vec<u8> = (0..20_000).map(|i| byte_at(r, i)).collect();
-        s.write_all(&resp).await.unwrap();
-    }
-    s.shutdown().await.unwrap();
-    s.closed().await;
+    let (s, _) = l.accept().await.unwrap();
+    common::answer_requests(s).await;
 }
 
 async fn client() {
@@ -124,7 +113,7 @@ async fn client() {
         s.write_all(&req).await.unwrap();
         tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut resp)).await.unwrap().unwrap();
         let took = t0.elapsed();
-        assert!(resp.iter().enumerate().all(|(i, &b)| b == byte_at(r, i)), "response {r} intact");
+        assert!(resp.iter().enumerate().all(|(i, &b)| b == common::byte_at(r, i)), "response {r} intact");
         if r > 10 {
             worst = worst.max(took);
         }

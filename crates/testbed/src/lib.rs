@@ -49,6 +49,21 @@ pub struct Testbed {
 impl Testbed {
     /// Namespaces `{tag}-c{pid}` and `{tag}-s{pid}` on the addresses `10.{net}.*`.
     pub fn new(tag: &str, net: u8) -> Result<Self, String> {
+        let t = Self::linked(tag, net)?;
+        let (c, s) = (&t.client, &t.server);
+        for k in 0..2 {
+            ip(&format!("-n {c} addr add 10.{net}.{}.1/24 dev c{k}", k + 1))?;
+            ip(&format!("-n {s} addr add 10.{net}.{}.2/24 dev s{k}", k + 1))?;
+        }
+        t.links_up()?;
+        ip(&format!("-n {s} addr add {}/32 dev lo", t.server_ip()))?;
+        t.route(0)?;
+        t.route(1)?;
+        Ok(t)
+    }
+
+    /// The two namespaces and their two veth pairs, without addresses, links down.
+    fn linked(tag: &str, net: u8) -> Result<Self, String> {
         let id = std::process::id();
         let t = Testbed { client: format!("{tag}-c{id}"), server: format!("{tag}-s{id}"), net };
         let (c, s) = (&t.client, &t.server);
@@ -59,15 +74,16 @@ impl Testbed {
         }
         for k in 0..2 {
             ip(&format!("link add c{k} netns {c} type veth peer name s{k} netns {s}"))?;
-            ip(&format!("-n {c} addr add 10.{net}.{}.1/24 dev c{k}", k + 1))?;
-            ip(&format!("-n {s} addr add 10.{net}.{}.2/24 dev s{k}", k + 1))?;
-            ip(&format!("-n {c} link set c{k} up"))?;
-            ip(&format!("-n {s} link set s{k} up"))?;
         }
-        ip(&format!("-n {s} addr add {}/32 dev lo", t.server_ip()))?;
-        t.route(0)?;
-        t.route(1)?;
         Ok(t)
+    }
+
+    fn links_up(&self) -> Result<(), String> {
+        for k in 0..2 {
+            ip(&format!("-n {} link set c{k} up", self.client))?;
+            ip(&format!("-n {} link set s{k} up", self.server))?;
+        }
+        Ok(())
     }
 
     /// The same namespaces with the links a phone meets where cellular is IPv6-only: `c0` has
@@ -75,26 +91,14 @@ impl Testbed {
     /// the server has `10.N.9.1` and `fd00:N:9::1` on its loopback, each reachable through the
     /// one link of its family.
     pub fn dual_stack(tag: &str, net: u8) -> Result<Self, String> {
-        let id = std::process::id();
-        let t = Testbed { client: format!("{tag}-c{id}"), server: format!("{tag}-s{id}"), net };
+        let t = Self::linked(tag, net)?;
         let (c, s) = (&t.client, &t.server);
-        ip(&format!("netns add {c}"))?;
-        ip(&format!("netns add {s}"))?;
-        for n in [c, s] {
-            ip(&format!("-n {n} link set lo up"))?;
-        }
-        for k in 0..2 {
-            ip(&format!("link add c{k} netns {c} type veth peer name s{k} netns {s}"))?;
-        }
         ip(&format!("-n {c} addr add 10.{net}.1.1/24 dev c0"))?;
         ip(&format!("-n {s} addr add 10.{net}.1.2/24 dev s0"))?;
         // `nodad`: usable at once (duplicate address detection would hold it for a second).
         ip(&format!("-n {c} -6 addr add fd00:{net}:2::1/64 dev c1 nodad"))?;
         ip(&format!("-n {s} -6 addr add fd00:{net}:2::2/64 dev s1 nodad"))?;
-        for k in 0..2 {
-            ip(&format!("-n {c} link set c{k} up"))?;
-            ip(&format!("-n {s} link set s{k} up"))?;
-        }
+        t.links_up()?;
         ip(&format!("-n {s} addr add {}/32 dev lo", t.server_ip()))?;
         ip(&format!("-n {s} -6 addr add {}/128 dev lo nodad", t.server_ip6()))?;
         t.route(0)?;

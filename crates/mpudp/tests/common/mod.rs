@@ -82,6 +82,24 @@ pub async fn hashing_server(addr: SocketAddr, opts: Options) {
     s.closed().await;
 }
 
+/// Byte `i` of the answer to request `r` of the Siri-like exchanges.
+pub fn byte_at(r: usize, i: usize) -> u8 {
+    (r * 31 + i * 7) as u8
+}
+
+/// Answers each request of `s` (2,004 bytes, the first its number) with 20,000 bytes, until
+/// the client's end of stream; then ends its own and waits for the close.
+pub async fn answer_requests(mut s: mpudp::MpStream) {
+    let mut req = [0u8; 2004];
+    while s.read_exact(&mut req).await.is_ok() {
+        let r = usize::from(req[0]);
+        let resp: Vec<u8> = (0..20_000).map(|i| byte_at(r, i)).collect();
+        s.write_all(&resp).await.unwrap();
+    }
+    s.shutdown().await.unwrap();
+    s.closed().await;
+}
+
 /// Fills `chunk` with the next pseudo-random bytes of the upload (xorshift, state `x`).
 pub fn fill(x: &mut u64, chunk: &mut [u8]) {
     for b in chunk.iter_mut() {
