@@ -337,3 +337,46 @@ impl MpEndpoint {
         .await
     }
 }
+
+/// A stream's own way in: a new client endpoint and its first connection (here rather than in
+/// `stream`, which the endpoint's connections are made of).
+impl MpStream {
+    /// Opens a connection to `remote` (an address, or a `"host:port"` resolved as
+    /// [`tokio::net::lookup_host`] does, its addresses tried in turn, IPv4 first) from a new
+    /// client endpoint with `opts`'s interfaces (the
+    /// first is the primary path; with none, one unbound socket). Resolves once the handshake
+    /// completes; fails with [`Error::Unreachable`] if the server does not answer within the
+    /// connect timeout (see [`MpEndpoint::connect`](crate::MpEndpoint::connect)), with
+    /// [`Error::ServerNotAuthenticated`] if it cannot prove the server key of `opts`, and at
+    /// once with [`Error::NoServerKey`] if `opts` has none and did not opt out.
+    ///
+    /// [`Error::ServerNotAuthenticated`]: crate::Error::ServerNotAuthenticated
+    /// [`Error::NoServerKey`]: crate::Error::NoServerKey
+    pub async fn connect(remote: impl tokio::net::ToSocketAddrs, opts: Options) -> Result<MpStream> {
+        let mut addrs: Vec<SocketAddr> = tokio::net::lookup_host(remote)
+            .await
+            .map_err(|source| Error::Io { context: "resolving the server's name".into(), source })?
+            .collect();
+        // IPv4 first, as the interfaces' addresses default to IPv4 (stable: the resolver's
+        // order within a family is kept).
+        addrs.sort_by_key(|a| a.is_ipv6());
+        let mut last = None;
+        for addr in addrs {
+            let attempt = match crate::MpEndpoint::client_for(opts.clone(), addr.is_ipv6()) {
+                Ok(ep) => ep.connect(addr).await,
+                Err(e) => Err(e),
+            };
+            match attempt {
+                Ok(s) => return Ok(s),
+                // The server was reached and refused to prove its key, or there is no key:
+                // another address of the name would not change that.
+                Err(e @ (Error::ServerNotAuthenticated { .. } | Error::NoServerKey)) => return Err(e),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Io {
+            context: "resolving the server's name".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
+        }))
+    }
+}

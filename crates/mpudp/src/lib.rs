@@ -56,6 +56,7 @@
 
 #![warn(missing_docs)]
 
+mod conn_event;
 mod driver;
 mod endpoint;
 mod error;
@@ -67,10 +68,11 @@ mod netlink;
 mod options;
 mod stream;
 
+pub use conn_event::ConnEvent;
 pub use driver::{IoCounters, PathInfo};
 pub use endpoint::MpEndpoint;
 pub use error::{Error, Result};
-pub use events::{ConnEvent, Events};
+pub use events::Events;
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
 pub use listener::MpListener;
 pub use mpcore::crypto::Suite;

@@ -2,7 +2,6 @@
 //! handed over by the application; GSO batches on the way out.
 
 use super::state::State;
-use super::{GSO_BYTES, TX_BUDGET};
 use crate::error::{Error, Result};
 use crate::options::Interface;
 use bytes::BytesMut;
@@ -13,6 +12,11 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::task::{Context, Poll};
 use tokio::io::Interest;
+
+/// Datagrams built per round before receiving again.
+const TX_BUDGET: usize = 128;
+/// The most a GSO batch carries (the kernel's limit is 64 KiB of payload).
+const GSO_BYTES: usize = 65_000;
 
 /// One local path's socket.
 #[derive(Debug)]

@@ -46,15 +46,11 @@ const BATCH: usize = 8;
 const CHUNK: usize = 65_536;
 /// recvmmsg calls on one socket before the others get their turn.
 const RECV_ROUNDS: usize = 2;
-/// Datagrams built per round before receiving again.
-const TX_BUDGET: usize = 128;
 /// Datagrams handled between two sends (the ACKs they elicit leave without waiting for the
 /// rest of a receive batch).
 const ACK_EVERY: usize = 16;
 /// Rounds per poll before the task yields to the runtime.
 const ROUNDS: usize = 16;
-/// The most a GSO batch carries (the kernel's limit is 64 KiB of payload).
-const GSO_BYTES: usize = 65_000;
 
 /// The endpoint's task.
 #[derive(Debug)]

@@ -112,8 +112,8 @@ pub(crate) struct Slot {
     pub(crate) close: Option<Waker>,
     pub(crate) connected: bool,
     pub(crate) closed: Option<CloseReason>,
-    /// Events not yet read by `MpStream::events` (at most `events::QUEUE`).
-    pub(crate) events: std::collections::VecDeque<crate::events::ConnEvent>,
+    /// Events not yet read by `MpStream::events` (at most `conn_event::QUEUE`).
+    pub(crate) events: std::collections::VecDeque<crate::conn_event::ConnEvent>,
     pub(crate) events_lost: u64,
     pub(crate) events_waker: Option<Waker>,
     /// Every handle of the stream was dropped: bytes that arrive now are never read.
@@ -314,11 +314,11 @@ impl State {
                 continue;
             }
             if ev != Event::Readable {
-                if slot.events.len() >= crate::events::QUEUE {
+                if slot.events.len() >= crate::conn_event::QUEUE {
                     slot.events.pop_front();
                     slot.events_lost += 1;
                 }
-                slot.events.push_back(crate::events::ConnEvent { at: Instant::now(), event: ev, path });
+                slot.events.push_back(crate::conn_event::ConnEvent { at: Instant::now(), event: ev, path });
                 wake(&mut slot.events_waker);
             }
             match ev {
