@@ -17,6 +17,7 @@ fn packets(sim: &Sim, path: usize, from: Time, to: Time) -> (usize, usize) {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "24 virtual hours: .ci/run runs it in release, once")]
 fn a_day_in_a_phones_life() {
     let wall = std::time::Instant::now();
     let run = mpsim::day::run(&DaySetup::phone()).unwrap();

@@ -13,8 +13,18 @@
 
 use std::process::{Child, Command};
 
-/// Why the namespace tests cannot run here, if they cannot.
+/// Why the namespace tests cannot run here, if they cannot (the test then says so and skips).
+/// Where they must run (`MPUDP_REQUIRE_NETNS` set, as `.ci/run` does), a reason is a failure:
+/// this panics with it.
 pub fn unavailable() -> Option<&'static str> {
+    let why = missing();
+    if let (Some(why), Some(_)) = (why, std::env::var_os("MPUDP_REQUIRE_NETNS")) {
+        panic!("MPUDP_REQUIRE_NETNS is set, and the namespace tests cannot run: {why}");
+    }
+    why
+}
+
+fn missing() -> Option<&'static str> {
     let root = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(2) == Some("0")))
