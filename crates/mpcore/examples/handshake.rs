@@ -4,7 +4,10 @@
 //! replayed and of a forged packet. Prints every packet; panics if any check fails.
 //!
 //! Run: `cargo run -p mpcore --example handshake`
-//! (`tests/handshake_flow.rs` runs the same code as a test.)
+//! A reading aid, not a test: its checks are its own code's. The protocol's behaviour is
+//! tested through the real `Endpoint` in the simulator: a replayed JOIN from another address
+//! and forged or replayed packets (`mpsim/tests/core.rs`), replayed fast joins
+//! (`mpsim/tests/fastjoin.rs`), the server's key proven or refused (`mpsim/tests/identity.rs`).
 
 use mpcore::crypto::{
     add_addr_hmac, ct_eq, join_ack_hmac, join_synack_hmac, retry_integrity_tag, token, transcript_hash, CookieKey,
