@@ -135,7 +135,7 @@ pub struct Config {
     /// For simulations and tests only: every key share, connection ID and nonce comes from a
     /// generator seeded with this value (see [`crate::rng`]), so a run is a function of its
     /// inputs. Never set it in production: the keys would be predictable.
-    #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub rng_seed: Option<u64>,
     /// The oracle of the `multimob` path manager (period, thresholds).
     pub oracle: oracle::Config,
@@ -163,9 +163,9 @@ pub struct Config {
     /// then read and change everything). `Endpoint::connect` refuses to start with neither
     /// this nor `server_keys`.
     pub unauthenticated_server: bool,
-    /// Deliberate protocol violations, for tests of the peer's defences. Never set outside
-    /// tests.
-    #[doc(hidden)]
+    /// Deliberate protocol violations, for tests of the peer's defences (the `test-hooks`
+    /// feature: tests and the simulator only).
+    #[cfg(feature = "test-hooks")]
     pub faults: Faults,
 }
 
@@ -209,8 +209,8 @@ impl Config {
     }
 }
 
-/// Ways a test can make an endpoint misbehave towards its peer.
-#[doc(hidden)]
+/// Ways a test can make an endpoint misbehave towards its peer (set through `Config::faults`,
+/// the `test-hooks` feature).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Faults {
     /// Damage the HMAC of every FAST_JOIN_OUT and FAST_JOIN_IN sent.
@@ -256,6 +256,7 @@ impl Default for Config {
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
             subflow_idle_timeout: 30_000_000,
+            #[cfg(feature = "test-hooks")]
             rng_seed: None,
             oracle: oracle::Config::default(),
             failover_on_timeout: true,
@@ -264,6 +265,7 @@ impl Default for Config {
             identity: None,
             server_keys: Vec::new(),
             unauthenticated_server: false,
+            #[cfg(feature = "test-hooks")]
             faults: Faults::default(),
         }
     }
@@ -284,6 +286,24 @@ impl std::error::Error for ConfigError {}
 /// The idle timeout of the phone presets: 2 minutes, so that a connection left on a cellular
 /// backup alone (WiFi lost) needs a keep-alive there only once a minute.
 const PHONE_IDLE_TIMEOUT: u64 = 120_000_000;
+
+impl Config {
+    /// The seed of the endpoint's random generator (`None` outside the `test-hooks` feature).
+    pub(crate) fn seed(&self) -> Option<u64> {
+        #[cfg(feature = "test-hooks")]
+        return self.rng_seed;
+        #[cfg(not(feature = "test-hooks"))]
+        return None;
+    }
+
+    /// The deliberate violations to commit (none outside the `test-hooks` feature).
+    pub(crate) fn faults(&self) -> Faults {
+        #[cfg(feature = "test-hooks")]
+        return self.faults;
+        #[cfg(not(feature = "test-hooks"))]
+        return Faults::default();
+    }
+}
 
 impl Config {
     /// A phone's client, as MultiMob tuned it: the `multimob` path manager (no subflow on

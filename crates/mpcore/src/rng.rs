@@ -1,5 +1,5 @@
 //! Where the protocol's randomness comes from: the system's secure generator, or, for
-//! simulations and tests, a generator seeded by [`Config::rng_seed`](crate::Config::rng_seed),
+//! simulations and tests, a generator seeded by `Config::rng_seed` (the `test-hooks` feature),
 //! so that a run (key shares, connection IDs, nonces, challenges, and so every byte on the
 //! wire) is a function of its seed, as quinn's `rng_seed` makes it.
 //!

@@ -95,7 +95,7 @@ impl Connection {
                 Some(s) if first && take > 0 => {
                     let dsn = self.send.dsn(s.off).0;
                     let mut hmac = keys.fast.sign(fastjoin::Kind::Out, dsn, self.remote_token);
-                    hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
+                    hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
                     let (backup, addr_id) = (sf.backup, sf.local_addr_id);
                     w.varint(crate::wire::frame::ty::FAST_JOIN_OUT).ok()?;
                     w.view(FastJoinOut::HEADER_LEN, |out| {
@@ -112,7 +112,7 @@ impl Connection {
                 _ => {
                     let data_ack = self.recv.edsn().0;
                     let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
-                    hmac[0] ^= u8::from(self.config.faults.forge_fast_join_hmac);
+                    hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
                     let f =
                         Frame::FastJoinIn(FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac });
                     if first {

@@ -211,7 +211,7 @@ impl Connection {
     /// A CID for the peer to send on: random, naming this core on a server spread over cores,
     /// `cid_len` bytes long. The endpoint checks it is unique when it routes it (`rename_cid`).
     fn new_cid(&mut self) -> Cid {
-        if self.config.faults.same_join_cid {
+        if self.config.faults().same_join_cid {
             return Cid([0xee; 8]).truncated(usize::from(self.config.cid_len));
         }
         self.config.issue_cid(&mut self.rng)
@@ -304,7 +304,7 @@ impl Connection {
         };
         let fast = fastjoin::Keys::new(local_key, remote_key);
         self.keys = Some(Keys { send, recv, local_key, remote_key, fast });
-        let token = if self.config.faults.same_token { 0 } else { crypto::token(local_key) };
+        let token = if self.config.faults().same_token { 0 } else { crypto::token(local_key) };
         self.local_token = Some(token);
         self.endpoint_events.push_back(EndpointEvent::Token(token));
         self.remote_token = crypto::token(remote_key);
@@ -505,7 +505,7 @@ impl Connection {
     }
 
     /// For tests of a peer's defences only: our DATA_ACK as it travels (the peer's next DSN).
-    #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub fn data_ack(&self) -> u64 {
         self.recv.edsn().0
     }
@@ -513,7 +513,7 @@ impl Connection {
     /// For tests of a peer's defences only: `frames` (encoded frames, sent as they are) go
     /// into the next packet on subflow `id`, sealed with the connection's keys. False if
     /// there is no such subflow.
-    #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub fn inject_frames(&mut self, id: u32, frames: &[u8]) -> bool {
         let Some(i) = self.subflows.by_number(id) else { return false };
         self.injected.extend_from_slice(frames);

@@ -55,7 +55,7 @@ impl Connection {
                     && sf.join.kind == JoinKind::FastInitiator
                     && sf.ctrl_pending & ctrl::JOIN != 0
                     && sf.rec.rto_backoff == 0;
-                let repeat = self.config.faults.repeat_fast_join_dsn;
+                let repeat = self.config.faults().repeat_fast_join_dsn;
                 let seg = if first_fast_join { self.send.fast_join_segment(repeat) } else { None };
                 if let Some(t) = self.build(now, i, seg, buf) {
                     self.rr = (i + 1) % n;

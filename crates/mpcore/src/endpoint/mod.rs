@@ -149,7 +149,7 @@ impl Endpoint {
         if paths.len() > 255 {
             return Err(ConfigError("an endpoint has at most 255 local paths".into()));
         }
-        let mut rng = Rng::new(config.rng_seed);
+        let mut rng = Rng::new(config.seed());
         let keys = ServerKeys::new(&mut rng).map_err(|_| ConfigError("no system randomness".into()))?;
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
@@ -170,7 +170,7 @@ impl Endpoint {
             // Keyed without drawing from `rng`, so a seeded run's other draws stay as they were.
             limiter: SourceLimiter::new(
                 config.initials_per_source,
-                config.rng_seed.unwrap_or_else(|| {
+                config.seed().unwrap_or_else(|| {
                     use std::hash::BuildHasher;
                     std::collections::hash_map::RandomState::new().hash_one(0u8)
                 }),
