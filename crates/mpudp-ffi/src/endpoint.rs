@@ -4,12 +4,11 @@
 use crate::conn::Conn;
 use crate::options::{iface_kind, options_of};
 use crate::{
-    arg_str, block, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any, write_str, Fail,
-    Obj, Res, MPU_OK,
+    arg_addr, arg_str, block, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any,
+    write_str, Fail, Obj, Res, MPU_OK,
 };
 use mpudp::{Interface, LinkHint, MpEndpoint, MpListener};
 use std::ffi::c_char;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub(crate) enum Endpoint {
@@ -69,8 +68,7 @@ pub unsafe extern "C" fn mpu_client_new(options: u64, out: *mut u64) -> i32 {
 pub unsafe extern "C" fn mpu_server_new(options: u64, addr: *const c_char, out: *mut u64) -> i32 {
     guard(|| {
         // SAFETY: the caller's promise.
-        let a = unsafe { arg_str(addr, "addr") }?;
-        let a: SocketAddr = a.parse().map_err(|_| invalid(format!("{a:?} is not an address with a port")))?;
+        let a = unsafe { arg_addr(addr, "addr") }?;
         let o = options_of(options)?;
         let _rt = runtime().enter();
         let l = MpListener::bind(a, o)?;
@@ -119,8 +117,7 @@ pub unsafe extern "C" fn mpu_endpoint_local_addr(endpoint: u64, buf: *mut c_char
 pub unsafe extern "C" fn mpu_connect(endpoint: u64, addr: *const c_char, timeout_ms: i32, out: *mut u64) -> i32 {
     guard(|| {
         // SAFETY: the caller's promise.
-        let a = unsafe { arg_str(addr, "addr") }?;
-        let a: SocketAddr = a.parse().map_err(|_| invalid(format!("{a:?} is not an address with a port")))?;
+        let a = unsafe { arg_addr(addr, "addr") }?;
         let (o, kind) = endpoint_of(endpoint)?;
         let Obj::Endpoint(Endpoint::Client(ep)) = &*o else {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
@@ -210,8 +207,7 @@ pub unsafe extern "C" fn mpu_path_add_address(
 ) -> i32 {
     guard(|| {
         // SAFETY: the caller's promise.
-        let (a, l) = unsafe { (arg_str(addr, "addr")?, arg_str(label, "label")?) };
-        let a: SocketAddr = a.parse().map_err(|_| invalid(format!("{a:?} is not an address with a port")))?;
+        let (a, l) = unsafe { (arg_addr(addr, "addr")?, arg_str(label, "label")?) };
         let i = Interface::unbound(a).label(l).kind(iface_kind(kind)?).backup(backup);
         with_ep(endpoint, |e| e.ep().add_interface(i).map_err(Fail::from))?;
         Ok(MPU_OK)

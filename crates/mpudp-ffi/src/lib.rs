@@ -188,6 +188,16 @@ pub(crate) unsafe fn arg_str<'a>(p: *const c_char, what: &str) -> Res<&'a str> {
     unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| invalid(format!("{what}: not UTF-8")))
 }
 
+/// A C string argument that is a socket address (`"192.0.2.1:5201"`, `"[::1]:0"`).
+///
+/// # Safety
+/// `p` must be NULL or a NUL-terminated string.
+pub(crate) unsafe fn arg_addr(p: *const c_char, what: &str) -> Res<std::net::SocketAddr> {
+    // SAFETY: forwarded.
+    let a = unsafe { arg_str(p, what) }?;
+    a.parse().map_err(|_| invalid(format!("{what}: {a:?} is not an address with a port")))
+}
+
 /// An optional C string argument (NULL: none).
 ///
 /// # Safety

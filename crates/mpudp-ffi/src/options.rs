@@ -1,10 +1,11 @@
 //! Options: what an endpoint is built from (its interfaces, the server's key or identity, the
 //! scheduler), built up by calls on an options handle.
 
-use crate::{arg_str, get, guard, invalid, opt_str, put, register, unregister, unregister_any, Fail, Obj, Res, MPU_OK};
+use crate::{
+    arg_addr, arg_str, get, guard, invalid, opt_str, put, register, unregister, unregister_any, Fail, Obj, Res, MPU_OK,
+};
 use mpudp::{Iface, Interface, Options, PublicKey, ServerIdentity};
 use std::ffi::c_char;
-use std::net::SocketAddr;
 
 /// mpudp's defaults: any scheduler and path manager may be set after.
 pub const MPU_PRESET_DEFAULT: u32 = 0;
@@ -108,8 +109,7 @@ pub unsafe extern "C" fn mpu_options_add_address(
 ) -> i32 {
     guard(|| {
         // SAFETY: the caller's promise.
-        let (a, l) = unsafe { (arg_str(addr, "addr")?, opt_str(label, "label")?) };
-        let a: SocketAddr = a.parse().map_err(|_| invalid(format!("{a:?} is not an address with a port")))?;
+        let (a, l) = unsafe { (arg_addr(addr, "addr")?, opt_str(label, "label")?) };
         let k = iface_kind(kind)?;
         with(options, |o| {
             let mut i = Interface::unbound(a).kind(k).backup(backup);
