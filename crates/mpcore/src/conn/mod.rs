@@ -128,11 +128,11 @@ pub struct Connection {
     /// When to look whether the connection's buffers can be given back (`trim`), armed by
     /// the first datagram sent or received after the last look.
     trim_at: Option<Time>,
-    /// Local paths whose socket is full (the endpoint's, set before each poll): nothing is
-    /// written for them.
-    pub(crate) unwritable: PathSet,
-    /// A poll held back a datagram for an unwritable path (the endpoint reads and clears it).
-    pub(crate) held_back: bool,
+    /// Local paths whose socket is full (the endpoint's, given with each poll,
+    /// `poll_transmit_with`): nothing is written for them.
+    unwritable: PathSet,
+    /// A poll held back a datagram for an unwritable path (returned by the poll).
+    held_back: bool,
 }
 
 impl std::fmt::Debug for Connection {

@@ -5,9 +5,24 @@ use super::*;
 impl Connection {
     /// The next datagram to send, written into `buf`.
     pub fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
-        let t = self.transmit(now, buf)?;
-        self.arm_trim(now);
-        Some(t)
+        self.poll_transmit_with(now, buf, PathSet::default()).0
+    }
+
+    /// [`Connection::poll_transmit`] with the endpoint's word on which local paths' sockets
+    /// are full (`unwritable`: nothing is written for them); also whether a datagram was held
+    /// back for one of them (the connection then waits for the socket to drain).
+    pub(crate) fn poll_transmit_with(
+        &mut self,
+        now: Time,
+        buf: &mut [u8],
+        unwritable: PathSet,
+    ) -> (Option<Transmit>, bool) {
+        self.unwritable = unwritable;
+        let t = self.transmit(now, buf);
+        if t.is_some() {
+            self.arm_trim(now);
+        }
+        (t, std::mem::take(&mut self.held_back))
     }
 
     fn transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {

@@ -708,9 +708,7 @@ impl Endpoint {
         for _ in 0..self.activity.ready_len() {
             let Some(idx) = self.activity.pop_ready() else { break };
             let Some(c) = self.conns.get_mut(idx) else { continue };
-            c.unwritable = self.unwritable;
-            let t = c.poll_transmit(now, buf);
-            let held_back = std::mem::take(&mut c.held_back);
+            let (t, held_back) = c.poll_transmit_with(now, buf, self.unwritable);
             self.route_events(idx, now);
             self.after(idx);
             if let Some(t) = t {
