@@ -253,27 +253,6 @@ impl Connection {
 const GRANULARITY: u64 = 2_000;
 
 impl Connection {
-    /// The conditions under which a `multimob` client's tail loss probe may fail the path over:
-    /// a regular subflow, no other usable one, a path left to open.
-    fn tlp_may_fail_over(&self, i: usize) -> bool {
-        let sf = &self.subflows[i];
-        let alone = !self.subflows.iter().any(|s| s.id != sf.id && s.is_open() && !s.pf());
-        self.config.path_manager == PathManager::MultiMob
-            && self.config.failover_on_timeout
-            && self.side == Side::Client
-            && !sf.backup
-            && alone
-            && self.has_unused_path()
-    }
-
-    /// Whether subflow `i`'s unanswered tail loss probe should move its data to another
-    /// subflow at once: one is established and not failed (a failover subflow still open, the
-    /// server's side of it), and `i` is not already failed.
-    fn tlp_may_reinject(&self, i: usize) -> bool {
-        let sf = &self.subflows[i];
-        !sf.pf() && self.subflows.iter().any(|s| s.id != sf.id && s.established() && !s.pf())
-    }
-
     /// The tail loss probe of subflow `i` was not answered in time.
     ///
     /// A `multimob` client with a path left to open fails the path over: the endpoint's oracle
@@ -288,22 +267,6 @@ impl Connection {
         if self.subflows[i].rec.tlp_sent {
             self.on_path_silent(now, i);
         }
-    }
-
-    /// Subflow `i`'s path answers nothing: its tail loss probe went unanswered, or a whole
-    /// flight of two or more packets did. See [`Connection::on_tlp_check`].
-    fn on_path_silent(&mut self, now: Time, i: usize) {
-        if !self.tlp_may_fail_over(i) {
-            if self.tlp_may_reinject(i) {
-                self.suspect(i);
-            }
-            return;
-        }
-        if let Some(np) = self.netpath(i) {
-            self.endpoint_events.push_back(EndpointEvent::NetpathFailed(np));
-        }
-        let id = self.subflows[i].id;
-        self.fail_over(now, true, |_, s| s.id == id);
     }
 
     pub(super) fn on_retransmission_timeout(&mut self, now: Time, i: usize) {
