@@ -66,9 +66,9 @@ async fn an_idle_connection_sleeps() {
         per_min(pc),
         per_min(ps)
     );
-    // The exchange's last timers (the receive idle timer 3 s after it, the oracle's period
+    // The exchange's last timers (the buffer-trim timer 3 s after it, the oracle's period
     // that follows), then per keep-alive (every 15 s on the primary subflow) its timers, its
-    // ACK, and the oracle's two periods (mpsim's `an_idle_phone_wakes_only_for_its_keep_alives`).
+    // ACK, and the oracle's period (mpsim's `an_idle_phone_wakes_only_for_its_keep_alives`).
     let bound = 6 + secs / 15 * 8;
     assert!(client <= bound && server <= bound, "idle wake-ups: client {client}, server {server} (at most {bound})");
     // The polling the test guards against would have shown (the test can tell the two apart).
