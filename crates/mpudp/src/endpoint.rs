@@ -223,9 +223,10 @@ impl MpEndpoint {
     }
 
     /// The application says the system's networks changed (Android's
-    /// `ConnectivityManager.NetworkCallback`, iOS's `NWPathMonitor`, macOS's `SCNetworkReachability`):
-    /// the driver reads the interfaces' links and addresses afresh, as it does on Linux when
-    /// netlink reports a change. Nothing polls them otherwise (see [`Options::monitor_interval`]).
+    /// `ConnectivityManager.NetworkCallback`, iOS's `NWPathMonitor`, macOS's
+    /// `SCNetworkReachability`): the driver reads the interfaces' links and addresses afresh,
+    /// as it does on Linux when netlink reports a change. Nothing polls them otherwise (see
+    /// [`Options::monitor_interval`]).
     pub fn refresh_interfaces(&self) -> Result<()> {
         let mut st = self.shared.lock();
         if st.stopped {
@@ -237,8 +238,8 @@ impl MpEndpoint {
     }
 
     /// How many times the endpoint's driver task has run: each run is a wake-up of the thread
-    /// it is on. An idle endpoint runs only for its connections' timers (keep-alives,
-    /// [`Config::keepalive`](crate::Config)), a datagram, or the application.
+    /// it is on. An idle endpoint runs only for its connections' timers (keep-alives:
+    /// `Config::keep_alive`), a datagram, or the application.
     pub fn driver_wakeups(&self) -> u64 {
         self.shared.lock().wakeups
     }

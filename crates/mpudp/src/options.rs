@@ -47,8 +47,9 @@ impl Interface {
     /// The interface named `device` (as `ip link` shows it). Its socket is bound to the device
     /// with `SO_BINDTODEVICE` (no privilege on Linux 5.7 and later; CAP_NET_RAW before), so its
     /// packets leave through it whatever the routing table prefers; the address is the
-    /// interface's first one of the peer's family unless [`ip`](Self::ip) names one. The role is guessed from the name
-    /// ([`guess_kind`](crate::guess_kind)) unless [`kind`](Self::kind) sets it.
+    /// interface's first one of the peer's family unless [`ip`](Self::ip) names one. The role
+    /// is guessed from the name ([`guess_kind`](crate::guess_kind)) unless [`kind`](Self::kind)
+    /// sets it.
     pub fn new(device: impl Into<String>) -> Self {
         Self {
             device: Some(device.into()),

@@ -6,9 +6,9 @@
 //! socket (recvmmsg, GRO super-datagrams split at their stride), run the timers that are due,
 //! follow the interfaces (`paths`: on the kernel's netlink events or the application's
 //! requests; a timer only if the application asked for one), hand events to the waiting
-//! handles, and send what the endpoint has (consecutive datagrams to the same peer on the same socket
-//! go out as one UDP GSO batch). Every buffer is allocated when the endpoint is built (or a
-//! path added), none per packet.
+//! handles, and send what the endpoint has (consecutive datagrams to the same peer on the same
+//! socket go out as one UDP GSO batch). Every buffer is allocated when the endpoint is built
+//! (or a path added), none per packet.
 //!
 //! - `state`: what the handles and the task share.
 //! - `io`: the sockets and GSO batches.
@@ -65,9 +65,9 @@ pub(crate) struct Driver {
     meta: [RecvMeta; BATCH],
     timer: Pin<Box<Sleep>>,
     armed: Option<Instant>,
-    next_monitor: Instant,
-    /// The application asked for polling (`Options::monitor_interval`); nothing polls otherwise.
-    monitor_interval: Option<Duration>,
+    /// Polling the interfaces, if the application asked for it (`Options::monitor_interval`):
+    /// the next read and the interval. Nothing polls otherwise.
+    monitor: Option<(Instant, Duration)>,
     /// Datagrams of other cores' connections, to hand over once this core's lock is released.
     outbox: Vec<(u8, PathId, SocketAddr, Vec<u8>)>,
 }
@@ -125,8 +125,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         events,
         timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
         armed: None,
-        next_monitor: epoch + opts.monitor_interval.unwrap_or(Duration::from_secs(3600)),
-        monitor_interval: opts.monitor_interval,
+        monitor: opts.monitor_interval.map(|every| (epoch + every, every)),
         outbox: Vec::new(),
     };
     tokio::spawn(driver);
@@ -193,7 +192,7 @@ impl Driver {
                 st.wake_all();
                 return Poll::Ready(());
             }
-            let monitor = self.polls_links().then_some(self.next_monitor);
+            let monitor = self.monitor.map(|(next, _)| next);
             let timeout = st.ep.poll_timeout().map(|t| st.instant(t));
             let deadline =
                 [monitor, timeout].into_iter().flatten().min().unwrap_or(st.instant(now) + Duration::from_secs(3600));
@@ -289,8 +288,9 @@ impl Driver {
     }
 
     /// Follows the interfaces: applies the application's requests, and reconciles the paths
-    /// with the system when the kernel reported a change, on a request, or (without netlink
-    /// events) every `monitor_interval`. Returns whether anything was done.
+    /// with the system when the kernel reported a change, on a request, or every
+    /// `monitor_interval` where the application asked for polling. Returns whether anything
+    /// was done.
     fn follow_interfaces(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
         #[cfg(target_os = "linux")]
         let mut due = self.events.as_mut().is_some_and(|e| e.poll_changed(cx));
@@ -304,19 +304,14 @@ impl Driver {
             due = true;
         }
         let at = st.instant(now);
-        if let Some(every) = self.monitor_interval.filter(|_| at >= self.next_monitor) {
-            self.next_monitor = at + every;
+        if let Some((next, every)) = self.monitor.as_mut().filter(|(next, _)| at >= *next) {
+            *next = at + *every;
             due = true;
         }
         if due {
             self.ifaces.sync(st, &mut self.io, now);
         }
         due
-    }
-
-    /// Links and addresses are read on a timer only where the application asked for it.
-    fn polls_links(&self) -> bool {
-        self.monitor_interval.is_some()
     }
 }
 
