@@ -226,9 +226,9 @@ pub struct Oracle {
     config: Config,
     table: Vec<Entry>,
     next: Option<Time>,
-    /// The table before the last period (to tell a period that changed nothing).
-    before: Vec<Entry>,
-    /// The last period changed nothing and gave no decision.
+    /// Room for a copy of the table (`next_is_quiet`), kept to allocate once.
+    scratch: Vec<Entry>,
+    /// The next period would change nothing if nothing happened before it.
     quiet: bool,
     /// Asleep ([`sleep`](Oracle::sleep)): no period ends until [`wake`](Oracle::wake).
     asleep: bool,
@@ -237,7 +237,7 @@ pub struct Oracle {
 impl Oracle {
     /// An oracle with these thresholds and period.
     pub fn new(config: Config) -> Self {
-        Self { config, table: Vec::new(), next: None, before: Vec::new(), quiet: false, asleep: false }
+        Self { config, table: Vec::new(), next: None, scratch: Vec::new(), quiet: false, asleep: false }
     }
 
     /// Its thresholds and period.
@@ -297,18 +297,18 @@ impl Oracle {
         self.next.filter(|_| !self.asleep)
     }
 
-    /// Whether the periods can stop until the samples change: the last period changed nothing
-    /// in the table and decided nothing (a period with the same samples would change nothing
-    /// either: the rules are a function of the table and the samples), or the next one would
-    /// change nothing if nothing happens before it (see `next_is_quiet`).
+    /// Whether the periods can stop until the samples change: the next period, if nothing
+    /// happens before it, would decide nothing and leave the table as it is (its samples would
+    /// be an idle subflow's: no packet, the same RTO and RTT; the rules are run on a copy with
+    /// them after each period).
     pub fn quiet(&self) -> bool {
         self.quiet
     }
 
-    /// Stops the periods after a [`quiet`](Self::quiet) one (an idle phone need not wake
+    /// Stops the periods when they are [`quiet`](Self::quiet) (an idle phone need not wake
     /// twice a second to learn that nothing happened); the caller must [`wake`](Self::wake)
     /// it before the samples can change (a datagram sent or received, a timer of a
-    /// connection). Does nothing after a period that was not quiet.
+    /// connection). Does nothing otherwise.
     pub fn sleep(&mut self) {
         self.asleep |= self.quiet;
     }
@@ -340,16 +340,8 @@ impl Oracle {
             return false;
         }
         self.next = Some(now + self.config.period);
-        // The table as it was, less this period's samples (which evaluating takes).
-        self.before.clone_from(&self.table);
-        for e in &mut self.before {
-            e.period = Sample::default();
-        }
-        let decided = self.pass(now, Some(out));
-        self.quiet = decided == 0 && self.before == self.table;
-        if !self.quiet {
-            self.quiet = self.next_is_quiet(now + self.config.period);
-        }
+        self.pass(now, Some(out));
+        self.quiet = self.next_is_quiet(now + self.config.period);
         true
     }
 
@@ -375,19 +367,18 @@ impl Oracle {
         decided
     }
 
-    /// Whether the next period, if nothing happens before it, would change nothing: its
-    /// samples would be those of an idle subflow (no packet, the same RTO and RTT), so the
-    /// rules are run on a copy of the table with them. The oracle may then sleep at once rather
-    /// than after one more period (the caller wakes it as soon as anything happens).
+    /// Whether the next period, if nothing happens before it, would change nothing (see
+    /// [`quiet`](Self::quiet)): the rules run at `at` on a copy of the table given an idle
+    /// subflow's samples.
     fn next_is_quiet(&mut self, at: Time) -> bool {
-        self.before.clone_from(&self.table);
+        self.scratch.clone_from(&self.table);
         for e in &mut self.table {
             e.period = Sample { rto: e.max_rto, srtt: e.srtt, ..Sample::default() };
         }
         let decided = self.pass(at, None);
-        // `before` holds the real table; the hypothetical one goes.
-        std::mem::swap(&mut self.table, &mut self.before);
-        decided == 0 && self.before == self.table
+        // `scratch` holds the real table: it comes back, and the hypothetical one goes there.
+        std::mem::swap(&mut self.table, &mut self.scratch);
+        decided == 0 && self.scratch == self.table
     }
 
     /// Whether netpath `k`'s smoothed state is above the suspicion thresholds.

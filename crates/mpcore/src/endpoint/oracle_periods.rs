@@ -24,9 +24,9 @@ impl Endpoint {
             self.apply_oracle(now, a);
         }
         self.prewarm(now);
-        // Nothing moved in a period that changed nothing: the next ones would change nothing
-        // either, so the oracle sleeps until a datagram or a connection's timer (`wake_oracle`)
-        // (unless the pre-warming, which runs on its periods, is holding a radio warm).
+        // The next period would change nothing unless something happens before it: the oracle
+        // sleeps until a datagram or a connection's timer (`wake_oracle`), unless the
+        // pre-warming, which runs on its periods, is holding a radio warm.
         if !self.prewarm_holding(now) {
             if let Some(o) = self.oracle.as_mut() {
                 o.sleep();
@@ -49,7 +49,7 @@ impl Endpoint {
         self.apply_oracle(now, a);
     }
 
-    pub(super) fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
+    fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
         for idx in 0..self.conns.bound() {
             if let Some(c) = self.conns.get_mut(idx) {
                 c.apply_oracle(now, a);
