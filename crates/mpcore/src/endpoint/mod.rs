@@ -488,11 +488,11 @@ impl Endpoint {
     /// `handle_datagram` makes; any other goes to `handle_datagram`. What `data` holds
     /// afterwards is unspecified.
     pub fn handle_datagram_in_place(&mut self, now: Time, path: PathId, remote: SocketAddr, data: &mut [u8]) {
-        self.wake_oracle(now);
         let short = data.first().is_some_and(|b| b & 0x80 == 0);
         if !short || data.len() > self.config.max_receive_size || self.path(path).is_none() {
             return self.handle_datagram(now, path, remote, data);
         }
+        self.wake_oracle(now);
         let (dcid, header_len) = match Packet::parse(data, usize::from(self.config.cid_len)) {
             Ok(Packet { header: Header::Short(s), header_len, .. }) => (s.dcid, header_len),
             // Malformed: counted there.
@@ -636,14 +636,9 @@ impl Endpoint {
             self.drops.count(r);
             return;
         }
+        conn.announce_configured();
         let h = self.insert(conn);
         tracing::debug!(%remote, handle = %h, "connection accepted from a cookie");
-        if let Some(idx) = self.slot_of(h) {
-            if let Some(c) = self.conns.get_mut(idx) {
-                c.announce_configured();
-            }
-            self.apply_events(idx, now);
-        }
         self.accept.push_back(h);
     }
 
