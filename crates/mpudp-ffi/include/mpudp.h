@@ -226,15 +226,17 @@ int32_t mpu_conn_free(uint64_t conn);
 int32_t mpu_wait_closed(uint64_t conn, int32_t timeout_ms, uint32_t *reason);
 
 // Waits at most `timeout_ms` for the connection's next event, into `*out`. Returns
-// `MPU_ERR_CLOSED` once the connection closed and every event was read. Not with a callback
-// set (`mpu_set_event_callback`): the two share one queue.
+// `MPU_ERR_CLOSED` once the connection closed and every event was read, and
+// `MPU_ERR_INVALID` once a callback took the events (`mpu_set_event_callback`).
 //
 // # Safety
 // `out` must be valid for a write.
 int32_t mpu_next_event(uint64_t conn, int32_t timeout_ms, MpuEvent *out);
 
-// Calls `callback(ctx, &event)` on the library's thread for each event of the connection
-// from now on, until it closed (the `MPU_EVENT_CLOSED` call is the last). Set at most once.
+// Calls `callback(ctx, &event)` on the library's thread for each event of the connection not
+// read yet (they are kept from its start) and every later one, until it closed (the
+// `MPU_EVENT_CLOSED` call is the last). Once only: the callback takes the events from
+// `mpu_next_event`, and a second call fails with `MPU_ERR_INVALID`.
 //
 // # Safety
 // `callback` must be safe to call from another thread with `ctx`, until its last call.

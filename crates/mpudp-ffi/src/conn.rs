@@ -14,14 +14,15 @@ pub(crate) struct Conn {
     read: Mutex<OwnedReadHalf>,
     write: Mutex<Option<OwnedWriteHalf>>,
     control: StreamControl,
-    events: Mutex<Events>,
+    /// Its events, for `mpu_next_event`, until a callback takes them.
+    events: Mutex<Option<Events>>,
     born: Instant,
 }
 
 impl Conn {
     pub(crate) fn new(s: MpStream) -> Self {
         let control = s.control();
-        let events = Mutex::new(s.events());
+        let events = Mutex::new(Some(s.events()));
         let (r, w) = s.into_split();
         Self { read: Mutex::new(r), write: Mutex::new(Some(w)), control, events, born: Instant::now() }
     }
@@ -252,8 +253,8 @@ fn event_of(e: &ConnEvent, born: Instant) -> MpuEvent {
 }
 
 /// Waits at most `timeout_ms` for the connection's next event, into `*out`. Returns
-/// `MPU_ERR_CLOSED` once the connection closed and every event was read. Not with a callback
-/// set (`mpu_set_event_callback`): the two share one queue.
+/// `MPU_ERR_CLOSED` once the connection closed and every event was read, and
+/// `MPU_ERR_INVALID` once a callback took the events (`mpu_set_event_callback`).
 ///
 /// # Safety
 /// `out` must be valid for a write.
@@ -262,6 +263,7 @@ pub unsafe extern "C" fn mpu_next_event(conn: u64, timeout_ms: i32, out: *mut Mp
     guard(|| {
         let e = with_conn(conn, |c| {
             let mut ev = lock(&c.events);
+            let ev = ev.as_mut().ok_or_else(|| invalid("the connection's events go to its callback"))?;
             let e = block(timeout(timeout_ms), ev.next())?;
             Ok(e.map(|e| event_of(&e, c.born)))
         })?;
@@ -282,8 +284,10 @@ struct Ctx(*mut c_void);
 // thread; the library only hands it back.
 unsafe impl Send for Ctx {}
 
-/// Calls `callback(ctx, &event)` on the library's thread for each event of the connection
-/// from now on, until it closed (the `MPU_EVENT_CLOSED` call is the last). Set at most once.
+/// Calls `callback(ctx, &event)` on the library's thread for each event of the connection not
+/// read yet (they are kept from its start) and every later one, until it closed (the
+/// `MPU_EVENT_CLOSED` call is the last). Once only: the callback takes the events from
+/// `mpu_next_event`, and a second call fails with `MPU_ERR_INVALID`.
 ///
 /// # Safety
 /// `callback` must be safe to call from another thread with `ctx`, until its last call.
@@ -291,7 +295,10 @@ unsafe impl Send for Ctx {}
 pub unsafe extern "C" fn mpu_set_event_callback(conn: u64, callback: MpuEventCallback, ctx: *mut c_void) -> i32 {
     guard(|| {
         let Some(cb) = callback else { return Err(invalid("callback: NULL")) };
-        let (events, born) = with_conn(conn, |c| Ok((c.control.events(), c.born)))?;
+        let (events, born) = with_conn(conn, |c| {
+            let ev = lock(&c.events).take().ok_or_else(|| invalid("the events already go to a callback"))?;
+            Ok((ev, c.born))
+        })?;
         let ctx = Ctx(ctx);
         runtime().spawn(async move {
             let ctx = ctx;

@@ -41,6 +41,7 @@ lib.mpu_accept.argtypes = [u64, i32, C.POINTER(u64)]
 lib.mpu_path_set_up.argtypes = [u64, C.c_char_p, C.c_bool]
 lib.mpu_set_event_callback.argtypes = [u64, CALLBACK, C.c_void_p]
 lib.mpu_wait_closed.argtypes = [u64, i32, C.POINTER(u32)]
+lib.mpu_next_event.argtypes = [u64, i32, C.POINTER(Event)]
 
 
 def check(code, what):
@@ -122,6 +123,9 @@ def on_event(_ctx, ev):
 
 
 check(lib.mpu_set_event_callback(conn, on_event, None), "callback")
+# The callback took the events: neither a second callback nor polling may have them.
+assert lib.mpu_set_event_callback(conn, on_event, None) == MPU_ERR_INVALID
+assert lib.mpu_next_event(conn, 0, C.byref(Event())) == MPU_ERR_INVALID
 
 for r in range(1, 7):
     if r == 4:
