@@ -75,14 +75,10 @@ impl Endpoint {
     /// Warms every cellular path not warmed for `Prewarm::every`, while a regular path has
     /// been suspected within `Prewarm::hold` (client endpoints only).
     pub(super) fn prewarm(&mut self, now: Time) {
+        if !self.prewarm_holding(now) {
+            return;
+        }
         let cfg = self.config.prewarm;
-        if cfg.every == 0 || self.server {
-            return;
-        }
-        let Some(last) = self.last_suspicion() else { return };
-        if now > last.saturating_add(cfg.hold) {
-            return;
-        }
         // Where to: the server of a live connection (any packet wakes the radio).
         let Some(remote) = self.conns.values().find_map(|c| (!c.is_closed()).then(|| c.peer_address()).flatten())
         else {
