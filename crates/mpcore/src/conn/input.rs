@@ -51,7 +51,7 @@ impl Connection {
         sf.remote_cid = Some(agreed.server_cid);
         sf.state = SubflowState::Established;
         sf.last_original_rx = now;
-        sf.ctrl_pending |= ctrl::PING;
+        sf.ping();
         if let Some(rtt) = agreed.rtt_sample {
             sf.rec.rtt.sample_at(now, rtt, 0);
         }
@@ -126,18 +126,8 @@ impl Connection {
             // accepted is a packet of its first flight (§5.9): its data is taken below. Anything
             // else is a replay.
             let same = sf.remote == remote && !sf.local_opener;
-            let fast = matches!(sf.join.kind, JoinKind::FastOut | JoinKind::FastIn);
-            match sf.state {
-                SubflowState::JoinReceived if same => sf.ctrl_pending |= ctrl::SYNACK,
-                SubflowState::Established if same && fast => {
-                    if sf.join.reply_unacked {
-                        sf.ctrl_pending |= ctrl::FJ_REPLY;
-                    }
-                }
-                SubflowState::Closed if same && sf.reset_reason == reason::FAST_JOIN_REJECTED => {
-                    sf.ctrl_pending |= ctrl::RESET;
-                }
-                _ => return Err(DropReason::ReplayedJoin),
+            if !sf.on_join_again(same) {
+                return Err(DropReason::ReplayedJoin);
             }
             if sf.state != SubflowState::Established {
                 return Ok(());
@@ -152,13 +142,9 @@ impl Connection {
         if (sf.remote != remote || sf.local_path != path) && sf.acks.largest == Some(pn) {
             sf.remote = remote;
             sf.local_path = path;
-            sf.val.validated = false;
-            sf.val.amp_rx = dgram_len;
-            sf.val.amp_tx = 0;
             let mut ch = [0u8; 8];
             let _ = self.rng.fill(&mut ch);
-            sf.val.challenge = Some(ch);
-            sf.ctrl_pending |= ctrl::CHALLENGE;
+            sf.val.restart(dgram_len, ch);
             self.emit(Event::SubflowMigrated { id, remote });
         }
         if self.side == Side::Client && self.state == State::Confirm && matches!(p.header, Header::Short(_)) {
@@ -239,18 +225,8 @@ impl Connection {
         match f {
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
-            Frame::PathChallenge(d) => {
-                self.subflows[i].val.response = Some(d);
-                self.subflows[i].ctrl_pending |= ctrl::RESPONSE;
-            }
-            Frame::PathResponse(d) => {
-                let sf = &mut self.subflows[i];
-                if sf.val.challenge.is_some_and(|c| ct_eq(&c, &d)) {
-                    sf.val.validated = true;
-                    sf.val.challenge = None;
-                    sf.ctrl_pending &= !ctrl::CHALLENGE;
-                }
-            }
+            Frame::PathChallenge(d) => self.subflows[i].val.on_challenge(d),
+            Frame::PathResponse(d) => self.subflows[i].val.on_response(&d),
             Frame::Dss(d) => self.on_dss(now, i, &d),
             Frame::MpJoinSynAck(sa) => self.on_synack(now, i, &sa),
             Frame::MpJoinAck { hmac } => self.on_join_ack(now, i, &hmac),
@@ -295,7 +271,7 @@ impl Connection {
             }
             Frame::Rto { request, rto_ms } => {
                 if request {
-                    self.subflows[i].ctrl_pending |= ctrl::RTO_VAL;
+                    self.subflows[i].send_rto();
                 }
                 if let Some(v) = rto_ms {
                     self.subflows[i].peer_rto_ms = Some(v);

@@ -25,14 +25,7 @@ impl Connection {
         let cid = self.new_cid();
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
         sf.backup = backup;
-        sf.join.nonce_local = self.rng.u32();
-        // The JOIN is sent by a packet to an address that has not answered yet: the initiator
-        // may send (it is not amplifying anything), so its own subflow counts as validated.
-        sf.val.validated = true;
-        sf.ctrl_pending |= ctrl::JOIN;
-        if self.fast_join_negotiated() {
-            sf.join.kind = JoinKind::FastInitiator;
-        }
+        sf.start_join(self.rng.u32(), self.fast_join_negotiated());
         let slot = self.subflows.insert(sf)?;
         self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
         Some(slot)
@@ -149,24 +142,14 @@ impl Connection {
         sf.remote_cid = Some(j.scid);
         sf.backup = backup;
         sf.remote_addr_id = addr_id;
-        sf.join.kind = join;
         sf.val.validated = false;
         sf.val.amp_rx = len;
         sf.counters.packets_received = 1;
         sf.counters.bytes_received = len;
         sf.on_packet_received(now, u64::from(j.pn), true, self.config.max_ack_delay);
-        if fast {
-            // The join is complete on our side: reply, and send at once (§5.9, §5.10). The
-            // completed join counts as an original reception for the last-received scheduler.
-            sf.ctrl_pending |= ctrl::FJ_REPLY;
-            sf.join.reply_unacked = true;
-            sf.acks.immediate = true;
-            sf.last_original_rx = now;
-        } else {
-            sf.join.nonce_remote = nonce;
-            sf.join.nonce_local = self.rng.u32();
-            sf.ctrl_pending |= ctrl::SYNACK;
-        }
+        // A fast join is complete on our side: it replies at once (§5.9, §5.10).
+        let nonce_local = if fast { 0 } else { self.rng.u32() };
+        sf.accept_join(now, join, nonce, nonce_local);
         let id = sf.id;
         let i = self.subflows.insert(sf).ok_or(DropReason::Refused)?;
         self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
@@ -203,9 +186,7 @@ impl Connection {
         let mut sf = self.new_subflow(now, j.subflow, SubflowState::Closed, path, remote, cid);
         sf.remote_cid = Some(j.scid);
         sf.val.amp_rx = len;
-        sf.reset_reason = reason;
-        sf.ctrl_pending = ctrl::RESET;
-        sf.drain_until = Some(now.saturating_add(3 * sf.rec.rtt.rto()));
+        sf.refuse_join(now, reason);
         self.subflows.insert(sf);
     }
 
@@ -223,13 +204,7 @@ impl Connection {
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
-        sf.remote_cid = Some(sa.cid);
-        sf.join.nonce_remote = sa.nonce;
-        sf.remote_addr_id = sa.addr_id;
-        sf.backup |= sa.backup;
-        sf.state = SubflowState::JoinAckSent;
-        sf.ctrl_pending &= !ctrl::JOIN;
-        sf.ctrl_pending |= ctrl::JOIN_ACK;
+        sf.on_synack(sa.cid, sa.nonce, sa.addr_id, sa.backup);
     }
 
     /// FAST_JOIN_REPLY (§5.11): our fast join is accepted; the subflow is established.
@@ -245,13 +220,7 @@ impl Connection {
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
-        sf.remote_cid = Some(Cid(r.cid));
-        sf.remote_addr_id = r.addr_id;
-        sf.backup |= r.backup;
-        sf.state = SubflowState::Established;
-        sf.ctrl_pending &= !ctrl::JOIN;
-        sf.acks.immediate = true;
-        sf.last_original_rx = now;
+        sf.on_fast_join_reply(now, Cid(r.cid), r.addr_id, r.backup);
         let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
         self.emit(ev);
     }
@@ -269,11 +238,96 @@ impl Connection {
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
-        sf.state = SubflowState::Established;
-        sf.ctrl_pending &= !ctrl::SYNACK;
-        sf.acks.immediate = true; // the fourth packet
-        sf.last_original_rx = now;
+        sf.on_join_ack(now);
         let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
         self.emit(ev);
+    }
+}
+
+impl Connection {
+    /// The join's frames on subflow `i` (its pending ones, and a fast join's reply in every
+    /// packet until acknowledged), written with the connection's keys. A fast join's first
+    /// JOIN carries `seg`'s data when there is some (FAST_JOIN_OUT); returns that data as
+    /// (range, retransmission, new data). `None` if the packet cannot be written.
+    pub(super) fn write_join(
+        &self,
+        i: usize,
+        seg: Option<Seg>,
+        keys: &Keys,
+        b: &mut PacketBuilder<'_>,
+    ) -> Option<Option<(DataRef, bool, bool)>> {
+        let sf = &self.subflows[i];
+        let joining = sf.state == SubflowState::JoinSent && sf.local_opener;
+        let first = sf.join_unsent();
+        let mut fj_data = None;
+        if joining && sf.join.kind == JoinKind::FastInitiator {
+            let room = b.room().saturating_sub(FastJoinOut::HEADER_LEN + Dss::overhead(true, 0) + 16);
+            let take = seg.map_or(0, |s| s.len.min(room as u64) as usize);
+            match seg {
+                Some(s) if first && take > 0 => {
+                    let dsn = self.send.dsn(s.off).0;
+                    let mut hmac = keys.fast.sign(fastjoin::Kind::Out, dsn, self.remote_token);
+                    hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
+                    let (backup, addr_id) = (sf.backup, sf.local_addr_id);
+                    let w = b.writer();
+                    w.varint(crate::wire::frame::ty::FAST_JOIN_OUT).ok()?;
+                    w.view(FastJoinOut::HEADER_LEN, |out| {
+                        FastJoinOut::emit_header(out, backup, addr_id, dsn, &hmac, take)
+                    })
+                    .ok()?;
+                    if !self.send.copy_out(s.off, w.reserve(take).ok()?) {
+                        return None;
+                    }
+                    b.sent |= FrameSet::JOIN;
+                    let d = DataRef { off: s.off, len: take as u32, fin: false };
+                    fj_data = Some((d, s.retrans, !s.retrans));
+                }
+                _ => {
+                    let data_ack = self.recv.edsn().0;
+                    let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
+                    hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
+                    let f =
+                        Frame::FastJoinIn(FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac });
+                    if first {
+                        b.control(FrameSet::JOIN, f);
+                    } else {
+                        // A later packet of the first flight (§5.9): a JOIN packet starts with
+                        // a join frame, and its data follows in a DSS.
+                        f.emit(b.writer()).ok()?;
+                    }
+                }
+            }
+        } else if joining && first {
+            let mj = MpJoin { backup: sf.backup, addr_id: sf.local_addr_id, nonce: sf.join.nonce_local };
+            b.control(FrameSet::JOIN, Frame::MpJoin(mj));
+        }
+        if sf.join_pending(FrameSet::FJ_REPLY) || sf.join.reply_unacked {
+            // The reply to a FAST_JOIN_OUT acknowledges its data; to a FAST_JOIN_IN it names
+            // where we send from (§5.11). It rides in every packet until acknowledged.
+            let value = match sf.join.kind {
+                JoinKind::FastIn => ReplyValue::Dsn(self.send.dsn(self.send.una()).0),
+                _ => ReplyValue::DataAck(self.recv.edsn().0),
+            };
+            let token = self.local_token.unwrap_or_default();
+            let r = fastjoin::reply(&keys.fast, token, sf.backup, sf.local_addr_id, value, sf.local_cid.0);
+            b.control(FrameSet::FJ_REPLY, Frame::FastJoinReply(r));
+        }
+        let (nonce_local, nonce_remote) = (sf.join.nonce_local, sf.join.nonce_remote);
+        if sf.join_pending(FrameSet::SYNACK) {
+            let hmac = join_synack_hmac(keys.local_key, keys.remote_key, nonce_local, nonce_remote);
+            let sa = MpJoinSynAck {
+                backup: sf.backup,
+                addr_id: sf.local_addr_id,
+                nonce: nonce_local,
+                hmac,
+                cid: sf.local_cid,
+            };
+            b.control(FrameSet::SYNACK, Frame::MpJoinSynAck(sa));
+        }
+        if sf.join_pending(FrameSet::JOIN_ACK) {
+            let hmac = join_ack_hmac(keys.local_key, keys.remote_key, nonce_local, nonce_remote);
+            b.control(FrameSet::JOIN_ACK, Frame::MpJoinAck { hmac });
+        }
+        Some(fj_data)
     }
 }

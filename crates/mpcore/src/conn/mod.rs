@@ -6,6 +6,7 @@
 //! managers and addresses (`paths`) and MultiMob's wiring (`multimob`); the first handshake is
 //! `crate::handshake`'s. No I/O, no clock: every call carries `now`.
 
+mod addresses;
 mod builder;
 pub mod cc;
 pub mod dsn;
@@ -13,6 +14,7 @@ mod events;
 mod input;
 mod join;
 mod multimob;
+mod packet_builder;
 mod paths;
 mod recovery;
 mod recv;
@@ -31,9 +33,11 @@ use crate::wire::frame::{reason, AddAddr, FastJoinIn, FastJoinOut, FastJoinReply
 use crate::wire::packet::{self, decode_pn, Confirm, Join, Short};
 use crate::wire::{Ack, Cid, Dss, Frame, Frames, Header, MapHeader, Packet, TransportParams, Writer};
 use crate::{LocalPath, PathId, PathSet, Time, Transmit};
+use addresses::Addresses;
 use cc::{Cc, CoupledPath, Coupling};
 use dsn::Dsn;
 use fastjoin::{Refusal, Verdict};
+use packet_builder::PacketBuilder;
 use recv::RecvSide;
 use scheduler::{AnyScheduler, Flags, Pick, Segment, SubflowInfo};
 use send::{Seg, SendSide, Sent};
@@ -42,7 +46,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use subflow::recovery::{Expiry, Probe, Rtt, SentPacket};
 use subflow::table::{SubflowTable, MAX_SLOTS};
-use subflow::{ctrl, DataRef, JoinKind, Subflow};
+use subflow::{DataRef, FrameSet, JoinKind, Subflow};
 
 pub use events::{
     CloseReason, ConnCounters, ConnStats, EndpointEvent, Event, ReadError, Side, SubflowCounters, SubflowStats,
@@ -100,13 +104,8 @@ pub struct Connection {
     last_rx: Time,
     drain_until: Option<Time>,
     counters: ConnCounters,
-    remote_addrs: Vec<(u8, SocketAddr)>,
-    announce: Vec<(u8, SocketAddr, bool)>,
-    echo: Vec<AddAddr>,
-    /// Our address ids to withdraw (REMOVE_ADDR), until the address comes back.
-    remove: Vec<u8>,
-    /// Connection-level frames waiting for an established subflow to carry them.
-    orphan_ctrl: u16,
+    /// Ours and the peer's, announced and withdrawn.
+    addrs: Addresses,
     /// Tests only: raw frames for the next packet (see [`Connection::inject_frames`]).
     injected: Vec<u8>,
     fastclose: bool,
@@ -181,11 +180,7 @@ impl Connection {
             last_rx: now,
             drain_until: None,
             counters: ConnCounters::default(),
-            remote_addrs: Vec::new(),
-            announce: Vec::new(),
-            echo: Vec::new(),
-            remove: Vec::new(),
-            orphan_ctrl: 0,
+            addrs: Addresses::default(),
             injected: Vec::new(),
             fastclose: false,
             idle_timer: oracle::IdleTimer::default(),
@@ -284,7 +279,7 @@ impl Connection {
         sf.val.validated = true;
         // The HANDSHAKE took packet number 0 of subflow 0 under the s2c key (§9.2).
         sf.rec.next_pn = 1;
-        sf.ctrl_pending |= ctrl::HS_DONE;
+        sf.send_handshake_done();
         sf.last_original_rx = now;
         sf.backup = false;
         c.subflows.insert(sf);
@@ -476,7 +471,7 @@ impl Connection {
         if self.keys.is_some() {
             self.fastclose = true;
             for sf in self.subflows.iter_mut().filter(|s| s.is_open() && s.remote_cid.is_some()) {
-                sf.ctrl_pending |= ctrl::FASTCLOSE;
+                sf.send_fast_close();
             }
         }
         self.enter_closed(now, CloseReason::Aborted);
@@ -517,15 +512,14 @@ impl Connection {
     pub fn inject_frames(&mut self, id: u32, frames: &[u8]) -> bool {
         let Some(i) = self.subflows.by_number(id) else { return false };
         self.injected.extend_from_slice(frames);
-        self.subflows[i].ctrl_pending |= ctrl::PING;
+        self.subflows[i].ping();
         true
     }
 
     /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).
     pub fn set_backup(&mut self, id: u32, backup: bool) -> bool {
         let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id && s.is_open()) else { return false };
-        sf.backup = backup;
-        sf.ctrl_pending |= ctrl::PRIO;
+        sf.set_backup(backup);
         true
     }
 

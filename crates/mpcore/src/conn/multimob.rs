@@ -7,7 +7,7 @@ impl Connection {
     /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).
     pub fn request_peer_rto(&mut self, id: u32) {
         if let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id && s.is_open()) {
-            sf.ctrl_pending |= ctrl::RTO_REQ;
+            sf.request_rto();
         }
     }
 

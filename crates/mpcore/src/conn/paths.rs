@@ -66,9 +66,7 @@ impl Connection {
         for _ in 0..255 {
             let id = self.next_addr_id.max(1);
             self.next_addr_id = id.checked_add(1).unwrap_or(1);
-            let taken = self.addr_ids.iter().enumerate().any(|(k, &a)| k != p && a == id)
-                || self.remove.contains(&id)
-                || self.announce.iter().any(|a| a.0 == id);
+            let taken = self.addr_ids.iter().enumerate().any(|(k, &a)| k != p && a == id) || self.addrs.uses_id(id);
             if !taken {
                 return id;
             }
@@ -131,11 +129,10 @@ impl Connection {
     pub fn announce_address(&mut self, path: PathId) -> bool {
         let Some(lp) = self.paths.get(usize::from(path.0)) else { return false };
         let id = self.addr_id(path);
-        if self.announce.iter().any(|a| a.0 == id) {
+        if !self.addrs.announce(id, lp.addr) {
             return false;
         }
-        self.announce.push((id, lp.addr, false));
-        self.pend_on_any(ctrl::ADD_ADDR);
+        self.pend_on_any(FrameSet::ADD_ADDR);
         true
     }
 
@@ -150,20 +147,12 @@ impl Connection {
         }
     }
 
-    /// Queues a REMOVE_ADDR for `path`'s address (once; it goes on another subflow). A
-    /// REMOVE_ADDR names the last `MAX_WITHDRAWN` ids withdrawn; older ones are taken as
-    /// delivered (each went out reliably in several packets since), and fresh ids cycle
-    /// through all 255 before one comes back, so an old withdrawal never names a new address.
+    /// Queues a REMOVE_ADDR for `path`'s address (once; it goes on another subflow; see
+    /// [`Addresses::withdraw`]).
     fn withdraw(&mut self, path: PathId) {
-        const MAX_WITHDRAWN: usize = 16;
         let id = self.addr_id(path);
-        if !self.remove.contains(&id) {
-            if self.remove.len() >= MAX_WITHDRAWN {
-                self.remove.remove(0);
-            }
-            self.remove.push(id);
-        }
-        self.pend_on_any(ctrl::REMOVE_ADDR);
+        self.addrs.withdraw(id);
+        self.pend_on_any(FrameSet::REMOVE_ADDR);
     }
 
     /// Where a join from local path `path` goes: the address the connection started on if the
@@ -176,7 +165,7 @@ impl Connection {
         if reaches(&self.peer_addr) {
             return Some(self.peer_addr);
         }
-        self.remote_addrs.iter().rev().map(|r| r.1).find(|r| reaches(r) && !r.ip().is_unspecified())
+        self.addrs.remote().iter().rev().map(|r| r.1).find(|r| reaches(r) && !r.ip().is_unspecified())
     }
 
     /// A server announces the addresses its configuration names ([`Config::announce`]), with
@@ -187,16 +176,14 @@ impl Connection {
         }
         for (k, &a) in self.config.announce.iter().enumerate().take(64) {
             let id = 0x80 | k as u8;
-            if !self.announce.iter().any(|e| e.0 == id) {
-                self.announce.push((id, a, false));
-            }
+            self.addrs.announce(id, a);
         }
-        self.pend_on_any(ctrl::ADD_ADDR);
+        self.pend_on_any(FrameSet::ADD_ADDR);
     }
 
     /// The addresses the peer announced.
     pub fn remote_addresses(&self) -> &[(u8, SocketAddr)] {
-        &self.remote_addrs
+        self.addrs.remote()
     }
 
     /// The peer's address: that of its first open subflow (the one the connection started
@@ -212,14 +199,14 @@ impl Connection {
         self.subflows.iter().any(|s| s.is_open() && s.local_path == path && s.last_rx.max(s.last_activity) >= since)
     }
 
-    /// Puts connection-level frames (`ctrl` bits: ADD_ADDR, REMOVE_ADDR, their echoes) on a
-    /// working subflow, or keeps them until one is established.
-    pub(super) fn pend_on_any(&mut self, bits: u16) {
+    /// Puts the address frames `frames` on a working subflow, or keeps them until one is
+    /// established.
+    pub(super) fn pend_on_any(&mut self, frames: FrameSet) {
         let slot = |f: &dyn Fn(&Subflow) -> bool| self.subflows.enumerate().find(|(_, s)| f(s)).map(|(k, _)| k);
         let pick = slot(&|s| s.established() && !s.pf() && !s.backup).or_else(|| slot(&|s| s.established()));
         match pick {
-            Some(i) => self.subflows[i].ctrl_pending |= bits,
-            None => self.orphan_ctrl |= bits,
+            Some(i) => self.subflows[i].carry(frames),
+            None => self.addrs.orphan(frames),
         }
     }
 
@@ -229,7 +216,7 @@ impl Connection {
             PathManager::MultiMob => {
                 // The idle timer's length needs the server's RTO: ask for it (§5.16 RTO).
                 if let Some(sf) = self.subflows.get_mut(0).filter(|_| self.config.mp_idle) {
-                    sf.ctrl_pending |= ctrl::RTO_REQ;
+                    sf.request_rto();
                 }
                 return;
             }
@@ -328,7 +315,7 @@ impl Connection {
         self.path_down[p] = false;
         // The address is back: a REMOVE_ADDR not yet sent for it must not follow the rejoin.
         let id = self.addr_id(path);
-        self.remove.retain(|&r| r != id);
+        self.addrs.restore(id);
         if !std::mem::take(&mut self.reopen[p]) || self.side != Side::Client {
             return;
         }
@@ -351,35 +338,21 @@ impl Connection {
     /// An ADD_ADDR or its echo on subflow `i`; true if it told a new address.
     pub(super) fn on_add_addr(&mut self, i: usize, a: AddAddr) -> bool {
         let Some(keys) = self.keys.as_ref() else { return false };
-        let mut new = false;
-        match a.hmac {
-            None => {
-                // An echo: our announcement arrived.
-                for e in self.announce.iter_mut().filter(|e| e.0 == a.addr_id) {
-                    e.2 = true;
-                }
-            }
-            Some(h) => {
-                let expect = crypto::add_addr_hmac(keys.remote_key, keys.local_key, a.addr_id, a.ip, a.port);
-                if !ct_eq(&expect, &h) {
-                    self.reject(DropReason::BadHmac);
-                    return false;
-                }
-                let addr = SocketAddr::new(a.ip, a.port);
-                if !self.remote_addrs.iter().any(|r| r.0 == a.addr_id && r.1 == addr) {
-                    self.remote_addrs.retain(|r| r.0 != a.addr_id);
-                    if self.remote_addrs.len() < 255 {
-                        self.remote_addrs.push((a.addr_id, addr));
-                        self.emit(Event::AddressAnnounced { addr_id: a.addr_id, addr });
-                        new = true;
-                    }
-                }
-                if self.echo.len() < 16 {
-                    self.echo.push(AddAddr { hmac: None, ..a });
-                }
-                self.subflows[i].ctrl_pending |= ctrl::ADDR_ECHO;
-            }
+        let Some(h) = a.hmac else {
+            // An echo: our announcement arrived.
+            self.addrs.on_echo(a.addr_id);
+            return false;
+        };
+        let expect = crypto::add_addr_hmac(keys.remote_key, keys.local_key, a.addr_id, a.ip, a.port);
+        if !ct_eq(&expect, &h) {
+            self.reject(DropReason::BadHmac);
+            return false;
         }
+        let new = self.addrs.on_announced(a);
+        if new {
+            self.emit(Event::AddressAnnounced { addr_id: a.addr_id, addr: SocketAddr::new(a.ip, a.port) });
+        }
+        self.subflows[i].carry(FrameSet::ADDR_ECHO);
         new
     }
 
@@ -391,7 +364,7 @@ impl Connection {
                     self.shut_subflow(now, k, reason::UNSPECIFIED, false);
                 }
             }
-            self.remote_addrs.retain(|a| a.0 != *id);
+            self.addrs.on_removed(*id);
         }
     }
 }

@@ -71,7 +71,7 @@ impl Connection {
             send.queue_retransmission(d, mask);
             counters.reinjections += 1;
         });
-        if orphaned != 0 {
+        if !orphaned.is_empty() {
             self.pend_on_any(orphaned);
         }
     }

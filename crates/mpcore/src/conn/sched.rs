@@ -34,9 +34,9 @@ impl Connection {
             let sf = &self.subflows[0];
             return Some(Transmit { path: sf.local_path, remote: sf.remote, len });
         }
-        if self.orphan_ctrl != 0 {
-            let bits = std::mem::take(&mut self.orphan_ctrl);
-            self.pend_on_any(bits);
+        let orphans = self.addrs.take_orphans();
+        if !orphans.is_empty() {
+            self.pend_on_any(orphans);
         }
         let n = self.subflows.slot_bound();
         if self.recv.take_window_update() {
@@ -46,18 +46,18 @@ impl Connection {
             let best = self.subflows.enumerate().filter(|(_, s)| s.established() && !s.pf());
             if let Some((i, _)) = best.max_by_key(|(_, s)| s.last_original_rx) {
                 self.subflows[i].acks.immediate = true;
-                self.subflows[i].ctrl_pending |= ctrl::PING;
+                self.subflows[i].ping();
             }
         }
         // Control first: ACKs due, pending frames, probes, redundant copies.
         for k in 0..n {
             let i = (self.rr + k) % n;
             let Some(sf) = self.subflows.get(i) else { continue };
-            let closing_only = !sf.is_open() && sf.ctrl_pending & (ctrl::RESET | ctrl::FASTCLOSE) != 0;
+            let closing_only = !sf.is_open() && sf.pending().intersects(FrameSet::CLOSING);
             if !sf.is_open() && !closing_only {
                 continue;
             }
-            let urgent = sf.acks.due(now) || sf.ctrl_pending != 0 || sf.rec.probe.is_some() || sf.copy.is_some();
+            let urgent = sf.acks.due(now) || !sf.pending().is_empty() || sf.rec.probe.is_some() || sf.copy.is_some();
             if urgent && self.unwritable.contains(sf.local_path) {
                 // Its socket is full: this waits until the endpoint says it is writable.
                 self.held_back = true;
@@ -68,7 +68,7 @@ impl Connection {
                 // its repeats are FAST_JOIN_IN.
                 let first_fast_join = sf.state == SubflowState::JoinSent
                     && sf.join.kind == JoinKind::FastInitiator
-                    && sf.ctrl_pending & ctrl::JOIN != 0
+                    && sf.join_unsent()
                     && sf.rec.rto_backoff == 0;
                 let repeat = self.config.faults().repeat_fast_join_dsn;
                 let seg = if first_fast_join { self.send.fast_join_segment(repeat) } else { None };

@@ -200,7 +200,7 @@ impl Connection {
                     && sf.rec.eliciting_in_flight == 0
                     && sf.rec.probe.is_none()
                 {
-                    sf.ctrl_pending |= ctrl::PING;
+                    sf.ping();
                 }
             }
         }
@@ -212,7 +212,7 @@ impl Connection {
                 sf.acks.immediate = true;
             }
             if t.expired(sf_timer::KEEP_ALIVE, now) {
-                sf.ctrl_pending |= ctrl::PING;
+                sf.ping();
                 sf.last_activity = now;
             }
             if t.expired(sf_timer::TLP_CHECK, now) {
@@ -242,7 +242,7 @@ impl Connection {
         if let Some(i) = cx.keep_alive_on.and_then(|id| self.subflows.by_number(id)) {
             if self.subflows[i].timers(&cx).expired(sf_timer::KEEP_ALIVE, now) {
                 let sf = &mut self.subflows[i];
-                sf.ctrl_pending |= ctrl::PING;
+                sf.ping();
                 sf.last_activity = now;
             }
         }
@@ -305,7 +305,7 @@ impl Connection {
                 // from where the scheduler reinjects it on another subflow (RFC 8684 §3.3.6).
                 self.reinject_in_flight(now, i, true);
                 if self.side == Side::Client && self.state == State::Confirm && i == 0 {
-                    self.subflows[0].ctrl_pending |= ctrl::PING;
+                    self.subflows[0].ping();
                 }
             }
         }

@@ -3,9 +3,14 @@
 //! ([`recovery`]), its peer address's validation ([`Validation`]), its join ([`JoinState`]),
 //! its timers and its close procedure. [`table`] holds a connection's subflows.
 
+mod control;
+mod frame_set;
+mod joining;
 pub mod pmtu;
 pub mod recovery;
 pub mod table;
+
+pub use frame_set::FrameSet;
 
 use super::cc::Cc;
 use super::timer_table::TimerTable;
@@ -29,30 +34,6 @@ pub enum SubflowState {
     /// Closed by a reset, REMOVE_ADDR, an idle timeout or a failed join. The record drains
     /// (answering late packets with a SUBFLOW_RESET) and is then reclaimed.
     Closed,
-}
-
-/// Control frames a packet carries, tracked so that a lost one is sent again.
-pub mod ctrl {
-    pub const HS_DONE: u16 = 1 << 0;
-    pub const SYNACK: u16 = 1 << 1;
-    pub const JOIN_ACK: u16 = 1 << 2;
-    pub const PRIO: u16 = 1 << 3;
-    pub const RTO_REQ: u16 = 1 << 4;
-    pub const RTO_VAL: u16 = 1 << 5;
-    pub const PING: u16 = 1 << 6;
-    pub const RESET: u16 = 1 << 7;
-    pub const CHALLENGE: u16 = 1 << 8;
-    pub const RESPONSE: u16 = 1 << 9;
-    pub const JOIN: u16 = 1 << 10;
-    pub const ADD_ADDR: u16 = 1 << 11;
-    pub const ADDR_ECHO: u16 = 1 << 12;
-    pub const REMOVE_ADDR: u16 = 1 << 13;
-    pub const FASTCLOSE: u16 = 1 << 14;
-    /// Send the FAST_JOIN_REPLY now (it also rides in every packet until acknowledged).
-    pub const FJ_REPLY: u16 = 1 << 15;
-    /// Frames that are sent again when the packet carrying them is lost.
-    pub const RETRANSMITTABLE: u16 =
-        HS_DONE | SYNACK | JOIN_ACK | PRIO | RTO_REQ | RTO_VAL | JOIN | ADD_ADDR | ADDR_ECHO | REMOVE_ADDR | CHALLENGE;
 }
 
 /// How a subflow was (or is being) joined.
@@ -122,6 +103,8 @@ pub struct JoinState {
     /// Initiator of a fast join: its first JOIN has left, so the rest of the flight may
     /// follow in JOIN packets before the reply (PROTOCOL.md §5.9).
     pub first_sent: bool,
+    /// The join's frames to send (`FrameSet::JOINING`).
+    pending: FrameSet,
 }
 
 /// The peer address's validation and the anti-amplification limit (§10).
@@ -134,6 +117,8 @@ pub struct Validation {
     /// PATH_CHALLENGE data we sent (NAT rebinding), and a PATH_RESPONSE we owe.
     pub challenge: Option<[u8; 8]>,
     pub response: Option<[u8; 8]>,
+    /// Its frames to send (`FrameSet::VALIDATION`).
+    pending: FrameSet,
 }
 
 impl Validation {
@@ -302,7 +287,11 @@ pub struct Subflow {
     pub rec: Recovery,
     pub acks: AckState,
     pub val: Validation,
-    pub ctrl_pending: u16,
+    /// The subflow's own frames to send: PING, MP_PRIO, the RTO option, HANDSHAKE_DONE,
+    /// SUBFLOW_RESET, MP_FASTCLOSE (see `control`).
+    signals: FrameSet,
+    /// The connection's address frames this subflow is to carry (`FrameSet::ADDRESSES`).
+    carry: FrameSet,
     /// A copy of a segment the redundant scheduler put on this subflow too.
     pub copy: Option<DataRef>,
     pub reset_reason: u8,
@@ -333,14 +322,14 @@ pub struct Subflow {
 impl SubflowState {
     /// Of the control frames `ctrl` a lost packet carried, those still worth sending in this
     /// state: the join frames only while the join they belong to is incomplete.
-    pub fn frames_to_resend(self, ctrl: u16) -> u16 {
-        let again = ctrl & ctrl::RETRANSMITTABLE;
+    pub fn frames_to_resend(self, ctrl: FrameSet) -> FrameSet {
+        let again = ctrl.intersection(FrameSet::RETRANSMITTABLE);
         match self {
-            SubflowState::JoinSent => again & (ctrl::JOIN | ctrl::PRIO),
-            SubflowState::JoinAckSent => again & !(ctrl::SYNACK | ctrl::JOIN),
-            SubflowState::JoinReceived => again & !(ctrl::JOIN | ctrl::JOIN_ACK),
-            SubflowState::Established => again & !(ctrl::JOIN | ctrl::JOIN_ACK | ctrl::SYNACK),
-            SubflowState::Closed => 0,
+            SubflowState::JoinSent => again.intersection(FrameSet::JOIN | FrameSet::PRIO),
+            SubflowState::JoinAckSent => again.without(FrameSet::SYNACK | FrameSet::JOIN),
+            SubflowState::JoinReceived => again.without(FrameSet::JOIN | FrameSet::JOIN_ACK),
+            SubflowState::Established => again.without(FrameSet::JOIN | FrameSet::JOIN_ACK | FrameSet::SYNACK),
+            SubflowState::Closed => FrameSet::EMPTY,
         }
     }
 }
@@ -376,6 +365,7 @@ impl Subflow {
                 nonce_remote: 0,
                 reply_unacked: false,
                 first_sent: false,
+                pending: FrameSet::EMPTY,
             },
             failover: false,
             rejoin: false,
@@ -383,7 +373,8 @@ impl Subflow {
             rec: Recovery::new(rtt, cc, now),
             acks: AckState::new(now),
             val: Validation::default(),
-            ctrl_pending: 0,
+            signals: FrameSet::EMPTY,
+            carry: FrameSet::EMPTY,
             copy: None,
             reset_reason: 0,
             sent_reset: false,
@@ -437,7 +428,7 @@ impl Subflow {
             && self.join.kind == JoinKind::FastInitiator
             && self.join.first_sent
             && self.rec.rto_backoff == 0
-            && self.ctrl_pending & ctrl::JOIN == 0
+            && !self.join_unsent()
     }
 
     /// Potentially failed: its retransmission timer expired and nothing new was acknowledged
@@ -495,10 +486,14 @@ impl Subflow {
     pub fn close(&mut self, now: Time, reason: u8, tell_peer: bool) {
         self.state = SubflowState::Closed;
         self.reset_reason = reason;
-        self.ctrl_pending &= ctrl::FASTCLOSE;
+        // Nothing pending goes any more but an abort's MP_FASTCLOSE.
+        self.signals = self.signals.intersection(FrameSet::FASTCLOSE);
+        self.join.pending = FrameSet::EMPTY;
+        self.val.pending = FrameSet::EMPTY;
+        self.carry = FrameSet::EMPTY;
         self.sent_reset = tell_peer && self.remote_cid.is_some();
         if self.sent_reset {
-            self.ctrl_pending |= ctrl::RESET;
+            self.signals |= FrameSet::RESET;
         }
         self.rec.probe = None;
         self.rec.loss_time = None;
@@ -511,7 +506,7 @@ impl Subflow {
     /// goes again (the first may have been lost), unless the packet was a reset itself.
     pub fn on_packet_after_close(&mut self, carries_reset: bool) {
         if self.sent_reset && !carries_reset {
-            self.ctrl_pending |= ctrl::RESET;
+            self.signals |= FrameSet::RESET;
         }
     }
 
@@ -523,7 +518,7 @@ impl Subflow {
             return true;
         }
         self.idle_probe = Some(now);
-        self.ctrl_pending |= ctrl::PING;
+        self.ping();
         false
     }
 

@@ -6,7 +6,7 @@
 //! recovered or completed its join) comes back as values or through a callback, and the
 //! connection applies it.
 
-use super::{ctrl, DataRef, Subflow, SubflowState};
+use super::{DataRef, FrameSet, Subflow, SubflowState};
 use crate::conn::cc::{Cc, Coupling};
 use crate::wire::Ack;
 use crate::Time;
@@ -125,7 +125,7 @@ pub struct SentPacket {
     pub ack_eliciting: bool,
     pub data: Option<DataRef>,
     /// Control frames it carried (`ctrl` bits), sent again if it is lost.
-    pub ctrl: u16,
+    pub ctrl: FrameSet,
     /// It carried an ACK frame: if it is lost, the next data packet carries one again
     /// (`AckState::news`), as a data packet otherwise repeats no unchanged ACK.
     pub carried_ack: bool,
@@ -150,7 +150,7 @@ impl SentRing {
     /// records of packets that carried only acknowledgements (never acknowledged themselves,
     /// never retransmitted, outside the flight) are forgotten with it.
     pub fn shrink(&mut self) {
-        let bare = |p: &SentPacket| !p.ack_eliciting && p.ctrl == 0 && p.data.is_none();
+        let bare = |p: &SentPacket| !p.ack_eliciting && p.ctrl.is_empty() && p.data.is_none();
         if self.slots.iter().flatten().all(bare) {
             self.slots = VecDeque::new();
             self.live = 0;
@@ -407,7 +407,7 @@ impl Subflow {
             }
             r.flight_high = r.flight_high.max(r.in_flight);
             self.last_activity = p.time;
-            r.tail_ping = p.ctrl & ctrl::PING != 0;
+            r.tail_ping = p.ctrl.intersects(FrameSet::PING);
         }
         r.next_pn = p.pn + 1;
         r.sent.push(p);
@@ -430,7 +430,7 @@ impl Subflow {
         let mut out = Acked { recovered: false, established: false, cc_events: [(0, 0); CC_EVENTS], ncc: 0 };
         let mut newly_acked = 0u64;
         let mut largest_newly: Option<SentPacket> = None;
-        let mut acked_ctrl = 0u16;
+        let mut acked_ctrl = FrameSet::EMPTY;
         let (mut freed_bytes, mut freed_packets) = (0u64, 0u32);
         let mut probe_acked = None;
         // Lowest range first, so congestion control sees the packets in the order they left.
@@ -486,15 +486,13 @@ impl Subflow {
             r.probe = None;
         }
         out.recovered = std::mem::take(&mut r.pf);
-        if acked_ctrl & ctrl::JOIN_ACK != 0 && self.state == SubflowState::JoinAckSent {
+        if acked_ctrl.intersects(FrameSet::JOIN_ACK) && self.state == SubflowState::JoinAckSent {
             // The fourth ACK (RFC 8684 §3.2): established.
-            self.state = SubflowState::Established;
-            self.ctrl_pending &= !ctrl::JOIN_ACK;
-            self.last_original_rx = now;
+            self.on_join_ack_acked(now);
             out.established = true;
         }
-        if acked_ctrl & ctrl::HS_DONE != 0 {
-            self.ctrl_pending &= !ctrl::HS_DONE;
+        if acked_ctrl.intersects(FrameSet::HS_DONE) {
+            self.signals.remove(FrameSet::HS_DONE);
         }
         Some(out)
     }
@@ -538,7 +536,7 @@ impl Subflow {
                 }
                 lost_latest = Some(lost_latest.map_or(p.time, |t| t.max(p.time)));
                 self.count_loss(now, p.pn);
-                self.ctrl_pending |= self.state.frames_to_resend(p.ctrl);
+                self.pend_again(p.ctrl);
                 self.acks.news |= p.carried_ack;
                 if let Some(d) = p.data {
                     lost(d);
@@ -612,10 +610,10 @@ impl Subflow {
 
     /// Takes every packet in flight out, oldest first (the subflow failed or closed): `each`
     /// gets its data, and its control frames are pended again while the subflow is open.
-    /// Returns the connection-level frames (`ctrl` bits) carried by packets of a closed
-    /// subflow, which must go on another one.
-    pub fn drain_flight(&mut self, now: Time, count_lost: bool, each: &mut impl FnMut(DataRef)) -> u16 {
-        let mut orphaned = 0u16;
+    /// Returns the connection's address frames carried by packets of a closed subflow, which
+    /// must go on another one.
+    pub fn drain_flight(&mut self, now: Time, count_lost: bool, each: &mut impl FnMut(DataRef)) -> FrameSet {
+        let mut orphaned = FrameSet::EMPTY;
         while let Some(p) = self.rec.sent.pop_oldest() {
             if p.mtu_probe {
                 self.rec.remove_from_flight(&p);
@@ -627,10 +625,10 @@ impl Subflow {
             }
             self.rec.remove_from_flight(&p);
             if self.is_open() {
-                self.ctrl_pending |= self.state.frames_to_resend(p.ctrl);
+                self.pend_again(p.ctrl);
                 self.acks.news |= p.carried_ack;
             } else {
-                orphaned |= p.ctrl & (ctrl::ADD_ADDR | ctrl::REMOVE_ADDR | ctrl::ADDR_ECHO);
+                orphaned |= p.ctrl.intersection(FrameSet::ADDRESSES);
             }
             if let Some(d) = p.data {
                 each(d);
@@ -656,7 +654,7 @@ mod tests {
             size: 100,
             ack_eliciting: true,
             data: None,
-            ctrl: 0,
+            ctrl: FrameSet::EMPTY,
             carried_ack: false,
             mtu_probe: false,
         }

@@ -1,0 +1,73 @@
+//! One packet being written: its header, then the frames of each owner that has something
+//! to send, each written only where it fits before the AEAD tag; then the padding header
+//! protection needs. The owners (the subflow's ACKs, validation and signals, the join, the
+//! connection's addresses, the send side's data) write into it; what it carried is told back
+//! to them when the packet is committed, and again at its acknowledgement or loss.
+
+use super::subflow::FrameSet;
+use crate::crypto;
+use crate::wire::{Frame, Writer};
+
+/// The most a control frame takes (an ADD_ADDR of an IPv6 address with its HMAC is the
+/// largest): one is written only where this much room is left.
+const CONTROL_MAX: usize = 64;
+
+pub(super) struct PacketBuilder<'a> {
+    w: Writer<'a>,
+    /// The header's length, and its packet number's for a short header (0 for a long one).
+    header_len: usize,
+    short_pn_len: usize,
+    /// Where the frames end: the tag follows.
+    limit: usize,
+    /// The control frames written, by kind.
+    pub sent: FrameSet,
+    /// The packet elicits an acknowledgement.
+    pub eliciting: bool,
+    /// It carries an ACK frame.
+    pub ack_sent: bool,
+}
+
+impl<'a> PacketBuilder<'a> {
+    /// A packet in `buf` (its whole length may be used); `header` writes the header and
+    /// returns its length and, for a short header, its packet number's length (0 otherwise).
+    pub fn new(buf: &'a mut [u8], header: impl FnOnce(&mut Writer<'_>) -> Option<(usize, usize)>) -> Option<Self> {
+        let limit = buf.len().checked_sub(crypto::TAG_LEN)?;
+        let mut w = Writer::new(buf);
+        let (header_len, short_pn_len) = header(&mut w)?;
+        Some(Self { w, header_len, short_pn_len, limit, sent: FrameSet::EMPTY, eliciting: false, ack_sent: false })
+    }
+
+    /// Room for a control frame of any kind.
+    pub fn has_room(&self) -> bool {
+        self.w.len() + CONTROL_MAX < self.limit
+    }
+
+    /// The bytes left before the tag.
+    pub fn room(&self) -> usize {
+        self.limit.saturating_sub(self.w.len())
+    }
+
+    /// Writes control frame `f` (of kind `kind`) if there is room; true if written.
+    pub fn control(&mut self, kind: FrameSet, f: Frame<'_>) -> bool {
+        if self.has_room() && f.emit(&mut self.w).is_ok() {
+            self.sent |= kind;
+            return true;
+        }
+        false
+    }
+
+    /// The writer, for frames whose size the caller measured against [`PacketBuilder::room`].
+    pub fn writer(&mut self) -> &mut Writer<'a> {
+        &mut self.w
+    }
+
+    /// Ends the frames: pads a short header's packet so that header protection has its 4
+    /// bytes after the packet number (§9.3). Returns the header's length, the plaintext's
+    /// length and whether the header is short.
+    pub fn finish(mut self) -> Option<(usize, usize, bool)> {
+        while self.short_pn_len > 0 && self.w.len() - self.header_len + self.short_pn_len < 4 {
+            self.w.u8(0).ok()?;
+        }
+        Some((self.header_len, self.w.len() - self.header_len, self.short_pn_len > 0))
+    }
+}
