@@ -44,7 +44,8 @@ use send::{Seg, SendSide, Sent};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use subflow::recovery::{Expiry, Probe, Rtt, SentPacket};
+use subflow::loss::Expiry;
+use subflow::recovery::{Probe, Rtt, SentPacket};
 use subflow::table::{SubflowTable, MAX_SLOTS};
 use subflow::{DataRef, FrameSet, JoinKind, Subflow};
 

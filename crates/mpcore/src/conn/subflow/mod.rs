@@ -4,12 +4,15 @@
 //! its timers and its close procedure. [`table`] holds a connection's subflows.
 
 mod control;
+mod data_ref;
 mod frame_set;
 mod joining;
+pub mod loss;
 pub mod pmtu;
 pub mod recovery;
 pub mod table;
 
+pub use data_ref::DataRef;
 pub use frame_set::FrameSet;
 
 use super::cc::Cc;
@@ -47,15 +50,6 @@ pub enum JoinKind {
     FastOut,
     /// We accepted the peer's FAST_JOIN_IN: the reply carries the DSN we send from.
     FastIn,
-}
-
-/// A range of the stream carried by a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DataRef {
-    /// Offset in the stream (see `conn::dsn`).
-    pub off: u64,
-    pub len: u32,
-    pub fin: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
