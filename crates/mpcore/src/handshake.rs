@@ -18,7 +18,7 @@ use crate::drops::DropReason;
 use crate::identity;
 use crate::rng::Rng;
 use crate::wire::packet::{self, Confirm, Handshake, Initial, Retry};
-use crate::wire::{Cid, Frame, Frames, Header, Packet, TransportParams, Writer};
+use crate::wire::{Cid, Frame, FrameList, Header, Packet, TransportParams, Writer};
 use crate::Time;
 use std::net::SocketAddr;
 
@@ -223,12 +223,10 @@ impl Client {
             self.restart(config, rng);
             return Err(DropReason::DecryptFailed);
         };
-        if Frames::validate(plain).is_err() {
-            return Err(DropReason::Malformed);
-        }
+        let Ok(frames) = FrameList::parse(plain) else { return Err(DropReason::Malformed) };
         let mut params = None;
         let mut cookie: &[u8] = &[];
-        for f in Frames::new(plain).flatten() {
+        for f in frames.iter() {
             match f {
                 Frame::TransportParams(tp) => params = TransportParams::parse(tp).ok(),
                 Frame::Cookie(c) => cookie = c,

@@ -61,13 +61,15 @@ impl Connection {
     }
 
     /// A sealed packet for this connection: a short header, a CONFIRM (server, subflow 0) or a
-    /// JOIN. `scratch` holds a copy of the datagram that may be modified in place.
+    /// JOIN, parsed by the endpoint (`header`, `header_len` bytes); `scratch` holds the
+    /// datagram and may be modified in place.
     pub(crate) fn handle_sealed(
         &mut self,
         now: Time,
         path: PathId,
         remote: SocketAddr,
-        p: &Packet<'_>,
+        header: Header<'_>,
+        header_len: usize,
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
         if self.drained {
@@ -77,28 +79,29 @@ impl Connection {
         self.arm_trim(now);
         let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
         let dgram_len = scratch.len() as u64;
-        let (i, pn, hl, is_join) = match p.header {
+        let (i, pn, hl, is_join) = match header {
             Header::Short(s) => {
                 let i = self.subflows.by_cid(&s.dcid).ok_or(DropReason::UnknownCid)?;
                 // The endpoint parsed the header with our CID length.
-                let pn_offset = p.header_len;
+                let pn_offset = header_len;
                 let (len, trunc) = keys.recv.unprotect_short(scratch, pn_offset).map_err(|_| DropReason::Malformed)?;
                 let pn = decode_pn(self.subflows[i].acks.largest, trunc, len);
                 (i, pn, pn_offset + len, false)
             }
             Header::Confirm(c) if self.side == Side::Server => {
                 let i = self.subflows.by_cid(&c.dcid).ok_or(DropReason::UnknownCid)?;
-                (i, u64::from(c.pn), p.header_len, false)
+                (i, u64::from(c.pn), header_len, false)
             }
             Header::Join(j) => match self.subflows.by_number(j.subflow) {
-                Some(i) => (i, u64::from(j.pn), p.header_len, true),
-                None => return self.handle_new_join(now, path, remote, p, scratch),
+                Some(i) => (i, u64::from(j.pn), header_len, true),
+                None => return self.handle_new_join(now, path, remote, j, header_len, scratch),
             },
             _ => return Err(DropReason::Unexpected),
         };
         let id = self.subflows[i].id;
         let plain = keys.recv.open(id, pn, scratch, hl).map_err(|_| DropReason::DecryptFailed)?;
-        let look = self.inspect(self.subflows[i].rec.next_pn, plain)?;
+        let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
+        let look = self.inspect(self.subflows[i].rec.next_pn, &frames)?;
         if look.new_ranges > self.recv.ranges_free() {
             // The reassembly cannot track another hole (far more holes than segments of 256
             // bytes fit in the window). The packet is dropped before it is acknowledged, so the
@@ -147,7 +150,7 @@ impl Connection {
             sf.val.restart(dgram_len, ch);
             self.emit(Event::SubflowMigrated { id, remote });
         }
-        if self.side == Side::Client && self.state == State::Confirm && matches!(p.header, Header::Short(_)) {
+        if self.side == Side::Client && self.state == State::Confirm && matches!(header, Header::Short(_)) {
             self.state = State::Established;
             self.hs = None;
             self.emit(Event::Connected);
@@ -156,7 +159,7 @@ impl Connection {
         if look.urgent {
             self.subflows[i].acks.immediate = true;
         }
-        let mut frames = Frames::new(plain).flatten();
+        let mut frames = frames.iter();
         if is_join {
             // The join frame that leads a JOIN packet: a FAST_JOIN_OUT overtaken by a later
             // packet of its flight (which made the subflow) still delivers its data; the
@@ -175,13 +178,12 @@ impl Connection {
         Ok(())
     }
 
-    /// One look at a decrypted payload before any frame acts, for a subflow whose next packet
-    /// number is `next_pn`: the frames parse
-    /// (§5), and no number in them is one a correct peer cannot send (PROTOCOL.md §11).
-    pub(super) fn inspect(&self, next_pn: u64, plain: &[u8]) -> Result<Inspection, DropReason> {
-        Frames::validate(plain).map_err(|_| DropReason::Malformed)?;
+    /// One look at a packet's frames (parsed and validated, §5) before any of them acts, for a
+    /// subflow whose next packet number is `next_pn`: no number in them is one a correct peer
+    /// cannot send (PROTOCOL.md §11).
+    pub(super) fn inspect(&self, next_pn: u64, frames: &FrameList<'_>) -> Result<Inspection, DropReason> {
         let mut look = Inspection::default();
-        for f in Frames::new(plain).flatten() {
+        for f in frames.iter() {
             match f {
                 // An ACK of a packet number we never sent.
                 Frame::Ack(a) if a.largest >= next_pn => return Err(DropReason::Protocol),

@@ -74,10 +74,10 @@ impl Connection {
         now: Time,
         path: PathId,
         remote: SocketAddr,
-        p: &Packet<'_>,
+        j: Join,
+        header_len: usize,
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
-        let Header::Join(j) = p.header else { return Err(DropReason::Unexpected) };
         let peer_opener_bit = match self.side {
             Side::Client => 0x8000_0000,
             Side::Server => 0,
@@ -94,17 +94,18 @@ impl Connection {
         }
         let len = scratch.len() as u64;
         let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
-        let plain = keys.recv.open(j.subflow, u64::from(j.pn), scratch, p.header_len);
+        let plain = keys.recv.open(j.subflow, u64::from(j.pn), scratch, header_len);
         let plain = plain.map_err(|_| DropReason::DecryptFailed)?;
         // A new subflow has sent nothing: an ACK in its JOIN is a violation. A later packet
         // of a fast join's first flight (data in a DSS) makes no subflow: only the join's first
         // packet, or a repeat without data, does, so that the replay window judges every fast
         // join's data (§5.9). It is dropped unacknowledged; the data goes again once the
         // subflow is up.
-        if self.inspect(0, plain)?.data {
+        let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
+        if self.inspect(0, &frames)?.data {
             return Err(DropReason::Unexpected);
         }
-        let mut frames = Frames::new(plain).flatten();
+        let mut frames = frames.iter();
         let local_token = self.local_token.unwrap_or_default();
         // What the first frame asks for: (backup, address id, how, the data to deliver, R-A).
         let (backup, addr_id, join, data, nonce) = match frames.next() {

@@ -31,7 +31,7 @@ use crate::handshake;
 use crate::rng::Rng;
 use crate::wire::frame::{reason, AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
 use crate::wire::packet::{self, decode_pn, Confirm, Join, Short};
-use crate::wire::{Ack, Cid, Dss, Frame, Frames, Header, MapHeader, Packet, TransportParams, Writer};
+use crate::wire::{Ack, Cid, Dss, Frame, FrameList, Header, MapHeader, Packet, TransportParams, Writer};
 use crate::{LocalPath, PathId, PathSet, Time, Transmit};
 use addresses::Addresses;
 use cc::{Cc, CoupledPath, Coupling};

@@ -478,7 +478,7 @@ impl Endpoint {
         let r = match p.header {
             Header::Retry(_) => c.handle_retry(now, remote, &p, data),
             Header::Handshake(_) => c.handle_handshake(now, remote, &p, scratch),
-            _ => c.handle_sealed(now, path, remote, &p, scratch),
+            _ => c.handle_sealed(now, path, remote, p.header, p.header_len, scratch),
         };
         self.after_datagram(idx, now, remote, len, r);
     }
@@ -503,10 +503,9 @@ impl Endpoint {
             self.drops.unknown_cid += 1;
             return;
         };
-        // The header, copied out of `data` (its payload is not read through the view).
-        let p = Packet { header: Header::Short(Short { dcid }), header_len, payload: &[] };
+        // The header, copied out of `data`, which is opened where it lies.
         let len = data.len();
-        let r = c.handle_sealed(now, path, remote, &p, data);
+        let r = c.handle_sealed(now, path, remote, Header::Short(Short { dcid }), header_len, data);
         self.after_datagram(idx, now, remote, len, r);
     }
 
@@ -632,7 +631,7 @@ impl Endpoint {
         // The connection is kept only if the CONFIRM's own payload authenticates and applies.
         let scratch = &mut self.scratch[..dgram.len()];
         scratch.copy_from_slice(dgram);
-        if let Err(r) = conn.handle_sealed(now, path, remote, p, scratch) {
+        if let Err(r) = conn.handle_sealed(now, path, remote, p.header, p.header_len, scratch) {
             self.drops.count(r);
             return;
         }

@@ -708,6 +708,11 @@ impl<'a> Frames<'a> {
         Self { r: Reader::new(payload), failed: false }
     }
 
+    /// Where the next frame starts in the payload.
+    pub fn offset(&self) -> usize {
+        self.r.position()
+    }
+
     /// Checks the whole payload parses, without keeping anything. Receivers call this before
     /// acting on any frame, so that a malformed packet changes no state (PROTOCOL.md §1).
     pub fn validate(payload: &'a [u8]) -> Result<(), Error> {

@@ -3,11 +3,13 @@
 
 pub mod codec;
 pub mod frame;
+pub mod frame_list;
 pub mod packet;
 pub mod params;
 
 pub use codec::{Reader, Writer};
 pub use frame::{Ack, Dss, Frame, Frames, MapHeader};
+pub use frame_list::FrameList;
 pub use packet::{Cid, Header, Packet};
 pub use params::TransportParams;
 
