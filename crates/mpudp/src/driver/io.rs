@@ -1,100 +1,19 @@
-//! The sockets: one per local path (by `PathId`), opened bound to a device, to an address, or
-//! handed over by the application; GSO batches on the way out.
+//! The sockets by path and the way out: the endpoint writes each datagram into its path's GSO batch while the
+//! driver holds the endpoint's lock; the batches leave by `sendmsg` with the lock released,
+//! so that the application's handles never wait on a system call. What the sends did (the
+//! counters, the radio's packets, a socket that filled) is logged and told to the shared
+//! state at the next lock.
 
-use super::state::State;
-use crate::error::{Error, Result};
-use crate::options::Interface;
+use super::socket::{PathSocket, GSO_BYTES};
+use super::state::{Shared, State};
 use bytes::BytesMut;
 use mpcore::Time;
-use quinn_udp::UdpSocketState;
-use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::task::{Context, Poll};
-use tokio::io::Interest;
 
 /// Datagrams built per round before receiving again.
 const TX_BUDGET: usize = 128;
-/// The most a GSO batch carries (the kernel's limit is 64 KiB of payload).
-const GSO_BYTES: usize = 65_000;
-
-/// One local path's socket.
-#[derive(Debug)]
-pub(crate) struct PathSocket {
-    pub(crate) io: tokio::net::UdpSocket,
-    pub(crate) state: UdpSocketState,
-    /// Datagrams per GSO batch on this socket (1: no GSO).
-    pub(crate) max_segments: usize,
-    /// A socket on the wildcard address answers each peer from the address the peer wrote to.
-    pub(crate) replies: Option<ReplyFrom>,
-}
-
-impl PathSocket {
-    /// Opens interface `i`'s socket on `addr` (or takes the one the application handed
-    /// over); `max_datagram` bounds its GSO batches.
-    pub(crate) fn open(
-        i: &Interface,
-        addr: SocketAddr,
-        bufs: (usize, usize),
-        max_datagram: usize,
-        steering: Option<mpcore::Steering>,
-    ) -> Result<Self> {
-        let (io, state) = open_socket(i, addr, bufs.0, bufs.1, steering)?;
-        let local =
-            io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
-        let max_segments = state.max_gso_segments().clamp(1, GSO_BYTES / max_datagram.max(1200));
-        let replies = local.ip().is_unspecified().then(ReplyFrom::new);
-        Ok(Self { io, state, max_segments, replies })
-    }
-
-    /// One sendmsg: `contents` to `remote`, as one datagram or (with `segment_size`) as a GSO
-    /// batch, from the address the peer wrote to on a wildcard socket.
-    fn send(&self, remote: SocketAddr, contents: &[u8], segment_size: Option<usize>) -> io::Result<()> {
-        let t = quinn_udp::Transmit {
-            destination: remote,
-            ecn: None,
-            contents,
-            segment_size,
-            src_ip: self.replies.as_ref().and_then(|r| r.source(remote)),
-        };
-        self.io.try_io(Interest::WRITABLE, || self.state.try_send((&self.io).into(), &t))
-    }
-
-    pub(crate) fn local_addr(&self) -> SocketAddr {
-        self.io.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
-    }
-}
-
-/// The local address each peer last wrote to, learnt from IP_PKTINFO on a socket bound to the
-/// wildcard address, so that answers leave from it rather than from whatever address the
-/// route back to the peer prefers (which the peer does not know: a multihomed server).
-#[derive(Debug)]
-pub(crate) struct ReplyFrom {
-    map: HashMap<SocketAddr, IpAddr>,
-}
-
-impl ReplyFrom {
-    /// Peers remembered; past this the table is emptied and relearnt from the next datagrams,
-    /// so it never grows (allocates) after the endpoint is built.
-    const ENTRIES: usize = 4096;
-
-    fn new() -> Self {
-        Self { map: HashMap::with_capacity(Self::ENTRIES) }
-    }
-
-    pub(crate) fn learn(&mut self, peer: SocketAddr, local: IpAddr) {
-        if self.map.get(&peer) != Some(&local) {
-            if self.map.len() >= Self::ENTRIES {
-                self.map.clear();
-            }
-            self.map.insert(peer, local);
-        }
-    }
-
-    fn source(&self, peer: SocketAddr) -> Option<IpAddr> {
-        self.map.get(&peer).copied()
-    }
-}
 
 /// One path's datagrams being gathered into one GSO send; while the socket is full it is
 /// that path's queue (at most `GSO_BYTES`; beyond, datagrams are dropped like at a full
@@ -158,7 +77,7 @@ impl TxBatch {
         self.count += 1;
     }
 
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.len = 0;
         self.count = 0;
         self.blocked = false;
@@ -180,87 +99,10 @@ pub(crate) struct Io {
     pub(crate) scratch: BytesMut,
     /// The path the last datagram took: the next is written into its batch.
     pub(crate) guess: usize,
-}
-
-fn open_socket(
-    i: &Interface,
-    addr: SocketAddr,
-    rcvbuf: usize,
-    sndbuf: usize,
-    steering: Option<mpcore::Steering>,
-) -> Result<(tokio::net::UdpSocket, UdpSocketState)> {
-    use socket2::{Domain, Protocol, Socket, Type};
-    if let Some(s) = i.adopted() {
-        return adopt(s);
-    }
-    let dev = i.device.as_deref();
-    let ctx = |what: &str| match dev {
-        Some(d) => format!("{what} on interface {d} ({addr})"),
-        None => format!("{what} ({addr})"),
-    };
-    let io_err = |e: io::Error, what: &str| Error::from_io(e, ctx(what), dev, addr);
-    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
-        .map_err(|e| io_err(e, "creating a UDP socket"))?;
-    if addr.is_ipv6() {
-        s.set_only_v6(true).map_err(|e| io_err(e, "setting IPV6_V6ONLY"))?;
-    }
-    if let Some(d) = dev {
-        if !crate::iface::exists(d) {
-            return Err(Error::NoSuchDevice { name: d.into() });
-        }
-        bind_device(&s, d, addr).map_err(|e| io_err(e, "binding to the device"))?;
-    }
-    // A large receive buffer absorbs bursts; the send buffer is the queue towards the link
-    // (`Options::send_buffer`). The kernel caps both at its own maxima.
-    let _ = s.set_recv_buffer_size(rcvbuf);
-    let _ = s.set_send_buffer_size(sndbuf);
-    if steering.is_some() {
-        // Every core's socket on the same address: a reuseport group, in core order.
-        s.set_reuse_port(true).map_err(|e| io_err(e, "setting SO_REUSEPORT"))?;
-    }
-    s.bind(&addr.into()).map_err(|e| io_err(e, "binding"))?;
-    if let Some(st) = steering.filter(|st| st.core() == 0) {
-        super::reuseport::attach(&s, st.cores()).map_err(|e| io_err(e, "loading the steering program"))?;
-    }
-    s.set_nonblocking(true).map_err(|e| io_err(e, "setting non-blocking mode"))?;
-    let std: std::net::UdpSocket = s.into();
-    let state = UdpSocketState::new((&std).into()).map_err(|e| io_err(e, "configuring the socket"))?;
-    let io = tokio::net::UdpSocket::from_std(std).map_err(|e| io_err(e, "registering the socket with tokio"))?;
-    Ok((io, state))
-}
-
-/// A socket the application handed over, already bound to its network by the OS (Android's
-/// `Network.bindSocket`, iOS's `IP_BOUND_IF`): used as it is, made non-blocking.
-fn adopt(s: &std::net::UdpSocket) -> Result<(tokio::net::UdpSocket, UdpSocketState)> {
-    let ctx = |what: &str| format!("{what} (a socket handed over)");
-    let io_err = |e: io::Error, what: &str| Error::Io { context: ctx(what), source: e };
-    let std = s.try_clone().map_err(|e| io_err(e, "duplicating"))?;
-    std.set_nonblocking(true).map_err(|e| io_err(e, "setting non-blocking mode"))?;
-    let state = UdpSocketState::new((&std).into()).map_err(|e| io_err(e, "configuring the socket"))?;
-    let io = tokio::net::UdpSocket::from_std(std).map_err(|e| io_err(e, "registering the socket with tokio"))?;
-    Ok((io, state))
-}
-
-/// `SO_BINDTODEVICE`: the socket's packets leave through the device whatever the routes say.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn bind_device(s: &socket2::Socket, device: &str, _addr: SocketAddr) -> io::Result<()> {
-    s.bind_device(Some(device.as_bytes()))
-}
-
-/// `IP_BOUND_IF` / `IPV6_BOUND_IF` by the device's index: Apple's equivalent.
-#[cfg(any(target_os = "macos", target_os = "ios"))]
-fn bind_device(s: &socket2::Socket, device: &str, addr: SocketAddr) -> io::Result<()> {
-    let index = crate::iface::index_of(device).and_then(std::num::NonZeroU32::new);
-    let index = index.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such device"))?;
-    match addr {
-        SocketAddr::V4(_) => s.bind_device_by_index_v4(Some(index)),
-        SocketAddr::V6(_) => s.bind_device_by_index_v6(Some(index)),
-    }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios")))]
-fn bind_device(_s: &socket2::Socket, _device: &str, _addr: SocketAddr) -> io::Result<()> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "binding a socket to a device"))
+    /// What the sends did while the lock was released (`tx`).
+    pub(crate) log: SendLog,
+    /// The endpoint's clock's origin (the sends' times for the radio model).
+    pub(crate) epoch: std::time::Instant,
 }
 
 impl Io {
@@ -281,18 +123,39 @@ impl Io {
             self.tx[p].clear();
         }
     }
+}
 
+/// What the sockets did while the lock was released (see [`Io::apply`]).
+#[derive(Debug)]
+pub(crate) struct SendLog {
+    /// Each send that went: (path, time, datagrams, bytes), for the counters and the radio.
+    sent: Vec<(usize, Time, usize, usize)>,
+    /// Per path: send errors and datagrams dropped in front of a full socket.
+    errors: Vec<(u64, u64)>,
+}
+
+impl SendLog {
+    pub(crate) fn new() -> Self {
+        // Room for a batch sent one datagram at a time on each of a few paths: nothing grows
+        // in steady state.
+        Self { sent: Vec::with_capacity(256), errors: Vec::new() }
+    }
+}
+
+impl Io {
     /// Sends what the endpoint has; returns whether anything was sent. A path whose socket is
-    /// full does not hold up the others.
-    pub(crate) fn transmit(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
+    /// full does not hold up the others. The lock on `shared` is taken to build datagrams and
+    /// released around every send.
+    pub(crate) fn transmit(&mut self, cx: &mut Context<'_>, shared: &Shared, now: Time) -> bool {
         let mut progress = false;
         // Batches a full socket held back go first.
         for p in 0..self.tx.len() {
-            if self.tx[p].count > 0 && self.flush(cx, st, p) == Flush::Done {
+            if self.tx[p].count > 0 && self.flush(cx, p) == Flush::Done {
                 progress = true;
             }
-            self.announce(st, p);
         }
+        let mut st = shared.lock();
+        self.apply(&mut st);
         // What `poll_transmit` needs: room for the largest datagram the endpoint sends.
         let room = st.ep.config().max_datagram_size.max(mpcore::wire::packet::MIN_INITIAL_SIZE);
         for _ in 0..TX_BUDGET {
@@ -315,30 +178,61 @@ impl Io {
                     let (b, at) = (&self.tx[guess], self.tx[guess].len);
                     self.scratch[..t.len].copy_from_slice(&b.buf[at..at + t.len]);
                 }
-                if !self.tx[p].accepts(t.remote, t.len, max)
-                    && (self.tx[p].blocked || self.flush(cx, st, p) == Flush::Blocked)
-                {
-                    // Rare: the endpoint stops writing for a path once told its socket is full.
-                    self.announce(st, p);
-                    st.paths[p].io.queue_drops += 1;
-                    continue;
+                if !self.tx[p].accepts(t.remote, t.len, max) {
+                    // The batch leaves first, without the lock.
+                    let blocked = self.tx[p].blocked || {
+                        drop(st);
+                        let f = self.flush(cx, p);
+                        st = shared.lock();
+                        self.apply(&mut st);
+                        f == Flush::Blocked
+                    };
+                    if blocked {
+                        // Rare: the endpoint stops writing for a path once told its socket is
+                        // full.
+                        self.announce(&mut st, p);
+                        st.paths[p].io.queue_drops += 1;
+                        continue;
+                    }
                 }
                 self.tx[p].push(t.remote, &self.scratch[..t.len]);
             }
             // A full batch, or one ended by a short datagram, leaves at once.
             let b = &self.tx[p];
             if !b.blocked && (b.count == max || t.len < b.seg) {
-                self.flush(cx, st, p);
-                self.announce(st, p);
+                drop(st);
+                self.flush(cx, p);
+                st = shared.lock();
+                self.apply(&mut st);
+            }
+        }
+        drop(st);
+        for p in 0..self.tx.len() {
+            if self.tx[p].count > 0 && !self.tx[p].blocked {
+                self.flush(cx, p);
+            }
+        }
+        self.apply(&mut shared.lock());
+        progress
+    }
+
+    /// Tells the shared state what the sends did since the last time, and the endpoint which
+    /// paths' sockets are full.
+    pub(crate) fn apply(&mut self, st: &mut State) {
+        for (p, t, count, bytes) in self.log.sent.drain(..) {
+            st.paths[p].io.send_calls += 1;
+            st.count(p, t, true, count, bytes);
+        }
+        for (p, e) in self.log.errors.iter_mut().enumerate() {
+            if *e != (0, 0) {
+                st.paths[p].io.send_errors += e.0;
+                st.paths[p].io.queue_drops += e.1;
+                *e = (0, 0);
             }
         }
         for p in 0..self.tx.len() {
-            if self.tx[p].count > 0 && !self.tx[p].blocked {
-                self.flush(cx, st, p);
-            }
             self.announce(st, p);
         }
-        progress
     }
 
     /// Tells the endpoint when path `p`'s socket fills (it then writes nothing for the path:
@@ -353,9 +247,14 @@ impl Io {
     }
 
     /// Sends path `p`'s batch, unless its socket is full: then the batch stays, and the
-    /// socket's write readiness wakes the task.
-    pub(crate) fn flush(&mut self, cx: &mut Context<'_>, st: &mut State, p: usize) -> Flush {
+    /// socket's write readiness wakes the task. Called without the lock; what happened goes
+    /// to the log.
+    pub(crate) fn flush(&mut self, cx: &mut Context<'_>, p: usize) -> Flush {
         let (Some(Some(sock)), Some(tx)) = (self.sockets.get_mut(p), self.tx.get_mut(p)) else { return Flush::Done };
+        if self.log.errors.len() <= p {
+            self.log.errors.resize(p + 1, (0, 0));
+        }
+        let now = || self.epoch.elapsed().as_micros() as Time;
         loop {
             match sock.io.poll_send_ready(cx) {
                 Poll::Pending => {
@@ -364,16 +263,14 @@ impl Io {
                 }
                 Poll::Ready(Err(e)) => {
                     tracing::warn!(path = p, error = %e, "socket not writable");
-                    st.paths[p].io.send_errors += tx.count as u64;
+                    self.log.errors[p].0 += tx.count as u64;
                     break;
                 }
                 Poll::Ready(Ok(())) => {}
             }
             match sock.send(tx.remote, &tx.buf[..tx.len], (tx.count > 1).then_some(tx.seg)) {
                 Ok(()) => {
-                    st.paths[p].io.send_calls += 1;
-                    let now = st.now();
-                    st.count(p, now, true, tx.count, tx.len);
+                    self.log.sent.push((p, now(), tx.count, tx.len));
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -383,11 +280,16 @@ impl Io {
                     // refuses the whole batch. Each goes alone, so that only the oversized
                     // one is lost, as the probe it is expects to be, and not the data beside it.
                     tracing::debug!(path = p, remote = %tx.remote, error = %e, "batch refused: sent one by one");
-                    one_by_one(sock, tx, st, p);
+                    for d in tx.buf[..tx.len].chunks(tx.seg.max(1)) {
+                        match sock.send(tx.remote, d, None) {
+                            Ok(()) => self.log.sent.push((p, now(), 1, d.len())),
+                            Err(_) => self.log.errors[p].0 += 1,
+                        }
+                    }
                     break;
                 }
                 Err(e) => {
-                    st.paths[p].io.send_errors += tx.count as u64;
+                    self.log.errors[p].0 += tx.count as u64;
                     // EIO: the device cannot segment (no GSO after all); send one by one.
                     if e.raw_os_error() == Some(5) && tx.count > 1 {
                         sock.max_segments = 1;
@@ -412,20 +314,4 @@ const EMSGSIZE: i32 = 90;
 /// The kernel refused a send for a datagram larger than the interface allows.
 fn too_large(e: &io::Error) -> bool {
     e.raw_os_error() == Some(EMSGSIZE) || e.kind() == io::ErrorKind::InvalidInput
-}
-
-/// Sends a batch's datagrams one at a time (after the kernel refused them as one GSO send)
-/// and counts what went and what failed. A full socket here drops the rest, as a full queue
-/// would.
-fn one_by_one(sock: &PathSocket, tx: &TxBatch, st: &mut State, p: usize) {
-    for d in tx.buf[..tx.len].chunks(tx.seg.max(1)) {
-        match sock.send(tx.remote, d, None) {
-            Ok(()) => {
-                st.paths[p].io.send_calls += 1;
-                let now = st.now();
-                st.count(p, now, true, 1, d.len());
-            }
-            Err(_) => st.paths[p].io.send_errors += 1,
-        }
-    }
 }

@@ -11,12 +11,14 @@
 //! (or a path added), none per packet.
 //!
 //! - `state`: what the handles and the task share.
-//! - `io`: the sockets and GSO batches.
+//! - `io`: the sockets by path, the GSO batches, and the sends made without the lock.
+//! - `socket`: one path's socket.
 //! - `paths`: the interfaces and their paths.
 
 mod io;
 mod paths;
 mod reuseport;
+mod socket;
 mod state;
 
 use state::State;
@@ -93,7 +95,15 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
     for i in &opts.interfaces {
         ifaces.add(i.clone())?;
     }
-    let mut io = Io { sockets: Vec::new(), tx: Vec::new(), scratch: BytesMut::zeroed(CHUNK), guess: 0 };
+    let epoch = Instant::now();
+    let mut io = Io {
+        sockets: Vec::new(),
+        tx: Vec::new(),
+        scratch: BytesMut::zeroed(CHUNK),
+        guess: 0,
+        log: io::SendLog::new(),
+        epoch,
+    };
     let (paths, infos) = ifaces.open_initial(&mut io)?;
     let mut ep = Endpoint::new(opts.config.clone(), paths, server).map_err(|e| Error::Config(e.to_string()))?;
     for (p, info) in infos.iter().enumerate() {
@@ -101,7 +111,6 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
             ep.set_path_up(0, PathId(p as u8), false);
         }
     }
-    let epoch = Instant::now();
     let names = ifaces.list.iter().map(|w| w.iface.name()).collect();
     let shared = Arc::new(Shared { state: Mutex::new(State::new(ep, epoch, infos, names)) });
     #[cfg(target_os = "linux")]
@@ -138,14 +147,11 @@ impl Future for Driver {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         let shared = this.shared.clone();
-        let mut st = shared.lock();
-        st.wakeups += 1;
-        let r = this.run(cx, &mut st);
+        let r = this.run(cx, &shared);
         if this.outbox.is_empty() {
             return r;
         }
-        let peers = st.peers.clone();
-        drop(st);
+        let peers = shared.lock().peers.clone();
         forward(&peers, &mut this.outbox);
         r
     }
@@ -168,23 +174,37 @@ fn forward(peers: &[std::sync::Weak<Shared>], outbox: &mut Vec<(u8, PathId, Sock
 }
 
 impl Driver {
-    /// One poll's work with the lock held: up to `ROUNDS` rounds of the other cores' datagrams,
-    /// receive, timers, interfaces, transmit, events.
-    fn run(&mut self, cx: &mut Context<'_>, st: &mut State) -> Poll<()> {
-        store(&mut st.driver, cx.waker());
+    /// One poll's work: up to `ROUNDS` rounds of the other cores' datagrams, receive, timers,
+    /// interfaces, transmit, events. The endpoint's lock is held while its state changes,
+    /// never through a system call that moves datagrams (`recvmmsg`, `sendmsg`).
+    fn run(&mut self, cx: &mut Context<'_>, shared: &Shared) -> Poll<()> {
+        {
+            let mut st = shared.lock();
+            st.wakeups += 1;
+            store(&mut st.driver, cx.waker());
+        }
         for _ in 0..ROUNDS {
-            let now = st.now();
-            let mut progress = !st.inbox.is_empty();
-            while let Some((p, remote, mut d)) = st.inbox.pop_front() {
-                st.ep.handle_datagram_in_place(now, p, remote, &mut d);
+            let (now, mut progress) = {
+                let mut st = shared.lock();
+                let now = st.now();
+                let progress = !st.inbox.is_empty();
+                while let Some((p, remote, mut d)) = st.inbox.pop_front() {
+                    st.ep.handle_datagram_in_place(now, p, remote, &mut d);
+                }
+                (now, progress)
+            };
+            progress |= self.receive(cx, shared, now);
+            {
+                let mut st = shared.lock();
+                if st.ep.poll_timeout().is_some_and(|t| t <= now) {
+                    st.ep.handle_timeout(now);
+                    progress = true;
+                }
+                // Opening a path's socket is a system call under the lock, but a rare one.
+                progress |= self.follow_interfaces(cx, &mut st, now);
             }
-            progress |= self.receive(cx, st, now);
-            if st.ep.poll_timeout().is_some_and(|t| t <= now) {
-                st.ep.handle_timeout(now);
-                progress = true;
-            }
-            progress |= self.follow_interfaces(cx, st, now);
-            progress |= self.io.transmit(cx, st, now);
+            progress |= self.io.transmit(cx, shared, now);
+            let mut st = shared.lock();
             st.dispatch();
             if st.refs == 0 && st.ep.live_connections() == 0 {
                 st.stopped = true;
@@ -204,6 +224,7 @@ impl Driver {
             if fired {
                 self.armed = None;
             }
+            drop(st);
             if !progress && !fired {
                 return Poll::Pending;
             }
@@ -218,9 +239,10 @@ impl Driver {
     /// Reads what every socket has (a bounded number of batches each) into the endpoint. What
     /// the endpoint has to send goes out every `ACK_EVERY` datagrams: a GRO batch holds dozens
     /// of them, and the peer's congestion window needs the ACKs they elicit.
-    fn receive(&mut self, cx: &mut Context<'_>, st: &mut State, now: Time) -> bool {
+    /// The lock is taken once per batch read, after the read, and released around the sends.
+    fn receive(&mut self, cx: &mut Context<'_>, shared: &Shared, now: Time) -> bool {
         let Driver { io, rx, meta, outbox, .. } = self;
-        let steering = st.ep.config().steering;
+        let steering = shared.lock().ep.config().steering;
         let mut progress = false;
         let mut since_tx = 0;
         for i in 0..io.sockets.len() {
@@ -250,12 +272,13 @@ impl Driver {
                     Ok(n) => n,
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
                     Err(e) => {
-                        st.paths[i].io.recv_errors += 1;
+                        shared.lock().paths[i].io.recv_errors += 1;
                         tracing::debug!(path = i, error = %e, "receive error");
                         break;
                     }
                 };
                 reads += 1;
+                let mut st = shared.lock();
                 st.paths[i].io.recv_calls += 1;
                 progress = true;
                 for (k, m) in meta.iter().enumerate().take(n) {
@@ -278,7 +301,9 @@ impl Driver {
                         since_tx += 1;
                         if since_tx == ACK_EVERY {
                             since_tx = 0;
-                            io.transmit(cx, st, now);
+                            drop(st);
+                            io.transmit(cx, shared, now);
+                            st = shared.lock();
                         }
                     }
                 }

@@ -11,7 +11,8 @@
 //! - one whose link goes down, or that the application says is down, is reported down
 //!   (`Endpoint::set_path_up`), and up again when it is back.
 
-use super::io::{Io, PathSocket};
+use super::io::Io;
+use super::socket::PathSocket;
 use super::state::{Command, PathInfo, State};
 use crate::error::{Error, Result};
 use crate::iface::{self, InterfaceInfo, LinkWatch};
