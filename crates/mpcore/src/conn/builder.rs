@@ -1,6 +1,14 @@
 //! The packet builder: one datagram on one subflow, with everything due there.
 
-use super::*;
+use super::events::Side;
+use super::packet_builder::PacketBuilder;
+use super::send::{Seg, Sent};
+use super::subflow::recovery::SentPacket;
+use super::subflow::{DataRef, FrameSet, JoinKind, SubflowState};
+use super::{Connection, State};
+use crate::wire::packet::{Confirm, Join, Short};
+use crate::wire::{packet, Dss, Frame, MapHeader, Writer};
+use crate::{crypto, Time, Transmit};
 
 impl Connection {
     /// Payload bytes available for stream data in a short-header packet of a one-way

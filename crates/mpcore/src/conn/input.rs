@@ -2,7 +2,16 @@
 //! inspected as a whole (a value no correct peer sends drops it before anything acts), then
 //! its frames applied; the connection-level data frames (DSS: mappings, DATA_ACK, DATA_FIN).
 
-use super::*;
+use super::dsn::Dsn;
+use super::events::{CloseReason, Event, Side};
+use super::subflow::{JoinKind, SubflowState};
+use super::{Connection, State};
+use crate::drops::DropReason;
+use crate::wire::frame::reason;
+use crate::wire::packet::decode_pn;
+use crate::wire::{Dss, Frame, FrameList, Header, Packet};
+use crate::{PathId, Time};
+use std::net::SocketAddr;
 
 /// What one look at a packet's frames found, before any of them acts.
 #[derive(Clone, Copy, Debug, Default)]

@@ -1,7 +1,21 @@
 //! Additional subflows: MP_JOIN's four packets (RFC 8684 §3.2) and MultiMob's fast joins
 //! (PROTOCOL.md §5.9-5.11), from both ends.
 
-use super::*;
+use super::events::{EndpointEvent, Event, Side};
+use super::packet_builder::PacketBuilder;
+use super::send::Seg;
+use super::subflow::table::MAX_SLOTS;
+use super::subflow::{DataRef, FrameSet, JoinKind, SubflowState};
+use super::{Connection, Keys, State};
+use crate::config::PathManager;
+use crate::crypto::{ct_eq, join_ack_hmac, join_synack_hmac};
+use crate::drops::DropReason;
+use crate::wire::frame::{reason, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
+use crate::wire::packet::Join;
+use crate::wire::{Cid, Dss, Frame, FrameList};
+use crate::{PathId, Time};
+use fastjoin::{Refusal, Verdict};
+use std::net::SocketAddr;
 
 impl Connection {
     /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.

@@ -24,30 +24,26 @@ mod subflow;
 mod timer_table;
 mod timers;
 
-use crate::config::{Config, PathManager};
-use crate::crypto::{self, ct_eq, join_ack_hmac, join_synack_hmac, PacketKey};
+use crate::config::Config;
+use crate::crypto::{self, PacketKey};
 use crate::drops::DropReason;
 use crate::handshake;
 use crate::rng::Rng;
-use crate::wire::frame::{reason, AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
-use crate::wire::packet::{self, decode_pn, Confirm, Join, Short};
-use crate::wire::{Ack, Cid, Dss, Frame, FrameList, Header, MapHeader, Packet, TransportParams, Writer};
-use crate::{LocalPath, PathId, PathSet, Time, Transmit};
+use crate::wire::packet;
+use crate::wire::{Cid, TransportParams};
+use crate::{LocalPath, PathId, PathSet, Time};
 use addresses::Addresses;
-use cc::{Cc, CoupledPath, Coupling};
+use cc::Cc;
 use dsn::Dsn;
-use fastjoin::{Refusal, Verdict};
-use packet_builder::PacketBuilder;
 use recv::RecvSide;
-use scheduler::{AnyScheduler, Flags, Pick, Segment, SubflowInfo};
-use send::{Seg, SendSide, Sent};
+use scheduler::{AnyScheduler, SubflowInfo};
+use send::SendSide;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use subflow::loss::Expiry;
-use subflow::recovery::{Probe, Rtt, SentPacket};
-use subflow::table::{SubflowTable, MAX_SLOTS};
-use subflow::{DataRef, FrameSet, JoinKind, Subflow};
+use subflow::recovery::Rtt;
+use subflow::table::SubflowTable;
+use subflow::Subflow;
 
 pub use events::{
     CloseReason, ConnCounters, ConnStats, EndpointEvent, Event, ReadError, Side, SubflowCounters, SubflowStats,

@@ -1,7 +1,12 @@
 //! MultiMob's wiring (§III-B of the paper): the oracle's samples and verdicts, the failover
 //! and fail-back of the `multimob` path manager, the receive idle timer and the peer's RTO.
 
-use super::*;
+use super::events::{EndpointEvent, Event, Side};
+use super::subflow::Subflow;
+use super::Connection;
+use crate::config::PathManager;
+use crate::wire::frame::reason;
+use crate::{PathId, Time};
 
 impl Connection {
     /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).

@@ -1,7 +1,15 @@
 //! Path managers (which subflows a client opens, and when), interface events, and the
 //! addresses announced and withdrawn (ADD_ADDR, REMOVE_ADDR).
 
-use super::*;
+use super::events::{Event, Side};
+use super::subflow::{FrameSet, Subflow};
+use super::{Connection, State};
+use crate::config::PathManager;
+use crate::crypto::ct_eq;
+use crate::drops::DropReason;
+use crate::wire::frame::{reason, AddAddr};
+use crate::{crypto, LocalPath, PathId, Time};
+use std::net::SocketAddr;
 
 /// The address id of local path `path` among the paths a connection started with. RFC 8684
 /// §3.4.1 gives the initial subflow's address id 0: the connection's first path has id 0,

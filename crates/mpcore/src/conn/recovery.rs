@@ -2,7 +2,12 @@
 //! coupling of RFC 6356 over all of them), queues the data of lost packets again, reinjects
 //! what a failing or closing subflow had in flight, and closes subflows.
 
-use super::*;
+use super::cc::{CoupledPath, Coupling};
+use super::events::{CloseReason, EndpointEvent, Event};
+use super::{Connection, State};
+use crate::wire::frame::reason;
+use crate::wire::{Ack, Cid};
+use crate::Time;
 
 impl Connection {
     /// Closes one subflow (SUBFLOW_RESET with `reason`); its data is reinjected elsewhere.

@@ -1,6 +1,11 @@
 //! The send loop: control frames first, then data through the scheduler.
 
-use super::*;
+use super::send::Seg;
+use super::subflow::recovery::Probe;
+use super::subflow::{DataRef, FrameSet, JoinKind, Subflow, SubflowState};
+use super::{Connection, State};
+use crate::{PathSet, Time, Transmit};
+use scheduler::{Flags, Pick, Segment, SubflowInfo};
 
 impl Connection {
     /// The next datagram to send, written into `buf`.

@@ -5,9 +5,15 @@
 //! cannot disagree. Each handler moves its own deadline (or ends what it times), so after
 //! `handle_timeout(now)` no deadline at or before `now` is left (the simulator checks it).
 
+use super::events::{CloseReason, Event, Side};
+use super::subflow::loss::Expiry;
+use super::subflow::Subflow;
 use super::subflow::{timer as sf_timer, TimerContext};
 use super::timer_table::TimerTable;
-use super::*;
+use super::{Connection, State};
+use crate::config::PathManager;
+use crate::wire::frame::reason;
+use crate::Time;
 
 /// The kinds of the connection's own timers.
 pub mod timer {
