@@ -30,31 +30,31 @@ impl Connection {
             self.subflows[i].drop_carried(FrameSet::REMOVE_ADDR);
         }
         let mss = self.subflow_mss(i).min(buf.len());
-        let probe_data = match self.subflows[i].rec.probe {
-            Some(p) if seg.is_none() && self.subflows[i].copy.is_none() => self.probe_data(i, p),
+        let probe_data = match self.subflows[i].rec().probe {
+            Some(p) if seg.is_none() && self.subflows[i].copy().is_none() => self.probe_data(i, p),
             _ => None,
         };
         let keys = self.keys.as_ref()?;
         let sf = &self.subflows[i];
-        let joining = sf.state == SubflowState::JoinSent && sf.local_opener;
+        let joining = sf.state() == SubflowState::JoinSent && sf.local_opener();
         let confirm = self.side == Side::Client && self.state == State::Confirm && i == 0;
-        if !joining && sf.remote_cid.is_none() {
+        if !joining && sf.remote_cid().is_none() {
             return None;
         }
-        let pn = sf.rec.next_pn;
+        let pn = sf.rec().next_pn;
         let mut b = PacketBuilder::new(&mut buf[..mss], |w| self.write_header(i, joining, confirm, w))?;
         // ACK: when due, when owed, beside control frames, and in a data packet when a packet
         // arrived since the last one, or one that carried an ACK was lost (§5.3).
-        sf.write_ack(now, !sf.pending().is_empty() || (seg.is_some() && sf.acks.news), &mut b);
+        sf.write_ack(now, !sf.pending().is_empty() || (seg.is_some() && sf.acks().news), &mut b);
         let fj_data = self.write_join(i, seg, keys, &mut b)?;
         let remote_key = keys.remote_key;
         sf.write_signals(FrameSet::HS_DONE | FrameSet::PRIO, false, remote_key, &mut b);
-        sf.val.write(&mut b);
+        sf.val().write(&mut b);
         sf.write_signals(FrameSet::RTO_REQ | FrameSet::RTO_VAL, false, remote_key, &mut b);
         self.addrs.write(sf.carried(), keys.local_key, remote_key, &mut b);
         // A probe (tail loss probe, RTO) carries a PING, which the peer acknowledges at once
         // (§5.2): its answer, or its silence, is what the probe is for.
-        let probing = sf.rec.probe.is_some() && seg.is_none() && sf.copy.is_none() && sf.established();
+        let probing = sf.rec().probe.is_some() && seg.is_none() && sf.copy().is_none() && sf.established();
         sf.write_signals(FrameSet::CLOSING | FrameSet::PING, probing, remote_key, &mut b);
         let injected = !self.injected.is_empty() && self.injected.len() < b.room();
         let injected = injected && b.writer().bytes(&self.injected).is_ok();
@@ -63,19 +63,15 @@ impl Connection {
         let (sent, eliciting, ack_sent) = (b.sent, b.eliciting, b.ack_sent);
         if !eliciting && !ack_sent && !sent.intersects(FrameSet::CLOSING) {
             // Nothing worth a packet (an ACK-only DSS with no subflow ACK is not sent alone).
-            let sf = &mut self.subflows[i];
-            sf.acks.clear();
-            if sf.rec.probe.is_some() {
-                sf.ping();
-            }
+            self.subflows[i].nothing_to_send();
             return None;
         }
         let (hl, pt_len, short) = b.finish()?;
         // Anti-amplification (§10).
-        if ((hl + pt_len + crypto::TAG_LEN) as u64) > self.subflows[i].val.room() {
+        if ((hl + pt_len + crypto::TAG_LEN) as u64) > self.subflows[i].val().room() {
             return None;
         }
-        let sf_id = self.subflows[i].id;
+        let sf_id = self.subflows[i].id();
         let sealed = if short {
             keys.send.seal_short(sf_id, pn, buf, hl, pt_len)
         } else {
@@ -84,7 +80,7 @@ impl Connection {
         let len = sealed.ok()?;
         self.on_built(now, i, seg, len, PacketBuilt { pn, sent, eliciting, ack_sent, injected, data });
         let sf = &self.subflows[i];
-        Some(Transmit { path: sf.local_path, remote: sf.remote, len })
+        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len })
     }
 
     /// Subflow `i`'s packet header: a JOIN while our join is unanswered, a CONFIRM while the
@@ -92,25 +88,30 @@ impl Connection {
     /// packet number's (0 for a long header).
     fn write_header(&self, i: usize, joining: bool, confirm: bool, w: &mut Writer<'_>) -> Option<(usize, usize)> {
         let sf = &self.subflows[i];
-        let pn = sf.rec.next_pn;
+        let pn = sf.rec().next_pn;
         if joining {
             let j = Join {
                 version: packet::VERSION_2,
                 token: self.remote_token,
-                scid: sf.local_cid,
-                subflow: sf.id,
+                scid: sf.local_cid(),
+                subflow: sf.id(),
                 pn: pn as u32,
             };
             return Some((j.emit(w).ok()?, 0));
         }
         if confirm {
             let cookie = self.hs.as_ref()?.cookie();
-            let c =
-                Confirm { version: packet::VERSION_2, dcid: sf.remote_cid?, scid: sf.local_cid, cookie, pn: pn as u32 };
+            let c = Confirm {
+                version: packet::VERSION_2,
+                dcid: sf.remote_cid()?,
+                scid: sf.local_cid(),
+                cookie,
+                pn: pn as u32,
+            };
             return Some((c.emit(w).ok()?, 0));
         }
-        let len = packet::pn_len(pn, sf.rec.largest_acked);
-        Some((Short::emit(sf.remote_cid?, usize::from(self.peer_params.cid_len), pn, len, w).ok()?, len))
+        let len = packet::pn_len(pn, sf.rec().largest_acked);
+        Some((Short::emit(sf.remote_cid()?, usize::from(self.peer_params.cid_len), pn, len, w).ok()?, len))
     }
 
     /// The data, or the DATA_ACK alone, on subflow `i` (§5.5): the scheduled segment, a probe,
@@ -128,7 +129,7 @@ impl Connection {
     ) -> Option<DataWritten> {
         let sf = &self.subflows[i];
         let fast_joining =
-            sf.state == SubflowState::JoinSent && sf.local_opener && sf.join.kind == JoinKind::FastInitiator;
+            sf.state() == SubflowState::JoinSent && sf.local_opener() && sf.join().kind == JoinKind::FastInitiator;
         let flight = fast_joining && sf.fast_join_flight();
         let data_ok = ((sf.established() || flight) && !self.is_closed()) || confirm;
         let mut data: Option<(DataRef, bool, bool)> = None;
@@ -136,9 +137,9 @@ impl Connection {
             if let Some(s) = seg {
                 let d = DataRef { off: s.off, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin };
                 data = Some((d, s.retrans, !s.retrans));
-            } else if let Some(c) = sf.copy {
+            } else if let Some(c) = sf.copy() {
                 data = Some((c, true, false));
-            } else if sf.rec.probe.is_some() {
+            } else if sf.rec().probe.is_some() {
                 data = probe_data;
             }
         }
@@ -177,7 +178,7 @@ impl Connection {
             // within a round trip tells a path that went silent (nothing answers the flight)
             // from a lost tail (the start is acknowledged), before any delayed ACK could blur
             // the two (PROTOCOL.md §7).
-            let flight_start = sf.rec.eliciting_in_flight == 0;
+            let flight_start = sf.rec().eliciting_in_flight == 0;
             if (flight_start || flight_end(take)) && !b.sent.intersects(FrameSet::PING) && room > 0 {
                 // The PING's byte comes off the data: a last byte that no longer fits goes in
                 // the next packet (with a PING of its own).
@@ -230,13 +231,7 @@ impl Connection {
             self.recv.on_window_advertised();
         }
         let sf = &mut self.subflows[i];
-        let probe = sf.rec.probe;
-        if probe.is_some() && (seg.is_none() && sf.copy.is_none()) {
-            sf.rec.probe = None;
-        }
-        if seg.is_none() && sf.copy.is_some() && probe.is_none() {
-            sf.copy = None;
-        }
+        sf.on_unscheduled_sent(seg.is_some());
         sf.on_packet_sent(SentPacket {
             pn: p.pn,
             time: now,
@@ -256,13 +251,11 @@ impl Connection {
         // a keep-alive takes its own slot only: a server keeping thousands of phones alive
         // would otherwise hold the working size of each for 3 s after every keep-alive.
         if sent_data.is_some() {
-            sf.rec.sent.reserve(self.send.packets_bound());
+            sf.reserve_flight(self.send.packets_bound());
         } else if !p.eliciting && self.recv.buffer_bytes() > 0 {
-            sf.rec.sent.reserve(self.recv.acks_bound());
+            sf.reserve_flight(self.recv.acks_bound());
         }
         if let Some(d) = sent_data {
-            sf.last_data_tx = now;
-            sf.counters.data_bytes_sent += u64::from(d.len);
             let retrans = data.is_some_and(|x| x.1);
             let how = if data.is_some_and(|x| x.2) {
                 Sent::New
@@ -277,12 +270,9 @@ impl Connection {
             // A retransmission of this subflow, not data reinjected here from another one (a
             // failover's copies are this path's first sending of them: the oracle must not
             // take the path that rescues the data for a path that loses it).
-            if retrans && reinjected == 0 {
-                let sf = &mut self.subflows[i];
-                sf.counters.bytes_retransmitted += u64::from(d.len);
-                sf.counters.packets_retransmitted += 1;
-            }
-            self.subflows[i].counters.bytes_reinjected += reinjected;
+            let sf = &mut self.subflows[i];
+            sf.on_data_sent(now, d.len, retrans && reinjected == 0);
+            sf.count_reinjected(reinjected);
         }
     }
 
@@ -291,14 +281,14 @@ impl Connection {
     pub(super) fn build_mtu_probe(&mut self, now: Time, i: usize, size: usize, buf: &mut [u8]) -> Option<Transmit> {
         let keys = self.keys.as_ref()?;
         let sf = &self.subflows[i];
-        let pn = sf.rec.next_pn;
+        let pn = sf.rec().next_pn;
         let mut w = Writer::new(buf.get_mut(..size)?);
-        let pn_len = packet::pn_len(pn, sf.rec.largest_acked);
-        let hl = Short::emit(sf.remote_cid?, usize::from(self.peer_params.cid_len), pn, pn_len, &mut w).ok()?;
+        let pn_len = packet::pn_len(pn, sf.rec().largest_acked);
+        let hl = Short::emit(sf.remote_cid()?, usize::from(self.peer_params.cid_len), pn, pn_len, &mut w).ok()?;
         Frame::Ping.emit(&mut w).ok()?;
         w.zeros(size.checked_sub(w.len() + crypto::TAG_LEN)?).ok()?;
         let pt_len = w.len() - hl;
-        let len = keys.send.seal_short(sf.id, pn, buf, hl, pt_len).ok()?;
+        let len = keys.send.seal_short(sf.id(), pn, buf, hl, pt_len).ok()?;
         let sf = &mut self.subflows[i];
         sf.on_packet_sent(SentPacket {
             pn,
@@ -310,8 +300,7 @@ impl Connection {
             carried_ack: false,
             mtu_probe: true,
         });
-        sf.pmtu.on_probe_sent();
-        Some(Transmit { path: sf.local_path, remote: sf.remote, len })
+        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len })
     }
 }
 

@@ -57,13 +57,7 @@ impl Connection {
         self.install_keys(agreed.secrets);
         self.set_peer_params(agreed.params);
         let sf = &mut self.subflows[0];
-        sf.remote_cid = Some(agreed.server_cid);
-        sf.state = SubflowState::Established;
-        sf.last_original_rx = now;
-        sf.ping();
-        if let Some(rtt) = agreed.rtt_sample {
-            sf.rec.rtt.sample_at(now, rtt, 0);
-        }
+        sf.on_handshake(agreed.server_cid, agreed.rtt_sample, now);
         self.state = State::Confirm;
         self.last_rx = now;
         Ok(())
@@ -94,7 +88,7 @@ impl Connection {
                 // The endpoint parsed the header with our CID length.
                 let pn_offset = header_len;
                 let (len, trunc) = keys.recv.unprotect_short(scratch, pn_offset).map_err(|_| DropReason::Malformed)?;
-                let pn = decode_pn(self.subflows[i].acks.largest, trunc, len);
+                let pn = decode_pn(self.subflows[i].acks().largest, trunc, len);
                 (i, pn, pn_offset + len, false)
             }
             Header::Confirm(c) if self.side == Side::Server => {
@@ -107,10 +101,10 @@ impl Connection {
             },
             _ => return Err(DropReason::Unexpected),
         };
-        let id = self.subflows[i].id;
+        let id = self.subflows[i].id();
         let plain = keys.recv.open(id, pn, scratch, hl).map_err(|_| DropReason::DecryptFailed)?;
         let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
-        let look = self.inspect(self.subflows[i].rec.next_pn, &frames)?;
+        let look = self.inspect(self.subflows[i].rec().next_pn, &frames)?;
         if look.new_ranges > self.recv.ranges_free() {
             // The reassembly cannot track another hole (far more holes than segments of 256
             // bytes fit in the window). The packet is dropped before it is acknowledged, so the
@@ -121,7 +115,7 @@ impl Connection {
         }
         let max_ack_delay = self.config.max_ack_delay;
         let sf = &mut self.subflows[i];
-        if sf.state == SubflowState::JoinSent && sf.join.kind == JoinKind::FastInitiator && !look.answers_join {
+        if sf.state() == SubflowState::JoinSent && sf.join().kind == JoinKind::FastInitiator && !look.answers_join {
             // Nothing on a fast join is usable before the reply: not acknowledged, so the peer
             // sends it again (its reply rides in every packet until we acknowledge one).
             return Err(DropReason::Unexpected);
@@ -137,36 +131,32 @@ impl Connection {
             // the SYNACK, the fast-join reply, or the refusal. A JOIN on a fast join we
             // accepted is a packet of its first flight (§5.9): its data is taken below. Anything
             // else is a replay.
-            let same = sf.remote == remote && !sf.local_opener;
+            let same = sf.remote() == remote && !sf.local_opener();
             if !sf.on_join_again(same) {
                 return Err(DropReason::ReplayedJoin);
             }
-            if sf.state != SubflowState::Established {
+            if sf.state() != SubflowState::Established {
                 return Ok(());
             }
         }
-        sf.counters.packets_received += 1;
-        sf.counters.bytes_received += dgram_len;
-        sf.val.amp_rx += dgram_len;
+        sf.count_received(dgram_len);
         self.last_rx = now;
         // NAT rebinding (§7): an authenticated packet, the newest on the subflow, from a new
         // address moves the subflow there, pending validation of the new address.
-        if (sf.remote != remote || sf.local_path != path) && sf.acks.largest == Some(pn) {
-            sf.remote = remote;
-            sf.local_path = path;
+        if (sf.remote() != remote || sf.local_path() != path) && sf.acks().largest == Some(pn) {
             let mut ch = [0u8; 8];
             let _ = self.rng.fill(&mut ch);
-            sf.val.restart(dgram_len, ch);
+            sf.migrate(remote, path, dgram_len, ch);
             self.emit(Event::SubflowMigrated { id, remote });
         }
         if self.side == Side::Client && self.state == State::Confirm && matches!(header, Header::Short(_)) {
             self.state = State::Established;
             self.hs = None;
             self.emit(Event::Connected);
-            self.emit(Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path, backup: false });
+            self.emit(Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path(), backup: false });
         }
         if look.urgent {
-            self.subflows[i].acks.immediate = true;
+            self.subflows[i].ack_now();
         }
         let mut frames = frames.iter();
         if is_join {
@@ -236,8 +226,8 @@ impl Connection {
         match f {
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
-            Frame::PathChallenge(d) => self.subflows[i].val.on_challenge(d),
-            Frame::PathResponse(d) => self.subflows[i].val.on_response(&d),
+            Frame::PathChallenge(d) => self.subflows[i].on_path_challenge(d),
+            Frame::PathResponse(d) => self.subflows[i].on_path_response(&d),
             Frame::Dss(d) => self.on_dss(now, i, &d),
             Frame::MpJoinSynAck(sa) => self.on_synack(now, i, &sa),
             Frame::MpJoinAck { hmac } => self.on_join_ack(now, i, &hmac),
@@ -250,7 +240,7 @@ impl Connection {
                 }
             }
             Frame::RemoveAddr(ids) => self.on_remove_addr(now, ids),
-            Frame::MpPrio { backup } => self.subflows[i].backup = backup,
+            Frame::MpPrio { backup } => self.subflows[i].on_peer_prio(backup),
             Frame::FastClose { key, .. } => {
                 if self.keys.as_ref().is_some_and(|k| k.local_key == key) {
                     self.enter_closed(now, CloseReason::PeerAborted);
@@ -264,10 +254,10 @@ impl Connection {
                 if !sf.is_open() {
                     return;
                 }
-                let refused_fast = sf.state == SubflowState::JoinSent
-                    && sf.join.kind == JoinKind::FastInitiator
+                let refused_fast = sf.state() == SubflowState::JoinSent
+                    && sf.join().kind == JoinKind::FastInitiator
                     && reason == reason::FAST_JOIN_REJECTED;
-                let (path, remote, backup) = (sf.local_path, sf.remote, sf.backup);
+                let (path, remote, backup) = (sf.local_path(), sf.remote(), sf.backup());
                 self.shut_subflow(now, i, reason, false);
                 if reason == reason::IDLE_TIMEOUT {
                     // The server found it silent and forgot it (§7): a client that keeps a
@@ -285,7 +275,7 @@ impl Connection {
                     self.subflows[i].send_rto();
                 }
                 if let Some(v) = rto_ms {
-                    self.subflows[i].peer_rto_ms = Some(v);
+                    self.subflows[i].on_peer_rto(v);
                 }
             }
             Frame::HandshakeDone | Frame::TransportParams(_) | Frame::Cookie(_) => {}
@@ -315,7 +305,7 @@ impl Connection {
             return;
         };
         if m.new > 0 {
-            self.subflows[i].last_original_rx = now;
+            self.subflows[i].on_original_data(now);
             // Tracked whether or not the timer applies now (it does not while failover
             // subflows are open): at a fail-back it must count from the last data, not from
             // the data before the failover, whose deadline has passed.
@@ -328,7 +318,7 @@ impl Connection {
             self.emit(Event::Readable);
         }
         if m.finished {
-            self.subflows[i].acks.immediate = true;
+            self.subflows[i].ack_now();
             self.emit(Event::Finished);
         }
     }
@@ -341,7 +331,7 @@ impl Connection {
         };
         if a.advanced {
             self.counters.bytes_acked += a.bytes;
-            self.subflows[i].last_original_rx = now;
+            self.subflows[i].on_original_data(now);
             let rto = self.peer_rto();
             self.idle_timer.on_data_ack(now, rto);
         }

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 impl Connection {
     /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
     pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {
-        self.open(now, path, remote, backup).map(|i| self.subflows[i].id)
+        self.open(now, path, remote, backup).map(|i| self.subflows[i].id())
     }
 
     /// Opens a subflow (see [`Connection::open_subflow`]); returns its slot.
@@ -38,8 +38,7 @@ impl Connection {
         self.opened += 1;
         let cid = self.new_cid();
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
-        sf.backup = backup;
-        sf.start_join(self.rng.u32(), self.fast_join_negotiated());
+        sf.start_join(self.rng.u32(), self.fast_join_negotiated(), backup);
         let slot = self.subflows.insert(sf)?;
         self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
         Some(slot)
@@ -58,17 +57,17 @@ impl Connection {
     /// forgot the old subflow after the same timeout, so probing it would never be answered.
     pub(super) fn rejoin(&mut self, now: Time, i: usize) {
         let Some(sf) = self.subflows.get(i) else { return };
-        let (path, remote, backup) = (sf.local_path, sf.remote, sf.backup);
+        let (path, remote, backup) = (sf.local_path(), sf.remote(), sf.backup());
         let p = usize::from(path.0);
         if !self.rejoins_silent_paths()
             || self.is_closed()
             || self.path_down.get(p).is_none_or(|&d| d)
-            || self.subflows.iter().any(|s| s.local_path == path && s.is_open())
+            || self.subflows.iter().any(|s| s.local_path() == path && s.is_open())
         {
             return;
         }
         if let Some(k) = self.open(now, path, remote, backup) {
-            self.subflows[k].rejoin = true;
+            self.subflows[k].mark_rejoin();
             tracing::debug!(path = p, "rejoining a silent path");
         }
     }
@@ -154,18 +153,12 @@ impl Connection {
         let fast = join != JoinKind::Regular;
         let state = if fast { SubflowState::Established } else { SubflowState::JoinReceived };
         let mut sf = self.new_subflow(now, j.subflow, state, path, remote, cid);
-        sf.remote_cid = Some(j.scid);
-        sf.backup = backup;
-        sf.remote_addr_id = addr_id;
-        sf.val.validated = false;
-        sf.val.amp_rx = len;
-        sf.counters.packets_received = 1;
-        sf.counters.bytes_received = len;
+        sf.on_join_received(j.scid, backup, addr_id, len);
         sf.on_packet_received(now, u64::from(j.pn), true, self.config.max_ack_delay);
         // A fast join is complete on our side: it replies at once (§5.9, §5.10).
         let nonce_local = if fast { 0 } else { self.rng.u32() };
         sf.accept_join(now, join, nonce, nonce_local);
-        let id = sf.id;
+        let id = sf.id();
         let i = self.subflows.insert(sf).ok_or(DropReason::Refused)?;
         self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
         self.last_rx = now;
@@ -199,22 +192,20 @@ impl Connection {
     pub(super) fn refuse_join(&mut self, now: Time, path: PathId, remote: SocketAddr, j: &Join, len: u64, reason: u8) {
         let cid = self.new_cid();
         let mut sf = self.new_subflow(now, j.subflow, SubflowState::Closed, path, remote, cid);
-        sf.remote_cid = Some(j.scid);
-        sf.val.amp_rx = len;
-        sf.refuse_join(now, reason);
+        sf.refuse_join(now, reason, j.scid, len);
         self.subflows.insert(sf);
     }
 
     pub(super) fn on_synack(&mut self, now: Time, i: usize, sa: &MpJoinSynAck) {
         let Some(keys) = self.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
-        if sf.state != SubflowState::JoinSent || !sf.local_opener {
+        if sf.state() != SubflowState::JoinSent || !sf.local_opener() {
             return;
         }
         // RFC 8684 §3.2: HMAC-B = HMAC(Key-B || Key-A, R-B || R-A), B the responder.
-        let expect = join_synack_hmac(keys.remote_key, keys.local_key, sa.nonce, sf.join.nonce_local);
+        let expect = join_synack_hmac(keys.remote_key, keys.local_key, sa.nonce, sf.join().nonce_local);
         if !ct_eq(&expect, &sa.hmac) {
-            sf.remote_cid = Some(sa.cid);
+            sf.answer_to(sa.cid);
             self.reject(DropReason::BadHmac);
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
@@ -226,35 +217,35 @@ impl Connection {
     pub(super) fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply) {
         let Some(keys) = self.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
-        if sf.state != SubflowState::JoinSent || sf.join.kind != JoinKind::FastInitiator {
+        if sf.state() != SubflowState::JoinSent || sf.join().kind != JoinKind::FastInitiator {
             return; // a repeat, or not ours to receive
         }
         if !fastjoin::verify_reply(&keys.fast, self.remote_token, r) {
-            sf.remote_cid = Some(Cid(r.cid));
+            sf.answer_to(Cid(r.cid));
             self.reject(DropReason::BadHmac);
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
         sf.on_fast_join_reply(now, Cid(r.cid), r.addr_id, r.backup);
-        let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
+        let ev = Event::SubflowEstablished { id: sf.id(), path: sf.local_path(), backup: sf.backup() };
         self.emit(ev);
     }
 
     pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20]) {
         let Some(keys) = self.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
-        if sf.state != SubflowState::JoinReceived {
+        if sf.state() != SubflowState::JoinReceived {
             return;
         }
         // HMAC-A = HMAC(Key-A || Key-B, R-A || R-B), A the initiator (the peer here).
-        let expect = join_ack_hmac(keys.remote_key, keys.local_key, sf.join.nonce_remote, sf.join.nonce_local);
+        let expect = join_ack_hmac(keys.remote_key, keys.local_key, sf.join().nonce_remote, sf.join().nonce_local);
         if !ct_eq(&expect, hmac) {
             self.reject(DropReason::BadHmac);
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
             return;
         }
         sf.on_join_ack(now);
-        let ev = Event::SubflowEstablished { id: sf.id, path: sf.local_path, backup: sf.backup };
+        let ev = Event::SubflowEstablished { id: sf.id(), path: sf.local_path(), backup: sf.backup() };
         self.emit(ev);
     }
 }
@@ -272,10 +263,10 @@ impl Connection {
         b: &mut PacketBuilder<'_>,
     ) -> Option<Option<(DataRef, bool, bool)>> {
         let sf = &self.subflows[i];
-        let joining = sf.state == SubflowState::JoinSent && sf.local_opener;
+        let joining = sf.state() == SubflowState::JoinSent && sf.local_opener();
         let first = sf.join_unsent();
         let mut fj_data = None;
-        if joining && sf.join.kind == JoinKind::FastInitiator {
+        if joining && sf.join().kind == JoinKind::FastInitiator {
             let room = b.room().saturating_sub(FastJoinOut::HEADER_LEN + Dss::overhead(true, 0) + 16);
             let take = seg.map_or(0, |s| s.len.min(room as u64) as usize);
             match seg {
@@ -283,7 +274,7 @@ impl Connection {
                     let dsn = self.send.dsn(s.off).0;
                     let mut hmac = keys.fast.sign(fastjoin::Kind::Out, dsn, self.remote_token);
                     hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
-                    let (backup, addr_id) = (sf.backup, sf.local_addr_id);
+                    let (backup, addr_id) = (sf.backup(), sf.local_addr_id());
                     let w = b.writer();
                     w.varint(crate::wire::frame::ty::FAST_JOIN_OUT).ok()?;
                     w.view(FastJoinOut::HEADER_LEN, |out| {
@@ -301,8 +292,12 @@ impl Connection {
                     let data_ack = self.recv.edsn().0;
                     let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
                     hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
-                    let f =
-                        Frame::FastJoinIn(FastJoinIn { backup: sf.backup, addr_id: sf.local_addr_id, data_ack, hmac });
+                    let f = Frame::FastJoinIn(FastJoinIn {
+                        backup: sf.backup(),
+                        addr_id: sf.local_addr_id(),
+                        data_ack,
+                        hmac,
+                    });
                     if first {
                         b.control(FrameSet::JOIN, f);
                     } else {
@@ -313,29 +308,29 @@ impl Connection {
                 }
             }
         } else if joining && first {
-            let mj = MpJoin { backup: sf.backup, addr_id: sf.local_addr_id, nonce: sf.join.nonce_local };
+            let mj = MpJoin { backup: sf.backup(), addr_id: sf.local_addr_id(), nonce: sf.join().nonce_local };
             b.control(FrameSet::JOIN, Frame::MpJoin(mj));
         }
-        if sf.join_pending(FrameSet::FJ_REPLY) || sf.join.reply_unacked {
+        if sf.join_pending(FrameSet::FJ_REPLY) || sf.join().reply_unacked {
             // The reply to a FAST_JOIN_OUT acknowledges its data; to a FAST_JOIN_IN it names
             // where we send from (§5.11). It rides in every packet until acknowledged.
-            let value = match sf.join.kind {
+            let value = match sf.join().kind {
                 JoinKind::FastIn => ReplyValue::Dsn(self.send.dsn(self.send.una()).0),
                 _ => ReplyValue::DataAck(self.recv.edsn().0),
             };
             let token = self.local_token.unwrap_or_default();
-            let r = fastjoin::reply(&keys.fast, token, sf.backup, sf.local_addr_id, value, sf.local_cid.0);
+            let r = fastjoin::reply(&keys.fast, token, sf.backup(), sf.local_addr_id(), value, sf.local_cid().0);
             b.control(FrameSet::FJ_REPLY, Frame::FastJoinReply(r));
         }
-        let (nonce_local, nonce_remote) = (sf.join.nonce_local, sf.join.nonce_remote);
+        let (nonce_local, nonce_remote) = (sf.join().nonce_local, sf.join().nonce_remote);
         if sf.join_pending(FrameSet::SYNACK) {
             let hmac = join_synack_hmac(keys.local_key, keys.remote_key, nonce_local, nonce_remote);
             let sa = MpJoinSynAck {
-                backup: sf.backup,
-                addr_id: sf.local_addr_id,
+                backup: sf.backup(),
+                addr_id: sf.local_addr_id(),
                 nonce: nonce_local,
                 hmac,
-                cid: sf.local_cid,
+                cid: sf.local_cid(),
             };
             b.control(FrameSet::SYNACK, Frame::MpJoinSynAck(sa));
         }

@@ -29,7 +29,6 @@ use crate::crypto::{self, PacketKey};
 use crate::drops::DropReason;
 use crate::handshake;
 use crate::rng::Rng;
-use crate::wire::packet;
 use crate::wire::{Cid, TransportParams};
 use crate::{LocalPath, PathId, PathSet, Time};
 use addresses::Addresses;
@@ -197,7 +196,7 @@ impl Connection {
     /// The CIDs the endpoint routes to this connection: its subflow records' (reclaimed ones
     /// were retired).
     pub(crate) fn local_cids(&self) -> impl Iterator<Item = Cid> + '_ {
-        self.subflows.iter().map(|s| s.local_cid)
+        self.subflows.iter().map(|s| s.local_cid())
     }
 
     /// A CID for the peer to send on: random, naming this core on a server spread over cores,
@@ -226,8 +225,7 @@ impl Connection {
         };
         let backup = self.paths.get(usize::from(path.0)).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
-        sf.local_addr_id = self.addr_id(path);
-        sf.pmtu = subflow::pmtu::Pmtu::new(packet::DEFAULT_MAX_DATAGRAM, self.mss(), now);
+        sf.set_up(self.addr_id(path), self.mss(), now);
         sf
     }
 
@@ -245,7 +243,7 @@ impl Connection {
         let hs = handshake::Client::new(now, config, &mut rng, local_cid, remote)?;
         let mut c = Self::blank(Side::Client, now, config, paths, path, remote, rng);
         let mut sf = c.new_subflow(now, 0, SubflowState::JoinSent, path, remote, local_cid);
-        sf.val.validated = true;
+        sf.opened_by_client();
         c.subflows.insert(sf);
         c.opened = 1;
         c.endpoint_events.push_back(EndpointEvent::NewCid(local_cid));
@@ -271,14 +269,7 @@ impl Connection {
         c.install_keys(secrets);
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
-        sf.remote_cid = Some(client_cid);
-        // The cookie came back from the address it was sent to (§4.4): validated.
-        sf.val.validated = true;
-        // The HANDSHAKE took packet number 0 of subflow 0 under the s2c key (§9.2).
-        sf.rec.next_pn = 1;
-        sf.send_handshake_done();
-        sf.last_original_rx = now;
-        sf.backup = false;
+        sf.accept_handshake(client_cid, now);
         c.subflows.insert(sf);
         c.endpoint_events.push_back(EndpointEvent::NewCid(server_cid));
         c.state = State::Established;
@@ -309,7 +300,7 @@ impl Connection {
         self.send.set_peer_window(p.initial_window);
         let mss = self.mss();
         for sf in self.subflows.iter_mut() {
-            sf.pmtu.set_max(mss);
+            sf.set_max_datagram(mss);
         }
     }
 
@@ -320,7 +311,7 @@ impl Connection {
 
     /// The largest datagram to send on subflow `i`: what its path is known to carry.
     fn subflow_mss(&self, i: usize) -> usize {
-        self.mss().min(self.subflows[i].pmtu.current())
+        self.mss().min(self.subflows[i].pmtu().current())
     }
 
     /// Client or server.
@@ -467,7 +458,7 @@ impl Connection {
         }
         if self.keys.is_some() {
             self.fastclose = true;
-            for sf in self.subflows.iter_mut().filter(|s| s.is_open() && s.remote_cid.is_some()) {
+            for sf in self.subflows.iter_mut().filter(|s| s.is_open() && s.remote_cid().is_some()) {
                 sf.send_fast_close();
             }
         }
@@ -485,7 +476,7 @@ impl Connection {
             return;
         }
         self.state = State::Closed(reason);
-        let rto = self.subflows.iter().map(|s| s.rec.rtt.rto()).max().unwrap_or(self.config.initial_rto);
+        let rto = self.subflows.iter().map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.initial_rto);
         self.drain_until = Some(now + 3 * rto);
         self.emit(Event::Closed { reason });
     }
@@ -515,7 +506,7 @@ impl Connection {
 
     /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).
     pub fn set_backup(&mut self, id: u32, backup: bool) -> bool {
-        let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id && s.is_open()) else { return false };
+        let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) else { return false };
         sf.set_backup(backup);
         true
     }

@@ -11,24 +11,22 @@ use crate::{PathId, Time};
 impl Connection {
     /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).
     pub fn request_peer_rto(&mut self, id: u32) {
-        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id && s.is_open()) {
+        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) {
             sf.request_rto();
         }
     }
 
     /// Sets the oracle's flags on a subflow.
     pub fn set_subflow_flags(&mut self, id: u32, was_bad: bool, high_rto: bool) {
-        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id == id) {
-            sf.was_bad = was_bad;
-            sf.high_rto = high_rto;
+        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id) {
+            sf.set_oracle_flags(was_bad, high_rto);
         }
     }
 
     /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
     pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
         if let Some(i) = self.subflows.by_number(id).filter(|&i| self.subflows[i].is_open()) {
-            if !self.subflows[i].rec.pf {
-                self.subflows[i].rec.pf = true;
+            if self.subflows[i].mark_potentially_failed() {
                 self.emit(Event::SubflowFailed { id });
             }
             self.reinject_in_flight(now, i, false);
@@ -41,8 +39,8 @@ impl Connection {
     pub(super) fn fail_over(&mut self, now: Time, was_bad: bool, on: impl Fn(usize, &Subflow) -> bool) {
         for i in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get_mut(i) else { continue };
-            if sf.is_open() && !sf.backup && on(i, sf) {
-                sf.was_bad |= was_bad;
+            if sf.is_open() && !sf.backup() && on(i, sf) {
+                sf.set_oracle_flags(sf.was_bad() || was_bad, sf.high_rto());
                 self.suspect(i);
             }
         }
@@ -54,10 +52,8 @@ impl Connection {
     /// other subflows. The data stays in flight here: the retransmission timer keeps probing
     /// the path, and the first new ACK tells it works again.
     pub(super) fn suspect(&mut self, i: usize) {
-        let sf = &mut self.subflows[i];
-        if !sf.rec.pf {
-            sf.rec.pf = true;
-            let id = sf.id;
+        if self.subflows[i].mark_potentially_failed() {
+            let id = self.subflows[i].id();
             self.emit(Event::SubflowFailed { id });
         }
         self.copy_in_flight_for_reinjection(i);
@@ -73,7 +69,7 @@ impl Connection {
             return;
         }
         let failover_open = self.failover_open();
-        let last_loss = self.subflows.iter().filter(|s| s.fail_back_candidate()).map(|s| s.rec.last_loss_at).max();
+        let last_loss = self.subflows.iter().filter(|s| s.fail_back_candidate()).map(|s| s.rec().last_loss_at).max();
         let (true, Some(last_loss)) = (failover_open, last_loss) else {
             self.healthy_since = None;
             return;
@@ -88,10 +84,9 @@ impl Connection {
         self.emit(Event::FailBack);
         for i in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get_mut(i) else { continue };
-            sf.was_bad = false;
-            sf.high_rto = false;
-            if sf.failover && sf.is_open() {
-                let id = sf.id;
+            sf.set_oracle_flags(false, false);
+            if sf.failover() && sf.is_open() {
+                let id = sf.id();
                 self.close_subflow(now, id, reason::UNSPECIFIED);
             }
         }
@@ -100,21 +95,21 @@ impl Connection {
 
     /// Whether a subflow the fail-back could go to is no longer flagged by the oracle.
     pub(super) fn fail_back_cleared(&self) -> bool {
-        self.subflows.iter().any(|s| s.fail_back_candidate() && !s.was_bad)
+        self.subflows.iter().any(|s| s.fail_back_candidate() && !s.was_bad())
     }
 
     /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
     pub(super) fn failover_open(&self) -> bool {
         self.config.path_manager == PathManager::MultiMob
             && self.side == Side::Client
-            && self.subflows.iter().any(|s| s.failover && s.is_open())
+            && self.subflows.iter().any(|s| s.failover() && s.is_open())
     }
 
     /// The peer's RTO as last reported on any subflow (MultiMob's RTO option).
     pub(super) fn peer_rto(&self) -> Option<Time> {
         self.subflows
             .iter()
-            .filter_map(|s| s.peer_rto_ms)
+            .filter_map(|s| s.peer_rto_ms())
             .max()
             .map(|ms| ms.saturating_mul(1000).min(self.config.max_rto))
     }
@@ -136,14 +131,14 @@ impl Connection {
 
     /// The local path of subflow `id`, if it is one of ours.
     pub fn subflow_path(&self, id: u32) -> Option<PathId> {
-        self.subflows.by_number(id).and_then(|i| self.subflows.get(i)).map(|s| s.local_path)
+        self.subflows.by_number(id).and_then(|i| self.subflows.get(i)).map(|s| s.local_path())
     }
 
     /// The netpath of subflow `i`: (local address, remote address, local path).
     pub(super) fn netpath(&self, i: usize) -> Option<oracle::Netpath> {
         let sf = self.subflows.get(i)?;
-        let lp = self.paths.get(usize::from(sf.local_path.0))?;
-        Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote.ip(), iface: sf.local_path.0 })
+        let lp = self.paths.get(usize::from(sf.local_path().0))?;
+        Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote().ip(), iface: sf.local_path().0 })
     }
 
     /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
@@ -152,13 +147,10 @@ impl Connection {
             let open = self.subflows.get(i).is_some_and(|s| s.is_open());
             let Some(np) = self.netpath(i).filter(|_| open) else { continue };
             let sf = &mut self.subflows[i];
-            let c = sf.counters;
-            let now = [c.packets_sent, c.oracle_losses, c.packets_retransmitted];
-            let d = [now[0] - sf.reported[0], now[1] - sf.reported[1], now[2] - sf.reported[2]];
-            sf.reported = now;
-            let rtt = &sf.rec.rtt;
+            let d = sf.oracle_sample();
+            let rtt = &sf.rec().rtt;
             // The RTO with its backoff, as Linux hands it to MultiMob's module.
-            let rto = (rtt.rto() << sf.rec.rto_backoff.min(10)).min(rtt.max_rto());
+            let rto = (rtt.rto() << sf.rec().rto_backoff.min(10)).min(rtt.max_rto());
             let (srtt, min_rtt) = if rtt.has_sample { (rtt.srtt, rtt.min) } else { (0, 0) };
             out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto, srtt, min_rtt });
         }
@@ -178,8 +170,7 @@ impl Connection {
         let mut set_flags = |bad: Option<bool>, high_rto: Option<bool>| {
             for (k, sf) in self.subflows.enumerate_mut() {
                 if on & (1 << k) != 0 {
-                    sf.was_bad = bad.unwrap_or(sf.was_bad);
-                    sf.high_rto = high_rto.unwrap_or(sf.high_rto);
+                    sf.set_oracle_flags(bad.unwrap_or(sf.was_bad()), high_rto.unwrap_or(sf.high_rto()));
                 }
             }
         };
@@ -203,11 +194,11 @@ impl Connection {
     /// a regular subflow, no other usable one, a path left to open.
     pub(super) fn tlp_may_fail_over(&self, i: usize) -> bool {
         let sf = &self.subflows[i];
-        let alone = !self.subflows.iter().any(|s| s.id != sf.id && s.is_open() && !s.pf());
+        let alone = !self.subflows.iter().any(|s| s.id() != sf.id() && s.is_open() && !s.pf());
         self.config.path_manager == PathManager::MultiMob
             && self.config.failover_on_timeout
             && self.side == Side::Client
-            && !sf.backup
+            && !sf.backup()
             && alone
             && self.has_unused_path()
     }
@@ -217,7 +208,7 @@ impl Connection {
     /// server's side of it), and `i` is not already failed.
     pub(super) fn tlp_may_reinject(&self, i: usize) -> bool {
         let sf = &self.subflows[i];
-        !sf.pf() && self.subflows.iter().any(|s| s.id != sf.id && s.established() && !s.pf())
+        !sf.pf() && self.subflows.iter().any(|s| s.id() != sf.id() && s.established() && !s.pf())
     }
 
     /// Subflow `i`'s path answers nothing: its tail loss probe went unanswered, or a whole
@@ -232,7 +223,7 @@ impl Connection {
         if let Some(np) = self.netpath(i) {
             self.endpoint_events.push_back(EndpointEvent::NetpathFailed(np));
         }
-        let id = self.subflows[i].id;
-        self.fail_over(now, true, |_, s| s.id == id);
+        let id = self.subflows[i].id();
+        self.fail_over(now, true, |_, s| s.id() == id);
     }
 }

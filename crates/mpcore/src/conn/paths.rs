@@ -54,12 +54,12 @@ impl Connection {
         if self.side != Side::Client || self.state != State::Established || self.is_closed() {
             return;
         }
-        let usable_regular = self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup);
+        let usable_regular = self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup());
         let open = match self.config.path_manager {
             PathManager::Fullmesh | PathManager::Backup => true,
             PathManager::MultiMob | PathManager::OnDemand => !usable_regular,
         };
-        if open && !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+        if open && !self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
             let backup = lp.backup || (self.config.path_manager == PathManager::Backup && usable_regular);
             if let Some(remote) = self.remote_for(path) {
                 self.open(now, path, remote, backup);
@@ -98,20 +98,20 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        let on_path = |s: &Subflow| s.local_path == path && s.is_open();
+        let on_path = |s: &Subflow| s.local_path() == path && s.is_open();
         if !self.subflows.iter().any(on_path) {
             return;
         }
         if self.side == Side::Client && self.state == State::Established {
             let regular_elsewhere =
-                self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup && s.local_path != path);
+                self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup() && s.local_path() != path);
             if !regular_elsewhere {
                 let kind = self.paths[p].iface;
                 let same_kind = (0..self.paths.len()).find(|&k| {
                     k != p
                         && !self.path_down[k]
                         && self.paths[k].iface == kind
-                        && !self.subflows.iter().any(|s| s.local_path.0 == k as u8 && s.is_open())
+                        && !self.subflows.iter().any(|s| s.local_path().0 == k as u8 && s.is_open())
                 });
                 match same_kind {
                     Some(k) => {
@@ -149,7 +149,7 @@ impl Connection {
     pub fn remove_address(&mut self, now: Time, path: PathId) {
         self.withdraw(path);
         for i in 0..self.subflows.slot_bound() {
-            if self.subflows.get(i).is_some_and(|s| s.local_path == path) {
+            if self.subflows.get(i).is_some_and(|s| s.local_path() == path) {
                 self.shut_subflow(now, i, reason::UNSPECIFIED, true);
             }
         }
@@ -198,20 +198,22 @@ impl Connection {
     /// on, while it lives), else of any subflow still recorded.
     pub fn peer_address(&self) -> Option<SocketAddr> {
         let open = self.subflows.iter().find(|s| s.is_open());
-        open.or_else(|| self.subflows.iter().next()).map(|s| s.remote)
+        open.or_else(|| self.subflows.iter().next()).map(|s| s.remote())
     }
 
     /// Whether an open subflow on local path `path` sent or received anything at `since` or
     /// later: the path's radio is awake.
     pub fn path_active_since(&self, path: PathId, since: Time) -> bool {
-        self.subflows.iter().any(|s| s.is_open() && s.local_path == path && s.last_rx.max(s.last_activity) >= since)
+        self.subflows
+            .iter()
+            .any(|s| s.is_open() && s.local_path() == path && s.last_rx().max(s.last_activity()) >= since)
     }
 
     /// Puts the address frames `frames` on a working subflow, or keeps them until one is
     /// established.
     pub(super) fn pend_on_any(&mut self, frames: FrameSet) {
         let slot = |f: &dyn Fn(&Subflow) -> bool| self.subflows.enumerate().find(|(_, s)| f(s)).map(|(k, _)| k);
-        let pick = slot(&|s| s.established() && !s.pf() && !s.backup).or_else(|| slot(&|s| s.established()));
+        let pick = slot(&|s| s.established() && !s.pf() && !s.backup()).or_else(|| slot(&|s| s.established()));
         match pick {
             Some(i) => self.subflows[i].carry(frames),
             None => self.addrs.orphan(frames),
@@ -242,7 +244,7 @@ impl Connection {
         if self.config.path_manager != PathManager::OnDemand {
             return;
         }
-        if self.subflows.iter().any(|s| s.is_open() && !s.rec.pf) {
+        if self.subflows.iter().any(|s| s.is_open() && !s.rec().pf) {
             return;
         }
         self.open_other_paths(now, false, true);
@@ -257,13 +259,15 @@ impl Connection {
         }
         for p in 0..self.paths.len() {
             let path = PathId(p as u8);
-            if self.path_down[p] || self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+            if self.path_down[p] || self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
                 continue;
             }
             let Some(remote) = self.remote_for(path) else { continue };
             let backup = backup_all || self.paths[p].backup;
             if let Some(i) = self.open(now, path, remote, backup) {
-                self.subflows[i].failover = failover;
+                if failover {
+                    self.subflows[i].mark_failover();
+                }
             }
         }
     }
@@ -271,7 +275,7 @@ impl Connection {
     /// A local path has no open subflow: a failover could open one.
     pub(super) fn has_unused_path(&self) -> bool {
         (0..self.paths.len())
-            .any(|p| !self.path_down[p] && !self.subflows.iter().any(|s| s.local_path.0 == p as u8 && s.is_open()))
+            .any(|p| !self.path_down[p] && !self.subflows.iter().any(|s| s.local_path().0 == p as u8 && s.is_open()))
     }
 
     /// The interface of local path `path` went down (the driver watches the links). A client
@@ -291,11 +295,11 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        let on_path = |s: &Subflow| s.local_path == path && s.is_open();
+        let on_path = |s: &Subflow| s.local_path() == path && s.is_open();
         if self.side == Side::Client && self.state == State::Established {
             self.open_other_paths(now, false, true);
         }
-        let elsewhere = self.subflows.iter().any(|s| s.is_open() && s.local_path != path);
+        let elsewhere = self.subflows.iter().any(|s| s.is_open() && s.local_path() != path);
         for i in 0..self.subflows.slot_bound() {
             if !self.subflows.get(i).is_some_and(on_path) {
                 continue;
@@ -305,7 +309,7 @@ impl Connection {
                 self.shut_subflow(now, i, reason::UNSPECIFIED, true);
                 self.withdraw(path);
             } else {
-                let id = self.subflows[i].id;
+                let id = self.subflows[i].id();
                 self.mark_potentially_failed(now, id);
             }
         }
@@ -327,7 +331,7 @@ impl Connection {
         if !std::mem::take(&mut self.reopen[p]) || self.side != Side::Client {
             return;
         }
-        if !self.subflows.iter().any(|s| s.local_path == path && s.is_open()) {
+        if !self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
             let backup = self.paths[p].backup;
             if let Some(remote) = self.remote_for(path) {
                 self.open(now, path, remote, backup);
@@ -368,7 +372,7 @@ impl Connection {
     pub(super) fn on_remove_addr(&mut self, now: Time, ids: &[u8]) {
         for id in ids {
             for k in 0..self.subflows.slot_bound() {
-                if self.subflows.get(k).is_some_and(|s| s.remote_addr_id == *id) {
+                if self.subflows.get(k).is_some_and(|s| s.remote_addr_id() == *id) {
                     self.shut_subflow(now, k, reason::UNSPECIFIED, false);
                 }
             }

@@ -21,7 +21,7 @@ impl Connection {
     /// flight there (it may still arrive).
     pub(super) fn copy_in_flight_for_reinjection(&mut self, k: usize) {
         let mask = 1u64 << (k % 64);
-        for p in self.subflows[k].rec.sent.iter() {
+        for p in self.subflows[k].rec().sent.iter() {
             if let Some(d) = p.data {
                 self.send.queue_retransmission(d, mask);
             }
@@ -33,28 +33,28 @@ impl Connection {
     pub(super) fn on_ack(&mut self, now: Time, i: usize, a: &Ack<'_>) {
         let Some(acked) = self.subflows[i].on_ack(now, a, self.config.max_ack_delay) else { return };
         // Something new was acknowledged: a tail loss probe pending verdict was answered.
-        self.subflows[i].tlp_check = None;
-        let id = self.subflows[i].id;
+        self.subflows[i].set_tlp_check(None);
+        let id = self.subflows[i].id();
         if acked.recovered {
             self.emit(Event::SubflowRecovered { id });
         }
         if acked.established {
             let sf = &self.subflows[i];
-            let ev = Event::SubflowEstablished { id, path: sf.local_path, backup: sf.backup };
+            let ev = Event::SubflowEstablished { id, path: sf.local_path(), backup: sf.backup() };
             self.emit(ev);
         }
         // Coupled: the working subflows that used their window within the last RTO, and this
         // one (see `cc`'s module documentation).
-        let this = self.subflows[i].id;
+        let this = self.subflows[i].id();
         let coupling = Coupling::compute(
             self.subflows
                 .iter()
-                .filter(|s| s.established() && !s.pf() && (s.id == this || s.rec.cwnd_limited(now)))
+                .filter(|s| s.established() && !s.pf() && (s.id() == this || s.rec().cwnd_limited(now)))
                 .map(|s| CoupledPath {
-                    this: s.id == this,
-                    cwnd: s.rec.cc.cwnd,
-                    rtt: s.rec.rtt.smoothed_or_default(),
-                    inter_loss: s.rec.cc.inter_loss(),
+                    this: s.id() == this,
+                    cwnd: s.rec().cc.cwnd,
+                    rtt: s.rec().rtt.smoothed_or_default(),
+                    inter_loss: s.rec().cc.inter_loss(),
                 }),
         );
         let send = &mut self.send;
@@ -87,7 +87,7 @@ impl Connection {
         if !self.subflows[i].is_open() {
             return;
         }
-        let id = self.subflows[i].id;
+        let id = self.subflows[i].id();
         // Closed first, so that connection-level frames in flight there go to another subflow.
         self.subflows[i].close(now, reason, tell_peer);
         self.reinject_in_flight(now, i, false);
@@ -107,8 +107,8 @@ impl Connection {
     /// them) and the path manager may join again.
     pub(crate) fn rename_cid(&mut self, now: Time, old: Cid, fresh: Cid) -> bool {
         let Some(i) = self.subflows.by_cid(&old) else { return false };
-        if self.subflows[i].rec.next_pn == 0 {
-            self.subflows[i].local_cid = fresh;
+        if self.subflows[i].rec().next_pn == 0 {
+            self.subflows[i].rename_local_cid(fresh);
             return true;
         }
         self.shut_subflow(now, i, reason::UNSPECIFIED, false);
@@ -120,10 +120,10 @@ impl Connection {
     pub(super) fn reclaim_subflow(&mut self, i: usize) {
         let stats = self.subflows[i].stats();
         if let Some(sf) = self.subflows.reclaim(i, stats) {
-            self.endpoint_events.push_back(EndpointEvent::RetireCid(sf.local_cid));
+            self.endpoint_events.push_back(EndpointEvent::RetireCid(sf.local_cid()));
             self.send.forget_slot(1 << (i % 64));
             self.recv.forget_slot(i);
-            tracing::trace!(side = ?self.side, id = sf.id, "subflow record reclaimed");
+            tracing::trace!(side = ?self.side, id = sf.id(), "subflow record reclaimed");
         }
     }
 }

@@ -37,7 +37,7 @@ impl Connection {
         if self.state == State::Initial {
             let len = self.hs.as_mut()?.poll_initial(now, self.config.initial_rto, buf)?;
             let sf = &self.subflows[0];
-            return Some(Transmit { path: sf.local_path, remote: sf.remote, len });
+            return Some(Transmit { path: sf.local_path(), remote: sf.remote(), len });
         }
         let orphans = self.addrs.take_orphans();
         if !orphans.is_empty() {
@@ -49,8 +49,8 @@ impl Connection {
             // never be repaired and a sender waiting on the window would wait for good: the
             // update goes with a PING, which the retransmission timer repeats until answered.
             let best = self.subflows.enumerate().filter(|(_, s)| s.established() && !s.pf());
-            if let Some((i, _)) = best.max_by_key(|(_, s)| s.last_original_rx) {
-                self.subflows[i].acks.immediate = true;
+            if let Some((i, _)) = best.max_by_key(|(_, s)| s.last_original_rx()) {
+                self.subflows[i].ack_now();
                 self.subflows[i].ping();
             }
         }
@@ -62,8 +62,9 @@ impl Connection {
             if !sf.is_open() && !closing_only {
                 continue;
             }
-            let urgent = sf.acks.due(now) || !sf.pending().is_empty() || sf.rec.probe.is_some() || sf.copy.is_some();
-            if urgent && self.unwritable.contains(sf.local_path) {
+            let urgent =
+                sf.acks().due(now) || !sf.pending().is_empty() || sf.rec().probe.is_some() || sf.copy().is_some();
+            if urgent && self.unwritable.contains(sf.local_path()) {
                 // Its socket is full: this waits until the endpoint says it is writable.
                 self.held_back = true;
                 continue;
@@ -71,10 +72,10 @@ impl Connection {
             if urgent {
                 // A first fast-join packet carries data when there is some (FAST_JOIN_OUT);
                 // its repeats are FAST_JOIN_IN.
-                let first_fast_join = sf.state == SubflowState::JoinSent
-                    && sf.join.kind == JoinKind::FastInitiator
+                let first_fast_join = sf.state() == SubflowState::JoinSent
+                    && sf.join().kind == JoinKind::FastInitiator
                     && sf.join_unsent()
-                    && sf.rec.rto_backoff == 0;
+                    && sf.rec().rto_backoff == 0;
                 let repeat = self.config.faults().repeat_fast_join_dsn;
                 let seg = if first_fast_join { self.send.fast_join_segment(repeat) } else { None };
                 if let Some(t) = self.build(now, i, seg, buf) {
@@ -90,14 +91,14 @@ impl Connection {
         // after it, and an idle path costs nothing) with room for it in its window.
         for i in 0..n {
             let Some(sf) = self.subflows.get(i) else { continue };
-            let busy = sf.rec.eliciting_in_flight > 0 && self.send.queued() > 0;
-            let usable = self.state == State::Established && sf.established() && !sf.rec.pf && sf.val.validated;
+            let busy = sf.rec().eliciting_in_flight > 0 && self.send.queued() > 0;
+            let usable = self.state == State::Established && sf.established() && !sf.rec().pf && sf.val().validated;
             // Not while it loses packets: a lost probe would then say nothing of its size.
-            let calm = sf.rec.recent_losses == 0;
-            if !busy || !usable || !calm || self.unwritable.contains(sf.local_path) {
+            let calm = sf.rec().recent_losses == 0;
+            if !busy || !usable || !calm || self.unwritable.contains(sf.local_path()) {
                 continue;
             }
-            if let Some(size) = sf.pmtu.probe_due(now).filter(|&s| sf.rec.cwnd_room() >= s as u64) {
+            if let Some(size) = sf.pmtu().probe_due(now).filter(|&s| sf.rec().cwnd_room() >= s as u64) {
                 if let Some(t) = self.build_mtu_probe(now, i, size, buf) {
                     return Some(t);
                 }
@@ -121,32 +122,32 @@ impl Connection {
                 continue;
             };
             let mut flags = Flags(0);
-            let ready = (sf.established() && sf.remote_cid.is_some()) || sf.fast_join_flight();
+            let ready = (sf.established() && sf.remote_cid().is_some()) || sf.fast_join_flight();
             flags.set(Flags::ESTABLISHED, ready);
             // A subflow far slower than it was and than another working one carries no new
             // data while that one works, under every path manager (issue 32).
-            flags.set(Flags::POTENTIALLY_FAILED, sf.rec.pf || slow & (1 << (k % 64)) != 0);
-            flags.set(Flags::BACKUP, sf.backup);
-            flags.set(Flags::IN_RECOVERY, sf.rec.rto_backoff > 0);
+            flags.set(Flags::POTENTIALLY_FAILED, sf.rec().pf || slow & (1 << (k % 64)) != 0);
+            flags.set(Flags::BACKUP, sf.backup());
+            flags.set(Flags::IN_RECOVERY, sf.rec().rto_backoff > 0);
             flags.set(Flags::ALREADY_SENT, seg.mask & (1 << k) != 0);
-            flags.set(Flags::HIGH_RTO, sf.high_rto);
-            flags.set(Flags::WAS_BAD, sf.was_bad);
-            let mut room = sf.rec.cwnd_room().min(sf.val.room());
-            if self.unwritable.contains(sf.local_path) && room > 0 {
+            flags.set(Flags::HIGH_RTO, sf.high_rto());
+            flags.set(Flags::WAS_BAD, sf.was_bad());
+            let mut room = sf.rec().cwnd_room().min(sf.val().room());
+            if self.unwritable.contains(sf.local_path()) && room > 0 {
                 // A full socket: no room until it drains (the scheduler picks another, or waits).
                 room = 0;
                 self.held_back = true;
             }
             self.infos.push(SubflowInfo {
-                id: sf.id,
+                id: sf.id(),
                 flags,
-                iface: self.paths.get(usize::from(sf.local_path.0)).map(|p| p.iface).unwrap_or_default(),
-                srtt_us: sf.rec.rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
-                rttvar_us: sf.rec.rtt.rttvar.min(u64::from(u32::MAX)) as u32,
-                cwnd: sf.rec.cc.cwnd.min(u64::from(u32::MAX)) as u32,
+                iface: self.paths.get(usize::from(sf.local_path().0)).map(|p| p.iface).unwrap_or_default(),
+                srtt_us: sf.rec().rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
+                rttvar_us: sf.rec().rtt.rttvar.min(u64::from(u32::MAX)) as u32,
+                cwnd: sf.rec().cc.cwnd.min(u64::from(u32::MAX)) as u32,
                 cwnd_room: room.min(u64::from(u32::MAX)) as u32,
-                last_original_rx_us: sf.last_original_rx,
-                retrans_outstanding: sf.rec.recent_losses + u32::from(sf.rec.pf),
+                last_original_rx_us: sf.last_original_rx(),
+                retrans_outstanding: sf.rec().recent_losses + u32::from(sf.rec().pf),
             });
         }
         let s = Segment {
@@ -178,8 +179,8 @@ impl Connection {
                         first = Some(i);
                     } else {
                         let take = seg.len.min(payload) as u32;
-                        self.subflows[i].copy =
-                            Some(DataRef { off: seg.off, len: take, fin: seg.fin && u64::from(take) == seg.len });
+                        let d = DataRef { off: seg.off, len: take, fin: seg.fin && u64::from(take) == seg.len };
+                        self.subflows[i].send_copy(d);
                     }
                 }
                 first.map(|i| (i, seg))
@@ -200,23 +201,23 @@ impl Connection {
         if margin == 0 || self.subflows.open_count() < 2 {
             return 0;
         }
-        let works = |s: &Subflow| s.established() && !s.rec.pf && s.rec.rtt.has_sample;
+        let works = |s: &Subflow| s.established() && !s.rec().pf && s.rec().rtt.has_sample;
         // Only while a faster one has room for this segment: a bulk transfer that fills the
         // fast path's window still gets the slow path's bandwidth (the uplink study's
         // aggregation).
-        let room = |o: &Subflow| o.rec.cwnd_room().min(o.val.room()) >= len;
+        let room = |o: &Subflow| o.rec().cwnd_room().min(o.val().room()) >= len;
         let mut mask = 0u64;
         for (k, sf) in self.subflows.enumerate().filter(|(_, s)| works(s)) {
             // The latest sample as well as the smoothed RTT: the average takes a dozen
             // samples to climb 500 ms, and each request sent meanwhile waits the 500 ms.
-            let rtt = &sf.rec.rtt;
+            let rtt = &sf.rec().rtt;
             let r = rtt.srtt.max(rtt.latest);
             let own = r as f64 >= rtt.min as f64 * ratio && r >= rtt.min.saturating_add(margin);
             if !own {
                 continue;
             }
-            let others = self.subflows.iter().filter(|o| o.id != sf.id && works(o) && room(o));
-            if others.map(|o| o.rec.rtt.srtt).min().is_some_and(|b| r >= b.saturating_add(margin)) {
+            let others = self.subflows.iter().filter(|o| o.id() != sf.id() && works(o) && room(o));
+            if others.map(|o| o.rec().rtt.srtt).min().is_some_and(|b| r >= b.saturating_add(margin)) {
                 mask |= 1 << (k % 64);
             }
         }
@@ -234,7 +235,7 @@ impl Connection {
                 // New data only on a subflow already carrying data (never on a backup subflow
                 // the scheduler keeps idle); else the last segment it sent, else a bare PING.
                 let last = self.subflows[i].last_data_in_flight();
-                let may_take_new = last.is_some() && !self.subflows[i].backup;
+                let may_take_new = last.is_some() && !self.subflows[i].backup();
                 match (self.send.peek().filter(|s| !s.retrans && may_take_new), last) {
                     (Some(s), _) => s,
                     (None, Some(d)) => Seg { off: d.off, len: u64::from(d.len), fin: d.fin, mask: 0, retrans: true },

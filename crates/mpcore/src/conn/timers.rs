@@ -68,13 +68,13 @@ impl Connection {
         TimerContext {
             peer_max_ack_delay: self.peer_max_ack_delay(),
             keep_alive: if open { self.keep_alive_interval(keep_alive_on) } else { 0 },
-            keep_alive_on: keep_alive_on.map(|s| s.id),
+            keep_alive_on: keep_alive_on.map(|s| s.id()),
             probe_bad: if open && self.failover_open() { self.config.oracle.period / 5 } else { 0 },
             idle_timeout: (open && idle > 0 && (self.side == Side::Server || self.rejoins_silent_paths()))
                 .then_some(idle),
             idle_client: self.side == Side::Client,
             refresh_rtt: open && self.send.unacked() > 0,
-            freshest_rx: self.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx).max().unwrap_or(0),
+            freshest_rx: self.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx()).max().unwrap_or(0),
         }
     }
 
@@ -92,7 +92,7 @@ impl Connection {
         let half = |t: u64| if t > 0 { t / 2 } else { u64::MAX };
         let peer_idle = self.peer_params.idle_timeout_ms.saturating_mul(1000);
         let idle = half(self.config.idle_timeout).min(half(peer_idle));
-        match sf.backup {
+        match sf.backup() {
             false => self.config.keep_alive.min(idle),
             true if idle == u64::MAX => 0,
             true => idle,
@@ -107,7 +107,9 @@ impl Connection {
     /// silent.
     pub(super) fn keep_alive_subflow(&self) -> Option<&Subflow> {
         let ok = self.subflows.iter().filter(|s| s.is_open() && s.established() && !s.pf());
-        let key = |s: &&Subflow| (!s.backup, s.last_data_tx, s.last_original_rx, s.last_rx, std::cmp::Reverse(s.id));
+        let key = |s: &&Subflow| {
+            (!s.backup(), s.last_data_tx(), s.last_original_rx(), s.last_rx(), std::cmp::Reverse(s.id()))
+        };
         ok.max_by_key(key)
     }
 
@@ -132,14 +134,14 @@ impl Connection {
     /// Bytes of the buffers that grow with use: the stream's two sides, each subflow's
     /// sent-packet ring and received packet numbers.
     pub fn buffer_bytes(&self) -> usize {
-        let sf = self.subflows.iter().map(|s| s.rec.sent.capacity_bytes() + s.acks.received.capacity_bytes());
+        let sf = self.subflows.iter().map(|s| s.rec().sent.capacity_bytes() + s.acks().received.capacity_bytes());
         self.send.buffer_bytes() + self.recv.buffer_bytes() + sf.sum::<usize>()
     }
 
     /// The trim timer: no data moved for `TRIM_AFTER`, so every buffer that holds nothing is
     /// given back; otherwise the timer waits for `TRIM_AFTER` after the last data.
     fn trim(&mut self, now: Time) {
-        let last_data = self.subflows.iter().map(|s| s.last_data_tx.max(s.last_original_rx)).max().unwrap_or(0);
+        let last_data = self.subflows.iter().map(|s| s.last_data_tx().max(s.last_original_rx())).max().unwrap_or(0);
         if now < last_data.saturating_add(TRIM_AFTER) {
             self.trim_at = Some(last_data.saturating_add(TRIM_AFTER));
             return;
@@ -148,11 +150,7 @@ impl Connection {
         self.send.trim();
         self.recv.trim();
         for sf in self.subflows.iter_mut() {
-            sf.rec.sent.shrink();
-            // Packets missing for TRIM_AFTER were given up by the peer long ago: a late copy
-            // is dropped as a duplicate, and the ACK ranges shrink to one.
-            sf.acks.received.keep_last();
-            sf.acks.received.shrink();
+            sf.trim();
         }
     }
 
@@ -190,7 +188,7 @@ impl Connection {
         if t.expired(timer::RECEIVE_IDLE, now) && self.idle_timer.expired(now) {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
-            self.fail_over(now, true, |_, s| !s.failover);
+            self.fail_over(now, true, |_, s| !s.failover());
         }
         if t.expired(timer::TRIM, now) {
             self.trim(now);
@@ -202,9 +200,9 @@ impl Connection {
             for sf in self.subflows.iter_mut() {
                 if sf.pf()
                     && sf.established()
-                    && !sf.backup
-                    && sf.rec.eliciting_in_flight == 0
-                    && sf.rec.probe.is_none()
+                    && !sf.backup()
+                    && sf.rec().eliciting_in_flight == 0
+                    && sf.rec().probe.is_none()
                 {
                     sf.ping();
                 }
@@ -215,11 +213,10 @@ impl Connection {
             let Some(t) = self.subflows.get(i).map(|s| s.timers(&cx)) else { continue };
             let sf = &mut self.subflows[i];
             if t.expired(sf_timer::ACK, now) {
-                sf.acks.immediate = true;
+                sf.ack_now();
             }
             if t.expired(sf_timer::KEEP_ALIVE, now) {
-                sf.ping();
-                sf.last_activity = now;
+                sf.keep_alive(now);
             }
             if t.expired(sf_timer::TLP_CHECK, now) {
                 self.on_tlp_check(now, i);
@@ -247,9 +244,7 @@ impl Connection {
         let cx = self.timer_context();
         if let Some(i) = cx.keep_alive_on.and_then(|id| self.subflows.by_number(id)) {
             if self.subflows[i].timers(&cx).expired(sf_timer::KEEP_ALIVE, now) {
-                let sf = &mut self.subflows[i];
-                sf.ping();
-                sf.last_activity = now;
+                self.subflows[i].keep_alive(now);
             }
         }
     }
@@ -269,8 +264,8 @@ impl Connection {
     /// after the client's request arrived: the server answers over the open cellular subflow
     /// an RTO sooner). It stays in flight here, so the first new ACK recovers the subflow.
     fn on_tlp_check(&mut self, now: Time, i: usize) {
-        self.subflows[i].tlp_check = None;
-        if self.subflows[i].rec.tlp_sent {
+        self.subflows[i].set_tlp_check(None);
+        if self.subflows[i].rec().tlp_sent {
             self.on_path_silent(now, i);
         }
     }
@@ -289,21 +284,21 @@ impl Connection {
                     if self.subflows[i].flight_unanswered() {
                         self.on_path_silent(now, i);
                     } else {
-                        let rtt = &self.subflows[i].rec.rtt;
+                        let rtt = &self.subflows[i].rec().rtt;
                         let wait = rtt.smoothed_or_default() + rtt.rttvar.max(GRANULARITY);
-                        self.subflows[i].tlp_check = Some(now + wait);
+                        self.subflows[i].set_tlp_check(Some(now + wait));
                     }
                 }
             }
             Expiry::JoinGivenUp => {
                 self.shut_subflow(now, i, reason::UNSPECIFIED, true);
-                if self.subflows[i].rejoin {
+                if self.subflows[i].rejoin() {
                     self.rejoin(now, i);
                 }
             }
             Expiry::Timeout { newly_failed } => {
                 if newly_failed {
-                    let id = self.subflows[i].id;
+                    let id = self.subflows[i].id();
                     self.emit(Event::SubflowFailed { id });
                     self.open_on_demand(now);
                 }

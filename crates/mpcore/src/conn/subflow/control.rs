@@ -56,6 +56,16 @@ impl Subflow {
         self.carry.remove(frames);
     }
 
+    /// A PATH_CHALLENGE arrived: its PATH_RESPONSE goes next.
+    pub fn on_path_challenge(&mut self, data: [u8; 8]) {
+        self.val.on_challenge(data);
+    }
+
+    /// A PATH_RESPONSE arrived: the address is validated if it answers our challenge.
+    pub fn on_path_response(&mut self, data: &[u8; 8]) {
+        self.val.on_response(data);
+    }
+
     /// Everything it has to send besides data and ACKs, whoever owns it.
     pub fn pending(&self) -> FrameSet {
         self.signals | self.join.pending | self.val.pending | self.carry

@@ -10,7 +10,8 @@ use crate::Time;
 impl Subflow {
     /// We open it: the JOIN (a fast one if `fast`) with our nonce `nonce` goes first. The
     /// initiator may send (it amplifies nothing), so its own address counts as validated.
-    pub fn start_join(&mut self, nonce: u32, fast: bool) {
+    pub fn start_join(&mut self, nonce: u32, fast: bool, backup: bool) {
+        self.backup = backup;
         self.join.nonce_local = nonce;
         self.val.validated = true;
         self.join.pending |= FrameSet::JOIN;
@@ -37,9 +38,12 @@ impl Subflow {
         }
     }
 
-    /// A refused fast join's record (§5.9): closed from the start, it answers the JOIN and its
-    /// repeats with a SUBFLOW_RESET of `reason` while it drains.
-    pub fn refuse_join(&mut self, now: Time, reason: u8) {
+    /// A refused fast join's record (§5.9): closed from the start, it answers the JOIN (from
+    /// CID `cid`, `len` bytes) and its repeats with a SUBFLOW_RESET of `reason` while it
+    /// drains.
+    pub fn refuse_join(&mut self, now: Time, reason: u8, cid: Cid, len: u64) {
+        self.remote_cid = Some(cid);
+        self.val.amp_rx = len;
         self.reset_reason = reason;
         self.signals = FrameSet::RESET;
         self.drain_until = Some(now.saturating_add(3 * self.rec.rtt.rto()));

@@ -49,7 +49,11 @@ impl Subflow {
             r.tail_ping = p.ctrl.intersects(FrameSet::PING);
         }
         r.next_pn = p.pn + 1;
+        let mtu_probe = p.mtu_probe;
         r.sent.push(p);
+        if mtu_probe {
+            self.pmtu.on_probe_sent();
+        }
     }
 
     /// An ACK frame (§5.3): the packets it acknowledges leave the flight, the RTT is sampled,

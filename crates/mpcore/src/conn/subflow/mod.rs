@@ -5,8 +5,10 @@
 
 mod control;
 mod data_ref;
+mod fields;
 mod frame_set;
 mod joining;
+mod life;
 pub mod loss;
 pub mod pmtu;
 pub mod recovery;
@@ -258,59 +260,59 @@ pub struct TimerContext {
 #[derive(Debug)]
 pub struct Subflow {
     /// Subflow number (§2).
-    pub id: u32,
-    pub state: SubflowState,
-    pub local_path: PathId,
-    pub remote: SocketAddr,
-    pub local_addr_id: u8,
-    pub remote_addr_id: u8,
-    pub local_cid: Cid,
-    pub remote_cid: Option<Cid>,
+    id: u32,
+    state: SubflowState,
+    local_path: PathId,
+    remote: SocketAddr,
+    local_addr_id: u8,
+    remote_addr_id: u8,
+    local_cid: Cid,
+    remote_cid: Option<Cid>,
     /// Opened by this endpoint.
-    pub local_opener: bool,
-    pub backup: bool,
-    pub join: JoinState,
+    local_opener: bool,
+    backup: bool,
+    join: JoinState,
     /// Opened by the path manager for a failover (closed again on fail-back).
-    pub failover: bool,
+    failover: bool,
     /// A client's join replacing a subflow of its path that went silent (PROTOCOL.md §7): given
     /// up unanswered, it is tried again, until the path answers or goes away.
-    pub rejoin: bool,
+    rejoin: bool,
     /// Counters already reported to the oracle: packets sent, lost (`oracle_losses`),
     /// retransmitted.
-    pub reported: [u64; 3],
-    pub rec: Recovery,
-    pub acks: AckState,
-    pub val: Validation,
+    reported: [u64; 3],
+    rec: Recovery,
+    acks: AckState,
+    val: Validation,
     /// The subflow's own frames to send: PING, MP_PRIO, the RTO option, HANDSHAKE_DONE,
     /// SUBFLOW_RESET, MP_FASTCLOSE (see `control`).
     signals: FrameSet,
     /// The connection's address frames this subflow is to carry (`FrameSet::ADDRESSES`).
     carry: FrameSet,
     /// A copy of a segment the redundant scheduler put on this subflow too.
-    pub copy: Option<DataRef>,
-    pub reset_reason: u8,
+    copy: Option<DataRef>,
+    reset_reason: u8,
     /// We closed it and told the peer: late packets are answered with the reset again.
-    pub sent_reset: bool,
+    sent_reset: bool,
     /// When a packet last arrived on it (authenticated), for the subflow idle timeout.
-    pub last_rx: Time,
+    last_rx: Time,
     /// The server's idle probe went out at this time; the subflow closes if it stays silent.
-    pub idle_probe: Option<Time>,
+    idle_probe: Option<Time>,
     /// `multimob`: when an unanswered tail loss probe fails the path over (see
     /// `Connection::on_retransmission_timeout`).
-    pub tlp_check: Option<Time>,
+    tlp_check: Option<Time>,
     /// Closed: the record is reclaimed at this time.
-    pub drain_until: Option<Time>,
+    drain_until: Option<Time>,
     // For the schedulers and the oracle.
-    pub last_original_rx: Time,
+    last_original_rx: Time,
     /// When this subflow last sent data (for the choice of the keep-alive subflow).
-    pub last_data_tx: Time,
-    pub was_bad: bool,
-    pub high_rto: bool,
-    pub last_activity: Time,
-    pub peer_rto_ms: Option<u64>,
-    pub counters: SubflowCounters,
+    last_data_tx: Time,
+    was_bad: bool,
+    high_rto: bool,
+    last_activity: Time,
+    peer_rto_ms: Option<u64>,
+    counters: SubflowCounters,
     /// Path MTU discovery: the largest datagram the path carries.
-    pub pmtu: pmtu::Pmtu,
+    pmtu: pmtu::Pmtu,
 }
 
 impl SubflowState {

@@ -1,0 +1,111 @@
+//! What the rest of the connection may read of a subflow. Only the subflow changes its
+//! fields, through methods that say what happened (`control`, `joining`, `loss`).
+
+use super::pmtu::Pmtu;
+use super::recovery::Recovery;
+use super::{AckState, DataRef, JoinState, Subflow, SubflowState, Validation};
+use crate::wire::Cid;
+use crate::{PathId, Time};
+use std::net::SocketAddr;
+
+impl Subflow {
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub fn state(&self) -> SubflowState {
+        self.state
+    }
+
+    pub fn local_path(&self) -> PathId {
+        self.local_path
+    }
+
+    pub fn remote(&self) -> SocketAddr {
+        self.remote
+    }
+
+    pub fn local_addr_id(&self) -> u8 {
+        self.local_addr_id
+    }
+
+    pub fn remote_addr_id(&self) -> u8 {
+        self.remote_addr_id
+    }
+
+    pub fn local_cid(&self) -> Cid {
+        self.local_cid
+    }
+
+    pub fn remote_cid(&self) -> Option<Cid> {
+        self.remote_cid
+    }
+
+    pub fn local_opener(&self) -> bool {
+        self.local_opener
+    }
+
+    pub fn backup(&self) -> bool {
+        self.backup
+    }
+
+    pub fn join(&self) -> &JoinState {
+        &self.join
+    }
+
+    pub fn failover(&self) -> bool {
+        self.failover
+    }
+
+    pub fn rejoin(&self) -> bool {
+        self.rejoin
+    }
+
+    pub fn rec(&self) -> &Recovery {
+        &self.rec
+    }
+
+    pub fn acks(&self) -> &AckState {
+        &self.acks
+    }
+
+    pub fn val(&self) -> &Validation {
+        &self.val
+    }
+
+    pub fn copy(&self) -> Option<DataRef> {
+        self.copy
+    }
+
+    pub fn last_rx(&self) -> Time {
+        self.last_rx
+    }
+
+    pub fn last_original_rx(&self) -> Time {
+        self.last_original_rx
+    }
+
+    pub fn last_data_tx(&self) -> Time {
+        self.last_data_tx
+    }
+
+    pub fn was_bad(&self) -> bool {
+        self.was_bad
+    }
+
+    pub fn high_rto(&self) -> bool {
+        self.high_rto
+    }
+
+    pub fn last_activity(&self) -> Time {
+        self.last_activity
+    }
+
+    pub fn peer_rto_ms(&self) -> Option<u64> {
+        self.peer_rto_ms
+    }
+
+    pub fn pmtu(&self) -> &Pmtu {
+        &self.pmtu
+    }
+}

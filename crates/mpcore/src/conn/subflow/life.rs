@@ -1,0 +1,210 @@
+//! What the connection tells a subflow about its life beyond its frames and its losses: how
+//! it was opened, what arrived on it, what left on it, what the oracle and the path manager
+//! decided about it. Each method says what happened; the subflow changes its own fields.
+
+use super::pmtu::Pmtu;
+use super::{DataRef, Subflow, SubflowState};
+use crate::wire::packet::DEFAULT_MAX_DATAGRAM;
+use crate::wire::Cid;
+use crate::{PathId, Time};
+use std::net::SocketAddr;
+
+impl Subflow {
+    /// A new record's local address id and path MTU search (up to `max` bytes).
+    pub fn set_up(&mut self, local_addr_id: u8, max: usize, now: Time) {
+        self.local_addr_id = local_addr_id;
+        self.pmtu = Pmtu::new(DEFAULT_MAX_DATAGRAM, max, now);
+    }
+
+    /// The peer's transport parameters bound the datagrams to `max` bytes.
+    pub fn set_max_datagram(&mut self, max: usize) {
+        self.pmtu.set_max(max);
+    }
+
+    /// The client's subflow 0: it sends the INITIAL to an address it chose, so that address
+    /// counts as validated (nothing is amplified).
+    pub fn opened_by_client(&mut self) {
+        self.val.validated = true;
+    }
+
+    /// The server's subflow 0, made by the client's CONFIRM: the cookie came back from the
+    /// address it was sent to (§4.4), so the address is validated; the HANDSHAKE took packet
+    /// number 0 of the subflow under the s2c key (§9.2); HANDSHAKE_DONE goes next.
+    pub fn accept_handshake(&mut self, client_cid: Cid, now: Time) {
+        self.remote_cid = Some(client_cid);
+        self.val.validated = true;
+        self.rec.next_pn = 1;
+        self.send_handshake_done();
+        self.last_original_rx = now;
+        self.backup = false;
+    }
+
+    /// The client's subflow 0 got the server's HANDSHAKE: established, with the handshake's
+    /// RTT sample if it was not repeated; a PING confirms at once.
+    pub fn on_handshake(&mut self, server_cid: Cid, rtt_sample: Option<Time>, now: Time) {
+        self.remote_cid = Some(server_cid);
+        self.state = SubflowState::Established;
+        self.last_original_rx = now;
+        self.ping();
+        if let Some(rtt) = rtt_sample {
+            self.rec.rtt.sample_at(now, rtt, 0);
+        }
+    }
+
+    /// A peer's JOIN opens this record: its CID, flags and first datagram (`len` bytes, the
+    /// anti-amplification budget starts there: §10).
+    pub fn on_join_received(&mut self, cid: Cid, backup: bool, addr_id: u8, len: u64) {
+        self.remote_cid = Some(cid);
+        self.backup = backup;
+        self.remote_addr_id = addr_id;
+        self.val.validated = false;
+        self.val.amp_rx = len;
+        self.counters.packets_received = 1;
+        self.counters.bytes_received = len;
+    }
+
+    /// The peer's CID, from an answer refused (a bad HMAC): the reset goes to it.
+    pub fn answer_to(&mut self, cid: Cid) {
+        self.remote_cid = Some(cid);
+    }
+
+    /// This join replaces a subflow of its path that went silent (see `Connection::rejoin`).
+    pub fn mark_rejoin(&mut self) {
+        self.rejoin = true;
+    }
+
+    /// The path manager opened it for a failover (closed again at the fail-back).
+    pub fn mark_failover(&mut self) {
+        self.failover = true;
+    }
+
+    /// The endpoint renamed our CID before the subflow sent anything.
+    pub fn rename_local_cid(&mut self, fresh: Cid) {
+        self.local_cid = fresh;
+    }
+
+    /// An authenticated packet, the newest, came from `remote` on `path` (NAT rebinding, §7):
+    /// the subflow moves there, and `challenge` validates the new address.
+    pub fn migrate(&mut self, remote: SocketAddr, path: PathId, len: u64, challenge: [u8; 8]) {
+        self.remote = remote;
+        self.local_path = path;
+        self.val.restart(len, challenge);
+    }
+
+    /// A datagram of `len` bytes was accepted on it.
+    pub fn count_received(&mut self, len: u64) {
+        self.counters.packets_received += 1;
+        self.counters.bytes_received += len;
+        self.val.amp_rx += len;
+    }
+
+    /// The peer's MP_PRIO.
+    pub fn on_peer_prio(&mut self, backup: bool) {
+        self.backup = backup;
+    }
+
+    /// The peer's RTO, in ms (MultiMob's RTO option).
+    pub fn on_peer_rto(&mut self, rto_ms: u64) {
+        self.peer_rto_ms = Some(rto_ms);
+    }
+
+    /// New data, or a new DATA_ACK, arrived on it: an original reception, for the
+    /// last-received scheduler.
+    pub fn on_original_data(&mut self, now: Time) {
+        self.last_original_rx = now;
+    }
+
+    /// An ACK is owed at once.
+    pub fn ack_now(&mut self) {
+        self.acks.immediate = true;
+    }
+
+    /// Its keep-alive timer fired: a PING.
+    pub fn keep_alive(&mut self, now: Time) {
+        self.ping();
+        self.last_activity = now;
+    }
+
+    /// The redundant scheduler puts a copy of `d` on it too.
+    pub fn send_copy(&mut self, d: DataRef) {
+        self.copy = Some(d);
+    }
+
+    /// A packet was about to leave, but held nothing worth sending: no ACK is owed any more,
+    /// and a pending probe goes as a PING.
+    pub fn nothing_to_send(&mut self) {
+        self.acks.clear();
+        if self.rec.probe.is_some() {
+            self.ping();
+        }
+    }
+
+    /// A packet left without the scheduler's data (`scheduled`: with it): a pending probe
+    /// or copy went in it.
+    pub fn on_unscheduled_sent(&mut self, scheduled: bool) {
+        let probe = self.rec.probe;
+        if probe.is_some() && !scheduled && self.copy.is_none() {
+            self.rec.probe = None;
+        }
+        if !scheduled && self.copy.is_some() && probe.is_none() {
+            self.copy = None;
+        }
+    }
+
+    /// The ring of packets in flight takes room for `n` at once (see `Connection::on_built`).
+    pub fn reserve_flight(&mut self, n: usize) {
+        self.rec.sent.reserve(n);
+    }
+
+    /// `len` stream bytes left on it; `retransmitted`: its own retransmission.
+    pub fn on_data_sent(&mut self, now: Time, len: u32, retransmitted: bool) {
+        self.last_data_tx = now;
+        self.counters.data_bytes_sent += u64::from(len);
+        if retransmitted {
+            self.counters.bytes_retransmitted += u64::from(len);
+            self.counters.packets_retransmitted += 1;
+        }
+    }
+
+    /// `bytes` first sent on another subflow were sent here too.
+    pub fn count_reinjected(&mut self, bytes: u64) {
+        self.counters.bytes_reinjected += bytes;
+    }
+
+    /// The connection's buffers are trimmed: the flight's ring gives its room back, and the
+    /// ACK ranges shrink to the last one (packets missing that long were given up by the peer
+    /// long ago: a late copy is dropped as a duplicate).
+    pub fn trim(&mut self) {
+        self.rec.sent.shrink();
+        self.acks.received.keep_last();
+        self.acks.received.shrink();
+    }
+
+    /// An oracle's verdict, or a path that went silent: potentially failed until the next
+    /// new acknowledgement. True if it was not already.
+    pub fn mark_potentially_failed(&mut self) -> bool {
+        !std::mem::replace(&mut self.rec.pf, true)
+    }
+
+    /// The oracle's flags (MultiMob §III-B).
+    pub fn set_oracle_flags(&mut self, was_bad: bool, high_rto: bool) {
+        self.was_bad = was_bad;
+        self.high_rto = high_rto;
+    }
+
+    /// The counters the oracle has not seen yet (packets sent, lost, retransmitted), now
+    /// reported.
+    pub fn oracle_sample(&mut self) -> [u64; 3] {
+        let c = &self.counters;
+        let now = [c.packets_sent, c.oracle_losses, c.packets_retransmitted];
+        let d = [now[0] - self.reported[0], now[1] - self.reported[1], now[2] - self.reported[2]];
+        self.reported = now;
+        d
+    }
+
+    /// `multimob`: an unanswered tail loss probe fails the path over at `at`, unless a new
+    /// acknowledgement comes first (`None`: it came, or the check ran).
+    pub fn set_tlp_check(&mut self, at: Option<Time>) {
+        self.tlp_check = at;
+    }
+}
