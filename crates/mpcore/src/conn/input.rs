@@ -311,7 +311,7 @@ impl Connection {
             // the data before the failover, whose deadline has passed.
             if self.tracks_receive_idle() {
                 let rto = self.peer_rto();
-                self.idle_timer.on_data(now, d.idle, rto);
+                self.multimob.idle_timer.on_data(now, d.idle, rto);
             }
         }
         if m.readable {
@@ -333,7 +333,7 @@ impl Connection {
             self.counters.bytes_acked += a.bytes;
             self.subflows[i].on_original_data(now);
             let rto = self.peer_rto();
-            self.idle_timer.on_data_ack(now, rto);
+            self.multimob.idle_timer.on_data_ack(now, rto);
         }
     }
 

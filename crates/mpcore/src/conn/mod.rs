@@ -14,6 +14,7 @@ mod events;
 mod input;
 mod join;
 mod multimob;
+mod multimob_state;
 mod packet_builder;
 mod paths;
 mod recovery;
@@ -34,6 +35,7 @@ use crate::{LocalPath, PathId, PathSet, Time};
 use addresses::Addresses;
 use cc::Cc;
 use dsn::Dsn;
+use multimob_state::MultiMob;
 use recv::RecvSide;
 use scheduler::{AnyScheduler, SubflowInfo};
 use send::SendSide;
@@ -105,11 +107,8 @@ pub struct Connection {
     /// Tests only: raw frames for the next packet (see [`Connection::inject_frames`]).
     injected: Vec<u8>,
     fastclose: bool,
-    /// `multimob`: the receive idle timer (MultiMob §III-B).
-    idle_timer: oracle::IdleTimer,
-    /// `multimob`: since when a regular subflow has been usable while failover subflows are
-    /// open (fail-back after `Config::fail_back_hold`).
-    healthy_since: Option<Time>,
+    /// `multimob`: the receive idle timer and the fail-back hold.
+    multimob: MultiMob,
     pm_ran: bool,
     drained: bool,
     /// Per local path: its interface is down (the driver said so with `path_down`).
@@ -179,8 +178,7 @@ impl Connection {
             addrs: Addresses::default(),
             injected: Vec::new(),
             fastclose: false,
-            idle_timer: oracle::IdleTimer::default(),
-            healthy_since: None,
+            multimob: MultiMob::default(),
             pm_ran: false,
             drained: false,
             path_down: vec![false; paths.len()],

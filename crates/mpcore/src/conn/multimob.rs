@@ -71,16 +71,14 @@ impl Connection {
         let failover_open = self.failover_open();
         let last_loss = self.subflows.iter().filter(|s| s.fail_back_candidate()).map(|s| s.rec().last_loss_at).max();
         let (true, Some(last_loss)) = (failover_open, last_loss) else {
-            self.healthy_since = None;
+            self.multimob.end_hold();
             return;
         };
-        let since = *self.healthy_since.get_or_insert(now);
-        let since = since.max(last_loss);
-        self.healthy_since = Some(since);
+        let since = self.multimob.hold(now, last_loss);
         if now < since + self.config.fail_back_hold || !self.fail_back_cleared() {
             return;
         }
-        self.healthy_since = None;
+        self.multimob.end_hold();
         self.emit(Event::FailBack);
         for i in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get_mut(i) else { continue };

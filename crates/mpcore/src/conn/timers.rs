@@ -51,10 +51,10 @@ impl Connection {
                 t.set(timer::IDLE, Some(self.last_rx.saturating_add(self.config.idle_timeout)));
             }
             if self.idle_timer_applies() {
-                t.set(timer::RECEIVE_IDLE, self.idle_timer.deadline());
+                t.set(timer::RECEIVE_IDLE, self.multimob.idle_timer.deadline());
             }
             // Still flagged when the hold ends: the oracle's clear verdict fails back instead.
-            let hold = self.healthy_since.filter(|_| self.fail_back_cleared());
+            let hold = self.multimob.hold_start().filter(|_| self.fail_back_cleared());
             t.set(timer::FAIL_BACK, hold.map(|h| h.saturating_add(self.config.fail_back_hold)));
         }
         t
@@ -185,7 +185,7 @@ impl Connection {
             self.set_drained();
             return;
         }
-        if t.expired(timer::RECEIVE_IDLE, now) && self.idle_timer.expired(now) {
+        if t.expired(timer::RECEIVE_IDLE, now) && self.multimob.idle_timer.expired(now) {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
             self.fail_over(now, true, |_, s| !s.failover());
