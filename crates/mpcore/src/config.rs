@@ -76,8 +76,17 @@ pub struct Config {
     pub recv_window: usize,
     /// Bytes the application may have written and not yet acknowledged.
     pub send_buffer: usize,
-    /// The connection closes after this long without an authenticated packet (0: never).
+    /// The connection closes after this long without an authenticated packet (0: never). The
+    /// timeout in force is the smaller of ours and the peer's (RFC 9000 §10.1; the one given
+    /// when the other side gives none), and at least three retransmission timeouts.
     pub idle_timeout: u64,
+    /// While data of ours awaits the peer's acknowledgement, the connection gives up on a peer
+    /// that has answered nothing for this long (and for at least 15 RTOs: four backed-off
+    /// retransmissions) and closes with `CloseReason::PeerUnresponsive` (PROTOCOL.md §7; 0:
+    /// never, leaving it to the idle timeout). 10 s by default: Linux's TCP waits out
+    /// `tcp_retries2` (15 retransmissions, about 15 minutes), QUIC its idle timeout; an
+    /// interactive app wants to know in seconds, and a phone's radio wakes within 3.
+    pub peer_timeout: u64,
     /// Client: after this long without sending anything the peer must acknowledge, a PING
     /// goes on the connection's primary subflow (0: never), so that the NAT bindings of its
     /// path stay open and the path's failure is noticed while idle (PROTOCOL.md §7). One
@@ -242,6 +251,7 @@ impl Default for Config {
             recv_window: 1 << 20,
             send_buffer: 4 << 20,
             idle_timeout: 30_000_000,
+            peer_timeout: 10_000_000,
             keep_alive: 15_000_000,
             max_subflows: 8,
             fast_join: false,

@@ -66,6 +66,9 @@
 // Any other reason (a failed handshake, no subflow left).
 #define MPU_CLOSE_OTHER 4
 
+// The peer answered nothing while our data awaited it, for the peer timeout.
+#define MPU_CLOSE_PEER_UNRESPONSIVE 5
+
 // The handshake completed. (`MPU_EVENT_*` are the kinds of `MpuEvent`.)
 #define MPU_EVENT_CONNECTED 1
 

@@ -154,6 +154,8 @@ pub const MPU_CLOSE_PEER_ABORTED: u32 = 2;
 pub const MPU_CLOSE_IDLE_TIMEOUT: u32 = 3;
 /// Any other reason (a failed handshake, no subflow left).
 pub const MPU_CLOSE_OTHER: u32 = 4;
+/// The peer answered nothing while our data awaited it, for the peer timeout.
+pub const MPU_CLOSE_PEER_UNRESPONSIVE: u32 = 5;
 
 fn close_code(r: CloseReason) -> u32 {
     match r {
@@ -161,6 +163,7 @@ fn close_code(r: CloseReason) -> u32 {
         CloseReason::Aborted => MPU_CLOSE_ABORTED,
         CloseReason::PeerAborted => MPU_CLOSE_PEER_ABORTED,
         CloseReason::IdleTimeout => MPU_CLOSE_IDLE_TIMEOUT,
+        CloseReason::PeerUnresponsive { .. } => MPU_CLOSE_PEER_UNRESPONSIVE,
         _ => MPU_CLOSE_OTHER,
     }
 }

@@ -99,7 +99,7 @@ impl fmt::Display for Error {
                 f,
                 "{addr} did not prove the server key: a man in the middle, or a server with another key (check the key you were given); nothing was sent"
             ),
-            Error::Closed(reason) => write!(f, "connection closed: {reason:?}"),
+            Error::Closed(reason) => write!(f, "connection closed: {reason}"),
             Error::EndpointClosed => write!(f, "the endpoint is closed"),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
         }
@@ -126,6 +126,7 @@ impl From<Error> for io::Error {
             Error::Config(_) | Error::NoServerKey => io::ErrorKind::InvalidInput,
             Error::ServerNotAuthenticated { .. } => io::ErrorKind::PermissionDenied,
             Error::Closed(CloseReason::Aborted | CloseReason::PeerAborted) => io::ErrorKind::ConnectionReset,
+            Error::Closed(CloseReason::PeerUnresponsive { .. } | CloseReason::IdleTimeout) => io::ErrorKind::TimedOut,
             Error::Closed(_) | Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
             Error::Io { source, .. } => source.kind(),
         };

@@ -28,6 +28,17 @@ pub enum CloseReason {
     PeerAborted,
     /// Nothing authenticated arrived for the idle timeout.
     IdleTimeout,
+    /// The peer answered nothing while our data awaited its acknowledgement, for
+    /// `Config::peer_timeout` (PROTOCOL.md §7): it is gone, or every path to it is.
+    PeerUnresponsive {
+        /// Retransmission timeouts and tail loss probes that went unanswered, on every path.
+        probes: u32,
+        /// How long the peer had been silent, in milliseconds.
+        silent_ms: u64,
+        /// The local paths the connection had open subflows on (bit `n`: `PathId(n)`, for
+        /// paths below 64).
+        paths: u64,
+    },
     /// The first handshake got no answer.
     HandshakeTimeout,
     /// The server's HANDSHAKE was not signed by a key the client was given (PROTOCOL.md §4.6):
@@ -39,6 +50,36 @@ pub enum CloseReason {
     TokenCollision,
     /// Every subflow closed, and the connection has no idle timeout to wait for a new one.
     NoSubflow,
+}
+
+impl std::fmt::Display for CloseReason {
+    /// What happened, in words (the `Debug` form is the variant's name).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            CloseReason::Graceful => write!(f, "closed by both ends"),
+            CloseReason::Aborted => write!(f, "aborted here"),
+            CloseReason::PeerAborted => write!(f, "aborted by the peer"),
+            CloseReason::IdleTimeout => write!(f, "nothing heard from the peer for the idle timeout"),
+            CloseReason::PeerUnresponsive { probes, silent_ms, paths } => {
+                write!(
+                    f,
+                    "the peer stopped answering: {probes} probes unanswered over {:.1} s",
+                    silent_ms as f64 / 1000.0
+                )?;
+                let list: Vec<String> = (0..64).filter(|p| paths & (1u64 << p) != 0).map(|p| p.to_string()).collect();
+                match list.len() {
+                    0 => Ok(()),
+                    1 => write!(f, " on path {}", list[0]),
+                    _ => write!(f, " on paths {}", list.join(", ")),
+                }
+            }
+            CloseReason::HandshakeTimeout => write!(f, "the first handshake got no answer"),
+            CloseReason::ServerAuthFailed => write!(f, "the server's key is not the one expected"),
+            CloseReason::VersionMismatch => write!(f, "the server speaks none of our versions"),
+            CloseReason::TokenCollision => write!(f, "token collision (connect again)"),
+            CloseReason::NoSubflow => write!(f, "every subflow closed"),
+        }
+    }
 }
 
 /// Something the application may want to know.

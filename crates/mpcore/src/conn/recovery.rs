@@ -95,7 +95,7 @@ impl Connection {
         self.recv.forget_slot(i);
         // The last subflow gone: the connection waits for a join (the client's new address
         // after a break-before-make move) until its idle timeout; without one, it ends now.
-        if self.state == State::Established && self.subflows.open_count() == 0 && self.config.idle_timeout == 0 {
+        if self.state == State::Established && self.subflows.open_count() == 0 && self.idle_timeout() == 0 {
             self.enter_closed(now, CloseReason::NoSubflow);
         }
     }

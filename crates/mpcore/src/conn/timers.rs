@@ -29,7 +29,9 @@ pub mod timer {
     pub const FAIL_BACK: usize = 4;
     /// Look whether the buffers can be given back (`Connection::trim`).
     pub const TRIM: usize = 5;
-    pub const COUNT: usize = 6;
+    /// Our data awaits acknowledgement and the peer has been silent for the peer timeout.
+    pub const PEER: usize = 6;
+    pub const COUNT: usize = 7;
 }
 
 /// How long a connection moves no data before its buffers are given back (issue 19: an idle
@@ -47,8 +49,12 @@ impl Connection {
             t.set(timer::HANDSHAKE, self.hs.as_ref().and_then(|hs| hs.deadline()));
         }
         if !self.is_closed() {
-            if self.config.idle_timeout > 0 {
-                t.set(timer::IDLE, Some(self.last_rx.saturating_add(self.config.idle_timeout)));
+            let idle = self.idle_timeout();
+            if idle > 0 {
+                t.set(timer::IDLE, Some(self.last_rx.saturating_add(idle)));
+            }
+            if self.config.peer_timeout > 0 && self.state == State::Established && self.awaits_peer() {
+                t.set(timer::PEER, Some(self.last_rx.saturating_add(self.peer_timeout())));
             }
             if self.idle_timer_applies() {
                 t.set(timer::RECEIVE_IDLE, self.multimob.idle_timer.deadline());
@@ -58,6 +64,51 @@ impl Connection {
             t.set(timer::FAIL_BACK, hold.map(|h| h.saturating_add(self.config.fail_back_hold)));
         }
         t
+    }
+
+    /// The idle timeout in force (RFC 9000 §10.1): the smaller of ours and the peer's, or the
+    /// one given if only one side gives one (0: none), and never below three RTOs of the
+    /// slowest open subflow, so that a slow path's probes can be answered before it fires.
+    /// Before the handshake tells the peer's, ours.
+    pub(super) fn idle_timeout(&self) -> u64 {
+        let local = self.config.idle_timeout;
+        let peer = if self.keys.is_some() { self.peer_params.idle_timeout_ms.saturating_mul(1000) } else { 0 };
+        let t = match (local, peer) {
+            (0, p) => p,
+            (l, 0) => l,
+            (l, p) => l.min(p),
+        };
+        if t == 0 {
+            return 0;
+        }
+        t.max(3 * self.largest_rto())
+    }
+
+    /// How long a silent peer is waited for while our data awaits its acknowledgement:
+    /// `Config::peer_timeout`, and at least 15 RTOs of the slowest open subflow (the sum of
+    /// four retransmission timeouts, each twice the last).
+    fn peer_timeout(&self) -> u64 {
+        self.config.peer_timeout.max(15 * self.largest_rto())
+    }
+
+    /// The largest retransmission timeout (without backoff) of the open subflows.
+    fn largest_rto(&self) -> u64 {
+        let open = self.subflows.iter().filter(|s| s.is_open());
+        open.map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.initial_rto)
+    }
+
+    /// Data of ours (or our DATA_FIN) awaits the peer's acknowledgement.
+    fn awaits_peer(&self) -> bool {
+        self.send.unacked() > 0 || (self.send.is_finished() && !self.send.fin_acked())
+    }
+
+    /// Why the connection gives up on its silent peer: the probes that went unanswered, for
+    /// how long, on which paths.
+    fn peer_unresponsive(&self, now: Time) -> CloseReason {
+        let open = || self.subflows.iter().filter(|s| s.is_open());
+        let probes = open().map(|s| s.rec().rto_backoff + u32::from(s.rec().tlp_sent)).sum();
+        let paths = open().filter(|s| s.local_path().0 < 64).fold(0u64, |m, s| m | 1 << s.local_path().0);
+        CloseReason::PeerUnresponsive { probes, silent_ms: now.saturating_sub(self.last_rx) / 1000, paths }
     }
 
     /// What the subflows' timers depend on now.
@@ -182,6 +233,13 @@ impl Connection {
         }
         if t.expired(timer::IDLE, now) {
             self.enter_closed(now, CloseReason::IdleTimeout);
+            self.set_drained();
+            return;
+        }
+        if t.expired(timer::PEER, now) {
+            let reason = self.peer_unresponsive(now);
+            tracing::debug!(side = ?self.side, ?reason, "the peer stopped answering");
+            self.enter_closed(now, reason);
             self.set_drained();
             return;
         }
