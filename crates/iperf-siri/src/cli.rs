@@ -54,7 +54,7 @@ pub struct RunArgs {
     #[arg(short = 'c', long, value_name = "HOST")]
     pub client: Option<String>,
     /// Server port (UDP).
-    #[arg(short = 'p', long, default_value_t = 5201)]
+    #[arg(short = 'p', long, default_value_t = 5201, allow_hyphen_values = true)]
     pub port: u16,
     /// Server: the address to listen on (default: every IPv4 address).
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
@@ -62,15 +62,20 @@ pub struct RunArgs {
     /// Server: handle one test, then exit.
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
+    /// Server: tests run at once (1 to 1000; at most half of them from one address); a client
+    /// beyond is told the server is busy. Concurrent tests share the server's links: give 1
+    /// for iperf3's one test at a time.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000), allow_hyphen_values = true)]
+    pub max_tests: u32,
     /// Test length in seconds: bulk mode sends this long (default 10); siri mode starts no
     /// request after it (default: until --requests are done).
-    #[arg(short = 't', long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(short = 't', long, value_name = "SECONDS", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub time: Option<Duration>,
     /// Bulk mode: bytes to send instead of a time (K, M, G suffixes, as iperf3).
-    #[arg(short = 'n', long, value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(short = 'n', long, value_name = "BYTES", value_parser = parse_bytes, allow_hyphen_values = true)]
     pub bytes: Option<u64>,
     /// Seconds between interval reports (0: none).
-    #[arg(short = 'i', long, value_name = "SECONDS", default_value = "1", value_parser = parse_seconds)]
+    #[arg(short = 'i', long, value_name = "SECONDS", default_value = "1", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub interval: Duration,
     /// Output JSON (iperf3's layout: start, intervals, end; plus `requests`).
     #[arg(short = 'J', long)]
@@ -106,13 +111,13 @@ pub struct RunArgs {
     #[arg(long, default_value = "lia", value_parser = ["lia", "olia", "cubic", "reno"])]
     pub cc: String,
     /// multimob: the oracle's period Ts.
-    #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = parse_duration, allow_hyphen_values = true)]
     pub oracle_period: Duration,
     /// multimob: the smoothed loss rate that declares a path bad (sloss).
-    #[arg(long, value_name = "RATE", default_value_t = 0.25, value_parser = parse_rate)]
+    #[arg(long, value_name = "RATE", default_value_t = 0.25, value_parser = parse_rate, allow_hyphen_values = true)]
     pub sloss: f64,
     /// Seconds to wait for the server's answer before giving up.
-    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub connect_timeout: Duration,
     /// Server: its key pair (PEM, as `iperf-siri keygen FILE` writes). Without it the server
     /// makes one at start and prints its public key.
@@ -146,38 +151,38 @@ pub struct Workload {
     pub mode: String,
     /// Requests to run (siri mode; 1 to 1,000,000; default 10, or as many as -t allows when -t
     /// is given).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_hyphen_values = true)]
     pub requests: Option<u32>,
     /// Bursts per request.
-    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=255))]
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=255), allow_hyphen_values = true)]
     pub bursts: u32,
     /// Writes per burst (the published client: 9, about 2,500 bytes).
-    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=1000), allow_hyphen_values = true)]
     pub writes: u32,
     /// Write sizes, uniform in MIN..MAX bytes.
-    #[arg(long, value_name = "MIN..MAX", default_value = "50..500", value_parser = parse_range)]
+    #[arg(long, value_name = "MIN..MAX", default_value = "50..500", value_parser = parse_range, allow_hyphen_values = true)]
     pub write_size: (u32, u32),
     /// Bytes per burst instead of a number of writes (the last write is cut to fit). A burst,
     /// however given, is at most 16 MiB less 6 bytes (the protocol's frame limit).
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, allow_hyphen_values = true)]
     pub burst_bytes: Option<u64>,
     /// Time between two bursts of a request (at most 1 h).
-    #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "300ms", value_parser = parse_duration, allow_hyphen_values = true)]
     pub burst_gap: Duration,
     /// The user's wait after a final response, before the next request (at most 1 h).
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub wait: Duration,
     /// Bytes of the final response (at most 16 MiB less 5 bytes).
-    #[arg(long, value_name = "BYTES", default_value = "750", value_parser = parse_bytes)]
+    #[arg(long, value_name = "BYTES", default_value = "750", value_parser = parse_bytes, allow_hyphen_values = true)]
     pub response_bytes: u64,
     /// Bytes of each intermediate response ("100 Continue").
-    #[arg(long, value_name = "BYTES", default_value = "100", value_parser = parse_bytes)]
+    #[arg(long, value_name = "BYTES", default_value = "100", value_parser = parse_bytes, allow_hyphen_values = true)]
     pub ir_bytes: u64,
     /// No intermediate responses.
     #[arg(long)]
     pub no_ir: bool,
     /// Seed of the write sizes.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     pub seed: u64,
 }
 
@@ -417,7 +422,7 @@ pub fn interface(spec: &str, index: usize, backup_all: bool) -> Result<Interface
         None => (spec.trim(), None),
     };
     if name.is_empty() {
-        return Err(format!("-m: empty interface in '{spec}'"));
+        return Err(format!("-m: an empty interface name in the list (say -m wlan0,rmnet0; got '{spec}')"));
     }
     let kind = match kind {
         None => None,

@@ -10,6 +10,7 @@
 //! - [`emu`]: a userspace link emulator (delay, rate, queue, loss, outages) for one host.
 //! - [`demo`]: `iperf-siri demo`.
 
+pub mod check;
 pub mod cli;
 pub mod context;
 pub mod demo;
@@ -27,8 +28,7 @@ use context::Context;
 use mpudp::{MpEndpoint, MpListener, MpStream};
 use out::Out;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// This program and its version, as both sides report it.
@@ -149,8 +149,40 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("cannot resolve '{host}': no address"))
 }
 
-/// `iperf-siri -s`: one test at a time; a client arriving meanwhile is told the server is
-/// busy. With `-1`, exits after the first test (non-zero if it failed).
+/// The tests a server runs at once: how many, and how many per source address.
+#[derive(Debug, Default)]
+struct Slots {
+    running: std::collections::HashMap<std::net::IpAddr, usize>,
+}
+
+impl Slots {
+    /// Takes a slot for a client at `ip`: at most `max` tests at once, and at most half of
+    /// them (at least one) from one address, so that a client that connects and stays silent
+    /// over and over (each time dropped after 3 s) holds at most that share while others are
+    /// served.
+    fn take(&mut self, ip: std::net::IpAddr, max: usize) -> bool {
+        let total: usize = self.running.values().sum();
+        let mine = self.running.get(&ip).copied().unwrap_or(0);
+        if total >= max || mine >= (max / 2).max(1) {
+            return false;
+        }
+        *self.running.entry(ip).or_default() += 1;
+        true
+    }
+
+    fn give_back(&mut self, ip: std::net::IpAddr) {
+        if let Some(n) = self.running.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                self.running.remove(&ip);
+            }
+        }
+    }
+}
+
+/// `iperf-siri -s`: up to `--max-tests` tests at once (at most half of them from one
+/// address); a client beyond is told the server is busy. With `-1`, one test, then exits
+/// (non-zero if it failed).
 pub async fn server(args: &RunArgs) -> Result<(), String> {
     let ip = args.bind.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
     let addr = SocketAddr::new(ip, args.port);
@@ -173,7 +205,8 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
     } else {
         eprintln!("server key: {key}");
     }
-    let busy = Arc::new(AtomicBool::new(false));
+    let slots = Arc::new(Mutex::new(Slots::default()));
+    let max = if args.one_off { 1 } else { args.max_tests as usize };
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Result<(), String>>();
     loop {
         let (stream, peer) = tokio::select! {
@@ -185,7 +218,7 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
                 continue;
             }
         };
-        if busy.swap(true, Ordering::AcqRel) {
+        if !slots.lock().unwrap_or_else(|e| e.into_inner()).take(peer.ip(), max) {
             tokio::spawn(refuse_busy(stream));
             continue;
         }
@@ -202,7 +235,7 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             verbose: args.verbose,
             ..Context::new(paths, listener.local_addr(), peer, &args.scheduler(false))
         };
-        let (args, out, busy, done) = (args.clone(), out.clone(), busy.clone(), done_tx.clone());
+        let (args, out, slots, done) = (args.clone(), out.clone(), slots.clone(), done_tx.clone());
         let drops_l = listener.clone();
         tokio::spawn(async move {
             let result = match run::server(stream, ctx, VERSION).await {
@@ -230,7 +263,7 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             if !args.json {
                 out.line(&format!("{rule}\nServer listening on {}\n{rule}", args.port));
             }
-            busy.store(false, Ordering::Release);
+            slots.lock().unwrap_or_else(|e| e.into_inner()).give_back(peer.ip());
             let _ = done.send(result);
         });
     }

@@ -1,6 +1,6 @@
 //! `iperf-siri`: see the library's documentation and `iperf-siri --help`.
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use iperf_siri::cli::{Cli, Command};
 use std::process::ExitCode;
 
@@ -16,7 +16,23 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("iperf-siri: internal error{at}: {what} (please report it)");
     }));
-    let cli = match Cli::try_parse() {
+    // `-J` (alone or among short flags): a failure is also a JSON object on stdout.
+    let json = std::env::args().skip(1).any(|a| {
+        a == "--json"
+            || (a.starts_with('-')
+                && !a.starts_with("--")
+                && a[1..].chars().all(|c| c.is_ascii_alphanumeric())
+                && a.contains('J'))
+    });
+    let fail = |message: &str| {
+        eprintln!("iperf-siri: {message}");
+        if json && !iperf_siri::out::stdout_used() {
+            println!("{}", serde_json::json!({ "error": message }));
+        }
+        ExitCode::from(1)
+    };
+    let parsed = Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    let (cli, matches) = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -24,10 +40,15 @@ fn main() -> ExitCode {
                 let _ = e.print();
                 return ExitCode::SUCCESS;
             }
-            eprintln!("iperf-siri: {}", iperf_siri::one_line(&e));
-            return ExitCode::from(1);
+            return fail(&iperf_siri::one_line(&e));
         }
     };
+    if cli.command.is_none() {
+        if let Err(m) = iperf_siri::check::roles(&cli.run, &matches).and_then(|()| iperf_siri::check::values(&cli.run))
+        {
+            return fail(&m);
+        }
+    }
     // The libraries' logs on stderr: RUST_LOG's directives if set, else warnings, and with -V
     // the transport's decisions (failover, fail-back, oracle verdicts, paths, connections).
     let verbose = cli.command.is_none() && cli.run.verbose;
@@ -53,9 +74,6 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("iperf-siri: {message}");
-            ExitCode::from(1)
-        }
+        Err(message) => fail(&message),
     }
 }

@@ -9,6 +9,14 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_iperf-siri");
 
+/// One test of this file at a time: each measures delays and paths on loopback, and a
+/// neighbour's load (a killed peer's timeouts, a squatter's connections) would show up as a
+/// slow primary path that the transport rightly leaves.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
 }
@@ -87,6 +95,7 @@ fn wait_exit(mut c: Child, limit: Duration) -> std::process::ExitStatus {
 
 #[test]
 fn bad_input_is_one_line_and_a_non_zero_exit() {
+    let _serial = one_at_a_time();
     for (args, expect) in [
         (&["-c", "127.0.0.1", "-p", "70000"][..], "--port"),
         (&["-c", "127.0.0.1", "--scheduler", "fastest"], "unknown scheduler 'fastest'"),
@@ -106,6 +115,15 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         // Causes named at once, not after the connect timeout.
         (&["-c", "127.0.0.1", "-p", "0"], "port 0"),
         (&["-c", "::1", "-m", "127.0.0.1,127.0.0.2@cellular"], "address family mismatch: ::1 is IPv6"),
+        // Issue 35: values that ran empty tests, read as flags, or failed only afterwards.
+        (&["-c", "127.0.0.1", "--mode", "bulk", "-n", "0"], "-n/--bytes must be more than 0"),
+        (&["-c", "127.0.0.1", "--mode", "bulk", "-t", "0"], "-t/--time must be more than 0"),
+        (&["-c", "127.0.0.1", "--burst-bytes", "0"], "--burst-bytes must be more than 0"),
+        (&["-c", "127.0.0.1", "--connect-timeout", "0"], "--connect-timeout must be more than 0"),
+        (&["-c", "127.0.0.1", "--oracle-period", "0"], "--oracle-period must be at least 1ms"),
+        (&["-c", "127.0.0.1", "-m", ","], "-m: an empty interface name"),
+        (&["-c", "127.0.0.1", "--plot", "/nonexistent/x.svg"], "--plot /nonexistent/x.svg"),
+        (&["-c", "127.0.0.1", "--max-tests", "2"], "--max-tests is a server option"),
     ] {
         let e = stderr_line(&client(args));
         assert!(e.contains(expect), "{args:?}: {e}");
@@ -122,12 +140,58 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         let e = stderr_line(&run(args));
         assert!(e.contains(expect), "{args:?}: {e}");
     }
+    // Every numeric flag at 0, -1 and beyond its maximum: refused in one line naming the flag
+    // (a value of 0 that means something, as `-i 0` or `--wait 0`, is left out).
+    let c = ["-c", "127.0.0.1"];
+    let table: &[(&str, &[&str])] = &[
+        ("--port", &["-1", "65536"]),
+        ("--time", &["0", "-1", "31536001"]),
+        ("--bytes", &["0", "-1", "2000T"]),
+        ("--interval", &["-1", "0.05"]),
+        ("--connect-timeout", &["0", "-1"]),
+        ("--oracle-period", &["0", "-1"]),
+        ("--sloss", &["0", "-1", "1.5"]),
+        ("--requests", &["0", "-1", "1000001"]),
+        ("--bursts", &["0", "-1", "256"]),
+        ("--writes", &["0", "-1", "1001"]),
+        ("--burst-bytes", &["0", "-1", "17M"]),
+        ("--burst-gap", &["-1", "3601s"]),
+        ("--wait", &["-1", "3601s"]),
+        ("--response-bytes", &["-1", "17M"]),
+        ("--ir-bytes", &["-1", "17M"]),
+        ("--seed", &["-1", "18446744073709551616"]),
+    ];
+    for (flag, values) in table {
+        for v in *values {
+            let mode: &[&str] = if ["--time", "--bytes"].contains(flag) { &["--mode", "bulk"] } else { &[] };
+            let args: Vec<&str> = c.iter().chain(mode).copied().chain([*flag, *v]).collect();
+            let e = stderr_line(&client(&args));
+            let short = flag.trim_start_matches('-');
+            assert!(e.contains(short), "{args:?}: the flag is not named: {e}");
+        }
+    }
+    for (flag, values) in [("--max-tests", ["0", "-1", "1001"])] {
+        for v in values {
+            let e = stderr_line(&run(&["-s", flag, v]));
+            assert!(e.contains(flag), "-s {flag} {v}: {e}");
+        }
+    }
+    // A server refuses a client's flag, and -J puts every failure on stdout as JSON too.
+    let e = stderr_line(&run(&["-s", "-n", "5"]));
+    assert!(e.contains("-n/--bytes is a client option"), "{e}");
+    let out = client(&["-J", "-c", "127.0.0.1", "-p", "-1"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("--port"), "{v}");
+    let out = client(&["-J", "-c", "127.0.0.1", "-p", "9", "--connect-timeout", "0.3"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("no answer"), "{v}");
     let v = run(&["--version"]);
     assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("iperf-siri "));
 }
 
 #[test]
 fn siri_over_two_loopback_paths_fills_the_json() {
+    let _serial = one_at_a_time();
     let (srv, port) = server(&["-1", "--scheduler", "last-received"]);
     let svg = std::env::temp_dir().join(format!("iperf-siri-test-{}.svg", std::process::id()));
     let out = client(&[
@@ -205,6 +269,7 @@ fn siri_over_two_loopback_paths_fills_the_json() {
 
 #[test]
 fn bulk_both_ways_counts_every_byte() {
+    let _serial = one_at_a_time();
     let (mut srv, port) = server(&[]);
     let p = port.to_string();
     let up = json(&client(&["-c", "127.0.0.1", "-p", &p, "--mode", "bulk", "-n", "2M", "-J", "-i", "0"]));
@@ -227,7 +292,8 @@ fn bulk_both_ways_counts_every_byte() {
 
 #[test]
 fn a_busy_server_and_a_version_mismatch_are_refused_clearly() {
-    let (mut srv, port) = server(&[]);
+    let _serial = one_at_a_time();
+    let (mut srv, port) = server(&["--max-tests", "1"]);
     let p = port.to_string();
     let long = Command::new(BIN)
         .args([
@@ -261,6 +327,7 @@ fn a_busy_server_and_a_version_mismatch_are_refused_clearly() {
 
 #[test]
 fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure() {
+    let _serial = one_at_a_time();
     let out = run(&["demo", "--requests", "2", "--wait", "0.6s", "--fail-after", "1", "--restore-after", "0", "-J"]);
     let j = json(&out);
     let runs = j["demo"].as_array().unwrap();
@@ -305,6 +372,7 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
 /// the primary); the JSON and the closing summary say so.
 #[test]
 fn a_backup_that_is_never_needed_carries_only_its_join() {
+    let _serial = one_at_a_time();
     // A client with `--path-manager backup` over two loopback paths, against a one-off server.
     let backup_run = |requests: &str, extra: &[&str]| {
         let (srv, port) = server(&["-1"]);
@@ -338,6 +406,7 @@ fn a_backup_that_is_never_needed_carries_only_its_join() {
 /// (the server stays free for the next test); `--insecure` connects with a warning.
 #[test]
 fn the_server_is_authenticated_by_the_key_the_client_was_given() {
+    let _serial = one_at_a_time();
     use std::os::unix::fs::PermissionsExt;
     let (file, public) = key();
     assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
@@ -379,6 +448,7 @@ fn the_server_is_authenticated_by_the_key_the_client_was_given() {
 /// (issue 19): the server drops it with one line and, under -1, exits.
 #[test]
 fn a_silent_client_is_dropped_after_three_seconds() {
+    let _serial = one_at_a_time();
     let (srv, port) = server(&["-1"]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let t0 = std::time::Instant::now();
@@ -391,4 +461,118 @@ fn a_silent_client_is_dropped_after_three_seconds() {
     let waited = t0.elapsed();
     assert!(!status.success(), "-1 after a failed test exits non-zero");
     assert!(waited >= Duration::from_secs(3) && waited < Duration::from_secs(5), "{waited:?}");
+}
+
+/// Issue 35: a client killed mid-test holds nothing: another is served at once (the server
+/// runs several tests), and on a one-test server its slot is free within its workload's
+/// longest silence (1 s here) and 3 s, found by a client retrying every 200 ms.
+#[test]
+fn a_killed_client_holds_no_slot() {
+    let _serial = one_at_a_time();
+    for (extra, bound) in [(&[][..], Duration::from_secs(3)), (&["--max-tests", "1"][..], Duration::from_millis(5_500))]
+    {
+        let (mut srv, port) = server(extra);
+        let p = port.to_string();
+        let mut victim = Command::new(BIN)
+            .args(["--server-key", key().1.as_str(), "-c", "127.0.0.1", "-p", &p, "-i", "0"])
+            .args(["--requests", "1000", "--wait", "1s", "--burst-gap", "100ms"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1_500));
+        victim.kill().unwrap();
+        let _ = victim.wait();
+        let killed = std::time::Instant::now();
+        // The next client, repeated while the server says it is busy.
+        let served = loop {
+            let out =
+                client(&["-c", "127.0.0.1", "-p", &p, "--requests", "1", "--bursts", "2", "--burst-gap", "10ms", "-J"]);
+            if out.status.success() {
+                break killed.elapsed();
+            }
+            let e = String::from_utf8_lossy(&out.stderr).to_string();
+            assert!(e.contains("busy"), "{e}");
+            assert!(killed.elapsed() < Duration::from_secs(15), "never served");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        println!("{extra:?}: the next client was served {} ms after the kill", served.as_millis());
+        assert!(served < bound, "{extra:?}: served {served:?} after the kill");
+        srv.kill().unwrap();
+        let _ = srv.wait();
+    }
+}
+
+/// Issue 35: a killed server is noticed within the peer timeout (10 s) after the client's
+/// next request goes unanswered, and the client says so.
+#[test]
+fn a_killed_server_is_noticed_within_the_peer_timeout() {
+    let _serial = one_at_a_time();
+    let (mut srv, port) = server(&[]);
+    let p = port.to_string();
+    let c = Command::new(BIN)
+        .args(["--server-key", key().1.as_str(), "-c", "127.0.0.1", "-p", &p, "-i", "0"])
+        .args(["--requests", "1000", "--wait", "200ms", "--burst-gap", "50ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1_500));
+    srv.kill().unwrap();
+    let _ = srv.wait();
+    let t = std::time::Instant::now();
+    let out = c.wait_with_output().unwrap();
+    let waited = t.elapsed();
+    let e = String::from_utf8_lossy(&out.stderr).to_string();
+    println!("client exited {} ms after the server's kill: {e}", waited.as_millis());
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("the peer stopped answering"), "{e}");
+    assert!(waited < Duration::from_secs(12), "{waited:?}");
+}
+
+/// Issue 35: a squatter (as many connections as the server has slots, from one address, that
+/// stay silent, each dropped after 3 s and made again at once) beside a client from another
+/// address that runs its tests: the client is served, as the squatter holds at most half the
+/// slots.
+#[test]
+fn a_squatter_does_not_keep_others_out() {
+    let _serial = one_at_a_time();
+    let (mut srv, port) = server(&[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let squat = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let key: mpudp::PublicKey = key().1.parse().unwrap();
+                let opts = mpudp::Options::new()
+                    .server_key(key)
+                    .interface(mpudp::Interface::unbound("127.0.0.2:0".parse().unwrap()));
+                let ep = mpudp::MpEndpoint::client(opts).unwrap();
+                let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut held = Vec::new();
+                    for _ in 0..4 {
+                        if let Ok(s) = ep.connect(addr).await {
+                            held.push(s);
+                        }
+                    }
+                    // The server drops each after 3 s of silence; the squatter is back at once.
+                    tokio::time::sleep(Duration::from_millis(3_100)).await;
+                    drop(held);
+                }
+            });
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..3 {
+        let out = client(&["-c", "127.0.0.1", "-p", &port.to_string(), "--requests", "2", "--wait", "1s", "-J"]);
+        assert_eq!(json(&out)["end"]["delay"]["requests_answered"], 2);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    squat.join().unwrap();
+    srv.kill().unwrap();
+    let _ = srv.wait();
+    // The next test measures paths on this machine: let the dying server's traffic pass.
+    std::thread::sleep(Duration::from_secs(2));
 }

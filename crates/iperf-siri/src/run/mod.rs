@@ -23,6 +23,10 @@ const CHUNK: usize = 64 * 1024;
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the server waits for a connected client's test request (HELLO).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
+/// How much longer than the workload's longest silence (a burst gap, or the user's wait
+/// after a response) the server waits for the client's next frame before it takes the client
+/// for gone and frees the test's slot.
+const LIVENESS_MARGIN: Duration = Duration::from_secs(3);
 
 /// A test that did not complete: why, and what was measured until then.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! bulk data of `-R`), then END and the results both ways.
 
 use super::intervals::spawn_intervals;
-use super::{lock, side_results, Failure, Shared, CHUNK, EXCHANGE_TIMEOUT, HELLO_TIMEOUT};
+use super::{lock, side_results, Failure, Shared, CHUNK, EXCHANGE_TIMEOUT, HELLO_TIMEOUT, LIVENESS_MARGIN};
 use crate::context::Context;
 use crate::proto::{self, Mode, Params, ProtoError};
 use crate::report::{self, Report, Role, SideResults};
@@ -123,8 +123,23 @@ async fn answer(r: &mut OwnedReadHalf, w: &mut OwnedWriteHalf, p: &Params, progr
     let io = |e: std::io::Error| format!("connection lost: {e}");
     let mut buf = Vec::new();
     let mut scratch = vec![0u8; CHUNK];
+    // The client is silent at most for a burst gap or the user's wait (and the answer's trip
+    // before it): beyond that and a margin, it is gone (killed, or its paths are), and the
+    // test's slot is freed rather than held until the transport's idle timeout.
+    let quiet = match p.mode {
+        Mode::Siri => Duration::from_secs_f64(p.burst_gap_ms.max(p.wait_ms) / 1e3),
+        Mode::Bulk => Duration::ZERO,
+    };
+    let bound = quiet + LIVENESS_MARGIN;
     loop {
-        let Some((kind, len)) = proto::read_header(r).await.map_err(|e| e.to_string())? else {
+        let header = tokio::time::timeout(bound, proto::read_header(r)).await.map_err(|_| {
+            format!(
+                "the client sent nothing for {:.1} s (its workload is silent for at most {:.1} s): it is gone",
+                bound.as_secs_f64(),
+                quiet.as_secs_f64()
+            )
+        })?;
+        let Some((kind, len)) = header.map_err(|e| e.to_string())? else {
             return Err("the client left before the end of the test".into());
         };
         match kind {
