@@ -188,7 +188,9 @@ impl std::fmt::Display for ProtoError {
                  run the same iperf-siri release on both hosts"
             ),
             Self::Refused(why) => write!(f, "the server refused the test: {why}"),
-            Self::Busy => write!(f, "the server is busy: every test slot it has is taken (--max-tests); try again later"),
+            Self::Busy => {
+                write!(f, "the server is busy: every test slot it has is taken (--max-tests); try again later")
+            }
             Self::Malformed(what) => write!(f, "protocol error: {what}"),
         }
     }
