@@ -346,13 +346,18 @@ impl Config {
 
     /// A server for phones: the `last-received` scheduler (answers go on the subflow the
     /// client used last), FAST_JOIN and MP_IDLE accepted, an idle timeout of 2 minutes (as the
-    /// phone's). Servers send no keep-alives.
+    /// phone's). Servers send no keep-alives. No peer timeout: a phone whose WiFi went away
+    /// while an answer was on its way is silent until it joins from another network, which
+    /// can take longer than 10 s (it learns of the loss itself, or sends its next request);
+    /// the idle timeout bounds the wait, and it is the phone that must learn in seconds that
+    /// its answer will not come (its own peer timeout).
     pub fn server() -> Self {
         Self {
             scheduler: "last-received".into(),
             fast_join: true,
             mp_idle: true,
             idle_timeout: PHONE_IDLE_TIMEOUT,
+            peer_timeout: 0,
             ..Self::default()
         }
     }

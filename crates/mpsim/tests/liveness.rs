@@ -81,3 +81,18 @@ fn the_idle_timeout_is_the_smaller_of_both_sides() {
         server_closed.0 / 1000
     );
 }
+
+#[test]
+fn the_peer_timeout_counts_from_when_data_started_waiting() {
+    // No keep-alives: the client hears nothing for 20 s between two requests. Its second
+    // request must be given the peer timeout from when it was sent, not from the last packet
+    // heard (which would end the connection the moment the request leaves).
+    let c =
+        Config { keep_alive: 0, idle_timeout: ms(60_000), path_manager: PathManager::Fullmesh, ..Config::default() };
+    let mut sim = Sim::new(6, c.clone(), c, mpsim::multimob_paths()).unwrap();
+    let mut app =
+        mpsim::apps::Siri::new(mpsim::apps::SiriConfig { requests: 2, wait: ms(20_000), ..Default::default() }, 6);
+    sim.run(ms(40_000), |s| app.drive(s));
+    assert_eq!(app.results.len(), 2, "both requests answered");
+    assert!(!app.events.iter().any(|e| matches!(e.2, Event::Closed { .. })), "{:?}", app.events);
+}

@@ -214,6 +214,10 @@ impl Connection {
     /// the subflow records it for its acknowledgement or loss.
     fn on_built(&mut self, now: Time, i: usize, seg: Option<Seg>, len: usize, p: PacketBuilt) {
         let DataWritten { sent: sent_data, data, advertised, .. } = p.data;
+        if sent_data.is_some() && self.peer_wait.is_none() {
+            // The first data sent since the peer had all of ours: we wait for it from now.
+            self.peer_wait = Some(now);
+        }
         let sf_bit = 1u64 << (i % 64);
         let sf = &mut self.subflows[i];
         if p.ack_sent {

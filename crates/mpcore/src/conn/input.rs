@@ -331,6 +331,8 @@ impl Connection {
         };
         if a.advanced {
             self.counters.bytes_acked += a.bytes;
+            // The peer took some: what still awaits it waits from now.
+            self.peer_wait = self.awaits_peer().then_some(now);
             self.subflows[i].on_original_data(now);
             let rto = self.peer_rto();
             self.multimob.idle_timer.on_data_ack(now, rto);

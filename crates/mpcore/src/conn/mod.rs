@@ -111,6 +111,9 @@ pub struct Connection {
     multimob: MultiMob,
     pm_ran: bool,
     drained: bool,
+    /// Since when our data has awaited the peer's acknowledgement (the peer timeout counts
+    /// from this or the last packet heard, whichever is later).
+    peer_wait: Option<Time>,
     /// Per local path: its interface is down (the driver said so with `path_down`).
     path_down: Vec<bool>,
     /// Per local path: `path_down` closed a subflow there, so `path_up` opens one again.
@@ -181,6 +184,7 @@ impl Connection {
             multimob: MultiMob::default(),
             pm_ran: false,
             drained: false,
+            peer_wait: None,
             path_down: vec![false; paths.len()],
             reopen: vec![false; paths.len()],
             addr_ids: (0..paths.len()).map(|p| paths::initial_addr_id(PathId(p as u8), initial_path)).collect(),
@@ -320,6 +324,14 @@ impl Connection {
     /// The first handshake completed and it is not closed.
     pub fn is_established(&self) -> bool {
         self.state == State::Established
+    }
+
+    /// Why the connection closed, once it has.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        match self.state {
+            State::Closed(r) => Some(r),
+            _ => None,
+        }
     }
 
     /// It ended (it may still be draining).

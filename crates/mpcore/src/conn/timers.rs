@@ -53,8 +53,9 @@ impl Connection {
             if idle > 0 {
                 t.set(timer::IDLE, Some(self.last_rx.saturating_add(idle)));
             }
-            if self.config.peer_timeout > 0 && self.state == State::Established && self.awaits_peer() {
-                t.set(timer::PEER, Some(self.last_rx.saturating_add(self.peer_timeout())));
+            let wait = self.peer_wait.filter(|_| self.config.peer_timeout > 0 && self.state == State::Established);
+            if let Some(since) = wait.filter(|_| self.awaits_peer()) {
+                t.set(timer::PEER, Some(self.last_rx.max(since).saturating_add(self.peer_timeout())));
             }
             if self.idle_timer_applies() {
                 t.set(timer::RECEIVE_IDLE, self.multimob.idle_timer.deadline());
@@ -98,7 +99,7 @@ impl Connection {
     }
 
     /// Data of ours (or our DATA_FIN) awaits the peer's acknowledgement.
-    fn awaits_peer(&self) -> bool {
+    pub(super) fn awaits_peer(&self) -> bool {
         self.send.unacked() > 0 || (self.send.is_finished() && !self.send.fin_acked())
     }
 
@@ -108,7 +109,8 @@ impl Connection {
         let open = || self.subflows.iter().filter(|s| s.is_open());
         let probes = open().map(|s| s.rec().rto_backoff + u32::from(s.rec().tlp_sent)).sum();
         let paths = open().filter(|s| s.local_path().0 < 64).fold(0u64, |m, s| m | 1 << s.local_path().0);
-        CloseReason::PeerUnresponsive { probes, silent_ms: now.saturating_sub(self.last_rx) / 1000, paths }
+        let since = self.last_rx.max(self.peer_wait.unwrap_or(0));
+        CloseReason::PeerUnresponsive { probes, silent_ms: now.saturating_sub(since) / 1000, paths }
     }
 
     /// What the subflows' timers depend on now.
