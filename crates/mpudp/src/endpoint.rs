@@ -269,16 +269,7 @@ impl MpEndpoint {
     }
 
     fn command(&self, name: &str, c: driver::Command) -> Result<()> {
-        let mut st = self.shared.lock();
-        if st.stopped {
-            return Err(Error::EndpointClosed);
-        }
-        if !st.names.iter().any(|n| n == name) {
-            return Err(Error::Config(format!("no interface named {name:?} in this endpoint")));
-        }
-        st.commands.push_back(c);
-        st.wake_driver();
-        Ok(())
+        self.shared.lock().command(name, c)
     }
 
     /// WARM datagrams (PROTOCOL.md §3.3) sent to wake a cellular radio, and received.

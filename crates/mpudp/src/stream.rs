@@ -62,6 +62,12 @@ impl Drop for StreamRef {
 
 impl ConnRef {
     fn poll_read(&self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        if buf.remaining() == 0 {
+            // Nothing can be read into no room: done at once, whatever is waiting (as
+            // `TcpStream`; a reader cannot take it for the end of the stream, which is 0 bytes
+            // read into room for some).
+            return Poll::Ready(Ok(()));
+        }
         let mut st = self.shared.lock();
         let res = match st.ep.conn_mut(self.h) {
             Some(c) => c.read(buf.initialize_unfilled()),
@@ -115,12 +121,26 @@ impl ConnRef {
         }
     }
 
-    fn shutdown(&self) {
+    /// Ends our direction (DATA_FIN after everything written). An error if the connection
+    /// ended otherwise than gracefully (aborted by either side, timed out), as a TCP socket
+    /// that was reset refuses `shutdown`.
+    fn shutdown(&self) -> io::Result<()> {
         let mut st = self.shared.lock();
-        if let Some(c) = st.ep.conn_mut(self.h) {
-            c.close();
-        }
+        let failed = match st.ep.conn_mut(self.h) {
+            Some(c) => match c.close_reason() {
+                Some(r) if r != CloseReason::Graceful => Some(r),
+                _ => {
+                    c.close();
+                    None
+                }
+            },
+            None => st.slot(self.h).closed.filter(|&r| r != CloseReason::Graceful),
+        };
         st.wake_driver();
+        match failed {
+            Some(r) => Err(Error::Closed(r).into()),
+            None => Ok(()),
+        }
     }
 
     fn stats(&self) -> Option<ConnStats> {
@@ -164,6 +184,19 @@ impl ConnRef {
 /// interfaces. Implements tokio's [`AsyncRead`] and [`AsyncWrite`]; [`into_split`]
 /// gives halves for two tasks. Dropping it ends our direction gracefully (like closing a TCP
 /// socket): the driver still delivers what was written.
+///
+/// Reading and writing behave as a `tokio::net::TcpStream` does:
+/// - a read into no room returns at once with nothing; after the peer's end of stream every
+///   read returns 0 bytes; after an abort (ours or the peer's) or a timeout, an error
+///   ([`Error::Closed`](crate::Error::Closed) as `io::Error`: `ConnectionReset` for an abort,
+///   `TimedOut` for a silent peer);
+/// - a write of nothing returns 0 at once while the stream is open; a write after
+///   `shutdown` is `BrokenPipe`;
+/// - `flush` returns at once: written bytes are in the send buffer and go on their own; it
+///   says nothing of their delivery, which [`closed`](MpStream::closed) tells (graceful: both
+///   directions' data acknowledged);
+/// - `shutdown` sends DATA_FIN after everything written and returns at once; again is
+///   harmless; after an abort or a timeout it is an error.
 ///
 /// [`into_split`]: MpStream::into_split
 ///
@@ -300,6 +333,20 @@ pub struct StreamControl {
 }
 
 impl StreamControl {
+    /// The application says interface `name` (of this connection's endpoint) is down: see
+    /// [`MpEndpoint::set_path_down`](crate::MpEndpoint::set_path_down). It applies to the
+    /// endpoint, so to every connection on it.
+    pub fn set_path_down(&self, name: &str) -> crate::error::Result<()> {
+        let c = driver::Command::SetUp { name: name.into(), up: false };
+        self.conn.shared.lock().command(name, c)
+    }
+
+    /// The interface is up again: see [`MpEndpoint::set_path_up`](crate::MpEndpoint::set_path_up).
+    pub fn set_path_up(&self, name: &str) -> crate::error::Result<()> {
+        let c = driver::Command::SetUp { name: name.into(), up: true };
+        self.conn.shared.lock().command(name, c)
+    }
+
     /// See [`MpStream::stats`].
     pub fn stats(&self) -> Option<ConnStats> {
         self.conn.stats()
@@ -358,8 +405,9 @@ macro_rules! async_read {
 }
 
 /// `AsyncWrite` for a type with a `conn: Arc<ConnRef>`. Flushing has nothing to do: written
-/// bytes are in the connection's send buffer and the driver sends them on its own; shutting
-/// down sends DATA_FIN after them.
+/// bytes are in the connection's send buffer and the driver sends them on its own (as a TCP
+/// socket's flush, it says nothing of their delivery: `closed()` does); shutting down sends
+/// DATA_FIN after them, and fails once the connection was aborted or timed out.
 macro_rules! async_write {
     ($t:ty) => {
         impl AsyncWrite for $t {
@@ -372,8 +420,7 @@ macro_rules! async_write {
             }
 
             fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                self.conn.shutdown();
-                Poll::Ready(Ok(()))
+                Poll::Ready(self.conn.shutdown())
             }
         }
     };
@@ -417,6 +464,7 @@ impl OwnedWriteHalf {
 
 impl Drop for OwnedWriteHalf {
     fn drop(&mut self) {
-        self.conn.shutdown();
+        // Our direction ends; after an abort there is nothing to end.
+        let _ = self.conn.shutdown();
     }
 }

@@ -262,6 +262,20 @@ impl State {
         self.meters[p].packet(now, up, bytes);
     }
 
+    /// Queues the application's request `c` about interface `name` for the driver.
+    pub(crate) fn command(&mut self, name: &str, c: Command) -> crate::error::Result<()> {
+        use crate::error::Error;
+        if self.stopped {
+            return Err(Error::EndpointClosed);
+        }
+        if !self.names.iter().any(|n| n == name) {
+            return Err(Error::Config(format!("no interface named {name:?} in this endpoint")));
+        }
+        self.commands.push_back(c);
+        self.wake_driver();
+        Ok(())
+    }
+
     pub(crate) fn wake_driver(&self) {
         if let Some(w) = &self.driver {
             w.wake_by_ref();
@@ -327,9 +341,13 @@ impl State {
                     wake(&mut slot.connect);
                 }
                 Event::Readable if slot.orphaned => {
-                    // Nobody will read: reset, as TCP does for data after a close.
+                    // Nobody will read: reset, as TCP does for data after a close. Only if
+                    // bytes are waiting: the event may be older than the application's last
+                    // read (the driver reports events after a round in which the lock was
+                    // released around its system calls), and a stream that read everything
+                    // and closed must close gracefully.
                     let now = self.now();
-                    if let Some(c) = self.ep.conn_mut(h) {
+                    if let Some(c) = self.ep.conn_mut(h).filter(|c| c.readable() > 0) {
                         c.abort(now);
                     }
                 }

@@ -1,0 +1,134 @@
+//! Issue 41: `MpStream`'s `AsyncRead` and `AsyncWrite` behave as `tokio::net::TcpStream`'s
+//! (what `MpStream`'s documentation lists), and its control handle reaches the paths.
+#![allow(clippy::unwrap_used)]
+
+use mpudp::{CloseReason, Interface, MpEndpoint, MpListener, MpStream, Options, PathId, ServerIdentity, SubflowState};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn identity() -> ServerIdentity {
+    ServerIdentity::from_seed(&[9; 32]).unwrap()
+}
+
+/// A connected pair over loopback: (client, server, the server's listener to keep).
+async fn pair() -> (MpStream, MpStream, MpListener) {
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::new().identity(identity())).unwrap();
+    let addr = l.local_addr();
+    let (c, accepted) =
+        tokio::join!(MpStream::connect(addr, Options::new().server_key(identity().public_key())), l.accept());
+    (c.unwrap(), accepted.unwrap().0, l)
+}
+
+/// Resolves at once, or fails the test.
+async fn now<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_millis(200), f).await.unwrap_or_else(|_| panic!("{what} waits"))
+}
+
+#[tokio::test]
+async fn a_read_into_no_room_returns_at_once() {
+    let (mut c, mut s, _l) = pair().await;
+    // Nothing waiting, then something waiting: 0 bytes at once either way.
+    assert_eq!(now("an empty read, nothing waiting", c.read(&mut [])).await.unwrap(), 0);
+    s.write_all(b"abc").await.unwrap();
+    let mut b = [0u8; 3];
+    c.read_exact(&mut b[..1]).await.unwrap();
+    assert_eq!(now("an empty read, data waiting", c.read(&mut [])).await.unwrap(), 0);
+    c.read_exact(&mut b[1..]).await.unwrap();
+    assert_eq!(&b, b"abc", "the empty reads took nothing");
+}
+
+#[tokio::test]
+async fn a_write_of_nothing_returns_0_and_a_write_after_shutdown_is_a_broken_pipe() {
+    let (mut c, _s, _l) = pair().await;
+    assert_eq!(now("an empty write", c.write(&[])).await.unwrap(), 0);
+    now("flush", c.flush()).await.unwrap();
+    now("shutdown", c.shutdown()).await.unwrap();
+    now("shutdown again", c.shutdown()).await.unwrap();
+    let e = c.write(b"x").await.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+}
+
+#[tokio::test]
+async fn every_read_after_the_end_of_the_stream_returns_0() {
+    let (mut c, mut s, _l) = pair().await;
+    s.write_all(b"bye").await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).await.unwrap();
+    assert_eq!(got, b"bye");
+    for _ in 0..3 {
+        assert_eq!(now("a read after the end", c.read(&mut [0u8; 8])).await.unwrap(), 0);
+    }
+}
+
+#[tokio::test]
+async fn shutdown_after_an_abort_is_an_error_on_both_sides() {
+    let (mut c, mut s, _l) = pair().await;
+    c.write_all(b"x").await.unwrap();
+    let mut one = [0u8; 1];
+    s.read_exact(&mut one).await.unwrap();
+    c.abort();
+    let e = c.shutdown().await.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    assert_eq!(tokio::time::timeout(Duration::from_secs(5), s.closed()).await.unwrap(), CloseReason::PeerAborted);
+    let e = s.shutdown().await.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    let e = s.read(&mut one).await.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+}
+
+#[tokio::test]
+async fn the_control_handle_takes_a_path_down_and_up() {
+    let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::new().identity(identity())).unwrap();
+    let addr = l.local_addr();
+    tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut sink = vec![0u8; 1 << 16];
+        while s.read(&mut sink).await.is_ok_and(|n| n > 0) {}
+    });
+    let opts = Options::new()
+        .server_key(identity().public_key())
+        .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()).label("wifi"))
+        .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()).label("cell"));
+    let ep = MpEndpoint::client(opts).unwrap();
+    let s = ep.connect(addr).await.unwrap();
+    // The stream goes to a library that owns it; the control stays.
+    let control = s.control();
+    let owned = tokio::spawn(async move {
+        let mut s = s;
+        for _ in 0..50 {
+            s.write_all(&[3u8; 20_000]).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        s
+    });
+    let open_on = |p: u8| {
+        let c = control.clone();
+        async move {
+            for _ in 0..500 {
+                let sf = c.stats().unwrap().subflows;
+                if sf.iter().any(|f| f.path == PathId(p) && f.state == SubflowState::Established) {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            false
+        }
+    };
+    assert!(open_on(1).await, "fullmesh joined the second path");
+    control.set_path_down("wifi").unwrap();
+    let mut closed = false;
+    for _ in 0..500 {
+        let sf = control.stats().unwrap().subflows;
+        if !sf.iter().any(|f| f.path == PathId(0) && f.state != SubflowState::Closed) {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(closed, "the wifi subflow closed: {:?}", control.stats());
+    control.set_path_up("wifi").unwrap();
+    assert!(open_on(0).await, "wifi joined again");
+    assert!(control.set_path_down("nope").is_err(), "an unknown interface is refused");
+    drop(owned.await.unwrap());
+}
