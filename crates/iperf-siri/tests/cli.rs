@@ -463,6 +463,18 @@ fn a_silent_client_is_dropped_after_three_seconds() {
     assert!(waited >= Duration::from_secs(3) && waited < Duration::from_secs(5), "{waited:?}");
 }
 
+/// A client of the test server on `port` running a long Siri workload (1000 requests, timed by
+/// `workload`) in the background, its standard error to `stderr`.
+fn background_client(port: &str, workload: &[&str], stderr: Stdio) -> Child {
+    Command::new(BIN)
+        .args(["--server-key", key().1.as_str(), "-c", "127.0.0.1", "-p", port, "-i", "0", "--requests", "1000"])
+        .args(workload)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
+
 /// Issue 35: a client killed mid-test holds nothing: another is served at once (the server
 /// runs several tests), and on a one-test server its slot is free within its workload's
 /// longest silence (1 s here) and 3 s, found by a client retrying every 200 ms.
@@ -473,13 +485,7 @@ fn a_killed_client_holds_no_slot() {
     {
         let (mut srv, port) = server(extra);
         let p = port.to_string();
-        let mut victim = Command::new(BIN)
-            .args(["--server-key", key().1.as_str(), "-c", "127.0.0.1", "-p", &p, "-i", "0"])
-            .args(["--requests", "1000", "--wait", "1s", "--burst-gap", "100ms"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut victim = background_client(&p, &["--wait", "1s", "--burst-gap", "100ms"], Stdio::null());
         std::thread::sleep(Duration::from_millis(1_500));
         victim.kill().unwrap();
         let _ = victim.wait();
@@ -510,13 +516,7 @@ fn a_killed_server_is_noticed_within_the_peer_timeout() {
     let _serial = one_at_a_time();
     let (mut srv, port) = server(&[]);
     let p = port.to_string();
-    let c = Command::new(BIN)
-        .args(["--server-key", key().1.as_str(), "-c", "127.0.0.1", "-p", &p, "-i", "0"])
-        .args(["--requests", "1000", "--wait", "200ms", "--burst-gap", "50ms"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let c = background_client(&p, &["--wait", "200ms", "--burst-gap", "50ms"], Stdio::piped());
     std::thread::sleep(Duration::from_millis(1_500));
     srv.kill().unwrap();
     let _ = srv.wait();
