@@ -4,7 +4,7 @@ use super::events::Side;
 use super::packet_builder::PacketBuilder;
 use super::send::{Seg, Sent};
 use super::subflow::recovery::SentPacket;
-use super::subflow::{DataRef, FrameSet, JoinKind, SubflowState};
+use super::subflow::{DataRef, FrameSet};
 use super::{Connection, State};
 use crate::wire::packet::{Confirm, Join, Short};
 use crate::wire::{packet, Dss, Frame, MapHeader, Writer};
@@ -36,7 +36,7 @@ impl Connection {
         };
         let keys = self.keys.as_ref()?;
         let sf = &self.subflows[i];
-        let joining = sf.state() == SubflowState::JoinSent && sf.local_opener();
+        let joining = sf.opening();
         let confirm = self.side == Side::Client && self.state == State::Confirm && i == 0;
         if !joining && sf.remote_cid().is_none() {
             return None;
@@ -128,8 +128,7 @@ impl Connection {
         b: &mut PacketBuilder<'_>,
     ) -> Option<DataWritten> {
         let sf = &self.subflows[i];
-        let fast_joining =
-            sf.state() == SubflowState::JoinSent && sf.local_opener() && sf.join().kind == JoinKind::FastInitiator;
+        let fast_joining = sf.fast_opening();
         let flight = fast_joining && sf.fast_join_flight();
         let data_ok = ((sf.established() || flight) && !self.is_closed()) || confirm;
         let mut data: Option<(DataRef, bool, bool)> = None;

@@ -4,7 +4,7 @@
 
 use super::dsn::Dsn;
 use super::events::{CloseReason, Event, Side};
-use super::subflow::{JoinKind, SubflowState};
+use super::subflow::SubflowState;
 use super::{Connection, State};
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
@@ -115,7 +115,7 @@ impl Connection {
         }
         let max_ack_delay = self.config.max_ack_delay;
         let sf = &mut self.subflows[i];
-        if sf.state() == SubflowState::JoinSent && sf.join().kind == JoinKind::FastInitiator && !look.answers_join {
+        if sf.fast_opening() && !look.answers_join {
             // Nothing on a fast join is usable before the reply: not acknowledged, so the peer
             // sends it again (its reply rides in every packet until we acknowledge one).
             return Err(DropReason::Unexpected);
@@ -254,9 +254,7 @@ impl Connection {
                 if !sf.is_open() {
                     return;
                 }
-                let refused_fast = sf.state() == SubflowState::JoinSent
-                    && sf.join().kind == JoinKind::FastInitiator
-                    && reason == reason::FAST_JOIN_REJECTED;
+                let refused_fast = sf.fast_opening() && reason == reason::FAST_JOIN_REJECTED;
                 let (path, remote, backup) = (sf.local_path(), sf.remote(), sf.backup());
                 self.shut_subflow(now, i, reason, false);
                 if reason == reason::IDLE_TIMEOUT {

@@ -263,10 +263,10 @@ impl Connection {
         b: &mut PacketBuilder<'_>,
     ) -> Option<Option<(DataRef, bool, bool)>> {
         let sf = &self.subflows[i];
-        let joining = sf.state() == SubflowState::JoinSent && sf.local_opener();
+        let joining = sf.opening();
         let first = sf.join_unsent();
         let mut fj_data = None;
-        if joining && sf.join().kind == JoinKind::FastInitiator {
+        if sf.fast_opening() {
             let room = b.room().saturating_sub(FastJoinOut::HEADER_LEN + Dss::overhead(true, 0) + 16);
             let take = seg.map_or(0, |s| s.len.min(room as u64) as usize);
             match seg {

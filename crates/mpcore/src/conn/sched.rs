@@ -2,7 +2,7 @@
 
 use super::send::Seg;
 use super::subflow::recovery::Probe;
-use super::subflow::{DataRef, FrameSet, JoinKind, Subflow, SubflowState};
+use super::subflow::{DataRef, FrameSet, Subflow};
 use super::{Connection, State};
 use crate::{PathSet, Time, Transmit};
 use scheduler::{Flags, Pick, Segment, SubflowInfo};
@@ -72,10 +72,7 @@ impl Connection {
             if urgent {
                 // A first fast-join packet carries data when there is some (FAST_JOIN_OUT);
                 // its repeats are FAST_JOIN_IN.
-                let first_fast_join = sf.state() == SubflowState::JoinSent
-                    && sf.join().kind == JoinKind::FastInitiator
-                    && sf.join_unsent()
-                    && sf.rec().rto_backoff == 0;
+                let first_fast_join = sf.fast_opening() && sf.join_unsent() && sf.rec().rto_backoff == 0;
                 let repeat = self.config.faults().repeat_fast_join_dsn;
                 let seg = if first_fast_join { self.send.fast_join_segment(repeat) } else { None };
                 if let Some(t) = self.build(now, i, seg, buf) {

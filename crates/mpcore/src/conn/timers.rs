@@ -53,8 +53,8 @@ impl Connection {
             if idle > 0 {
                 t.set(timer::IDLE, Some(self.last_rx.saturating_add(idle)));
             }
-            let wait = self.peer_wait.filter(|_| self.config.peer_timeout > 0 && self.state == State::Established);
-            if let Some(since) = wait.filter(|_| self.awaits_peer()) {
+            let watch = self.config.peer_timeout > 0 && self.state == State::Established && self.awaits_peer();
+            if let Some(since) = self.peer_wait.filter(|_| watch) {
                 t.set(timer::PEER, Some(self.last_rx.max(since).saturating_add(self.peer_timeout())));
             }
             if self.idle_timer_applies() {

@@ -117,6 +117,9 @@ impl Subflow {
         if probing && kinds.intersects(FrameSet::PING) {
             pending |= FrameSet::PING;
         }
+        if pending.is_empty() {
+            return;
+        }
         let frames = [
             (FrameSet::HS_DONE, Frame::HandshakeDone),
             (FrameSet::PRIO, Frame::MpPrio { backup: self.backup }),

@@ -107,6 +107,16 @@ impl Subflow {
         self.last_original_rx = now;
     }
 
+    /// We opened it and our JOIN awaits its answer: its packets carry the JOIN header.
+    pub fn opening(&self) -> bool {
+        self.state == SubflowState::JoinSent && self.local_opener
+    }
+
+    /// [`Subflow::opening`] with a fast join (FAST_JOIN_OUT or FAST_JOIN_IN, §5.9).
+    pub fn fast_opening(&self) -> bool {
+        self.opening() && self.join.kind == JoinKind::FastInitiator
+    }
+
     /// Whether any of the join frames `frames` is pending.
     pub fn join_pending(&self, frames: FrameSet) -> bool {
         self.join.pending.intersects(frames)

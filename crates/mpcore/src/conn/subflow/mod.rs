@@ -419,12 +419,7 @@ impl Subflow {
     /// A fast join we opened whose first JOIN left and has not timed out: data may follow
     /// it in JOIN packets, within the congestion window, before the reply (§5.9).
     pub fn fast_join_flight(&self) -> bool {
-        self.state == SubflowState::JoinSent
-            && self.local_opener
-            && self.join.kind == JoinKind::FastInitiator
-            && self.join.first_sent
-            && self.rec.rto_backoff == 0
-            && !self.join_unsent()
+        self.fast_opening() && self.join.first_sent && self.rec.rto_backoff == 0 && !self.join_unsent()
     }
 
     /// Potentially failed: its retransmission timer expired and nothing new was acknowledged
