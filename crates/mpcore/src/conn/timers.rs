@@ -142,9 +142,10 @@ impl Connection {
     /// phone's radio.
     pub(super) fn keep_alive_interval(&self, on: Option<&Subflow>) -> u64 {
         let Some(sf) = on.filter(|_| self.side == Side::Client && self.config.keep_alive > 0) else { return 0 };
-        let half = |t: u64| if t > 0 { t / 2 } else { u64::MAX };
-        let peer_idle = self.peer_params.idle_timeout_ms.saturating_mul(1000);
-        let idle = half(self.config.idle_timeout).min(half(peer_idle));
+        let idle = match self.idle_timeout() {
+            0 => u64::MAX,
+            t => t / 2,
+        };
         match sf.backup() {
             false => self.config.keep_alive.min(idle),
             true if idle == u64::MAX => 0,
