@@ -111,6 +111,7 @@ impl Io {
         if self.sockets.len() <= p {
             self.sockets.resize_with(p + 1, || None);
             self.tx.resize_with(p + 1, TxBatch::new);
+            self.log.errors.resize(p + 1, (0, 0));
         }
         self.tx[p].clear();
         self.sockets[p] = Some(sock);
@@ -251,9 +252,6 @@ impl Io {
     /// to the log.
     pub(crate) fn flush(&mut self, cx: &mut Context<'_>, p: usize) -> Flush {
         let (Some(Some(sock)), Some(tx)) = (self.sockets.get_mut(p), self.tx.get_mut(p)) else { return Flush::Done };
-        if self.log.errors.len() <= p {
-            self.log.errors.resize(p + 1, (0, 0));
-        }
         let now = || self.epoch.elapsed().as_micros() as Time;
         loop {
             match sock.io.poll_send_ready(cx) {

@@ -70,6 +70,8 @@ pub(crate) struct Driver {
     /// Polling the interfaces, if the application asked for it (`Options::monitor_interval`):
     /// the next read and the interval. Nothing polls otherwise.
     monitor: Option<(Instant, Duration)>,
+    /// A server spread over cores: which core owns a datagram (fixed with the endpoint).
+    steering: Option<Steering>,
     /// Datagrams of other cores' connections, to hand over once this core's lock is released.
     outbox: Vec<(u8, PathId, SocketAddr, Vec<u8>)>,
 }
@@ -135,6 +137,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
         armed: None,
         monitor: opts.monitor_interval.map(|every| (epoch + every, every)),
+        steering: opts.config.steering,
         outbox: Vec::new(),
     };
     tokio::spawn(driver);
@@ -239,10 +242,11 @@ impl Driver {
     /// Reads what every socket has (a bounded number of batches each) into the endpoint. What
     /// the endpoint has to send goes out every `ACK_EVERY` datagrams: a GRO batch holds dozens
     /// of them, and the peer's congestion window needs the ACKs they elicit.
+    ///
     /// The lock is taken once per batch read, after the read, and released around the sends.
     fn receive(&mut self, cx: &mut Context<'_>, shared: &Shared, now: Time) -> bool {
+        let steering = self.steering;
         let Driver { io, rx, meta, outbox, .. } = self;
-        let steering = shared.lock().ep.config().steering;
         let mut progress = false;
         let mut since_tx = 0;
         for i in 0..io.sockets.len() {
