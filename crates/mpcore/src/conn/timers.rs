@@ -314,6 +314,16 @@ impl Connection {
 /// The least time a tail loss probe's answer is given beyond the smoothed RTT.
 const GRANULARITY: u64 = 2_000;
 
+/// The least silence (µs, data in flight and nothing received) on which a path is declared
+/// silent, whatever its RTT. On a path of a few ms (loopback, a WiFi to a nearby server) the
+/// probe's timeouts are a millisecond or two, less than the time a busy host's scheduler can
+/// hold the peer's process: CI's 2-core machine, running a debug build, once kept a loopback
+/// peer from answering long enough that a backup path that was never needed carried data. A
+/// path declared silent wakes the cellular radio (0.26 s and a tail of seconds at ~1 W), so
+/// a few ms of jitter must not do it. Paths of 5 ms RTT or more are not affected: their
+/// probe already waits longer.
+pub(super) const SILENCE_FLOOR: u64 = 10_000;
+
 impl Connection {
     /// The tail loss probe of subflow `i` was not answered in time.
     ///
@@ -341,12 +351,15 @@ impl Connection {
                 // opens (a 1% loss must not wake the cellular radio).
                 // A whole flight of two or more packets unanswered is a path gone silent, not
                 // a lost packet: it is acted on at once, a probe's round trip sooner.
+                // Either way the path must have been silent for SILENCE_FLOOR first.
                 if self.tlp_may_fail_over(i) || self.tlp_may_reinject(i) {
-                    if self.subflows[i].flight_unanswered() {
+                    let silent = self.subflows[i].silent_for(now);
+                    if self.subflows[i].flight_unanswered() && silent >= SILENCE_FLOOR {
                         self.on_path_silent(now, i);
                     } else {
                         let rtt = &self.subflows[i].rec().rtt;
                         let wait = rtt.smoothed_or_default() + rtt.rttvar.max(GRANULARITY);
+                        let wait = wait.max(SILENCE_FLOOR.saturating_sub(silent));
                         self.subflows[i].set_tlp_check(Some(now + wait));
                     }
                 }

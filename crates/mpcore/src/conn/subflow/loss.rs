@@ -251,6 +251,14 @@ impl Subflow {
         r.eliciting_in_flight >= 2 && r.sent.iter().find(|p| p.ack_eliciting).is_some_and(|p| self.last_rx < p.time)
     }
 
+    /// How long this subflow has been silent with data in flight at `now`: since the later of
+    /// the last packet received and the oldest ack-eliciting packet in flight (0 when nothing
+    /// is in flight).
+    pub fn silent_for(&self, now: Time) -> u64 {
+        let oldest = self.rec.sent.iter().find(|p| p.ack_eliciting).map(|p| p.time);
+        oldest.map_or(0, |t| now.saturating_sub(t.max(self.last_rx)))
+    }
+
     /// Takes every packet in flight out, oldest first (the subflow failed or closed): `each`
     /// gets its data, and its control frames are pended again while the subflow is open.
     /// Returns the connection's address frames carried by packets of a closed subflow, which
