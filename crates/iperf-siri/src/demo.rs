@@ -13,10 +13,10 @@
 
 use crate::cli::DemoArgs;
 use crate::context::Context;
-use crate::emu::{Emulator, PathSpec};
 use crate::proto::{Params, PROTOCOL};
 use crate::report::{DelayStats, Report};
 use crate::run;
+use linkemu::{Emulator, PathSpec};
 use mpudp::{Iface, Interface, MpEndpoint, MpListener, Options, PathManager};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};

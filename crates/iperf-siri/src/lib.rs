@@ -7,20 +7,18 @@
 //! - [`proto`]: the test protocol on the stream (HELLO with a version check, frames, results).
 //! - [`run`]: the client's workload and measurements, the server's answers.
 //! - [`report`]: the human summary and `-J` JSON; [`plot`]: the delay CDF as SVG.
-//! - [`emu`]: a userspace link emulator (delay, rate, queue, loss, outages) for one host.
+//! - The demo's link emulator is the `linkemu` crate (delay, rate, queue, loss, outages).
 //! - [`demo`]: `iperf-siri demo`.
 
 pub mod check;
 pub mod cli;
 pub mod context;
 pub mod demo;
-pub mod emu;
 pub mod events;
 pub mod out;
 pub mod plot;
 pub mod proto;
 pub mod report;
-mod rng;
 pub mod run;
 
 use cli::RunArgs;

@@ -6,7 +6,7 @@ use super::{lock, side_results, Failure, Shared, CHUNK, EXCHANGE_TIMEOUT};
 use crate::context::Context;
 use crate::proto::{self, Mode, Params, ProtoError};
 use crate::report::{self, Report, RequestRecord, Role, SideResults};
-use crate::rng::Rng;
+use linkemu::Rng;
 use mpudp::{MpStream, OwnedReadHalf, OwnedWriteHalf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

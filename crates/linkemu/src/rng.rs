@@ -2,14 +2,14 @@
 //! emulator's losses: reproducible from a seed, no dependency.
 
 #[derive(Debug, Clone)]
-pub(crate) struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
     }
 
-    fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -17,12 +17,12 @@ impl Rng {
     }
 
     /// Uniform in `lo..=hi`.
-    pub(crate) fn range(&mut self, lo: u32, hi: u32) -> u32 {
+    pub fn range(&mut self, lo: u32, hi: u32) -> u32 {
         lo + (self.next_u64() % u64::from(hi - lo + 1)) as u32
     }
 
     /// Uniform in `[0, 1)`.
-    pub(crate) fn chance(&mut self) -> f64 {
+    pub fn chance(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }

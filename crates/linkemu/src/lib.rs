@@ -13,7 +13,9 @@
 //! asked when the relay sees a datagram (one for the client at the time it reaches the far
 //! end of the bottleneck), so it sees each direction in time order.
 
-use crate::rng::Rng;
+mod rng;
+pub use rng::Rng;
+
 use oracle::radio::{Energy, Profile, Radio};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
