@@ -172,6 +172,10 @@ pub struct Config {
     /// then read and change everything). `Endpoint::connect` refuses to start with neither
     /// this nor `server_keys`.
     pub unauthenticated_server: bool,
+    /// Keep an event log per connection (qlog, PROTOCOL.md §12), taken with
+    /// `Connection::take_qlog`. Off by default: then no log exists and logging costs a test of
+    /// an `Option` per event site.
+    pub qlog: bool,
     /// Deliberate protocol violations, for tests of the peer's defences (the `test-hooks`
     /// feature: tests and the simulator only).
     #[cfg(feature = "test-hooks")]
@@ -275,6 +279,7 @@ impl Default for Config {
             identity: None,
             server_keys: Vec::new(),
             unauthenticated_server: false,
+            qlog: false,
             #[cfg(feature = "test-hooks")]
             faults: Faults::default(),
         }

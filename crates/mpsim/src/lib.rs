@@ -15,6 +15,7 @@
 
 pub mod apps;
 pub mod day;
+pub mod qlog;
 pub mod radio;
 pub mod scenarios;
 
@@ -246,6 +247,8 @@ pub struct Sim {
     injections: Vec<(Time, usize, Dir, SocketAddr, Vec<u8>)>,
     /// The simulated path (link) each of the client's local paths sends over, by `PathId`.
     links: Vec<usize>,
+    /// The connections' event logs, when `Config::qlog` is on for a side.
+    pub qlogs: qlog::QlogStore,
 }
 
 impl std::fmt::Debug for Sim {
@@ -357,6 +360,7 @@ impl Sim {
             tap: None,
             injections: Vec::new(),
             links: (0..npaths).collect(),
+            qlogs: qlog::QlogStore::default(),
         })
     }
 
@@ -578,6 +582,7 @@ impl Sim {
             self.route(false, 0, src, t.remote, buf[..t.len].to_vec());
         }
         self.buf = buf;
+        self.qlogs.collect(&mut self.client, &mut self.server);
     }
 
     fn next_event(&mut self) -> Option<Time> {

@@ -218,6 +218,7 @@ pub struct Options {
     pub(crate) send_buffer: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) ipv6: bool,
+    pub(crate) qlog_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -238,6 +239,7 @@ impl Options {
             send_buffer: 256 << 10,
             connect_timeout: Duration::from_secs(10),
             ipv6: false,
+            qlog_dir: None,
         }
     }
 
@@ -424,6 +426,16 @@ impl Options {
     /// peer's family).
     pub fn ipv6(mut self, on: bool) -> Self {
         self.ipv6 = on;
+        self
+    }
+
+    /// Writes every connection's event log (qlog, JSON-SEQ: PROTOCOL.md §12) to a file of its
+    /// own in `dir` (created if missing): `<client|server>-<endpoint start, unix ms>-<connection>.sqlog`,
+    /// readable by qvis and `iperf-siri timeline`. It holds packet numbers, sizes, frames,
+    /// recovery metrics and the transport's decisions; never a key or a payload byte.
+    pub fn qlog_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.qlog_dir = Some(dir.into());
+        self.config.qlog = true;
         self
     }
 

@@ -2,6 +2,7 @@
 
 use super::events::Side;
 use super::packet_builder::PacketBuilder;
+use super::qlog::{PacketKind, SentDss};
 use super::send::{Seg, Sent};
 use super::subflow::recovery::SentPacket;
 use super::subflow::{DataRef, FrameSet};
@@ -78,7 +79,12 @@ impl Connection {
             keys.send.seal(sf_id, pn, buf, hl, pt_len)
         };
         let len = sealed.ok()?;
-        self.on_built(now, i, seg, len, PacketBuilt { pn, sent, eliciting, ack_sent, injected, data });
+        let kind = match (joining, confirm) {
+            (true, _) => PacketKind::Join,
+            (false, true) => PacketKind::Confirm,
+            (false, false) => PacketKind::Short,
+        };
+        self.on_built(now, i, seg, len, PacketBuilt { pn, sent, eliciting, ack_sent, injected, kind, data });
         let sf = &self.subflows[i];
         Some(Transmit { path: sf.local_path(), remote: sf.remote(), len })
     }
@@ -147,8 +153,14 @@ impl Connection {
         // connection level only goes out as a bare PING).
         let data = data.and_then(|(d, r, n)| Some((self.send.unacked_part(d)?, r, n)));
         let fast_join_data = fj_data.is_some();
-        let mut out =
-            DataWritten { sent: fj_data.map(|d| d.0), data: data.or(fj_data), advertised: false, fast_join_data };
+        let mut out = DataWritten {
+            sent: fj_data.map(|d| d.0),
+            data: data.or(fj_data),
+            advertised: false,
+            fast_join_data,
+            data_ack: None,
+            idle: false,
+        };
         // The DATA_ACK rides in every packet of a subflow that is up, even after the
         // connection closed (the peer's DATA_FIN still needs acknowledging); a mapping needs
         // `data_ok`.
@@ -197,6 +209,8 @@ impl Connection {
                     return None;
                 }
                 out.advertised = ack.is_some();
+                out.data_ack = ack.map(|a| a.0);
+                out.idle = idle_flag;
                 out.sent = Some(DataRef { off: d.off, len: take as u32, fin });
                 b.eliciting = true;
                 return Some(out);
@@ -205,6 +219,7 @@ impl Connection {
         if b.ack_sent || b.eliciting {
             // No data went in (none due, or no room): a DATA_ACK alone.
             out.advertised = Dss::emit_header(b.writer(), Some(data_ack), None, false, false).is_ok();
+            out.data_ack = out.advertised.then_some(data_ack.0);
         }
         Some(out)
     }
@@ -213,6 +228,14 @@ impl Connection {
     /// the subflow records it for its acknowledgement or loss.
     fn on_built(&mut self, now: Time, i: usize, seg: Option<Seg>, len: usize, p: PacketBuilt) {
         let DataWritten { sent: sent_data, data, advertised, .. } = p.data;
+        if let Some(q) = self.qlog.as_deref_mut() {
+            let dss = SentDss {
+                map: sent_data.map(|d| (self.send.dsn(d.off).0, d.len, d.fin, p.data.idle)),
+                data_ack: p.data.data_ack,
+                fast_join: p.data.fast_join_data,
+            };
+            q.packet_sent(now, self.subflows[i].id(), p.kind, p.pn, len, p.sent, p.ack_sent, dss);
+        }
         if sent_data.is_some() && self.peer_wait.is_none() {
             // The first data sent since the peer had all of ours: we wait for it from now.
             self.peer_wait = Some(now);
@@ -292,6 +315,9 @@ impl Connection {
         w.zeros(size.checked_sub(w.len() + crypto::TAG_LEN)?).ok()?;
         let pt_len = w.len() - hl;
         let len = keys.send.seal_short(sf.id(), pn, buf, hl, pt_len).ok()?;
+        if let Some(q) = self.qlog.as_deref_mut() {
+            q.packet_sent(now, sf.id(), PacketKind::Short, pn, len, FrameSet::PING, false, SentDss::default());
+        }
         let sf = &mut self.subflows[i];
         sf.on_packet_sent(SentPacket {
             pn,
@@ -317,6 +343,10 @@ struct DataWritten {
     advertised: bool,
     /// A FAST_JOIN_OUT carried data.
     fast_join_data: bool,
+    /// The DATA_ACK that went (for the log).
+    data_ack: Option<u64>,
+    /// The mapping carried MP_IDLE (for the log).
+    idle: bool,
 }
 
 /// A sealed packet, for its owners (see [`Connection::on_built`]).
@@ -326,5 +356,6 @@ struct PacketBuilt {
     eliciting: bool,
     ack_sent: bool,
     injected: bool,
+    kind: PacketKind,
     data: DataWritten,
 }

@@ -4,6 +4,7 @@
 
 use super::dsn::Dsn;
 use super::events::{CloseReason, Event, Side};
+use super::qlog::PacketKind;
 use super::subflow::SubflowState;
 use super::{Connection, State};
 use crate::drops::DropReason;
@@ -141,19 +142,27 @@ impl Connection {
         }
         sf.count_received(dgram_len);
         self.last_rx = now;
+        if let Some(q) = self.qlog.as_deref_mut() {
+            let kind = match header {
+                Header::Confirm(_) => PacketKind::Confirm,
+                Header::Join(_) => PacketKind::Join,
+                _ => PacketKind::Short,
+            };
+            q.packet_received(now, id, kind, pn, dgram_len as usize, &frames, self.recv.edsn().0);
+        }
         // NAT rebinding (§7): an authenticated packet, the newest on the subflow, from a new
         // address moves the subflow there, pending validation of the new address.
         if (sf.remote() != remote || sf.local_path() != path) && sf.acks().largest == Some(pn) {
             let mut ch = [0u8; 8];
             let _ = self.rng.fill(&mut ch);
             sf.migrate(remote, path, dgram_len, ch);
-            self.emit(Event::SubflowMigrated { id, remote });
+            self.emit(now, Event::SubflowMigrated { id, remote });
         }
         if self.side == Side::Client && self.state == State::Confirm && matches!(header, Header::Short(_)) {
             self.state = State::Established;
             self.hs = None;
-            self.emit(Event::Connected);
-            self.emit(Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path(), backup: false });
+            self.emit(now, Event::Connected);
+            self.emit(now, Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path(), backup: false });
         }
         if look.urgent {
             self.subflows[i].ack_now();
@@ -173,6 +182,7 @@ impl Connection {
         for f in frames {
             self.on_frame(now, i, f);
         }
+        self.qlog_losses();
         self.after_receive(now);
         Ok(())
     }
@@ -235,7 +245,7 @@ impl Connection {
                 // An address of the other family lets paths of that family join (fullmesh and
                 // backup open them now; multimob and ondemand when they fail over).
                 let family = self.peer_addr.is_ipv6() != a.ip.is_ipv6();
-                if self.on_add_addr(i, a) && family && self.rejoins_silent_paths() {
+                if self.on_add_addr(now, i, a) && family && self.rejoins_silent_paths() {
                     self.pm_ran = false;
                 }
             }
@@ -313,11 +323,11 @@ impl Connection {
             }
         }
         if m.readable {
-            self.emit(Event::Readable);
+            self.emit(now, Event::Readable);
         }
         if m.finished {
             self.subflows[i].ack_now();
-            self.emit(Event::Finished);
+            self.emit(now, Event::Finished);
         }
     }
 

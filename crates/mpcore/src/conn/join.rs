@@ -3,6 +3,7 @@
 
 use super::events::{EndpointEvent, Event, Side};
 use super::packet_builder::PacketBuilder;
+use super::qlog::PacketKind;
 use super::send::Seg;
 use super::subflow::table::MAX_SLOTS;
 use super::subflow::{DataRef, FrameSet, JoinKind, SubflowState};
@@ -114,11 +115,11 @@ impl Connection {
         // packet, or a repeat without data, does, so that the replay window judges every fast
         // join's data (§5.9). It is dropped unacknowledged; the data goes again once the
         // subflow is up.
-        let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
-        if self.inspect(0, &frames)?.data {
+        let list = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
+        if self.inspect(0, &list)?.data {
             return Err(DropReason::Unexpected);
         }
-        let mut frames = frames.iter();
+        let mut frames = list.iter();
         let local_token = self.local_token.unwrap_or_default();
         // What the first frame asks for: (backup, address id, how, the data to deliver, R-A).
         let (backup, addr_id, join, data, nonce) = match frames.next() {
@@ -162,10 +163,13 @@ impl Connection {
         let i = self.subflows.insert(sf).ok_or(DropReason::Refused)?;
         self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
         self.last_rx = now;
+        if let Some(q) = self.qlog.as_deref_mut() {
+            q.packet_received(now, id, PacketKind::Join, u64::from(j.pn), len as usize, &list, self.recv.edsn().0);
+        }
         if !fast {
             return Ok(());
         }
-        self.emit(Event::SubflowEstablished { id, path, backup });
+        self.emit(now, Event::SubflowEstablished { id, path, backup });
         if let Some((dsn, data)) = data {
             let d = Dss::data(dsn, data, false);
             self.on_dss(now, i, &d);
@@ -228,7 +232,7 @@ impl Connection {
         }
         sf.on_fast_join_reply(now, Cid(r.cid), r.addr_id, r.backup);
         let ev = Event::SubflowEstablished { id: sf.id(), path: sf.local_path(), backup: sf.backup() };
-        self.emit(ev);
+        self.emit(now, ev);
     }
 
     pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20]) {
@@ -246,7 +250,7 @@ impl Connection {
         }
         sf.on_join_ack(now);
         let ev = Event::SubflowEstablished { id: sf.id(), path: sf.local_path(), backup: sf.backup() };
-        self.emit(ev);
+        self.emit(now, ev);
     }
 }
 

@@ -17,6 +17,7 @@ mod multimob;
 mod multimob_state;
 mod packet_builder;
 mod paths;
+pub(crate) mod qlog;
 mod recovery;
 mod recv;
 mod sched;
@@ -130,6 +131,8 @@ pub struct Connection {
     unwritable: PathSet,
     /// A poll held back a datagram for an unwritable path (returned by the poll).
     held_back: bool,
+    /// The event log, when `Config::qlog` is on (`qlog`).
+    qlog: Option<Box<qlog::Qlog>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -192,6 +195,7 @@ impl Connection {
             trim_at: None,
             unwritable: PathSet::default(),
             held_back: false,
+            qlog: config.qlog.then(|| Box::new(qlog::Qlog::new(now, side))),
         }
     }
 
@@ -228,6 +232,9 @@ impl Connection {
         let backup = self.paths.get(usize::from(path.0)).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
         sf.set_up(self.addr_id(path), self.mss(), now);
+        if self.qlog.is_some() {
+            sf.log_losses();
+        }
         sf
     }
 
@@ -275,7 +282,11 @@ impl Connection {
         c.subflows.insert(sf);
         c.endpoint_events.push_back(EndpointEvent::NewCid(server_cid));
         c.state = State::Established;
-        c.events.push_back(Event::Connected);
+        c.emit(now, Event::Connected);
+        if let Some(q) = c.qlog.as_deref_mut() {
+            // The application hears of the connection only; the log has its first subflow too.
+            q.event(now, &Event::SubflowEstablished { id: 0, path, backup: false });
+        }
         c
     }
 
@@ -378,7 +389,10 @@ impl Connection {
     }
 
     /// Queues an event for the application and logs it (`tracing`, target `mpcore`).
-    fn emit(&mut self, e: Event) {
+    fn emit(&mut self, now: Time, e: Event) {
+        if let Some(q) = self.qlog.as_deref_mut() {
+            q.event(now, &e);
+        }
         // One `Readable` stands for any number of packets that arrived since the application
         // last looked: the queue does not grow with the packet rate.
         if e == Event::Readable && self.events.back() == Some(&Event::Readable) {
@@ -388,6 +402,45 @@ impl Connection {
             tracing::debug!(side = ?self.side, event = ?e, "connection event");
         }
         self.events.push_back(e);
+    }
+
+    /// Appends the event log's records since the last call to `out` (JSON-SEQ, PROTOCOL.md
+    /// §12; the first call gives the header record too). Nothing when `Config::qlog` is off.
+    pub fn take_qlog(&mut self, out: &mut Vec<u8>) {
+        self.qlog_losses();
+        if let Some(q) = self.qlog.as_deref_mut() {
+            q.take(out);
+        }
+    }
+
+    /// Events the log dropped because it was not taken (more than 16 MiB pending).
+    pub fn qlog_dropped(&self) -> u64 {
+        self.qlog.as_ref().map_or(0, |q| q.dropped())
+    }
+
+    /// The subflows' packets declared lost since the last look, into the log.
+    fn qlog_losses(&mut self) {
+        let Some(q) = self.qlog.as_deref_mut() else { return };
+        for sf in self.subflows.iter_mut() {
+            let id = sf.id();
+            sf.take_losses(|now, pn, trigger| q.packet_lost(now, id, pn, trigger));
+        }
+    }
+
+    /// Subflow `i`'s recovery metrics, into the log if one changed.
+    fn qlog_metrics(&mut self, now: Time, i: usize) {
+        let Some(q) = self.qlog.as_deref_mut() else { return };
+        let sf = &self.subflows[i];
+        let r = sf.rec();
+        let m = qlog::Metrics {
+            srtt: r.rtt.srtt,
+            min_rtt: r.rtt.min,
+            latest_rtt: r.rtt.latest,
+            rttvar: r.rtt.rttvar,
+            cwnd: r.cc.cwnd,
+            in_flight: r.in_flight,
+        };
+        q.metrics(now, sf.id(), m);
     }
 
     /// Queues bytes for sending; returns how many were taken.
@@ -488,7 +541,7 @@ impl Connection {
         self.state = State::Closed(reason);
         let rto = self.subflows.iter().map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.initial_rto);
         self.drain_until = Some(now + 3 * rto);
-        self.emit(Event::Closed { reason });
+        self.emit(now, Event::Closed { reason });
     }
 
     /// Subflow records held now: the open subflows and the closed ones still draining (a

@@ -27,7 +27,7 @@ impl Connection {
     pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
         if let Some(i) = self.subflows.by_number(id).filter(|&i| self.subflows[i].is_open()) {
             if self.subflows[i].mark_potentially_failed() {
-                self.emit(Event::SubflowFailed { id });
+                self.emit(now, Event::SubflowFailed { id });
             }
             self.reinject_in_flight(now, i, false);
         }
@@ -41,7 +41,7 @@ impl Connection {
             let Some(sf) = self.subflows.get_mut(i) else { continue };
             if sf.is_open() && !sf.backup() && on(i, sf) {
                 sf.set_oracle_flags(sf.was_bad() || was_bad, sf.high_rto());
-                self.suspect(i);
+                self.suspect(now, i);
             }
         }
         self.open_other_paths(now, false, true);
@@ -51,10 +51,10 @@ impl Connection {
     /// Declares subflow `i` potentially failed and queues its data in flight again for the
     /// other subflows. The data stays in flight here: the retransmission timer keeps probing
     /// the path, and the first new ACK tells it works again.
-    pub(super) fn suspect(&mut self, i: usize) {
+    pub(super) fn suspect(&mut self, now: Time, i: usize) {
         if self.subflows[i].mark_potentially_failed() {
             let id = self.subflows[i].id();
-            self.emit(Event::SubflowFailed { id });
+            self.emit(now, Event::SubflowFailed { id });
         }
         self.copy_in_flight_for_reinjection(i);
     }
@@ -79,7 +79,7 @@ impl Connection {
             return;
         }
         self.multimob.end_hold();
-        self.emit(Event::FailBack);
+        self.emit(now, Event::FailBack);
         for i in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get_mut(i) else { continue };
             sf.set_oracle_flags(false, false);
@@ -163,7 +163,7 @@ impl Connection {
             return;
         }
         if let Some(path) = self.netpath_path(&a.netpath) {
-            self.emit(Event::Verdict { path, verdict: a.verdict });
+            self.emit(now, Event::Verdict { path, verdict: a.verdict });
         }
         let mut set_flags = |bad: Option<bool>, high_rto: Option<bool>| {
             for (k, sf) in self.subflows.enumerate_mut() {
@@ -214,7 +214,7 @@ impl Connection {
     pub(super) fn on_path_silent(&mut self, now: Time, i: usize) {
         if !self.tlp_may_fail_over(i) {
             if self.tlp_may_reinject(i) {
-                self.suspect(i);
+                self.suspect(now, i);
             }
             return;
         }

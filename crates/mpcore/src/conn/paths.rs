@@ -348,7 +348,7 @@ impl Connection {
     }
 
     /// An ADD_ADDR or its echo on subflow `i`; true if it told a new address.
-    pub(super) fn on_add_addr(&mut self, i: usize, a: AddAddr) -> bool {
+    pub(super) fn on_add_addr(&mut self, now: Time, i: usize, a: AddAddr) -> bool {
         let Some(keys) = self.keys.as_ref() else { return false };
         let Some(h) = a.hmac else {
             // An echo: our announcement arrived.
@@ -362,7 +362,7 @@ impl Connection {
         }
         let new = self.addrs.on_announced(a);
         if new {
-            self.emit(Event::AddressAnnounced { addr_id: a.addr_id, addr: SocketAddr::new(a.ip, a.port) });
+            self.emit(now, Event::AddressAnnounced { addr_id: a.addr_id, addr: SocketAddr::new(a.ip, a.port) });
         }
         self.subflows[i].carry(FrameSet::ADDR_ECHO);
         new

@@ -36,12 +36,12 @@ impl Connection {
         self.subflows[i].set_tlp_check(None);
         let id = self.subflows[i].id();
         if acked.recovered {
-            self.emit(Event::SubflowRecovered { id });
+            self.emit(now, Event::SubflowRecovered { id });
         }
         if acked.established {
             let sf = &self.subflows[i];
             let ev = Event::SubflowEstablished { id, path: sf.local_path(), backup: sf.backup() };
-            self.emit(ev);
+            self.emit(now, ev);
         }
         // Coupled: the working subflows that used their window within the last RTO, and this
         // one (see `cc`'s module documentation).
@@ -59,6 +59,7 @@ impl Connection {
         );
         let send = &mut self.send;
         self.subflows[i].finish_ack(now, &acked, coupling, &mut |d| send.queue_retransmission(d, 0));
+        self.qlog_metrics(now, i);
     }
 
     /// Loss detection by time on subflow `i` (its loss timer expired).
@@ -91,7 +92,7 @@ impl Connection {
         // Closed first, so that connection-level frames in flight there go to another subflow.
         self.subflows[i].close(now, reason, tell_peer);
         self.reinject_in_flight(now, i, false);
-        self.emit(Event::SubflowClosed { id, reason });
+        self.emit(now, Event::SubflowClosed { id, reason });
         self.recv.forget_slot(i);
         // The last subflow gone: the connection waits for a join (the client's new address
         // after a break-before-make move) until its idle timeout; without one, it ends now.

@@ -164,6 +164,11 @@ impl Connection {
             }
             pick = self.sched.pick(&self.infos, &s);
         }
+        if let (Some(q), Pick::Send(i)) = (self.qlog.as_deref_mut(), pick) {
+            if let Some(sf) = self.subflows.get(i) {
+                q.pick(now, sf.id());
+            }
+        }
         match pick {
             Pick::Send(i) if self.subflows.get(i).is_some() => Some((i, seg)),
             Pick::SendAll(mask) => {

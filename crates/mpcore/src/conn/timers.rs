@@ -249,6 +249,9 @@ impl Connection {
         if t.expired(timer::RECEIVE_IDLE, now) && self.multimob.idle_timer.expired(now) {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
+            if let Some(q) = self.qlog.as_deref_mut() {
+                q.receive_idle_timer(now);
+            }
             self.fail_over(now, true, |_, s| !s.failover());
         }
         if t.expired(timer::TRIM, now) {
@@ -300,6 +303,8 @@ impl Connection {
                 self.reclaim_subflow(i);
             }
         }
+        // The packets the timeouts declared lost, into the log at their time.
+        self.qlog_losses();
         // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
         // had already passed.
         let cx = self.timer_context();
@@ -373,7 +378,7 @@ impl Connection {
             Expiry::Timeout { newly_failed } => {
                 if newly_failed {
                     let id = self.subflows[i].id();
-                    self.emit(Event::SubflowFailed { id });
+                    self.emit(now, Event::SubflowFailed { id });
                     self.open_on_demand(now);
                 }
                 // Everything in flight is presumed lost and goes to the retransmission queue,

@@ -17,6 +17,7 @@
 
 mod io;
 mod paths;
+mod qlog;
 mod reuseport;
 mod socket;
 mod state;
@@ -107,14 +108,23 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         epoch,
     };
     let (paths, infos) = ifaces.open_initial(&mut io)?;
-    let mut ep = Endpoint::new(opts.config.clone(), paths, server).map_err(|e| Error::Config(e.to_string()))?;
+    let mut config = opts.config.clone();
+    // A configuration given whole after `qlog_dir` keeps the log on.
+    config.qlog |= opts.qlog_dir.is_some();
+    let mut ep = Endpoint::new(config, paths, server).map_err(|e| Error::Config(e.to_string()))?;
     for (p, info) in infos.iter().enumerate() {
         if !info.up {
             ep.set_path_up(0, PathId(p as u8), false);
         }
     }
     let names = ifaces.list.iter().map(|w| w.iface.name()).collect();
-    let shared = Arc::new(Shared { state: Mutex::new(State::new(ep, epoch, infos, names)) });
+    let mut state = State::new(ep, epoch, infos, names);
+    if let Some(dir) = &opts.qlog_dir {
+        let files = qlog::QlogFiles::new(dir.clone())
+            .map_err(|source| Error::Io { context: format!("qlog directory {}", dir.display()), source })?;
+        state.qlog = Some(files);
+    }
+    let shared = Arc::new(Shared { state: Mutex::new(state) });
     #[cfg(target_os = "linux")]
     let events = ifaces
         .list

@@ -182,6 +182,8 @@ pub(crate) struct State {
     pub(crate) inbox: VecDeque<(mpcore::PathId, SocketAddr, Vec<u8>)>,
     /// Times the driver task ran (each a wake-up of its thread when the endpoint is idle).
     pub(crate) wakeups: u64,
+    /// `Options::qlog_dir`: the connections' event logs, written after each round.
+    pub(crate) qlog: Option<super::qlog::QlogFiles>,
 }
 
 impl State {
@@ -206,6 +208,7 @@ impl State {
             path_waker: None,
             names,
             wakeups: 0,
+            qlog: None,
         }
     }
 
@@ -317,6 +320,9 @@ impl State {
 
     /// Hands the endpoint's events and accepted connections to the handles waiting for them.
     pub(crate) fn dispatch(&mut self) {
+        if let Some(q) = self.qlog.as_mut() {
+            q.collect(&mut self.ep);
+        }
         while let Some((h, ev)) = self.ep.poll_event() {
             let path = match ev {
                 Event::Verdict { path, .. } | Event::SubflowEstablished { path, .. } => Some(path),
@@ -324,6 +330,9 @@ impl State {
             };
             let slot = self.slot(h);
             if ev == Event::Forgotten {
+                if let Some(q) = self.qlog.as_mut() {
+                    q.finish(h);
+                }
                 self.reclaim(h);
                 continue;
             }

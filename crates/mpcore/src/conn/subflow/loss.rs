@@ -4,7 +4,7 @@
 //! frames a lost packet carried go back to their owners (`pend_again`), its data to the
 //! connection through a callback.
 
-use super::recovery::{Acked, Probe, SentPacket, CC_EVENTS, GRANULARITY_US};
+use super::recovery::{Acked, LossTrigger, Probe, SentPacket, CC_EVENTS, GRANULARITY_US};
 use super::{DataRef, FrameSet, Subflow, SubflowState};
 use crate::conn::cc::Coupling;
 use crate::wire::Ack;
@@ -178,7 +178,8 @@ impl Subflow {
                     continue;
                 }
                 lost_latest = Some(lost_latest.map_or(p.time, |t| t.max(p.time)));
-                self.count_loss(now, p.pn);
+                let trigger = if p.pn + 3 <= largest { LossTrigger::Reordering } else { LossTrigger::Time };
+                self.count_loss(now, p.pn, trigger);
                 self.pend_again(p.ctrl);
                 self.acks.news |= p.carried_ack;
                 if let Some(d) = p.data {
@@ -197,8 +198,11 @@ impl Subflow {
 
     /// Packet `pn` is declared lost. The oracle's count takes it unless a tail loss probe
     /// marked it lost already (the first packet up to the probe's mark).
-    fn count_loss(&mut self, now: Time, pn: u64) {
+    fn count_loss(&mut self, now: Time, pn: u64, trigger: LossTrigger) {
         self.counters.packets_lost += 1;
+        if let Some(log) = self.rec.lost_log.as_mut() {
+            log.push((now, pn, trigger));
+        }
         self.rec.note_loss(now);
         if self.rec.tlp_marked.is_some_and(|m| pn <= m) {
             self.rec.tlp_marked = None;
@@ -251,6 +255,21 @@ impl Subflow {
         r.eliciting_in_flight >= 2 && r.sent.iter().find(|p| p.ack_eliciting).is_some_and(|p| self.last_rx < p.time)
     }
 
+    /// The connection logs events: from now on this subflow notes the packets it declares
+    /// lost, for [`Subflow::take_losses`].
+    pub fn log_losses(&mut self) {
+        self.rec.lost_log.get_or_insert_with(Vec::new);
+    }
+
+    /// Hands each packet declared lost since the last call to `each` (time, number, why).
+    pub fn take_losses(&mut self, mut each: impl FnMut(Time, u64, LossTrigger)) {
+        if let Some(log) = self.rec.lost_log.as_mut() {
+            for (t, pn, why) in log.drain(..) {
+                each(t, pn, why);
+            }
+        }
+    }
+
     /// How long this subflow has been silent with data in flight at `now`: since the later of
     /// the last packet received and the oldest ack-eliciting packet in flight (0 when nothing
     /// is in flight).
@@ -272,7 +291,7 @@ impl Subflow {
                 continue;
             }
             if count_lost {
-                self.count_loss(now, p.pn);
+                self.count_loss(now, p.pn, LossTrigger::Timeout);
             }
             self.rec.remove_from_flight(&p);
             if self.is_open() {

@@ -268,6 +268,20 @@ pub struct Recovery {
     /// The newest packet number in flight when a tail loss probe fired, until a packet up to
     /// it is declared lost: the probe counted that loss for the oracle already.
     pub tlp_marked: Option<u64>,
+    /// The packets declared lost since the connection's log last looked, when it logs
+    /// (`Subflow::log_losses`).
+    pub lost_log: Option<Vec<(Time, u64, LossTrigger)>>,
+}
+
+/// Why a packet was declared lost (qlog's `trigger`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossTrigger {
+    /// Three later packets were acknowledged (RFC 9002 §6.1.1).
+    Reordering,
+    /// A later packet was acknowledged 9/8 of an RTT after it left (§6.1.2).
+    Time,
+    /// The retransmission timer expired, or the subflow failed or closed, with it in flight.
+    Timeout,
 }
 
 /// Most `(send time, bytes)` pairs an ACK hands to congestion control one by one; beyond,
@@ -310,6 +324,7 @@ impl Recovery {
             recent_losses: 0,
             last_loss_at: 0,
             tlp_marked: None,
+            lost_log: None,
         }
     }
 

@@ -1,0 +1,83 @@
+//! `Options::qlog_dir`: every connection's qlog event log (PROTOCOL.md §12) in a file of its
+//! own, `DIR/<client|server>-<endpoint start, unix ms>-<connection>.sqlog`, appended after
+//! each round of the driver and closed when the endpoint forgets the connection.
+//!
+//! The records are taken under the endpoint's lock and written through a 64 KiB buffer per
+//! file, so a round costs a system call only when a buffer fills (or a connection ends). A
+//! file that cannot be written is counted and given up; the connection is not affected.
+
+use mpcore::{ConnHandle, Endpoint, Side};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+#[derive(Debug)]
+pub(crate) struct QlogFiles {
+    dir: PathBuf,
+    /// The endpoint's start (unix ms): two endpoints writing to one directory never share a
+    /// file name.
+    stamp: u128,
+    files: HashMap<ConnHandle, Option<BufWriter<File>>>,
+    buf: Vec<u8>,
+    handles: Vec<ConnHandle>,
+    /// Files that could not be created or written.
+    pub(crate) errors: u64,
+}
+
+impl QlogFiles {
+    pub(crate) fn new(dir: PathBuf) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&dir)?;
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        Ok(Self { dir, stamp, files: HashMap::new(), buf: Vec::new(), handles: Vec::new(), errors: 0 })
+    }
+
+    /// Appends what every connection logged since the last call to its file.
+    pub(crate) fn collect(&mut self, ep: &mut Endpoint) {
+        self.handles.clear();
+        self.handles.extend(ep.handles());
+        for k in 0..self.handles.len() {
+            let h = self.handles[k];
+            let Some(c) = ep.conn_mut(h) else { continue };
+            self.buf.clear();
+            c.take_qlog(&mut self.buf);
+            if self.buf.is_empty() {
+                continue;
+            }
+            let side = if c.side() == Side::Client { "client" } else { "server" };
+            let (dir, stamp) = (&self.dir, self.stamp);
+            let file = self.files.entry(h).or_insert_with(|| {
+                let path = dir.join(format!("{side}-{stamp}-{h}.sqlog"));
+                File::create(&path)
+                    .map_err(|e| tracing::warn!(path = %path.display(), error = %e, "qlog file not created"))
+                    .ok()
+                    .map(|f| BufWriter::with_capacity(64 << 10, f))
+            });
+            let failed = match file {
+                Some(f) => f.write_all(&self.buf).is_err(),
+                None => true,
+            };
+            if failed {
+                self.errors += 1;
+                *file = None;
+            }
+        }
+    }
+
+    /// Connection `h` was forgotten: its file is complete.
+    pub(crate) fn finish(&mut self, h: ConnHandle) {
+        if let Some(Some(mut f)) = self.files.remove(&h) {
+            if f.flush().is_err() {
+                self.errors += 1;
+            }
+        }
+    }
+}
+
+impl Drop for QlogFiles {
+    fn drop(&mut self) {
+        for f in self.files.values_mut().flatten() {
+            let _ = f.flush();
+        }
+    }
+}
