@@ -172,7 +172,7 @@ pub struct Config {
     /// then read and change everything). `Endpoint::connect` refuses to start with neither
     /// this nor `server_keys`.
     pub unauthenticated_server: bool,
-    /// Keep an event log per connection (qlog, PROTOCOL.md §12), taken with
+    /// Keep an event log per connection (qlog, PROTOCOL.md §13), taken with
     /// `Connection::take_qlog`. Off by default: then no log exists and logging costs a test of
     /// an `Option` per event site.
     pub qlog: bool,

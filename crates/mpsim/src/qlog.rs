@@ -1,4 +1,4 @@
-//! The connections' qlog event logs in a simulation (PROTOCOL.md §12), in virtual time:
+//! The connections' qlog event logs in a simulation (PROTOCOL.md §13), in virtual time:
 //! turned on by `Config::qlog` on either side, taken from every connection after each step, so
 //! a connection's log outlives it.
 

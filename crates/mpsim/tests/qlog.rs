@@ -1,4 +1,4 @@
-//! Issue 39: a connection's qlog (PROTOCOL.md §12) says what its statistics say. A MultiMob
+//! Issue 39: a connection's qlog (PROTOCOL.md §13) says what its statistics say. A MultiMob
 //! phone with a lossy WiFi that fails before the second request, both sides logging: every
 //! record is JSON-SEQ with the schema's fields; per path, the packets sent, received and
 //! lost in the log are the subflow's counters; every join is there; no key is.

@@ -1,4 +1,4 @@
-//! The connection's event log in qlog's streaming form (PROTOCOL.md §12): JSON-SEQ records
+//! The connection's event log in qlog's streaming form (PROTOCOL.md §13): JSON-SEQ records
 //! (RFC 7464: each record starts with RS, 0x1E, and ends with a newline), a header record and
 //! then one event per record, with the main schema's `time`, `name` and `data`.
 //!

@@ -1,4 +1,4 @@
-//! `Options::qlog_dir`: every connection's qlog event log (PROTOCOL.md §12) in a file of its
+//! `Options::qlog_dir`: every connection's qlog event log (PROTOCOL.md §13) in a file of its
 //! own, `DIR/<client|server>-<endpoint start, unix ms>-<connection>.sqlog`, appended after
 //! each round of the driver and closed when the endpoint forgets the connection.
 //!
