@@ -90,6 +90,9 @@ pub fn values(args: &RunArgs) -> Result<(), String> {
     if let Some(p) = &args.plot {
         writable("--plot", p)?;
     }
+    if let Some(p) = &args.timeline {
+        writable("--timeline", p)?;
+    }
     Ok(())
 }
 

@@ -37,6 +37,24 @@ pub enum Command {
     /// Write a key pair for a server to FILE (PEM, readable by its owner only) and print its
     /// public key, one base64 line, for the clients (`-c HOST --server-key KEY`).
     Keygen(KeygenArgs),
+    /// Draw a connection's qlog (`--qlog DIR` wrote it) as a timeline: one lane per subflow
+    /// (packets sent, received, lost; what happened to it), the transport's decisions and the
+    /// cellular radio's state.
+    Timeline(TimelineArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TimelineArgs {
+    /// The connection's qlog (`.sqlog`).
+    pub log: PathBuf,
+    /// Where to write the picture.
+    pub svg: PathBuf,
+    /// The local paths that are cellular (their packets drive the radio's lane).
+    #[arg(long, value_name = "N,M", value_delimiter = ',', default_value = "1")]
+    pub cellular: Vec<u64>,
+    /// The radio model: `lte`, `nr` or `none`.
+    #[arg(long, default_value = "lte", value_parser = parse_radio)]
+    pub radio: Radio,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -136,6 +154,14 @@ pub struct RunArgs {
     /// Draw the CDF of the request delays into an SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Write the connection's event log (qlog, JSON-SEQ) into DIR, one `.sqlog` file per
+    /// connection (for qvis, or `iperf-siri timeline`).
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
+    /// Draw the connection's timeline (its qlog: subflows, packets, losses, decisions, the
+    /// radio, the requests) into an SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
     #[command(flatten)]
     pub workload: Workload,
     /// The control protocol version to announce (tests of the version check).
@@ -207,6 +233,9 @@ pub struct DemoArgs {
     /// Draw the three delay CDFs into an SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Draw the MultiMob run's timeline (from its client's qlog) into an SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
     /// Output JSON: each run's full report.
     #[arg(short = 'J', long)]
     pub json: bool,
@@ -372,6 +401,14 @@ impl RunArgs {
         }
     }
 
+    /// Where the connection's qlog goes: `--qlog DIR`, or for `--timeline` alone a directory
+    /// of this process's own under the system's temporary directory.
+    pub fn qlog_dir(&self) -> Option<PathBuf> {
+        self.qlog.clone().or_else(|| {
+            self.timeline.as_ref().map(|_| std::env::temp_dir().join(format!("iperf-siri-{}", std::process::id())))
+        })
+    }
+
     /// The transport's options for this side.
     pub fn options(&self, client: bool) -> Result<Options, String> {
         if client && self.server_keys.is_empty() && !self.insecure {
@@ -391,6 +428,9 @@ impl RunArgs {
             .connect_timeout(self.connect_timeout)
             // A server accepts fast joins; a client offers them under multimob or when asked.
             .fast_join(!client || multimob || self.fast_join);
+        if let Some(dir) = self.qlog_dir() {
+            o = o.qlog_dir(dir);
+        }
         let c = o.config_mut();
         c.congestion = mpudp::CongestionControl::from_name(&self.cc).unwrap_or_default();
         c.oracle.period = self.oracle_period.as_micros().max(1) as u64;

@@ -80,6 +80,11 @@ pub fn params(args: &DemoArgs, s: &Setup) -> Params {
     }
 }
 
+/// Where the MultiMob client's qlog goes for `--timeline` (this process's own directory).
+fn qlog_dir(args: &DemoArgs) -> Option<std::path::PathBuf> {
+    args.timeline.as_ref().map(|_| std::env::temp_dir().join(format!("iperf-siri-demo-{}", std::process::id())))
+}
+
 /// One pair through its emulator; the client's report.
 pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
     let multimob = s.path_manager == PathManager::MultiMob;
@@ -109,7 +114,10 @@ pub async fn one(args: &DemoArgs, s: Setup) -> Result<Report, String> {
 
     // Cellular is a backup path for the backup path manager and for the phone preset.
     let backup = s.path_manager == PathManager::Backup || multimob;
-    let base = if multimob { Options::phone() } else { Options::new().path_manager(s.path_manager) };
+    let mut base = if multimob { Options::phone() } else { Options::new().path_manager(s.path_manager) };
+    if let (true, Some(dir)) = (multimob, qlog_dir(args)) {
+        base = base.qlog_dir(dir);
+    }
     let opts = base
         .interface(Interface::unbound(SocketAddr::new(ip(WIFI), 0)).kind(Iface::Wifi))
         .interface(Interface::unbound(SocketAddr::new(ip(CELLULAR), 0)).kind(Iface::Cellular).backup(backup))
@@ -261,6 +269,9 @@ pub async fn run(args: &DemoArgs) -> Result<(), String> {
     if args.fail_after >= args.requests {
         return Err("--fail-after must be below --requests, or WiFi never fails during the run".into());
     }
+    if let Some(p) = &args.timeline {
+        crate::check::writable("--timeline", p)?;
+    }
     if !args.json {
         println!("iperf-siri demo: three runs at once, about {:.0} s ...", estimate(args).as_secs_f64());
     }
@@ -294,6 +305,14 @@ pub async fn run(args: &DemoArgs) -> Result<(), String> {
             &series,
         );
         std::fs::write(path, svg).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+    }
+    if let (Some(path), Some(dir)) = (&args.timeline, qlog_dir(args)) {
+        let multimob = reports.iter().find(|(s, _)| s.path_manager == PathManager::MultiMob).map(|(_, r)| r);
+        let drawn = multimob
+            .ok_or_else(|| "no MultiMob run".to_string())
+            .and_then(|r| crate::timeline::draw(&dir, r, args.radio.0, path));
+        let _ = std::fs::remove_dir_all(&dir);
+        drawn?;
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ pub mod plot;
 pub mod proto;
 pub mod report;
 pub mod run;
+pub mod timeline;
 
 use cli::RunArgs;
 use context::Context;
@@ -55,7 +56,28 @@ fn emit(out: &Out, args: &RunArgs, report: &report::Report) -> Result<(), String
         );
         std::fs::write(path, svg).map_err(|e| format!("--plot {}: {e}", path.display()))?;
     }
+    if let (Some(path), Some(dir)) = (&args.timeline, args.qlog_dir()) {
+        let drawn = timeline::draw(&dir, report, Some(oracle::radio::Profile::LTE), path);
+        if args.qlog.is_none() {
+            // The log was only for the picture.
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        drawn?;
+    }
     Ok(())
+}
+
+/// `iperf-siri timeline LOG SVG`.
+pub fn timeline_command(t: &cli::TimelineArgs) -> Result<(), String> {
+    let text = std::fs::read_to_string(&t.log).map_err(|e| format!("{}: {e}", t.log.display()))?;
+    let records = timeline::parse(&text).map_err(|e| format!("{}: {e}", t.log.display()))?;
+    let extras = timeline::Extras {
+        title: t.log.display().to_string(),
+        cellular: t.cellular.clone(),
+        radio: t.radio.0,
+        ..timeline::Extras::default()
+    };
+    std::fs::write(&t.svg, timeline::svg(&records, &extras)).map_err(|e| format!("{}: {e}", t.svg.display()))
 }
 
 /// `iperf-siri keygen FILE`: a key pair to FILE (created, mode 0600), its public key printed.

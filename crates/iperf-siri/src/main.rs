@@ -67,6 +67,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Some(Command::Demo(d)) => iperf_siri::demo::run(d).await,
             Some(Command::Keygen(k)) => iperf_siri::keygen(&k.file),
+            Some(Command::Timeline(t)) => iperf_siri::timeline_command(t),
             None if cli.run.server => iperf_siri::server(&cli.run).await,
             None if cli.run.client.is_some() => iperf_siri::client(&cli.run).await,
             None => Err("say -s (server), -c HOST (client) or `demo`; see --help".into()),

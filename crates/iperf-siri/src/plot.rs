@@ -11,7 +11,7 @@ const BOTTOM: f64 = 50.0;
 const COLOURS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
 
 /// A "nice" axis end at or above `max`: 1, 2 or 5 times a power of ten.
-fn nice(max: f64) -> f64 {
+pub(crate) fn nice(max: f64) -> f64 {
     if max <= 0.0 || !max.is_finite() {
         return 1.0;
     }
@@ -19,12 +19,12 @@ fn nice(max: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * p).find(|v| *v >= max).unwrap_or(10.0 * p)
 }
 
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// A tick label without float noise (0.30000000000000004 → 0.3).
-fn tick(v: f64) -> String {
+pub(crate) fn tick(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -194,7 +194,11 @@ fn siri_over_two_loopback_paths_fills_the_json() {
     let _serial = one_at_a_time();
     let (srv, port) = server(&["-1", "--scheduler", "last-received"]);
     let svg = std::env::temp_dir().join(format!("iperf-siri-test-{}.svg", std::process::id()));
+    let qlogs = std::env::temp_dir().join(format!("iperf-siri-qlog-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&qlogs);
     let out = client(&[
+        "--qlog",
+        qlogs.to_str().unwrap(),
         "-c",
         "127.0.0.1",
         "-p",
@@ -265,6 +269,29 @@ fn siri_over_two_loopback_paths_fills_the_json() {
     assert!(plot.starts_with("<svg") && plot.contains("<path"), "{plot}");
     let _ = std::fs::remove_file(&svg);
     assert!(wait_exit(srv, Duration::from_secs(10)).success(), "-1: the server exits after one test");
+    // --qlog: the client's one connection, one JSON-SEQ file; both subflows in it.
+    let logs: Vec<_> = std::fs::read_dir(&qlogs).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let name = logs[0].file_name().unwrap().to_string_lossy().to_string();
+    assert!(name.starts_with("client-") && name.ends_with(".sqlog"), "{name}");
+    let text = std::fs::read_to_string(&logs[0]).unwrap();
+    let records: Vec<Value> = text.split('\x1e').skip(1).map(|r| serde_json::from_str(r.trim_end()).unwrap()).collect();
+    assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
+    for id in [0, 1] {
+        let sent = records.iter().filter(|e| e["name"] == "transport:packet_sent" && e["data"]["path_id"] == id);
+        assert!(sent.count() > 2, "subflow {id} sent packets");
+    }
+    // `iperf-siri timeline` draws it: a lane per subflow and the radio on cellular (path 1).
+    let drawn = qlogs.join("t.svg");
+    let t = run(&["timeline", logs[0].to_str().unwrap(), drawn.to_str().unwrap()]);
+    assert!(t.status.success(), "{t:?}");
+    let pic = std::fs::read_to_string(&drawn).unwrap();
+    for lane in ["subflow 0 (path 0)", "subflow 1 (path 1, cellular)", "decisions", "radio (lte)"] {
+        assert!(pic.contains(&format!(">{lane}<")), "lane {lane:?} missing");
+    }
+    let bad = stderr_line(&run(&["timeline", svg.to_str().unwrap(), drawn.to_str().unwrap()]));
+    assert!(bad.contains("No such file") || bad.contains("qlog"), "{bad}");
+    let _ = std::fs::remove_dir_all(&qlogs);
 }
 
 #[test]
@@ -328,7 +355,22 @@ fn a_busy_server_and_a_version_mismatch_are_refused_clearly() {
 #[test]
 fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure() {
     let _serial = one_at_a_time();
-    let out = run(&["demo", "--requests", "2", "--wait", "0.6s", "--fail-after", "1", "--restore-after", "0", "-J"]);
+    let timeline = std::env::temp_dir().join(format!("iperf-siri-timeline-{}.svg", std::process::id()));
+    let tl = timeline.to_str().unwrap();
+    let out = run(&[
+        "demo",
+        "--requests",
+        "2",
+        "--wait",
+        "0.6s",
+        "--fail-after",
+        "1",
+        "--restore-after",
+        "0",
+        "-J",
+        "--timeline",
+        tl,
+    ]);
     let j = json(&out);
     let runs = j["demo"].as_array().unwrap();
     let labels: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
@@ -365,6 +407,21 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
     let second = &runs[2]["report"]["requests"][1];
     let worst = second["ir_delays_ms"].as_array().unwrap().iter().filter_map(|d| d.as_f64()).fold(0.0, f64::max);
     assert!(worst >= 260.0, "the failover's burst waited {worst} ms: {second}");
+    // The MultiMob run's timeline: its lanes, the failover on WiFi's, the join on cellular's,
+    // the oracle's verdict, the radio's one promotion, and every burst's wait.
+    let pic = std::fs::read_to_string(&timeline).unwrap();
+    let _ = std::fs::remove_file(&timeline);
+    let lanes =
+        ["subflow 0 (path 0)", "subflow 1 (path 1, cellular)", "decisions", "radio (lte)", "requests (answer waits)"];
+    for lane in lanes {
+        assert!(pic.contains(&format!(">{lane}<")), "lane {lane:?} missing");
+    }
+    let count = |what: &str| pic.matches(what).count();
+    assert_eq!(count(r#"class="burst""#), 2 * 9, "a bar per burst");
+    assert!(pic.contains(">potentially failed<") && count(">established<") == 2, "the subflows' marks");
+    assert!(pic.contains(">path 0: bad<"), "the oracle's verdict on WiFi");
+    assert!(pic.contains("<title>Promoting</title>") && pic.contains(">wakes 1,"), "the radio woke once");
+    assert!(count(r#"class="lost""#) > 0, "WiFi's losses");
 }
 
 /// `--path-manager backup` on two paths and no failure (issue 17): the cellular backup

@@ -147,11 +147,11 @@ impl Qlog {
             self.dropped += 1;
             return false;
         }
-        let _ = write!(
-            self.out,
-            "\x1e{{\"time\":{:.3},\"name\":\"{name}\",\"data\":{{",
-            ms(now.saturating_sub(self.start))
-        );
+        self.out.push_str("\x1e{\"time\":");
+        push_ms(&mut self.out, now.saturating_sub(self.start));
+        self.out.push_str(",\"name\":\"");
+        self.out.push_str(name);
+        self.out.push_str("\",\"data\":{");
         true
     }
 
@@ -164,15 +164,18 @@ impl Qlog {
             self.out.push(',');
         }
         *first = false;
-        let _ = write!(self.out, "{{\"frame_type\":\"{name}\"");
+        self.out.push_str("{\"frame_type\":\"");
+        self.out.push_str(name);
+        self.out.push('"');
     }
 
     fn header(&mut self, sf: u32, kind: PacketKind, pn: u64, len: usize) {
-        let _ = write!(
-            self.out,
-            "\"path_id\":{sf},\"header\":{{\"packet_type\":\"{}\",\"packet_number\":{pn}}},\"raw\":{{\"length\":{len}}},\"frames\":[",
-            kind.name()
-        );
+        push_field(&mut self.out, "\"path_id\":", u64::from(sf));
+        self.out.push_str(",\"header\":{\"packet_type\":\"");
+        self.out.push_str(kind.name());
+        push_field(&mut self.out, "\",\"packet_number\":", pn);
+        push_field(&mut self.out, "},\"raw\":{\"length\":", len as u64);
+        self.out.push_str("},\"frames\":[");
     }
 
     /// `transport:packet_sent`: what a sealed packet carried.
@@ -213,7 +216,8 @@ impl Qlog {
 
     fn dss_fields(&mut self, map: Option<(u64, u32, bool, bool)>, data_ack: Option<u64>) {
         if let Some((dsn, len, fin, idle)) = map {
-            let _ = write!(self.out, ",\"data_sequence\":{dsn},\"length\":{len}");
+            push_field(&mut self.out, ",\"data_sequence\":", dsn);
+            push_field(&mut self.out, ",\"length\":", u64::from(len));
             if fin {
                 self.out.push_str(",\"data_fin\":true");
             }
@@ -222,7 +226,7 @@ impl Qlog {
             }
         }
         if let Some(a) = data_ack {
-            let _ = write!(self.out, ",\"data_ack\":{a}");
+            push_field(&mut self.out, ",\"data_ack\":", a);
         }
         self.out.push('}');
     }
@@ -250,7 +254,8 @@ impl Qlog {
                 Frame::Padding { .. } => continue,
                 Frame::Ack(a) => {
                     self.frame(&mut first, "ack");
-                    let _ = write!(self.out, ",\"largest_acknowledged\":{}}}", a.largest);
+                    push_field(&mut self.out, ",\"largest_acknowledged\":", a.largest);
+                    self.out.push('}');
                 }
                 Frame::Dss(d) => {
                     self.frame(&mut first, "dss");
@@ -310,10 +315,13 @@ impl Qlog {
         let fresh = was.srtt == u64::MAX;
         for (name, v, old, time) in fields {
             if fresh || v != old {
+                self.out.push_str(",\"");
+                self.out.push_str(name);
+                self.out.push_str("\":");
                 if time {
-                    let _ = write!(self.out, ",\"{name}\":{:.3}", ms(v));
+                    push_ms(&mut self.out, v);
                 } else {
-                    let _ = write!(self.out, ",\"{name}\":{v}");
+                    push_u64(&mut self.out, v);
                 }
             }
         }
@@ -372,6 +380,37 @@ impl Qlog {
     }
 }
 
+/// Appends `v` in decimal (the log's numbers, without the formatting machinery: a bulk
+/// transfer logs a few hundred thousand of them a second).
+fn push_u64(out: &mut String, mut v: u64) {
+    let mut b = [0u8; 20];
+    let mut i = b.len();
+    loop {
+        i -= 1;
+        b[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.push_str(core::str::from_utf8(&b[i..]).unwrap_or("0"));
+}
+
+/// Appends microseconds as milliseconds with three decimals.
+fn push_ms(out: &mut String, us: u64) {
+    push_u64(out, us / 1_000);
+    let r = us % 1_000;
+    out.push('.');
+    out.push(char::from(b'0' + (r / 100) as u8));
+    out.push(char::from(b'0' + (r / 10 % 10) as u8));
+    out.push(char::from(b'0' + (r % 10) as u8));
+}
+
+fn push_field(out: &mut String, key: &str, v: u64) {
+    out.push_str(key);
+    push_u64(out, v);
+}
+
 /// A received frame's `frame_type` (numbers, not contents: no HMAC or key is logged).
 fn frame_name(f: &Frame<'_>) -> &'static str {
     match f {
@@ -413,5 +452,22 @@ fn close_name(r: CloseReason) -> &'static str {
         CloseReason::VersionMismatch => "version_mismatch",
         CloseReason::TokenCollision => "token_collision",
         CloseReason::NoSubflow => "no_subflow",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_the_formatter_would() {
+        for v in [0, 7, 10, 999, 1_000, 1_234_567, u64::MAX] {
+            let mut s = String::new();
+            push_u64(&mut s, v);
+            assert_eq!(s, v.to_string());
+            let mut m = String::new();
+            push_ms(&mut m, v);
+            assert_eq!(m, format!("{}.{:03}", v / 1_000, v % 1_000));
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! each round of the driver and closed when the endpoint forgets the connection.
 //!
 //! The records are taken under the endpoint's lock and written through a 64 KiB buffer per
-//! file, so a round costs a system call only when a buffer fills (or a connection ends). A
+//! file, so a round costs a system call only when a buffer fills (or a connection closes). A
 //! file that cannot be written is counted and given up; the connection is not affected.
 
 use mpcore::{ConnHandle, Endpoint, Side};
@@ -45,6 +45,8 @@ impl QlogFiles {
                 continue;
             }
             let side = if c.side() == Side::Client { "client" } else { "server" };
+            // A closed connection's log is complete but for its drain: on disk at once.
+            let closed = c.is_closed();
             let (dir, stamp) = (&self.dir, self.stamp);
             let file = self.files.entry(h).or_insert_with(|| {
                 let path = dir.join(format!("{side}-{stamp}-{h}.sqlog"));
@@ -54,7 +56,7 @@ impl QlogFiles {
                     .map(|f| BufWriter::with_capacity(64 << 10, f))
             });
             let failed = match file {
-                Some(f) => f.write_all(&self.buf).is_err(),
+                Some(f) => f.write_all(&self.buf).is_err() || (closed && f.flush().is_err()),
                 None => true,
             };
             if failed {
