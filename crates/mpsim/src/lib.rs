@@ -15,6 +15,7 @@
 
 pub mod apps;
 pub mod day;
+pub mod pcap;
 pub mod qlog;
 pub mod radio;
 pub mod scenarios;
@@ -249,6 +250,8 @@ pub struct Sim {
     links: Vec<usize>,
     /// The connections' event logs, when `Config::qlog` is on for a side.
     pub qlogs: qlog::QlogStore,
+    /// Every datagram entering a path (and every one injected), when set.
+    pub capture: Option<pcap::Pcap>,
 }
 
 impl std::fmt::Debug for Sim {
@@ -361,6 +364,7 @@ impl Sim {
             injections: Vec::new(),
             links: (0..npaths).collect(),
             qlogs: qlog::QlogStore::default(),
+            capture: None,
         })
     }
 
@@ -507,6 +511,9 @@ impl Sim {
         let dir = if from_client { Dir::Up } else { Dir::Down };
         if let Some(tap) = self.tap.as_mut() {
             tap(now, k, dir, &bytes);
+        }
+        if let Some(c) = self.capture.as_mut() {
+            c.push(now, src, dst, &bytes);
         }
         let size = bytes.len();
         let d = if dir == Dir::Up { 0 } else { 1 };
@@ -672,6 +679,10 @@ impl Sim {
             let at = now + self.paths[k].cfg.delay;
             let local = self.client_path_for(k, None);
             let to_server = dir == Dir::Up;
+            if let Some(c) = self.capture.as_mut() {
+                let to = if to_server { self.server_addr } else { self.paths[k].cfg.client_addr };
+                c.push(now, from, to, &bytes);
+            }
             self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, local, from, bytes }));
         }
         while self.queue.peek().is_some_and(|d| d.0.at <= now) {
