@@ -404,6 +404,15 @@ int32_t mpu_options_add_fd(uint64_t options,
 // `key` must be a NUL-terminated string.
 int32_t mpu_options_server_key(uint64_t options, const char *key);
 
+// Writes every connection's event log (qlog, JSON-SEQ: PROTOCOL.md §13) to a file of its own
+// in the directory `dir` (created if missing; an app's cache directory): what a developer
+// reads in qvis or `iperf-siri timeline` after a failover on a phone. No key or payload byte
+// is in it. The endpoint fails to build (`MPU_ERR_IO`) if the directory cannot be made.
+//
+// # Safety
+// `dir` must be a NUL-terminated string.
+int32_t mpu_options_qlog_dir(uint64_t options, const char *dir);
+
 // A server's identity from its PEM file's text (`iperf-siri keygen`).
 //
 // # Safety

@@ -174,6 +174,25 @@ pub unsafe extern "C" fn mpu_options_server_key(options: u64, key: *const c_char
     })
 }
 
+/// Writes every connection's event log (qlog, JSON-SEQ: PROTOCOL.md §13) to a file of its own
+/// in the directory `dir` (created if missing; an app's cache directory): what a developer
+/// reads in qvis or `iperf-siri timeline` after a failover on a phone. No key or payload byte
+/// is in it. The endpoint fails to build (`MPU_ERR_IO`) if the directory cannot be made.
+///
+/// # Safety
+/// `dir` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_qlog_dir(options: u64, dir: *const c_char) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let d = unsafe { arg_str(dir, "dir") }?;
+        if d.is_empty() {
+            return Err(invalid("qlog directory: empty path"));
+        }
+        with(options, |o| Ok(o.qlog_dir(std::path::PathBuf::from(d))))
+    })
+}
+
 /// A server's identity from its PEM file's text (`iperf-siri keygen`).
 ///
 /// # Safety

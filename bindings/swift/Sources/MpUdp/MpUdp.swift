@@ -69,6 +69,10 @@ public final class Options {
     @discardableResult public func serverKey(_ base64: String) throws -> Options {
         try check(mpu_options_server_key(handle, base64)); return self
     }
+    /// Every connection's qlog event log in a file of its own in `dir` (an app's caches directory).
+    @discardableResult public func qlogDir(_ dir: String) throws -> Options {
+        try check(mpu_options_qlog_dir(handle, dir)); return self
+    }
     @discardableResult public func identityPem(_ pem: String) throws -> Options {
         try check(mpu_options_identity_pem(handle, pem)); return self
     }

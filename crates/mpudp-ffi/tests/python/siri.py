@@ -4,7 +4,11 @@ loopback, six requests; WiFi is reported lost after the third, and the event cal
 on the library's thread) must report the cellular subflow. Usage: siri.py PATH/libmpudp_ffi.so
 """
 import ctypes as C
+import glob
+import json
+import os
 import sys
+import tempfile
 import threading
 import time
 
@@ -31,6 +35,7 @@ for name in ["mpu_options_free", "mpu_endpoint_free", "mpu_conn_free", "mpu_shut
     getattr(lib, name).argtypes = [u64]
 lib.mpu_options_add_address.argtypes = [u64, C.c_char_p, C.c_char_p, u32, C.c_bool]
 lib.mpu_options_server_key.argtypes = [u64, C.c_char_p]
+lib.mpu_options_qlog_dir.argtypes = [u64, C.c_char_p]
 lib.mpu_options_identity_seed.argtypes = [u64, C.c_char_p]
 lib.mpu_options_public_key.argtypes = [u64, C.c_char_p, C.c_size_t]
 lib.mpu_server_new.argtypes = [u64, C.c_char_p, C.POINTER(u64)]
@@ -105,6 +110,10 @@ t.start()
 
 copts = new(lib.mpu_options_new, PRESET_PHONE)
 check(lib.mpu_options_server_key(copts, key.value), "server key")
+# The app keeps the connection's event log in its cache directory (qlog).
+qlogs = tempfile.mkdtemp(prefix="mpudp-ffi-qlog-")
+assert lib.mpu_options_qlog_dir(copts, b"") == MPU_ERR_INVALID
+check(lib.mpu_options_qlog_dir(copts, qlogs.encode()), "qlog dir")
 check(lib.mpu_options_add_address(copts, b"127.0.0.1:0", b"wifi", IFACE_WIFI, False), "wifi")
 check(lib.mpu_options_add_address(copts, b"127.0.0.2:0", b"cell", IFACE_CELLULAR, True), "cell")
 client = new(lib.mpu_client_new, copts)
@@ -151,4 +160,11 @@ lib.mpu_conn_free(conn)
 lib.mpu_endpoint_free(client)
 lib.mpu_endpoint_free(server)
 assert lib.mpu_live_handles() == 0, lib.mpu_live_handles()
+# The log: one client connection, the cellular subflow's join and packets in it.
+logs = glob.glob(os.path.join(qlogs, "client-*.sqlog"))
+assert len(logs) == 1, logs
+records = [json.loads(r) for r in open(logs[0]).read().split("\x1e") if r.strip()]
+assert records[0]["qlog_format"] == "JSON-SEQ", records[0]
+assert any(r["name"] == "mpudp:subflow_updated" and r["data"].get("path_id") == 1 for r in records[1:])
+assert any(r["name"] == "transport:packet_sent" and r["data"]["path_id"] == 1 for r in records[1:])
 print("ok")

@@ -33,7 +33,8 @@ fun main() {
     val seed = ByteArray(32) { 7 }
     val (server, key) = Options.server().identitySeed(seed).use { Endpoint.server(it, "127.0.0.1:0") to it.publicKey() }
     val serving = thread { serve(server.accept(10_000)) }
-    val client = Options.phone().serverKey(key)
+    val qlogs = java.nio.file.Files.createTempDirectory("mpudp-kotlin-qlog").toFile()
+    val client = Options.phone().serverKey(key).qlogDir(qlogs.path)
         .address("127.0.0.1:0", "wifi", Iface.WIFI)
         .address("127.0.0.2:0", "cell", Iface.CELLULAR, backup = true)
         .use { Endpoint.client(it) }
@@ -75,5 +76,8 @@ fun main() {
     client.close()
     server.close()
     check(MpuLib.lib.mpu_live_handles() == 0L) { "handles left: ${MpuLib.lib.mpu_live_handles()}" }
+    val logs = qlogs.listFiles()!!.filter { it.name.startsWith("client-") && it.name.endsWith(".sqlog") }
+    check(logs.size == 1 && logs[0].readText().contains("\"transport:packet_sent\"")) { "the qlog: $logs" }
+    qlogs.deleteRecursively()
     println("ok")
 }

@@ -76,6 +76,7 @@ interface MpuLib : Library {
     fun mpu_options_add_address(options: Long, addr: String, label: String?, kind: Int, backup: Boolean): Int
     fun mpu_options_add_fd(options: Long, fd: Int, label: String, kind: Int, backup: Boolean): Int
     fun mpu_options_server_key(options: Long, key: String): Int
+    fun mpu_options_qlog_dir(options: Long, dir: String): Int
     fun mpu_options_identity_pem(options: Long, pem: String): Int
     fun mpu_options_identity_seed(options: Long, seed: ByteArray): Int
     fun mpu_options_public_key(options: Long, buf: ByteArray, len: SizeT): Int
@@ -169,6 +170,8 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
         apply { check(lib.mpu_options_add_fd(handle, fd, label, kind.code, backup)) }
 
     fun serverKey(base64: String) = apply { check(lib.mpu_options_server_key(handle, base64)) }
+    /** Every connection's qlog event log in a file of its own in [dir] (an app's cache directory). */
+    fun qlogDir(dir: String) = apply { check(lib.mpu_options_qlog_dir(handle, dir)) }
     fun identityPem(pem: String) = apply { check(lib.mpu_options_identity_pem(handle, pem)) }
     fun identitySeed(seed: ByteArray) = apply {
         require(seed.size == 32) { "a seed is 32 bytes" }
