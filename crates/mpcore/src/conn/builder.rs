@@ -2,7 +2,7 @@
 
 use super::events::Side;
 use super::packet_builder::PacketBuilder;
-use super::qlog::{PacketKind, SentDss};
+use super::qlog::{PacketHead, PacketKind, SentDss};
 use super::send::{Seg, Sent};
 use super::subflow::recovery::SentPacket;
 use super::subflow::{DataRef, FrameSet};
@@ -234,7 +234,8 @@ impl Connection {
                 data_ack: p.data.data_ack,
                 fast_join: p.data.fast_join_data,
             };
-            q.packet_sent(now, self.subflows[i].id(), p.kind, p.pn, len, p.sent, p.ack_sent, dss);
+            let head = PacketHead { subflow: self.subflows[i].id(), kind: p.kind, pn: p.pn, len };
+            q.packet_sent(now, head, p.sent, p.ack_sent, dss);
         }
         if sent_data.is_some() && self.peer_wait.is_none() {
             // The first data sent since the peer had all of ours: we wait for it from now.
@@ -316,7 +317,8 @@ impl Connection {
         let pt_len = w.len() - hl;
         let len = keys.send.seal_short(sf.id(), pn, buf, hl, pt_len).ok()?;
         if let Some(q) = self.qlog.as_deref_mut() {
-            q.packet_sent(now, sf.id(), PacketKind::Short, pn, len, FrameSet::PING, false, SentDss::default());
+            let head = PacketHead { subflow: sf.id(), kind: PacketKind::Short, pn, len };
+            q.packet_sent(now, head, FrameSet::PING, false, SentDss::default());
         }
         let sf = &mut self.subflows[i];
         sf.on_packet_sent(SentPacket {

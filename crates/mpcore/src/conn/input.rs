@@ -4,7 +4,7 @@
 
 use super::dsn::Dsn;
 use super::events::{CloseReason, Event, Side};
-use super::qlog::PacketKind;
+use super::qlog::{PacketHead, PacketKind};
 use super::subflow::SubflowState;
 use super::{Connection, State};
 use crate::drops::DropReason;
@@ -148,7 +148,8 @@ impl Connection {
                 Header::Join(_) => PacketKind::Join,
                 _ => PacketKind::Short,
             };
-            q.packet_received(now, id, kind, pn, dgram_len as usize, &frames, self.recv.edsn().0);
+            let head = PacketHead { subflow: id, kind, pn, len: dgram_len as usize };
+            q.packet_received(now, head, &frames, self.recv.edsn().0);
         }
         // NAT rebinding (§7): an authenticated packet, the newest on the subflow, from a new
         // address moves the subflow there, pending validation of the new address.

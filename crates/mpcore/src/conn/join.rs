@@ -3,7 +3,7 @@
 
 use super::events::{EndpointEvent, Event, Side};
 use super::packet_builder::PacketBuilder;
-use super::qlog::PacketKind;
+use super::qlog::{PacketHead, PacketKind};
 use super::send::Seg;
 use super::subflow::table::MAX_SLOTS;
 use super::subflow::{DataRef, FrameSet, JoinKind, SubflowState};
@@ -164,7 +164,8 @@ impl Connection {
         self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
         self.last_rx = now;
         if let Some(q) = self.qlog.as_deref_mut() {
-            q.packet_received(now, id, PacketKind::Join, u64::from(j.pn), len as usize, &list, self.recv.edsn().0);
+            let head = PacketHead { subflow: id, kind: PacketKind::Join, pn: u64::from(j.pn), len: len as usize };
+            q.packet_received(now, head, &list, self.recv.edsn().0);
         }
         if !fast {
             return Ok(());

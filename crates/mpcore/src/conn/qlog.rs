@@ -57,6 +57,16 @@ impl LossTrigger {
     }
 }
 
+/// What every packet event says of its packet: the subflow, the header's kind, the packet
+/// number, the datagram's length.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PacketHead {
+    pub subflow: u32,
+    pub kind: PacketKind,
+    pub pn: u64,
+    pub len: usize,
+}
+
 /// The DSS a sent packet carried.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SentDss {
@@ -169,32 +179,21 @@ impl Qlog {
         self.out.push('"');
     }
 
-    fn header(&mut self, sf: u32, kind: PacketKind, pn: u64, len: usize) {
-        push_field(&mut self.out, "\"path_id\":", u64::from(sf));
+    fn header(&mut self, h: PacketHead) {
+        push_field(&mut self.out, "\"path_id\":", u64::from(h.subflow));
         self.out.push_str(",\"header\":{\"packet_type\":\"");
-        self.out.push_str(kind.name());
-        push_field(&mut self.out, "\",\"packet_number\":", pn);
-        push_field(&mut self.out, "},\"raw\":{\"length\":", len as u64);
+        self.out.push_str(h.kind.name());
+        push_field(&mut self.out, "\",\"packet_number\":", h.pn);
+        push_field(&mut self.out, "},\"raw\":{\"length\":", h.len as u64);
         self.out.push_str("},\"frames\":[");
     }
 
     /// `transport:packet_sent`: what a sealed packet carried.
-    #[allow(clippy::too_many_arguments)]
-    pub fn packet_sent(
-        &mut self,
-        now: Time,
-        sf: u32,
-        kind: PacketKind,
-        pn: u64,
-        len: usize,
-        ctrl: FrameSet,
-        ack: bool,
-        dss: SentDss,
-    ) {
+    pub fn packet_sent(&mut self, now: Time, head: PacketHead, ctrl: FrameSet, ack: bool, dss: SentDss) {
         if !self.begin(now, "transport:packet_sent") {
             return;
         }
-        self.header(sf, kind, pn, len);
+        self.header(head);
         let mut first = true;
         if ack {
             self.frame(&mut first, "ack");
@@ -231,23 +230,13 @@ impl Qlog {
         self.out.push('}');
     }
 
-    #[allow(clippy::too_many_arguments)]
     /// `transport:packet_received`: an authenticated packet's frames. `edsn`: the DSN the
     /// receiver expects, to place a short DSN (PROTOCOL.md §5.5).
-    pub fn packet_received(
-        &mut self,
-        now: Time,
-        sf: u32,
-        kind: PacketKind,
-        pn: u64,
-        len: usize,
-        frames: &FrameList<'_>,
-        edsn: u64,
-    ) {
+    pub fn packet_received(&mut self, now: Time, head: PacketHead, frames: &FrameList<'_>, edsn: u64) {
         if !self.begin(now, "transport:packet_received") {
             return;
         }
-        self.header(sf, kind, pn, len);
+        self.header(head);
         let mut first = true;
         for f in frames.iter() {
             match f {
