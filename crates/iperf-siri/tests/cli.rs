@@ -380,10 +380,19 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
         assert_eq!(r["report"]["end"]["delay"]["requests_answered"], 2, "{}", r["run"]);
     }
     // fullmesh and backup join cellular at the start; MultiMob only once WiFi has failed,
-    // which is after the first request (2.4 s of bursts) and half the wait.
+    // which is after the first request (2.4 s of bursts) and half the wait. (Its first packet
+    // on cellular may come sooner: a WARM, when the oracle suspects WiFi; on CI's loaded
+    // machine the emulator's stalls can look like losses.)
     assert!(first_cell(0).unwrap() < 1.0, "{:?}", first_cell(0));
     assert!(first_cell(1).unwrap() < 1.0, "{:?}", first_cell(1));
-    assert!(first_cell(2).unwrap() > 2.4 + 0.3, "{:?}", first_cell(2));
+    let failed_at = 2.4 + 0.3;
+    let joined = runs[2]["report"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "subflow_established" && e["path"] == 1);
+    let joined = joined.and_then(|e| e["time"].as_f64()).unwrap();
+    assert!(joined > failed_at, "MultiMob joined cellular at {joined} s");
     // MultiMob's failover in its JSON events, in order: WiFi's subflow failed, the oracle's
     // bad verdict on WiFi, the cellular subflow joined.
     let events: Vec<String> = runs[2]["report"]["events"]
@@ -406,7 +415,12 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
     assert_eq!((radio(0), radio(2)), (Some(1), Some(1)));
     let second = &runs[2]["report"]["requests"][1];
     let worst = second["ir_delays_ms"].as_array().unwrap().iter().filter_map(|d| d.as_f64()).fold(0.0, f64::max);
-    assert!(worst >= 260.0, "the failover's burst waited {worst} ms: {second}");
+    if first_cell(2).unwrap() > failed_at {
+        assert!(worst >= 260.0, "the failover's burst waited {worst} ms: {second}");
+    } else {
+        // A WARM woke the radio before the failure: the failover found it awake.
+        assert!(worst < 260.0, "the radio was warm, yet the burst waited {worst} ms: {second}");
+    }
     // The MultiMob run's timeline: its lanes, the failover on WiFi's, the join on cellular's,
     // the oracle's verdict, the radio's one promotion, and every burst's wait.
     let pic = std::fs::read_to_string(&timeline).unwrap();
