@@ -172,6 +172,9 @@ pub struct Config {
     /// then read and change everything). `Endpoint::connect` refuses to start with neither
     /// this nor `server_keys`.
     pub unauthenticated_server: bool,
+    /// Resumption tickets (PROTOCOL.md §4.7): a server that issues them seals one for every
+    /// connection it accepts and sends it (NEW_TICKET).
+    pub resumption: Resumption,
     /// Keep an event log per connection (qlog, PROTOCOL.md §13), taken with
     /// `Connection::take_qlog`. Off by default: then no log exists and logging costs a test of
     /// an `Option` per event site.
@@ -280,9 +283,48 @@ impl Default for Config {
             server_keys: Vec::new(),
             unauthenticated_server: false,
             qlog: false,
+            resumption: Resumption::default(),
             #[cfg(feature = "test-hooks")]
             faults: Faults::default(),
         }
+    }
+}
+
+/// Resumption tickets (PROTOCOL.md §4.7).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Resumption {
+    /// Client: announce that it takes tickets (the `tickets` parameter, §8), so that a server
+    /// that issues them sends one. Off until the client can resume with them.
+    pub accept: bool,
+    /// Server: seal a ticket for every connection accepted whose client takes them, and send
+    /// it (NEW_TICKET, §5.19).
+    pub issue: bool,
+    /// How long a client may use a ticket, in seconds (2 h by default).
+    pub lifetime_s: u32,
+    /// The ticket key's epoch, in seconds: a ticket opens in the epoch it was sealed in and
+    /// the next, so at least `lifetime_s` (2 h by default).
+    pub rotation_s: u64,
+    /// The secret the ticket keys derive from. Every core of a server and every server of a
+    /// fleet that may see a client's next connection needs the same one; `None`: drawn when
+    /// the endpoint is made, so only that endpoint opens its tickets.
+    pub secret: Option<[u8; 32]>,
+}
+
+impl Default for Resumption {
+    fn default() -> Self {
+        Self { accept: false, issue: false, lifetime_s: 7_200, rotation_s: 7_200, secret: None }
+    }
+}
+
+impl fmt::Debug for Resumption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resumption")
+            .field("accept", &self.accept)
+            .field("issue", &self.issue)
+            .field("lifetime_s", &self.lifetime_s)
+            .field("rotation_s", &self.rotation_s)
+            .field("secret", &self.secret.map(|_| ".."))
+            .finish()
     }
 }
 
@@ -370,6 +412,10 @@ impl Config {
     /// Checks the values against the protocol's limits.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |s: &str| Err(ConfigError(s.to_string()));
+        let r = &self.resumption;
+        if r.issue && (r.lifetime_s == 0 || u64::from(r.lifetime_s) > r.rotation_s) {
+            return err("resumption: lifetime_s must be positive and at most rotation_s (a ticket opens in its epoch and the next)");
+        }
         if self.max_datagram_size < crate::wire::packet::MIN_INITIAL_SIZE || self.max_datagram_size > 65_527 {
             return err("max_datagram_size must be between 1200 and 65527 bytes");
         }
@@ -418,6 +464,7 @@ impl Config {
             max_subflows: self.max_subflows as u64,
             mp_idle: self.mp_idle,
             cid_len: self.cid_len,
+            tickets: self.resumption.accept,
             ..Default::default()
         };
         let ids: Vec<u8> = self.suites.iter().map(|s| s.id()).collect();

@@ -216,6 +216,15 @@ impl Master {
         Master(m)
     }
 
+    /// The resumption secret (§4.7): `HKDF-Expand(master, "mpudp1 resumption", 32)`. A
+    /// ticket's PSK is derived from it (`ticket::psk`); it never travels.
+    pub fn resumption(&self) -> [u8; 32] {
+        let prk = hkdf::Prk::new_less_safe(hkdf::HKDF_SHA256, &self.0);
+        let mut r = [0u8; 32];
+        expand(&prk, b"mpudp1 resumption", &mut r);
+        r
+    }
+
     /// Every key of the connection (§4.2).
     pub fn secrets(&self, suite: Suite) -> Secrets {
         let prk = hkdf::Prk::new_less_safe(hkdf::HKDF_SHA256, &self.0);
@@ -224,6 +233,7 @@ impl Master {
         expand(&prk, b"mpudp1 key c", &mut kc);
         expand(&prk, b"mpudp1 key s", &mut ks);
         Secrets {
+            resumption: self.resumption(),
             key_client: u64::from_be_bytes(kc),
             key_server: u64::from_be_bytes(ks),
             c2s: PacketKey::derive(&prk, suite, b"mpudp1 c2s key", b"mpudp1 c2s iv", b"mpudp1 c2s hp"),
@@ -232,9 +242,10 @@ impl Master {
     }
 }
 
-/// The keys of one connection.
-#[derive(Debug)]
+/// The keys of one connection (its `Debug` shows none of them).
 pub struct Secrets {
+    /// The resumption secret (`Master::resumption`).
+    pub resumption: [u8; 32],
     /// Key-C, the client's 64-bit MPTCP key.
     pub key_client: u64,
     /// Key-S, the server's.
@@ -243,6 +254,12 @@ pub struct Secrets {
     pub c2s: PacketKey,
     /// Server-to-client packet keys.
     pub s2c: PacketKey,
+}
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secrets(..)")
+    }
 }
 
 fn sha256_key(key: u64) -> [u8; 32] {

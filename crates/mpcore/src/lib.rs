@@ -30,12 +30,13 @@ pub mod rng;
 mod routes;
 mod slab;
 pub mod steering;
+pub mod ticket;
 // The wire views' fields, frame types and reason codes carry PROTOCOL.md's names, where each
 // is specified (every type's documentation names its section): they are documented there.
 #[allow(missing_docs)]
 pub mod wire;
 
-pub use config::{Config, ConfigError, Faults, PathManager, SchedulerFactory};
+pub use config::{Config, ConfigError, Faults, PathManager, Resumption, SchedulerFactory};
 pub use conn::cc::CongestionControl;
 pub use conn::{
     CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowState,
@@ -47,6 +48,7 @@ pub use identity::{KeyError, PublicKey, ServerIdentity};
 pub use radio::{LinkHint, Prewarm};
 pub use scheduler::{AnyScheduler, Flags, Iface, Mask, Pick, Scheduler, Segment, SubflowInfo};
 pub use steering::Steering;
+pub use ticket::ResumptionTicket;
 
 use std::net::SocketAddr;
 

@@ -9,6 +9,7 @@ use super::subflow::SubflowState;
 use super::{Connection, State};
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
+use crate::wire::new_ticket::NEW_TICKET;
 use crate::wire::packet::decode_pn;
 use crate::wire::{Dss, Frame, FrameList, Header, Packet};
 use crate::{PathId, Time};
@@ -235,6 +236,7 @@ impl Connection {
 
     pub(super) fn on_frame(&mut self, now: Time, i: usize, f: Frame<'_>) {
         match f {
+            Frame::Extension { ty: NEW_TICKET, body } => self.on_new_ticket(now, body),
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
             Frame::PathChallenge(d) => self.subflows[i].on_path_challenge(d),

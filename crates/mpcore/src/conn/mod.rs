@@ -23,6 +23,7 @@ mod recv;
 mod sched;
 mod send;
 mod subflow;
+mod tickets;
 mod timer_table;
 mod timers;
 
@@ -69,6 +70,8 @@ struct Keys {
     recv: PacketKey,
     local_key: u64,
     remote_key: u64,
+    /// The resumption secret (a client derives its tickets' PSKs from it).
+    resumption: [u8; 32],
     /// The fast-join HMAC keys, both orders precomputed.
     fast: fastjoin::Keys,
 }
@@ -133,6 +136,8 @@ pub struct Connection {
     held_back: bool,
     /// The event log, when `Config::qlog` is on (`qlog`).
     qlog: Option<Box<qlog::Qlog>>,
+    /// The resumption ticket to send (server) or received (client).
+    tickets: tickets::Tickets,
 }
 
 impl std::fmt::Debug for Connection {
@@ -195,6 +200,7 @@ impl Connection {
             trim_at: None,
             unwritable: PathSet::default(),
             held_back: false,
+            tickets: tickets::Tickets::default(),
             qlog: config.qlog.then(|| Box::new(qlog::Qlog::new(now, side))),
         }
     }
@@ -299,7 +305,7 @@ impl Connection {
             Side::Server => (s.s2c, s.c2s, s.key_server, s.key_client),
         };
         let fast = fastjoin::Keys::new(local_key, remote_key);
-        self.keys = Some(Keys { send, recv, local_key, remote_key, fast });
+        self.keys = Some(Keys { send, recv, local_key, remote_key, resumption: s.resumption, fast });
         let token = if self.config.faults().same_token { 0 } else { crypto::token(local_key) };
         self.local_token = Some(token);
         self.endpoint_events.push_back(EndpointEvent::Token(token));

@@ -101,7 +101,7 @@ pub(crate) struct Qlog {
 }
 
 /// Names of the control frames of a [`FrameSet`], in its bits' order.
-const FRAME_NAMES: [(FrameSet, &str); 16] = [
+const FRAME_NAMES: [(FrameSet, &str); 17] = [
     (FrameSet::HS_DONE, "handshake_done"),
     (FrameSet::SYNACK, "mp_join_synack"),
     (FrameSet::JOIN_ACK, "mp_join_ack"),
@@ -118,6 +118,7 @@ const FRAME_NAMES: [(FrameSet, &str); 16] = [
     (FrameSet::REMOVE_ADDR, "remove_addr"),
     (FrameSet::FASTCLOSE, "mp_fastclose"),
     (FrameSet::FJ_REPLY, "fast_join_reply"),
+    (FrameSet::TICKET, "new_ticket"),
 ];
 
 fn ms(us: u64) -> f64 {
@@ -424,6 +425,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::TransportParams(_) => "transport_parameters",
         Frame::Cookie(_) => "cookie",
         Frame::HandshakeDone => "handshake_done",
+        Frame::Extension { ty: crate::wire::new_ticket::NEW_TICKET, .. } => "new_ticket",
         Frame::Extension { .. } => "unknown",
     }
 }

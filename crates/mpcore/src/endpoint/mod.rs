@@ -6,6 +6,7 @@
 mod local_paths;
 mod oracle_periods;
 mod prewarm;
+mod tickets;
 
 use crate::activity::Activity;
 use crate::config::{Config, ConfigError};
@@ -130,6 +131,10 @@ pub struct Endpoint {
     write_waiters: Vec<usize>,
     /// Waking the cellular radio early (`prewarm`).
     warmer: prewarm::Warmer,
+    /// A server's resumption tickets (`tickets`), when it issues them.
+    tickets: Option<tickets::Issuer>,
+    /// The unix time, for the tickets' dates (`set_unix_time`).
+    clock: tickets::UnixClock,
 }
 
 impl fmt::Debug for Endpoint {
@@ -152,6 +157,7 @@ impl Endpoint {
         }
         let mut rng = Rng::new(config.seed());
         let keys = ServerKeys::new(&mut rng).map_err(|_| ConfigError("no system randomness".into()))?;
+        let tickets = if server { tickets::Issuer::new(&config.resumption, &mut rng) } else { None };
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
             path_down: vec![false; paths.len()],
@@ -159,6 +165,8 @@ impl Endpoint {
             unwritable: PathSet::default(),
             write_waiters: Vec::new(),
             warmer: prewarm::Warmer::default(),
+            tickets,
+            clock: tickets::UnixClock::default(),
             paths,
             server,
             conns: Slab::default(),
@@ -636,6 +644,12 @@ impl Endpoint {
             return;
         }
         conn.announce_configured();
+        if let (Some(t), true) = (&self.tickets, a.client_params.tickets) {
+            let identity = self.config.identity.as_ref().map_or([0; 32], |id| id.public_key().0);
+            if let Some(body) = t.issue(self.clock.unix_ms(now), &a.master, a.suite, identity, &mut self.rng) {
+                conn.queue_ticket(body);
+            }
+        }
         let h = self.insert(conn);
         tracing::debug!(%remote, handle = %h, "connection accepted from a cookie");
         self.accept.push_back(h);

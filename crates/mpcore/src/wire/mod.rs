@@ -4,6 +4,7 @@
 pub mod codec;
 pub mod frame;
 pub mod frame_list;
+pub mod new_ticket;
 pub mod packet;
 pub mod params;
 

@@ -15,6 +15,7 @@ pub mod id {
     pub const MAX_SUBFLOWS: u64 = 0x07;
     pub const MP_IDLE: u64 = 0x08;
     pub const CID_LEN: u64 = 0x09;
+    pub const TICKETS: u64 = 0x0a;
 }
 
 /// Most AEAD suites a peer may list.
@@ -35,6 +36,8 @@ pub struct TransportParams {
     pub mp_idle: bool,
     /// Bytes of its CIDs that short headers sent to this endpoint carry (§3.2): 4 to 8.
     pub cid_len: u8,
+    /// The sender takes resumption tickets (NEW_TICKET, §5.19).
+    pub tickets: bool,
 }
 
 impl Default for TransportParams {
@@ -55,6 +58,7 @@ impl Default for TransportParams {
             max_subflows: 8,
             mp_idle: false,
             cid_len: 8,
+            tickets: false,
         }
     }
 }
@@ -137,6 +141,7 @@ impl TransportParams {
                     }
                     p.cid_len = v as u8;
                 }
+                id::TICKETS => p.tickets = flag()?,
                 _ => {}
             }
         }
@@ -179,6 +184,10 @@ impl TransportParams {
         }
         if self.cid_len != d.cid_len {
             put(w, id::CID_LEN, u64::from(self.cid_len))?;
+        }
+        if self.tickets {
+            w.varint(id::TICKETS)?;
+            w.varint(0)?;
         }
         Ok(w.len() - start)
     }

@@ -112,6 +112,10 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
     // A configuration given whole after `qlog_dir` keeps the log on.
     config.qlog |= opts.qlog_dir.is_some();
     let mut ep = Endpoint::new(config, paths, server).map_err(|e| Error::Config(e.to_string()))?;
+    // The core's clock starts at 0 with `epoch`: resumption tickets are dated in unix time.
+    let unix_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    ep.set_unix_time(0, unix_ms);
     for (p, info) in infos.iter().enumerate() {
         if !info.up {
             ep.set_path_up(0, PathId(p as u8), false);

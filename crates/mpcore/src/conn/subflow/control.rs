@@ -43,7 +43,7 @@ impl Subflow {
 
     /// Connection-level address frames (`FrameSet::ADDRESSES`) for this subflow to carry.
     pub fn carry(&mut self, frames: FrameSet) {
-        self.carry |= frames.intersection(FrameSet::ADDRESSES);
+        self.carry |= frames.intersection(FrameSet::CARRIED);
     }
 
     /// The address frames it is to carry.
@@ -77,8 +77,8 @@ impl Subflow {
         let again = self.state.frames_to_resend(lost);
         self.join.pending |= again.intersection(FrameSet::JOINING);
         self.val.pending |= again.intersection(FrameSet::VALIDATION);
-        self.carry |= again.intersection(FrameSet::ADDRESSES);
-        self.signals |= again.without(FrameSet::JOINING | FrameSet::VALIDATION | FrameSet::ADDRESSES);
+        self.carry |= again.intersection(FrameSet::CARRIED);
+        self.signals |= again.without(FrameSet::JOINING | FrameSet::VALIDATION | FrameSet::CARRIED);
     }
 
     /// A packet carrying the control frames `sent` left: they are no longer pending (a

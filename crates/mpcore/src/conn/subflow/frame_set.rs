@@ -3,7 +3,7 @@
 
 /// A set of control frame kinds (not their contents, which stay with their owners).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FrameSet(u16);
+pub struct FrameSet(u32);
 
 impl FrameSet {
     pub const EMPTY: Self = Self(0);
@@ -33,6 +33,8 @@ impl FrameSet {
     pub const FASTCLOSE: Self = Self(1 << 14);
     /// Send the FAST_JOIN_REPLY now (it also rides in every packet until acknowledged).
     pub const FJ_REPLY: Self = Self(1 << 15);
+    /// NEW_TICKET (the connection's, carried by one subflow).
+    pub const TICKET: Self = Self(1 << 16);
 
     /// Frames that are sent again when the packet carrying them is lost.
     pub const RETRANSMITTABLE: Self = Self(
@@ -46,7 +48,8 @@ impl FrameSet {
             | Self::ADD_ADDR.0
             | Self::ADDR_ECHO.0
             | Self::REMOVE_ADDR.0
-            | Self::CHALLENGE.0,
+            | Self::CHALLENGE.0
+            | Self::TICKET.0,
     );
     /// The join's frames.
     pub const JOINING: Self = Self(Self::JOIN.0 | Self::SYNACK.0 | Self::JOIN_ACK.0 | Self::FJ_REPLY.0);
@@ -54,6 +57,8 @@ impl FrameSet {
     pub const VALIDATION: Self = Self(Self::CHALLENGE.0 | Self::RESPONSE.0);
     /// The connection's address frames, which a subflow carries.
     pub const ADDRESSES: Self = Self(Self::ADD_ADDR.0 | Self::ADDR_ECHO.0 | Self::REMOVE_ADDR.0);
+    /// Every frame of the connection's that a subflow carries: the addresses and the ticket.
+    pub const CARRIED: Self = Self(Self::ADDRESSES.0 | Self::TICKET.0);
     /// The frames that close: a subflow (RESET) or the connection (FASTCLOSE). They elicit
     /// no acknowledgement and go even from a closed subflow.
     pub const CLOSING: Self = Self(Self::RESET.0 | Self::FASTCLOSE.0);

@@ -1,0 +1,90 @@
+//! The connection's side of resumption tickets (PROTOCOL.md §4.7, §5.19): a server's
+//! connection carries the NEW_TICKET its endpoint sealed on its first subflow until it is
+//! acknowledged (a lost one is sent again, as an address frame is); a client's derives the
+//! ticket's PSK from its resumption secret and keeps the ticket for the application
+//! (`Endpoint::take_ticket`).
+
+use super::packet_builder::PacketBuilder;
+use super::subflow::FrameSet;
+use super::{Connection, Side};
+use crate::drops::DropReason;
+use crate::ticket;
+use crate::wire::new_ticket::{NewTicket, NEW_TICKET};
+use crate::wire::Frame;
+use crate::Time;
+use std::net::SocketAddr;
+
+/// Tickets a client keeps before the application takes them.
+const KEPT: usize = 4;
+
+/// A ticket as the client received it.
+#[derive(Clone)]
+pub(crate) struct Received {
+    pub lifetime_s: u32,
+    pub age_add: u32,
+    pub psk: [u8; 32],
+    pub ticket: Vec<u8>,
+}
+
+/// A server's ticket to send, a client's tickets received.
+#[derive(Default)]
+pub(super) struct Tickets {
+    out: Option<Vec<u8>>,
+    got: Vec<(Time, Received)>,
+}
+
+impl std::fmt::Debug for Tickets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tickets").field("out", &self.out.is_some()).field("got", &self.got.len()).finish()
+    }
+}
+
+impl Connection {
+    /// Server: the NEW_TICKET body its endpoint sealed for this connection goes on the first
+    /// subflow.
+    pub(crate) fn queue_ticket(&mut self, body: Vec<u8>) {
+        if let Some(sf) = self.subflows.get_mut(0) {
+            sf.carry(FrameSet::TICKET);
+            self.tickets.out = Some(body);
+        }
+    }
+
+    /// Writes the NEW_TICKET if the subflow carries it (`carry`).
+    pub(super) fn write_ticket(&self, carry: FrameSet, b: &mut PacketBuilder<'_>) {
+        if let (true, Some(body)) = (carry.intersects(FrameSet::TICKET), self.tickets.out.as_deref()) {
+            b.control(FrameSet::TICKET, Frame::Extension { ty: NEW_TICKET, body });
+        }
+    }
+
+    /// Client: a NEW_TICKET arrived. A server ignores one; a malformed one is a protocol
+    /// error of the server's, dropped and counted.
+    pub(super) fn on_new_ticket(&mut self, now: Time, body: &[u8]) {
+        if self.side != Side::Client {
+            return;
+        }
+        let (Some(keys), Ok(t)) = (self.keys.as_ref(), NewTicket::parse(body)) else {
+            self.reject(DropReason::Protocol);
+            return;
+        };
+        let got = Received {
+            lifetime_s: t.lifetime_s,
+            age_add: t.age_add,
+            psk: ticket::psk(&keys.resumption, t.nonce),
+            ticket: t.ticket.to_vec(),
+        };
+        if self.tickets.got.len() == KEPT {
+            self.tickets.got.remove(0);
+        }
+        self.tickets.got.push((now, got));
+    }
+
+    /// The oldest ticket received and not yet taken, with its arrival.
+    pub(crate) fn take_ticket(&mut self) -> Option<(Time, Received)> {
+        (!self.tickets.got.is_empty()).then(|| self.tickets.got.remove(0))
+    }
+
+    /// The address the connection was opened to: the client's view of its server.
+    pub fn server_addr(&self) -> SocketAddr {
+        self.peer_addr
+    }
+}

@@ -1,0 +1,126 @@
+//! The server's side of resumption tickets (PROTOCOL.md §4.7): it seals one for every
+//! connection it accepts, when `Config::resumption` asks, and the connection sends it in a
+//! NEW_TICKET frame (§5.19). The endpoint's unix clock (`Endpoint::set_unix_time`) dates them.
+
+use crate::config::Resumption;
+use crate::crypto::{Master, Suite};
+use crate::rng::Rng;
+use crate::ticket::{self, Ticket, TicketKeys, ID_LEN};
+use crate::wire::new_ticket::NewTicket;
+use crate::wire::Writer;
+use crate::Time;
+
+/// A server's ticket keys and the lifetime it gives its tickets.
+#[derive(Debug)]
+pub(super) struct Issuer {
+    keys: TicketKeys,
+    lifetime_s: u32,
+}
+
+impl Issuer {
+    /// The issuer `r` configures: its secret, or one drawn from `rng` (this endpoint's own:
+    /// every core of a server, every server of a fleet, must be given the same one).
+    pub(super) fn new(r: &Resumption, rng: &mut Rng) -> Option<Self> {
+        if !r.issue {
+            return None;
+        }
+        let secret = match r.secret {
+            Some(s) => s,
+            None => {
+                let mut s = [0u8; 32];
+                rng.fill(&mut s).ok()?;
+                s
+            }
+        };
+        Some(Self { keys: TicketKeys::new(&secret, r.rotation_s), lifetime_s: r.lifetime_s })
+    }
+
+    /// The NEW_TICKET body for the connection of `master`, issued at `unix_ms`; its PSK is
+    /// the one of nonce 0 (one ticket per connection).
+    pub(super) fn issue(
+        &self,
+        unix_ms: u64,
+        master: &Master,
+        suite: Suite,
+        identity: [u8; 32],
+        rng: &mut Rng,
+    ) -> Option<Vec<u8>> {
+        let nonce = 0;
+        let t = Ticket {
+            issued_ms: unix_ms,
+            lifetime_s: self.lifetime_s,
+            age_add: rng.u32(),
+            psk: ticket::psk(&master.resumption(), nonce),
+            suite: suite.id(),
+            identity,
+        };
+        let mut id = [0u8; ID_LEN];
+        rng.fill(&mut id).ok()?;
+        let sealed = self.keys.seal(unix_ms, id, &t).ok()?;
+        let frame = NewTicket { lifetime_s: t.lifetime_s, age_add: t.age_add, nonce, ticket: &sealed };
+        let mut buf = [0u8; 256];
+        let mut w = Writer::new(&mut buf);
+        let n = frame.emit(&mut w).ok()?;
+        Some(buf[..n].to_vec())
+    }
+
+    /// Opens a ticket this server (or its fleet) issued, if it is fresh at `unix_ms`.
+    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+    pub(super) fn open(&self, unix_ms: u64, sealed: &[u8]) -> Option<Ticket> {
+        self.keys.open(unix_ms, sealed).filter(|t| t.fresh(unix_ms))
+    }
+}
+
+/// The endpoint's unix clock: the unix time (ms) at `Time` zero, given by the driver.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct UnixClock {
+    at_zero_ms: u64,
+}
+
+impl UnixClock {
+    pub(super) fn set(&mut self, now: Time, unix_ms: u64) {
+        self.at_zero_ms = unix_ms.saturating_sub(now / 1_000);
+    }
+
+    pub(super) fn unix_ms(&self, now: Time) -> u64 {
+        self.at_zero_ms + now / 1_000
+    }
+}
+
+impl super::Endpoint {
+    /// The unix time is `unix_ms` at `now` (the driver says so once; tickets are dated by it).
+    /// Without it the endpoint counts unix time from its own clock's zero.
+    pub fn set_unix_time(&mut self, now: Time, unix_ms: u64) {
+        self.clock.set(now, unix_ms);
+    }
+
+    /// The unix time at `now`, by [`Endpoint::set_unix_time`].
+    ///
+    /// [`Endpoint::set_unix_time`]: super::Endpoint::set_unix_time
+    pub fn unix_ms(&self, now: Time) -> u64 {
+        self.clock.unix_ms(now)
+    }
+
+    /// A resumption ticket connection `h`'s server gave it (PROTOCOL.md §4.7), for the
+    /// application to keep; each is handed out once.
+    pub fn take_ticket(&mut self, h: super::ConnHandle) -> Option<crate::ResumptionTicket> {
+        let clock = self.clock;
+        let c = self.conn_mut(h)?;
+        let server = c.server_addr();
+        let (at, t) = c.take_ticket()?;
+        Some(crate::ResumptionTicket {
+            server,
+            received_unix_ms: clock.unix_ms(at),
+            lifetime_s: t.lifetime_s,
+            age_add: t.age_add,
+            psk: t.psk,
+            ticket: t.ticket,
+        })
+    }
+
+    /// Opens a ticket as this server would (tests of the ticket's contents).
+    #[cfg(feature = "test-hooks")]
+    pub fn open_ticket(&self, now: Time, sealed: &[u8]) -> Option<Ticket> {
+        self.tickets.as_ref()?.open(self.clock.unix_ms(now), sealed)
+    }
+}

@@ -1,0 +1,77 @@
+//! NEW_TICKET (PROTOCOL.md §5.19): the server's resumption ticket for the client, sent once per
+//! connection after the handshake. It is an extension frame (type 0x40, length-prefixed), so a
+//! client that does not know it skips it.
+//!
+//! ```text
+//! type (v) = 0x40, length (v), then:
+//! lifetime (v)      seconds the client may use the ticket
+//! age_add (4)       added to the ticket's age when the client shows it (§4.7)
+//! nonce (v)         the ticket's PSK is HKDF-Expand(resumption secret, "mpudp1 ticket psk" ‖ nonce)
+//! ticket (v-len)    opaque to the client: the server's sealed record (1..=255 bytes)
+//! ```
+
+use super::codec::{Reader, Writer};
+use super::Error;
+
+/// NEW_TICKET's frame type.
+pub const NEW_TICKET: u64 = 0x40;
+
+/// A NEW_TICKET frame's body, as a view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewTicket<'a> {
+    pub lifetime_s: u32,
+    pub age_add: u32,
+    pub nonce: u64,
+    pub ticket: &'a [u8],
+}
+
+impl<'a> NewTicket<'a> {
+    /// Parses the body of an extension frame of type [`NEW_TICKET`]; nothing may follow.
+    pub fn parse(body: &'a [u8]) -> Result<Self, Error> {
+        let mut r = Reader::new(body);
+        let lifetime = r.varint()?;
+        let age_add = r.u32()?;
+        let nonce = r.varint()?;
+        let ticket = r.length_prefixed()?;
+        if !r.is_empty() || ticket.is_empty() || ticket.len() > 255 {
+            return Err(Error::Malformed("NEW_TICKET"));
+        }
+        let lifetime_s = u32::try_from(lifetime).map_err(|_| Error::Malformed("NEW_TICKET lifetime"))?;
+        Ok(Self { lifetime_s, age_add, nonce, ticket })
+    }
+
+    /// Writes the body (what goes in `Frame::Extension`); returns its length.
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
+        if self.ticket.is_empty() || self.ticket.len() > 255 {
+            return Err(Error::Malformed("NEW_TICKET"));
+        }
+        let start = w.len();
+        w.varint(u64::from(self.lifetime_s))?;
+        w.u32(self.age_add)?;
+        w.varint(self.nonce)?;
+        w.length_prefixed(self.ticket)?;
+        Ok(w.len() - start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ticket_frame_round_trips_and_bad_ones_are_refused() {
+        let t = NewTicket { lifetime_s: 7_200, age_add: 0x0102_0304, nonce: 5, ticket: &[9; 114] };
+        let mut buf = [0u8; 256];
+        let mut w = Writer::new(&mut buf);
+        let n = t.emit(&mut w).unwrap();
+        assert_eq!(NewTicket::parse(&buf[..n]), Ok(t));
+        for cut in 0..n {
+            assert!(NewTicket::parse(&buf[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = buf[..n].to_vec();
+        longer.push(0);
+        assert!(NewTicket::parse(&longer).is_err(), "a trailing byte");
+        let empty = NewTicket { ticket: &[], ..t };
+        assert!(empty.emit(&mut Writer::new(&mut [0u8; 64])).is_err());
+    }
+}
