@@ -13,8 +13,9 @@
 --
 -- The UDP port of a server whose INITIAL is seen is registered, so that its short-header
 -- packets are dissected too; "Decode As" and the `mpudp.port` preference do it by hand. The
--- short header's DCID length is the receiver's `cid_len` (PROTOCOL.md §2): 4 unless the
--- preference says otherwise, or a client's INITIAL announced its own for packets to it.
+-- short header's DCID length is the receiver's `cid_len` (PROTOCOL.md §2): for packets to a
+-- client whose INITIAL was seen, the one it announced (8 if none); for packets to a server, the
+-- preference (4 by default: this implementation's servers; theirs is sealed in the HANDSHAKE).
 
 local VERSION = 0x6d700002
 
@@ -25,6 +26,7 @@ local suites = { [1] = "ChaCha20-Poly1305", [2] = "AES-128-GCM" }
 local params = {
     [1] = "max_datagram_size", [2] = "initial_window", [3] = "max_ack_delay", [4] = "idle_timeout",
     [5] = "fast_join", [6] = "aead_suites", [7] = "max_subflows", [8] = "mp_idle", [9] = "cid_len",
+    [10] = "tickets",
 }
 
 local f = {
@@ -76,8 +78,10 @@ local function varint(tvb, off)
     if len == 1 then return b % 64, 1 end
     if len == 2 then return tvb(off, 2):uint() % 0x4000, 2 end
     if len == 4 then return tvb(off, 4):uint() % 0x40000000, 4 end
+    -- A number (exact below 2^53): a length or a value shown; never a UInt64, which Lua
+    -- cannot use as a length or a loop bound.
     local v = tvb(off, 8):uint64():band(UInt64.new(0xffffffff, 0x3fffffff))
-    return v, 8
+    return v:tonumber(), 8
 end
 
 local function bad(tree, what)
@@ -100,7 +104,7 @@ local function dissect_params(tvb, tree, off, len, pinfo)
             if v then
                 item:add(f.param_value, tvb(off + il + ll, l), UInt64.new(v))
                 if id == 9 then
-                    client_cid_len[tostring(pinfo.src) .. ":" .. pinfo.src_port] = tonumber(tostring(v))
+                    client_cid_len[tostring(pinfo.src) .. ":" .. pinfo.src_port] = v
                 end
             end
         elseif id == 6 then
@@ -184,6 +188,8 @@ local function dissect_long(tvb, pinfo, tree)
         off = off + 32
         local pl, pll = varint(tvb, off)
         if not pl or off + pll + pl > tvb:len() then return bad(tree, "parameters run past the datagram") end
+        -- Without a cid_len parameter the client's CIDs are 8 bytes long (§8).
+        client_cid_len[tostring(pinfo.src) .. ":" .. pinfo.src_port] = 8
         if not dissect_params(tvb, tree, off + pll, pl, pinfo) then return end
         off = off + pll + pl
         tree:add(f.padding, tvb(off), tvb:len() - off)

@@ -25,6 +25,9 @@ const TOP: f64 = 40.0;
 
 /// The records of a JSON-SEQ qlog (RFC 7464); the header first.
 pub fn parse(text: &str) -> Result<Vec<Value>, String> {
+    if !text.starts_with('\x1e') {
+        return Err("not a qlog JSON-SEQ file (it does not start with a record separator)".into());
+    }
     let mut out: Vec<Value> = Vec::new();
     let records: Vec<&str> = text.split('\x1e').map(str::trim).filter(|r| !r.is_empty()).collect();
     for (k, r) in records.iter().enumerate() {

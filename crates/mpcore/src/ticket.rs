@@ -162,7 +162,7 @@ const STORED_FORMAT: u8 = 1;
 impl ResumptionTicket {
     /// When it may no longer be used (unix ms).
     pub fn expires_unix_ms(&self) -> u64 {
-        self.received_unix_ms + u64::from(self.lifetime_s) * 1_000
+        self.received_unix_ms.saturating_add(u64::from(self.lifetime_s) * 1_000)
     }
 
     /// Its age as the server is shown it at `unix_ms`: milliseconds since it arrived, plus

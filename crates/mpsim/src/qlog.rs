@@ -31,6 +31,13 @@ impl QlogStore {
                 };
                 c.take_qlog(&mut self.logs[k].2);
             }
+            // Connections forgotten in the step: their last records.
+            for (h, tail) in ep.take_forgotten_qlogs() {
+                match self.logs.iter_mut().find(|l| l.0 == is_client && l.1 == h) {
+                    Some(l) => l.2.extend_from_slice(&tail),
+                    None => self.logs.push((is_client, h, tail)),
+                }
+            }
         }
     }
 

@@ -133,3 +133,20 @@ fn check(side: &str, log: &[Value], st: mpcore::ConnStats) {
         assert!(joins > 0, "the client's join is logged");
     }
 }
+
+#[test]
+fn a_connection_that_ends_at_once_keeps_its_last_records() {
+    // Every path goes silent under an upload: the client gives the peer up (peer timeout) and
+    // is forgotten in the same step, with no drain period. Its log still ends with the close.
+    let c = Config { qlog: true, idle_timeout: ms(60_000), ..Config::default() };
+    let mut sim = Sim::new(9, c.clone(), c, multimob_backup_paths()).unwrap();
+    let mut app = mpsim::apps::Bulk::new(vec![5; 4 << 20], false);
+    sim.at(ms(1_000), 0, PathEvent::Down);
+    sim.at(ms(1_000), 1, PathEvent::Down);
+    sim.run(ms(30_000), |s| mpsim::Flow::Wake(app.step(s)));
+    assert_eq!(sim.client.live_connections(), 0, "the client gave up");
+    let log = records(sim.qlogs.log(true, app.client.unwrap()).unwrap());
+    let last = log.last().unwrap();
+    assert_eq!(last["name"], "connectivity:connection_state_updated", "{last}");
+    assert_eq!(last["data"]["reason"], "peer_unresponsive", "{last}");
+}

@@ -74,6 +74,15 @@ impl MpListener {
             .ok_or_else(|| Error::Config(format!("cores must be between 1 and {MAX_CORES}, not {cores}")))?;
         let mut addr = addr;
         let (mut eps, mut stops) = (Vec::new(), Vec::new());
+        // The cores share one ticket secret: a client's next connection may reach any of them.
+        let mut opts = opts;
+        let r = &mut opts.config_mut().resumption;
+        if r.issue && r.secret.is_none() {
+            let mut s = [0u8; 32];
+            mpcore::crypto::random_fill(&mut s)
+                .map_err(|_| Error::Config("no system randomness for the ticket secret".into()))?;
+            r.secret = Some(s);
+        }
         // One after another, so that each core's socket takes its place in the group in order.
         for k in 0..n {
             let mut o = opts.clone();

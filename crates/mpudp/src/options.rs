@@ -430,7 +430,7 @@ impl Options {
     }
 
     /// Writes every connection's event log (qlog, JSON-SEQ: PROTOCOL.md §13) to a file of its
-    /// own in `dir` (created if missing): `<client|server>-<endpoint start, unix ms>-<connection>.sqlog`,
+    /// own in `dir` (created if missing): `<client|server>-<endpoint start, unix ms>-<n>-<connection>.sqlog`,
     /// readable by qvis and `iperf-siri timeline`. It holds packet numbers, sizes, frames,
     /// recovery metrics and the transport's decisions; never a key or a payload byte.
     pub fn qlog_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {

@@ -9,7 +9,7 @@ use super::subflow::SubflowState;
 use super::{Connection, State};
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
-use crate::wire::new_ticket::NEW_TICKET;
+use crate::wire::new_ticket::{NewTicket, NEW_TICKET};
 use crate::wire::packet::decode_pn;
 use crate::wire::{Dss, Frame, FrameList, Header, Packet};
 use crate::{PathId, Time};
@@ -207,6 +207,10 @@ impl Connection {
                         let new = self.recv.check(Dsn(dsn), data.len()).map_err(|_| DropReason::Protocol)?;
                         look.new_ranges += usize::from(new);
                     }
+                }
+                // A NEW_TICKET the client cannot read: the packet is the server's violation.
+                Frame::Extension { ty: NEW_TICKET, body } if NewTicket::parse(body).is_err() => {
+                    return Err(DropReason::Protocol)
                 }
                 _ => {}
             }

@@ -411,7 +411,7 @@ impl Connection {
     }
 
     /// Appends the event log's records since the last call to `out` (JSON-SEQ, PROTOCOL.md
-    /// §12; the first call gives the header record too). Nothing when `Config::qlog` is off.
+    /// §13; the first call gives the header record too). Nothing when `Config::qlog` is off.
     pub fn take_qlog(&mut self, out: &mut Vec<u8>) {
         self.qlog_losses();
         if let Some(q) = self.qlog.as_deref_mut() {

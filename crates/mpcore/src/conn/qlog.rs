@@ -98,6 +98,9 @@ pub(crate) struct Qlog {
     /// The metrics last logged, per subflow number.
     metrics: Vec<(u32, Metrics)>,
     last_pick: Option<u32>,
+    /// The latest time logged: a driver may hand in an application's call at a later `now`
+    /// than the rest of its round, and the log's times never go back (§13).
+    last: Time,
 }
 
 /// Names of the control frames of a [`FrameSet`], in its bits' order.
@@ -128,7 +131,14 @@ fn ms(us: u64) -> f64 {
 impl Qlog {
     /// A log whose times count from `start`, with its header record.
     pub fn new(start: Time, side: Side) -> Self {
-        let mut q = Self { out: String::with_capacity(4096), start, dropped: 0, metrics: Vec::new(), last_pick: None };
+        let mut q = Self {
+            out: String::with_capacity(4096),
+            start,
+            dropped: 0,
+            metrics: Vec::new(),
+            last_pick: None,
+            last: start,
+        };
         let vantage = if side == Side::Client { "client" } else { "server" };
         let _ = writeln!(
             q.out,
@@ -158,8 +168,9 @@ impl Qlog {
             self.dropped += 1;
             return false;
         }
+        self.last = self.last.max(now);
         self.out.push_str("\x1e{\"time\":");
-        push_ms(&mut self.out, now.saturating_sub(self.start));
+        push_ms(&mut self.out, self.last - self.start);
         self.out.push_str(",\"name\":\"");
         self.out.push_str(name);
         self.out.push_str("\",\"data\":{");

@@ -92,6 +92,12 @@ impl Connection {
         // Closed first, so that connection-level frames in flight there go to another subflow.
         self.subflows[i].close(now, reason, tell_peer);
         self.reinject_in_flight(now, i, false);
+        // What it was still to carry for the connection (addresses, the ticket) goes elsewhere.
+        let pending = self.subflows[i].carried();
+        if !pending.is_empty() {
+            self.subflows[i].drop_carried(pending);
+            self.pend_on_any(pending);
+        }
         self.emit(now, Event::SubflowClosed { id, reason });
         self.recv.forget_slot(i);
         // The last subflow gone: the connection waits for a join (the client's new address

@@ -52,12 +52,17 @@ impl Connection {
     /// Writes the NEW_TICKET if the subflow carries it (`carry`).
     pub(super) fn write_ticket(&self, carry: FrameSet, b: &mut PacketBuilder<'_>) {
         if let (true, Some(body)) = (carry.intersects(FrameSet::TICKET), self.tickets.out.as_deref()) {
-            b.control(FrameSet::TICKET, Frame::Extension { ty: NEW_TICKET, body });
+            // Larger than the builder's usual control frame: written only where it fits whole
+            // (type, length, body), else it waits for the next packet.
+            if b.room() >= body.len() + 4 {
+                b.control(FrameSet::TICKET, Frame::Extension { ty: NEW_TICKET, body });
+            }
         }
     }
 
-    /// Client: a NEW_TICKET arrived. A server ignores one; a malformed one is a protocol
-    /// error of the server's, dropped and counted.
+    /// Client: a NEW_TICKET arrived (`inspect` dropped the packet of a malformed one). A
+    /// server ignores one; a copy of one already kept (the server sent it again after a loss
+    /// it only presumed) is not kept twice.
     pub(super) fn on_new_ticket(&mut self, now: Time, body: &[u8]) {
         if self.side != Side::Client {
             return;
@@ -72,6 +77,9 @@ impl Connection {
             psk: ticket::psk(&keys.resumption, t.nonce),
             ticket: t.ticket.to_vec(),
         };
+        if self.tickets.got.iter().any(|(_, g)| g.ticket == got.ticket) {
+            return;
+        }
         if self.tickets.got.len() == KEPT {
             self.tickets.got.remove(0);
         }

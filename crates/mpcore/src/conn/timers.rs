@@ -325,7 +325,7 @@ const GRANULARITY: u64 = 2_000;
 /// hold the peer's process: CI's 2-core machine, running a debug build, once kept a loopback
 /// peer from answering long enough that a backup path that was never needed carried data. A
 /// path declared silent wakes the cellular radio (0.26 s and a tail of seconds at ~1 W), so
-/// a few ms of jitter must not do it. Paths of 5 ms RTT or more are not affected: their
+/// a few ms of jitter must not do it. Paths of 10 ms RTT or more are not affected: their
 /// probe already waits longer.
 pub(super) const SILENCE_FLOOR: u64 = 10_000;
 

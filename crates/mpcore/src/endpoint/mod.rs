@@ -135,6 +135,10 @@ pub struct Endpoint {
     tickets: Option<tickets::Issuer>,
     /// The unix time, for the tickets' dates (`set_unix_time`).
     clock: tickets::UnixClock,
+    /// The last records of the logs of connections forgotten since the driver last looked
+    /// (`take_forgotten_qlogs`): a connection that ends without a drain period is forgotten
+    /// in the call that ended it.
+    qlog_tails: Vec<(ConnHandle, Vec<u8>)>,
 }
 
 impl fmt::Debug for Endpoint {
@@ -167,6 +171,7 @@ impl Endpoint {
             warmer: prewarm::Warmer::default(),
             tickets,
             clock: tickets::UnixClock::default(),
+            qlog_tails: Vec::new(),
             paths,
             server,
             conns: Slab::default(),
@@ -372,6 +377,17 @@ impl Endpoint {
         }
     }
 
+    /// Whether this endpoint accepts connections.
+    pub fn is_server(&self) -> bool {
+        self.server
+    }
+
+    /// The last records of the logs (qlog) of the connections forgotten since the last call:
+    /// whoever takes the live connections' logs takes these too, before their `Forgotten`.
+    pub fn take_forgotten_qlogs(&mut self) -> Vec<(ConnHandle, Vec<u8>)> {
+        std::mem::take(&mut self.qlog_tails)
+    }
+
     /// Forgets a drained connection; its CIDs are remembered for the cookie lifetime.
     fn reap(&mut self, idx: usize, now: Time) {
         let h = self.handle(idx);
@@ -380,6 +396,11 @@ impl Endpoint {
             self.events.push_back((h, e));
         }
         self.events.push_back((h, Event::Forgotten));
+        if self.config.qlog {
+            let mut tail = Vec::new();
+            c.take_qlog(&mut tail);
+            self.qlog_tails.push((h, tail));
+        }
         let expiry = now + self.config.cookie_lifetime;
         self.routes.forget(idx, c.local_cids(), c.local_token(), expiry);
     }

@@ -83,7 +83,7 @@ impl UnixClock {
     }
 
     pub(super) fn unix_ms(&self, now: Time) -> u64 {
-        self.at_zero_ms + now / 1_000
+        self.at_zero_ms.saturating_add(now / 1_000)
     }
 }
 

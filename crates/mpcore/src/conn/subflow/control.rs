@@ -53,6 +53,7 @@ impl Subflow {
 
     /// Drops address frames it was to carry (what they said no longer holds).
     pub fn drop_carried(&mut self, frames: FrameSet) {
+        // (the address frames, or the ticket when the subflow closes)
         self.carry.remove(frames);
     }
 

@@ -298,7 +298,7 @@ impl Subflow {
                 self.pend_again(p.ctrl);
                 self.acks.news |= p.carried_ack;
             } else {
-                orphaned |= p.ctrl.intersection(FrameSet::ADDRESSES);
+                orphaned |= p.ctrl.intersection(FrameSet::CARRIED);
             }
             if let Some(d) = p.data {
                 each(d);
