@@ -123,7 +123,7 @@ impl Connection {
 
     /// The data, or the DATA_ACK alone, on subflow `i` (§5.5): the scheduled segment, a probe,
     /// or a redundant copy, after the data a FAST_JOIN_OUT carried (`fj_data`). Returns what
-    /// went (range, retransmission, new data) and whether the window was advertised; `None`
+    /// went (range, retransmission, new data) and the DATA_ACK advertised, if any; `None`
     /// if the packet cannot be written.
     fn write_data(
         &self,
@@ -157,7 +157,6 @@ impl Connection {
         let mut out = DataWritten {
             sent: fj_data.map(|d| d.0),
             data: data.or(fj_data),
-            advertised: false,
             fast_join_data,
             data_ack: None,
             idle: false,
@@ -209,7 +208,6 @@ impl Connection {
                 if !self.send.copy_out(d.off, b.writer().reserve(take as usize).ok()?) {
                     return None;
                 }
-                out.advertised = ack.is_some();
                 out.data_ack = ack.map(|a| a.0);
                 out.idle = idle_flag;
                 out.sent = Some(DataRef { off: d.off, len: take as u32, fin });
@@ -219,8 +217,8 @@ impl Connection {
         }
         if b.ack_sent || b.eliciting {
             // No data went in (none due, or no room): a DATA_ACK alone.
-            out.advertised = Dss::emit_header(b.writer(), Some(data_ack), None, false, false).is_ok();
-            out.data_ack = out.advertised.then_some(data_ack.0);
+            let sent = Dss::emit_header(b.writer(), Some(data_ack), None, false, false).is_ok();
+            out.data_ack = sent.then_some(data_ack.0);
         }
         Some(out)
     }
@@ -228,11 +226,11 @@ impl Connection {
     /// Packet `pn` left on subflow `i`, `len` bytes: its owners learn what it carried, and
     /// the subflow records it for its acknowledgement or loss.
     fn on_built(&mut self, now: Time, i: usize, seg: Option<Seg>, len: usize, p: PacketBuilt) {
-        let DataWritten { sent: sent_data, data, advertised, .. } = p.data;
+        let DataWritten { sent: sent_data, data, data_ack, .. } = p.data;
         if let Some(q) = self.qlog.as_deref_mut() {
             let dss = SentDss {
                 map: sent_data.map(|d| (self.send.dsn(d.off).0, d.len, d.fin, p.data.idle)),
-                data_ack: p.data.data_ack,
+                data_ack,
                 fast_join: p.data.fast_join_data,
             };
             let head = PacketHead { subflow: self.subflows[i].id(), kind: p.kind, pn: p.pn, len };
@@ -255,7 +253,7 @@ impl Connection {
         if p.injected {
             self.injected.clear();
         }
-        if advertised {
+        if data_ack.is_some() {
             self.recv.on_window_advertised();
         }
         let sf = &mut self.subflows[i];
@@ -342,11 +340,9 @@ struct DataWritten {
     sent: Option<DataRef>,
     /// That range as chosen: (range, retransmission, new data).
     data: Option<(DataRef, bool, bool)>,
-    /// The DATA_ACK and window went.
-    advertised: bool,
     /// A FAST_JOIN_OUT carried data.
     fast_join_data: bool,
-    /// The DATA_ACK that went (for the log).
+    /// The DATA_ACK (and the window) that went, if one did.
     data_ack: Option<u64>,
     /// The mapping carried MP_IDLE (for the log).
     idle: bool,

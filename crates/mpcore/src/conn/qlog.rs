@@ -79,7 +79,7 @@ pub(crate) struct SentDss {
 }
 
 /// A subflow's recovery metrics, logged when one changes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Metrics {
     pub srtt: u64,
     pub min_rtt: u64,
@@ -292,30 +292,26 @@ impl Qlog {
     /// `recovery:metrics_updated` with the metrics of subflow `sf` that changed since its
     /// last one (all of them the first time).
     pub fn metrics(&mut self, now: Time, sf: u32, m: Metrics) {
-        let k = match self.metrics.iter().position(|(id, _)| *id == sf) {
-            Some(k) => k,
-            None => {
-                self.metrics.push((sf, Metrics { srtt: u64::MAX, ..Metrics::default() }));
-                self.metrics.len() - 1
-            }
-        };
-        let was = self.metrics[k].1;
-        if was == m || !self.begin(now, "recovery:metrics_updated") {
+        let k = self.metrics.iter().position(|(id, _)| *id == sf);
+        let was = k.map(|k| self.metrics[k].1);
+        if was == Some(m) || !self.begin(now, "recovery:metrics_updated") {
             return;
         }
-        self.metrics[k].1 = m;
+        match k {
+            Some(k) => self.metrics[k].1 = m,
+            None => self.metrics.push((sf, m)),
+        }
         let _ = write!(self.out, "\"path_id\":{sf}");
         let fields = [
-            ("smoothed_rtt", m.srtt, was.srtt, true),
-            ("min_rtt", m.min_rtt, was.min_rtt, true),
-            ("latest_rtt", m.latest_rtt, was.latest_rtt, true),
-            ("rtt_variance", m.rttvar, was.rttvar, true),
-            ("congestion_window", m.cwnd, was.cwnd, false),
-            ("bytes_in_flight", m.in_flight, was.in_flight, false),
+            ("smoothed_rtt", m.srtt, was.map(|w| w.srtt), true),
+            ("min_rtt", m.min_rtt, was.map(|w| w.min_rtt), true),
+            ("latest_rtt", m.latest_rtt, was.map(|w| w.latest_rtt), true),
+            ("rtt_variance", m.rttvar, was.map(|w| w.rttvar), true),
+            ("congestion_window", m.cwnd, was.map(|w| w.cwnd), false),
+            ("bytes_in_flight", m.in_flight, was.map(|w| w.in_flight), false),
         ];
-        let fresh = was.srtt == u64::MAX;
         for (name, v, old, time) in fields {
-            if fresh || v != old {
+            if old != Some(v) {
                 self.out.push_str(",\"");
                 self.out.push_str(name);
                 self.out.push_str("\":");
