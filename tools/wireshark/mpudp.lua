@@ -3,8 +3,8 @@
 --   wireshark -X lua_script:tools/wireshark/mpudp.lua capture.pcap
 --   tshark -X lua_script:tools/wireshark/mpudp.lua -r capture.pcap -V
 --
--- What it shows without keys: the long headers whole (INITIAL with its key share and transport
--- parameters, RETRY, HANDSHAKE with the suite and signature, CONFIRM with its cookie, JOIN with
+-- What it shows without keys: the long headers whole (INITIAL with its key share, transport
+-- parameters and resumption offer, RETRY, HANDSHAKE with the suite and signature or PSK proof, CONFIRM with its cookie, JOIN with
 -- the receiver's token and the subflow number), VERSION_NEGOTIATION, WARM, and the short
 -- header's DCID; the AEAD-sealed payloads and the short header's protected bits stay opaque.
 -- It does not decrypt: Wireshark's Lua API (4.0) has no AES-GCM, ChaCha20-Poly1305 or
@@ -33,6 +33,8 @@ local f = {
     form = ProtoField.string("mpudp.form", "Header form"),
     ptype = ProtoField.uint8("mpudp.type", "Packet type", base.DEC, types, 0x38),
     signed = ProtoField.bool("mpudp.signed", "Signed (S)", 8, nil, 0x01),
+    psk = ProtoField.bool("mpudp.psk", "Keyed with a ticket's PSK (P)", 8, nil, 0x02),
+    resume = ProtoField.bool("mpudp.resume", "Resumption offer (R)", 8, nil, 0x01),
     version = ProtoField.uint32("mpudp.version", "Version", base.HEX),
     dcid = ProtoField.bytes("mpudp.dcid", "Destination CID"),
     scid = ProtoField.bytes("mpudp.scid", "Source CID"),
@@ -46,6 +48,11 @@ local f = {
     tag = ProtoField.bytes("mpudp.integrity_tag", "Integrity tag"),
     suite = ProtoField.uint8("mpudp.suite", "AEAD suite", base.HEX, suites),
     signature = ProtoField.bytes("mpudp.signature", "Ed25519 signature"),
+    psk_proof = ProtoField.bytes("mpudp.psk_proof", "PSK proof (resumed)"),
+    ticket_len = ProtoField.uint32("mpudp.ticket_length", "Resumption ticket length"),
+    ticket = ProtoField.bytes("mpudp.ticket", "Resumption ticket"),
+    ticket_age = ProtoField.uint32("mpudp.ticket_age", "Obfuscated ticket age"),
+    binder = ProtoField.bytes("mpudp.binder", "Binder"),
     pn = ProtoField.uint32("mpudp.pn", "Packet number"),
     cookie_len = ProtoField.uint32("mpudp.cookie_length", "Cookie length"),
     cookie = ProtoField.bytes("mpudp.cookie", "Cookie"),
@@ -147,7 +154,11 @@ local function dissect_long(tvb, pinfo, tree)
         return
     end
     tree:add(f.ptype, tvb(0, 1))
-    if t == 2 then tree:add(f.signed, tvb(0, 1)) end
+    if t == 2 then
+        tree:add(f.signed, tvb(0, 1))
+        tree:add(f.psk, tvb(0, 1))
+    end
+    if t == 0 then tree:add(f.resume, tvb(0, 1)) end
     tree:add(f.version, tvb(1, 4))
     local name = types[t] or ("reserved type " .. t)
     pinfo.cols.info:set(name)
@@ -192,6 +203,18 @@ local function dissect_long(tvb, pinfo, tree)
         client_cid_len[tostring(pinfo.src) .. ":" .. pinfo.src_port] = 8
         if not dissect_params(tvb, tree, off + pll, pl, pinfo) then return end
         off = off + pll + pl
+        -- R (byte 0, bit 0): a resumption offer follows the parameters (§4.8).
+        if b0 % 2 == 1 then
+            local tl, tll = varint(tvb, off)
+            if not tl or tl == 0 or off + tll + tl + 36 > tvb:len() then return bad(tree, "resumption offer runs past the datagram") end
+            tree:add(f.ticket_len, tvb(off, tll), tl)
+            tree:add(f.ticket, tvb(off + tll, tl))
+            off = off + tll + tl
+            tree:add(f.ticket_age, tvb(off, 4))
+            tree:add(f.binder, tvb(off + 4, 32))
+            off = off + 36
+            pinfo.cols.info:append(" resuming")
+        end
         tree:add(f.padding, tvb(off), tvb:len() - off)
         if tvb:len() < 1200 then return bad(tree, "an INITIAL is at least 1200 bytes") end
         -- Short-header packets to and from this server are mpudp too.
@@ -203,10 +226,19 @@ local function dissect_long(tvb, pinfo, tree)
         tree:add(f.key_share, tvb(off, 32))
         tree:add(f.suite, tvb(off + 32, 1))
         off = off + 33
-        if b0 % 2 == 1 then
+        local signed, psk = b0 % 2 == 1, math.floor(b0 / 2) % 2 == 1
+        if signed and psk then return bad(tree, "S and P both set") end
+        if signed then
             if not need(tvb, tree, off, 64, "signature") then return end
             tree:add(f.signature, tvb(off, 64))
             off = off + 64
+        end
+        -- P (byte 0, bit 1): resumed with the INITIAL's ticket, a PSK proof follows (§4.8).
+        if psk then
+            if not need(tvb, tree, off, 32, "PSK proof") then return end
+            tree:add(f.psk_proof, tvb(off, 32))
+            off = off + 32
+            pinfo.cols.info:append(" resumed")
         end
     else
         local l, ll = varint(tvb, off)

@@ -117,6 +117,7 @@ pub fn run(verbose: bool) -> Outcome {
             token,
             key_share: *c_share.public(),
             params: &pbuf[..plen],
+            resume: None,
         }
         .emit(&mut w)
         .expect("initial");
@@ -169,6 +170,7 @@ pub fn run(verbose: bool) -> Outcome {
             suite: suite.id(),
             // The S bit (§3.1) is in TH: the signature's place is kept, then filled.
             signature: Some([0; 64]),
+            psk_proof: None,
             pn: 0,
         };
         let mut hbuf = [0u8; Handshake::MAX_LEN];

@@ -294,7 +294,7 @@ impl Default for Config {
 #[derive(Clone, PartialEq, Eq)]
 pub struct Resumption {
     /// Client: announce that it takes tickets (the `tickets` parameter, §8), so that a server
-    /// that issues them sends one. Off until the client can resume with them.
+    /// that issues them sends one; `Endpoint::connect_resuming` offers one (§4.8).
     pub accept: bool,
     /// Server: seal a ticket for every connection accepted whose client takes them, and send
     /// it (NEW_TICKET, §5.19).

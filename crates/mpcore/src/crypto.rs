@@ -182,6 +182,28 @@ pub fn transcript_hash(initial_part: &[u8], handshake_part: &[u8]) -> [u8; 32] {
     out
 }
 
+/// A resuming INITIAL's binder (§4.8): HMAC-SHA256 under
+/// `HKDF-Expand(PSK, "mpudp1 binder", 32)` of SHA-256(every INITIAL byte before the binder).
+/// Only a holder of the ticket's PSK computes it, and it binds the ticket to this INITIAL.
+pub fn resumption_binder(psk: &[u8; 32], initial_before_binder: &[u8]) -> [u8; 32] {
+    let prk = hkdf::Prk::new_less_safe(hkdf::HKDF_SHA256, psk);
+    let mut k = [0u8; 32];
+    expand(&prk, b"mpudp1 binder", &mut k);
+    let h = digest::digest(&digest::SHA256, initial_before_binder);
+    hmac_parts(&hmac::Key::new(hmac::HMAC_SHA256, &k), &[h.as_ref()])
+}
+
+/// A resumed HANDSHAKE's proof of the PSK (§4.8), in place of a signature: HMAC-SHA256 under
+/// `HKDF-Expand(PSK, "mpudp1 psk proof", 32)` of `"mpudp v1 server psk proof" ‖ 0x00 ‖ TH`.
+/// The client checks it before it spends its key share, as it checks a signature (§4.6), so a
+/// forged answer does not spend it.
+pub fn psk_proof(psk: &[u8; 32], th: &[u8; 32]) -> [u8; 32] {
+    let prk = hkdf::Prk::new_less_safe(hkdf::HKDF_SHA256, psk);
+    let mut k = [0u8; 32];
+    expand(&prk, b"mpudp1 psk proof", &mut k);
+    hmac_parts(&hmac::Key::new(hmac::HMAC_SHA256, &k), &[b"mpudp v1 server psk proof\0", th])
+}
+
 struct Len(usize);
 
 impl hkdf::KeyType for Len {
@@ -211,6 +233,19 @@ impl Master {
     /// `master = HKDF-Expand(HKDF-Extract(TH, shared), "mpudp1 master", 32)`.
     pub fn derive(shared: &[u8; 32], th: &[u8; 32]) -> Self {
         let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, th).extract(shared);
+        let mut m = [0u8; 32];
+        expand(&prk, b"mpudp1 master", &mut m);
+        Master(m)
+    }
+
+    /// A resumed connection's master (§4.8): the PSK joins the X25519 secret in the extract,
+    /// `HKDF-Expand(HKDF-Extract(TH, shared ‖ PSK), "mpudp1 master", 32)`, so the connection
+    /// has the fresh agreement's forward secrecy and the ticket's authentication.
+    pub fn derive_resumed(shared: &[u8; 32], psk: &[u8; 32], th: &[u8; 32]) -> Self {
+        let mut ikm = [0u8; 64];
+        ikm[..32].copy_from_slice(shared);
+        ikm[32..].copy_from_slice(psk);
+        let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, th).extract(&ikm);
         let mut m = [0u8; 32];
         expand(&prk, b"mpudp1 master", &mut m);
         Master(m)

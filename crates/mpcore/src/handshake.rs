@@ -8,16 +8,22 @@
 //!   nothing. A CONFIRM whose cookie opens, for the address it was issued to and within its
 //!   lifetime, gives what a new connection is created from.
 //!
+//! - Resumption (§4.8): a client given a ticket offers it in its INITIAL with a binder; a
+//!   server that opens it answers with a HANDSHAKE keyed from the ticket's PSK and the key
+//!   shares (the `P` bit), without a signature. A ticket the server cannot take gets the full
+//!   handshake, which the client accepts as before.
+//!
 //! Nothing here touches a connection or the endpoint's tables: outcomes are values.
 
 use crate::config::Config;
 use crate::crypto::{
-    self, ct_eq, encode_addr, transcript_hash, CookieKey, KeyShare, Master, RetryTokenKey, Secrets, Suite,
+    self, ct_eq, encode_addr, resumption_binder, transcript_hash, CookieKey, KeyShare, Master, RetryTokenKey, Secrets,
+    Suite,
 };
 use crate::drops::DropReason;
 use crate::identity;
 use crate::rng::Rng;
-use crate::wire::packet::{self, Confirm, Handshake, Initial, Retry};
+use crate::wire::packet::{self, Confirm, Handshake, Initial, ResumeOffer, Retry, BINDER_LEN};
 use crate::wire::{Cid, Frame, FrameList, Header, Packet, TransportParams, Writer};
 use crate::Time;
 use std::net::SocketAddr;
@@ -26,10 +32,28 @@ fn ms(t: Time) -> u64 {
     t / 1000
 }
 
+/// A ticket a client offers in its INITIAL (§4.8).
+pub struct Offer {
+    /// The server's sealed ticket, as it gave it.
+    pub ticket: Vec<u8>,
+    /// The ticket's PSK (never sent).
+    pub psk: [u8; 32],
+    /// Its age as the server is shown it.
+    pub obfuscated_age: u32,
+}
+
+impl std::fmt::Debug for Offer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Offer").field("ticket_len", &self.ticket.len()).finish_non_exhaustive()
+    }
+}
+
 /// The client's side of the first handshake, until the server's first short packet.
 #[derive(Debug)]
 pub struct Client {
     share: Option<KeyShare>,
+    /// The ticket offered in every INITIAL of this attempt, if any.
+    offer: Option<Offer>,
     /// The INITIAL's destination CID, and the client's own CID (subflow 0's).
     odcid: Cid,
     scid: Cid,
@@ -58,21 +82,25 @@ pub struct Agreed {
     /// The HANDSHAKE's round trip, if the INITIAL went only once (Karn's rule: an answer to
     /// which copy is unknown).
     pub rtt_sample: Option<Time>,
+    /// The server took our ticket: the keys come from its PSK and the key shares (§4.8).
+    pub resumed: bool,
 }
 
 impl Client {
-    /// A client handshake from `scid` to `server`; the INITIAL is built at once and sent by
-    /// [`Client::poll_initial`].
+    /// A client handshake from `scid` to `server`, offering `offer`'s ticket if given; the
+    /// INITIAL is built at once and sent by [`Client::poll_initial`].
     pub fn new(
         now: Time,
         config: &Config,
         rng: &mut Rng,
         scid: Cid,
         server: SocketAddr,
+        offer: Option<Offer>,
     ) -> Result<Self, crypto::CryptoError> {
         let share = rng.key_share()?;
         let mut hs = Client {
             share: None,
+            offer,
             odcid: rng.cid(),
             scid,
             server,
@@ -105,8 +133,19 @@ impl Client {
             token,
             key_share: *share.public(),
             params: &pbuf[..plen],
+            resume: self.offer.as_ref().map(|o| ResumeOffer {
+                ticket: &o.ticket,
+                obfuscated_age: o.obfuscated_age,
+                binder: [0; BINDER_LEN],
+            }),
         };
         self.transcript_len = init.emit(&mut Writer::new(&mut buf)).unwrap_or(0);
+        if let Some(o) = &self.offer {
+            // §4.8: the binder covers every byte before it (the token of a RETRY included).
+            let at = Initial::binder_offset(self.transcript_len);
+            let binder = resumption_binder(&o.psk, &buf[..at]);
+            buf[at..self.transcript_len].copy_from_slice(&binder);
+        }
         // The rest of the datagram is zero padding (§3.1: INITIALs are padded to 1200 bytes).
         self.initial = buf;
     }
@@ -200,16 +239,33 @@ impl Client {
             return Err(DropReason::Malformed);
         }
         let th = transcript_hash(&self.initial[..self.transcript_len], &scratch[..Handshake::TRANSCRIPT_LEN]);
+        // §4.8: a HANDSHAKE keyed with our ticket's PSK proves the PSK (which only a holder of
+        // the ticket key can derive) with an HMAC of TH, checked before the key share is spent
+        // as a signature is; it has no signature. One that claims a PSK we never offered is not
+        // for us.
+        let psk = match (&self.offer, h.psk_proof) {
+            (Some(o), Some(proof)) => {
+                if !ct_eq(&crypto::psk_proof(&o.psk, &th), &proof) {
+                    self.auth_failed = true;
+                    return Err(DropReason::BadSignature);
+                }
+                Some(o.psk)
+            }
+            (None, Some(_)) => return Err(DropReason::Unexpected),
+            (_, None) => None,
+        };
         // §4.6: the server's signature of TH, checked before the key share is spent, so that a
         // forged HANDSHAKE (a man in the middle's own key share) leaves the real one acceptable.
-        if !config.server_keys.is_empty() {
-            let signed = h.signature.is_some_and(|sig| identity::verify_transcript(&config.server_keys, &th, &sig));
-            if !signed {
-                self.auth_failed = true;
-                return Err(DropReason::BadSignature);
+        if psk.is_none() {
+            if !config.server_keys.is_empty() {
+                let signed = h.signature.is_some_and(|sig| identity::verify_transcript(&config.server_keys, &th, &sig));
+                if !signed {
+                    self.auth_failed = true;
+                    return Err(DropReason::BadSignature);
+                }
+            } else if !config.unauthenticated_server {
+                return Err(DropReason::Unexpected);
             }
-        } else if !config.unauthenticated_server {
-            return Err(DropReason::Unexpected);
         }
         // The key share is consumed by the agreement (a second HANDSHAKE finds none).
         let Some(share) = self.share.take() else { return Err(DropReason::Unexpected) };
@@ -217,7 +273,11 @@ impl Client {
             self.restart(config, rng);
             return Err(DropReason::DecryptFailed);
         };
-        let secrets = Master::derive(&shared, &th).secrets(suite);
+        let master = match &psk {
+            Some(psk) => Master::derive_resumed(&shared, psk, &th),
+            None => Master::derive(&shared, &th),
+        };
+        let secrets = master.secrets(suite);
         let Ok(plain) = secrets.s2c.open(0, u64::from(h.pn), scratch, p.header_len) else {
             // Not from the server that holds our INITIAL's transcript.
             self.restart(config, rng);
@@ -236,7 +296,7 @@ impl Client {
         let (Some(params), false) = (params, cookie.is_empty()) else { return Err(DropReason::Malformed) };
         self.cookie = cookie.to_vec();
         let rtt_sample = (self.attempts == 1).then(|| now.saturating_sub(self.sent_at));
-        Ok(Agreed { secrets, params, server_cid: h.scid, rtt_sample })
+        Ok(Agreed { secrets, params, server_cid: h.scid, rtt_sample, resumed: psk.is_some() })
     }
 
     fn restart(&mut self, config: &Config, rng: &mut Rng) {
@@ -262,10 +322,31 @@ impl ServerKeys {
     }
 }
 
+/// What the server made of an INITIAL's resumption offer (§4.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resumption {
+    /// The INITIAL offered no ticket.
+    NotOffered,
+    /// The ticket opened, its age and binder checked: the HANDSHAKE is keyed with its PSK.
+    Taken,
+    /// The ticket did not open here, was out of date or its binder was wrong: the full
+    /// handshake answers (the client loses nothing but the saving).
+    Declined,
+}
+
+/// The server's answer to an INITIAL: the datagram, and what it made of a ticket.
+#[derive(Debug)]
+pub struct Answer {
+    pub datagram: Vec<u8>,
+    pub resumption: Resumption,
+}
+
 /// The server's stateless answer to an INITIAL (§4.1): a RETRY when a token is required and
 /// absent, else a HANDSHAKE whose cookie seals the connection's master secret, suite and the
 /// client's parameters for this address (§4.4). `cid_taken` and `token_taken` tell which CIDs
 /// and tokens the endpoint already uses; a key whose token collides is drawn again (§4.3).
+/// `open_ticket` gives a ticket's PSK if this server takes it with that obfuscated age
+/// (§4.8); the binder is checked here.
 #[allow(clippy::too_many_arguments)]
 pub fn answer_initial(
     now: Time,
@@ -278,7 +359,8 @@ pub fn answer_initial(
     require_retry: bool,
     cid_taken: impl Fn(&Cid) -> bool,
     token_taken: impl Fn(u32) -> bool,
-) -> Result<Vec<u8>, DropReason> {
+    open_ticket: impl Fn(&[u8], u32) -> Option<[u8; 32]>,
+) -> Result<Answer, DropReason> {
     let Header::Initial(i) = p.header else { return Err(DropReason::Unexpected) };
     if dgram.len() < packet::MIN_INITIAL_SIZE {
         return Err(DropReason::Malformed);
@@ -292,7 +374,7 @@ pub fn answer_initial(
         let tag = crypto::retry_integrity_tag(&i.dcid.0, w.written());
         w.bytes(&tag).map_err(|_| DropReason::Malformed)?;
         out.truncate(ul + tag.len());
-        return Ok(out);
+        return Ok(Answer { datagram: out, resumption: Resumption::NotOffered });
     }
     if !i.token.is_empty() && !keys.retry.validate(i.token, ms(now), ms(config.cookie_lifetime), &remote, &i.dcid.0) {
         return Err(DropReason::BadToken);
@@ -304,6 +386,18 @@ pub fn answer_initial(
         .filter_map(|&id| Suite::from_id(id).ok())
         .find(|s| config.suites.contains(s))
         .ok_or(DropReason::Refused)?;
+    // §4.8: the ticket is taken only if it opens here, its age checks and its binder proves
+    // the client holds its PSK; anything else gets the full handshake.
+    let psk = i.resume.and_then(|o| {
+        let psk = open_ticket(o.ticket, o.obfuscated_age)?;
+        let binder = resumption_binder(&psk, &dgram[..Initial::binder_offset(p.header_len)]);
+        ct_eq(&binder, &o.binder).then_some(psk)
+    });
+    let resumption = match (i.resume, psk) {
+        (None, _) => Resumption::NotOffered,
+        (Some(_), Some(_)) => Resumption::Taken,
+        (Some(_), None) => Resumption::Declined,
+    };
     let share = rng.key_share().map_err(|_| DropReason::Refused)?;
     let key_share = *share.public();
     let shared = share.agree(&i.key_share).map_err(|_| DropReason::Malformed)?;
@@ -322,14 +416,20 @@ pub fn answer_initial(
             scid,
             key_share,
             suite: suite.id(),
-            // The S bit is in TH: set before TH is taken, the signature filled in after.
-            signature: config.identity.as_ref().map(|_| [0u8; identity::SIGNATURE_LEN]),
+            // The S bit is in TH: set before TH is taken, the signature filled in after. A
+            // resumed HANDSHAKE has none: the PSK authenticates it (§4.8).
+            signature: config.identity.as_ref().filter(|_| psk.is_none()).map(|_| [0u8; identity::SIGNATURE_LEN]),
+            // Likewise the PSK proof's place (the P bit is in TH).
+            psk_proof: psk.map(|_| [0u8; packet::PSK_PROOF_LEN]),
             pn: 0,
         };
         let mut hbuf = [0u8; Handshake::MAX_LEN];
         hs.emit(&mut Writer::new(&mut hbuf)).map_err(|_| DropReason::Malformed)?;
         let transcript = transcript_hash(&dgram[..p.header_len], &hbuf[..Handshake::TRANSCRIPT_LEN]);
-        let master = Master::derive(&shared, &transcript);
+        let master = match &psk {
+            Some(psk) => Master::derive_resumed(&shared, psk, &transcript),
+            None => Master::derive(&shared, &transcript),
+        };
         let secrets = master.secrets(suite);
         let token = crypto::token(secrets.key_server);
         if token_taken(token) || config.steering.is_some_and(|s| !s.owns_token(token)) {
@@ -342,7 +442,8 @@ pub fn answer_initial(
         let al = encode_addr(&remote, &mut a);
         plain.extend_from_slice(&a[..al]);
         plain.extend_from_slice(&master.0);
-        plain.push(suite.id());
+        // The suite's byte says, in its high bit, that the connection was resumed (§4.8).
+        plain.push(suite.id() | if psk.is_some() { RESUMED_FLAG } else { 0 });
         plain.extend_from_slice(i.params);
         let aad = cookie_aad(&scid, &i.scid);
         let mut cookie = vec![0u8; plain.len() + crypto::COOKIE_OVERHEAD];
@@ -350,7 +451,10 @@ pub fn answer_initial(
         let mut sp = [0u8; 128];
         let spl = config.transport_params().emit(&mut Writer::new(&mut sp)).map_err(|_| DropReason::Refused)?;
         // §4.6: the identity signs TH (the signature is outside TH, inside the AEAD's data).
-        hs.signature = config.identity.as_ref().map(|id| id.sign_transcript(&transcript));
+        if hs.signature.is_some() {
+            hs.signature = config.identity.as_ref().map(|id| id.sign_transcript(&transcript));
+        }
+        hs.psk_proof = psk.map(|psk| crypto::psk_proof(&psk, &transcript));
         let mut out = vec![0u8; Handshake::MAX_LEN + 256 + cl];
         let mut w = Writer::new(&mut out);
         let hl = hs.emit(&mut w).map_err(|_| DropReason::Refused)?;
@@ -363,10 +467,13 @@ pub fn answer_initial(
         if n > 3 * dgram.len() {
             return Err(DropReason::Refused);
         }
-        return Ok(out);
+        return Ok(Answer { datagram: out, resumption });
     }
     Err(DropReason::Refused)
 }
+
+/// The cookie's suite byte, bit 7: the connection was resumed (§4.4, §4.8).
+const RESUMED_FLAG: u8 = 0x80;
 
 /// The cookie's associated data: version, server CID, client CID (§4.4).
 fn cookie_aad(server_cid: &Cid, client_cid: &Cid) -> [u8; 20] {
@@ -383,6 +490,8 @@ pub struct Accepted {
     pub master: Master,
     pub suite: Suite,
     pub client_params: TransportParams,
+    /// The HANDSHAKE was keyed with a ticket's PSK (§4.8).
+    pub resumed: bool,
 }
 
 /// Opens a CONFIRM's cookie (§4.4): it must authenticate under our key, name the address the
@@ -407,16 +516,17 @@ pub fn open_cookie(
         let addr = plain.get(8..8 + alen)?;
         let at = 8 + alen;
         let master = Master(plain.get(at..at + 32)?.try_into().ok()?);
-        let suite = Suite::from_id(*plain.get(at + 32)?).ok()?;
+        let flagged = *plain.get(at + 32)?;
+        let suite = Suite::from_id(flagged & !RESUMED_FLAG).ok()?;
         let params = TransportParams::parse(plain.get(at + 33..)?).ok()?;
-        Some((issued, addr, master, suite, params))
+        Some((issued, addr, master, (suite, flagged & RESUMED_FLAG != 0), params))
     })();
-    let (issued, addr, master, suite, client_params) = parsed.ok_or(DropReason::BadCookie)?;
+    let (issued, addr, master, (suite, resumed), client_params) = parsed.ok_or(DropReason::BadCookie)?;
     let mut a = [0u8; 19];
     let al = encode_addr(&remote, &mut a);
     let expired = ms(now).saturating_sub(issued) > ms(config.cookie_lifetime) || issued > ms(now) + 1;
     if &a[..al] != addr || expired {
         return Err(DropReason::BadCookie);
     }
-    Ok(Accepted { master, suite, client_params })
+    Ok(Accepted { master, suite, client_params, resumed })
 }

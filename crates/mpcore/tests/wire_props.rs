@@ -364,8 +364,14 @@ fn arb_cid() -> impl Strategy<Value = Cid> {
 
 proptest! {
     #[test]
-    fn initial_round_trip(dcid in arb_cid(), scid in arb_cid(), token in arb_bytes(40), ks in any::<[u8; 32]>(), params in arb_bytes(100)) {
-        let i = Initial { version: packet::VERSION_2, dcid, scid, token: &token, key_share: ks, params: &params };
+    fn initial_round_trip(
+        dcid in arb_cid(), scid in arb_cid(), token in arb_bytes(40), ks in any::<[u8; 32]>(), params in arb_bytes(100),
+        offer in proptest::option::of((proptest::collection::vec(any::<u8>(), 1..130), any::<u32>(), any::<[u8; 32]>())),
+    ) {
+        let resume = offer.as_ref().map(|(ticket, obfuscated_age, binder)| packet::ResumeOffer {
+            ticket, obfuscated_age: *obfuscated_age, binder: *binder,
+        });
+        let i = Initial { version: packet::VERSION_2, dcid, scid, token: &token, key_share: ks, params: &params, resume };
         let mut buf = [0u8; 1500];
         let mut w = Writer::new(&mut buf);
         let tl = i.emit(&mut w).unwrap();
@@ -405,7 +411,9 @@ proptest! {
         signature in proptest::option::of(proptest::collection::vec(any::<u8>(), 64..=64)),
     ) {
         let signature = signature.map(|s| <[u8; 64]>::try_from(s.as_slice()).unwrap());
-        let hs = Handshake { version: packet::VERSION_2, dcid, scid, key_share: ks, suite, signature, pn };
+        // A HANDSHAKE is signed or keyed with a PSK, never both (§4.8).
+        let psk_proof = (signature.is_none() && pn % 2 == 1).then_some(ks);
+        let hs = Handshake { version: packet::VERSION_2, dcid, scid, key_share: ks, suite, signature, psk_proof, pn };
         let cf = Confirm { version: packet::VERSION_2, dcid, scid, cookie: &cookie, pn };
         let jn = Join { version: packet::VERSION_2, token, scid, subflow, pn };
         for which in 0..3 {

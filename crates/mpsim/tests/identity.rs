@@ -8,6 +8,7 @@
 //! (the path loses every datagram, after the tap has seen it).
 #![allow(clippy::unwrap_used)]
 
+use mpcore::wire::packet::{Handshake, PSK_BIT, PSK_PROOF_LEN};
 use mpcore::wire::{Cid, Header, Packet};
 use mpcore::{CloseReason, Config, ConnHandle, Endpoint, Event, LocalPath, PathId, ServerIdentity};
 use mpsim::apps::{pattern, Bulk};
@@ -23,10 +24,22 @@ struct Attacker {
     seen: Tapped,
     answered: usize,
     ep: Endpoint,
+    /// Sets the P bit in its answers: it claims to hold the ticket's PSK (PROTOCOL.md §4.8).
+    claims_psk: bool,
 }
 
 impl Attacker {
     fn on(sim: &mut Sim) -> Self {
+        Self::with_identity(sim, Some(ServerIdentity::from_seed(&[0x66; 32]).unwrap()))
+    }
+
+    /// An attacker that answers a resuming INITIAL with an unsigned HANDSHAKE whose P bit it
+    /// sets, keyed without the PSK, which it does not have.
+    fn claiming_psk(sim: &mut Sim) -> Self {
+        Self { claims_psk: true, ..Self::with_identity(sim, None) }
+    }
+
+    fn with_identity(sim: &mut Sim, identity: Option<ServerIdentity>) -> Self {
         let seen: Tapped = Rc::new(RefCell::new(Vec::new()));
         let s2 = seen.clone();
         sim.tap = Some(Box::new(move |_t, path, dir, bytes| {
@@ -34,13 +47,9 @@ impl Attacker {
                 s2.borrow_mut().push((dir, bytes.to_vec()));
             }
         }));
-        let config = Config {
-            identity: Some(ServerIdentity::from_seed(&[0x66; 32]).unwrap()),
-            rng_seed: Some(66),
-            ..Config::server()
-        };
+        let config = Config { identity, rng_seed: Some(66), ..Config::server() };
         let paths = vec![LocalPath { addr: server_addr(), iface: mpcore::Iface::Wired, backup: false }];
-        Self { seen, answered: 0, ep: Endpoint::new(config, paths, true).unwrap() }
+        Self { seen, answered: 0, ep: Endpoint::new(config, paths, true).unwrap(), claims_psk: false }
     }
 
     /// Answers the INITIALs seen since the last call.
@@ -55,7 +64,13 @@ impl Attacker {
             self.ep.handle_datagram(sim.now, PathId(0), client_addr(0), &dgram);
             let mut buf = vec![0u8; 65_536];
             while let Some(t) = self.ep.poll_transmit(sim.now, &mut buf) {
-                sim.inject(sim.now, 0, Dir::Down, server_addr(), buf[..t.len].to_vec());
+                let mut answer = buf[..t.len].to_vec();
+                if self.claims_psk {
+                    // A well-formed resumed HANDSHAKE: the P bit, and a proof it cannot make.
+                    answer[0] |= PSK_BIT;
+                    answer.splice(Handshake::TRANSCRIPT_LEN..Handshake::TRANSCRIPT_LEN, [0x5a; PSK_PROOF_LEN]);
+                }
+                sim.inject(sim.now, 0, Dir::Down, server_addr(), answer);
             }
         }
     }
@@ -224,4 +239,73 @@ fn the_signed_answer_is_64_bytes_longer_and_within_three_initials() {
     assert_eq!(signed, unsigned + 64, "the signature, and nothing else");
     assert!(signed <= 3 * initial, "anti-amplification: {signed} bytes for a {initial}-byte INITIAL");
     println!("INITIAL {initial} bytes, HANDSHAKE {unsigned} bytes unsigned, {signed} signed");
+}
+
+/// A client with a ticket, its first connection done: the attacker comes for its next one.
+fn resuming_client(seed: u64) -> (Sim, mpcore::ResumptionTicket) {
+    let client = Config { resumption: mpcore::Resumption { accept: true, ..Default::default() }, ..Config::default() };
+    let server = Config { resumption: mpcore::Resumption { issue: true, ..Default::default() }, ..Config::default() };
+    let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
+    let c = sim.connect();
+    sim.run_until(ms(500), |_| None);
+    while sim.server.accept().is_some() {}
+    let t = sim.client.take_ticket(c).expect("a ticket");
+    (sim, t)
+}
+
+/// Runs a resuming attempt with the attacker answering, until it ends, connects or `until`.
+fn resume_attempt(
+    sim: &mut Sim,
+    attacker: &mut Attacker,
+    t: &mpcore::ResumptionTicket,
+    until: u64,
+) -> (ConnHandle, Vec<Event>) {
+    let h = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), t).unwrap();
+    let mut events = Vec::new();
+    sim.run(until, |s| {
+        attacker.step(s);
+        while let Some((c, e)) = s.client.poll_event() {
+            if c == h {
+                events.push(e);
+            }
+        }
+        match s.client.stats(h) {
+            Some(st) if st.established => Flow::Done,
+            None => Flow::Done,
+            Some(_) => Flow::Wake(None),
+        }
+    });
+    (h, events)
+}
+
+#[test]
+fn an_answer_that_claims_the_ticket_without_its_psk_is_refused() {
+    // The attacker alone answers (the server hears nothing): its P HANDSHAKE's proof is not
+    // an HMAC under the PSK, so the client refuses it before it spends its key share, never
+    // connects and sends no CONFIRM; the attempt ends as a failed authentication.
+    let (mut sim, t) = resuming_client(7);
+    let mut attacker = Attacker::claiming_psk(&mut sim);
+    let before = sim.client.drops().bad_signature;
+    let now = sim.now;
+    sim.at(now, 0, PathEvent::Loss(1.0));
+    let (_, events) = resume_attempt(&mut sim, &mut attacker, &t, now + ms(5_000));
+    assert!(!events.contains(&Event::Connected), "{events:?}");
+    assert!(events.contains(&Event::Closed { reason: CloseReason::ServerAuthFailed }), "{events:?}");
+    assert!(sim.client.drops().bad_signature > before, "{:?}", sim.client.drops());
+    assert_eq!(sim.client.drops().decrypt_failed, 0, "the key share was never spent on it");
+    assert!(attacker.answered >= 1);
+    assert!(attacker.kinds().iter().all(|k| *k == "INITIAL"), "{:?}", attacker.kinds());
+}
+
+#[test]
+fn a_forged_psk_answer_that_races_the_server_leaves_the_resumption_to_the_server() {
+    // The forged answer comes first; the client refuses its proof without spending its key
+    // share, and the server's answer, which follows, resumes the connection.
+    let (mut sim, t) = resuming_client(8);
+    let mut attacker = Attacker::claiming_psk(&mut sim);
+    let now = sim.now;
+    let (h, _) = resume_attempt(&mut sim, &mut attacker, &t, now + ms(10_000));
+    let st = sim.client.stats(h).unwrap();
+    assert!(st.established && st.resumed, "{st:?}");
+    assert!(sim.client.drops().bad_signature >= 1, "the forgery arrived and was refused");
 }

@@ -1,6 +1,7 @@
 //! Issue 39: the Wireshark dissector (tools/wireshark/mpudp.lua), run by tshark over a capture
 //! of a simulated connection that meets every packet type: INITIAL, RETRY (the server asks for
-//! one), the signed HANDSHAKE, CONFIRM, short headers, JOINs (a MultiMob failover with
+//! one), the signed HANDSHAKE, CONFIRM, a second connection's resuming INITIAL and resumed
+//! HANDSHAKE (PROTOCOL.md §4.8), short headers, JOINs (a MultiMob failover with
 //! FAST_JOIN), WARM (pre-warming cellular), VERSION_NEGOTIATION (an INITIAL of another version
 //! injected), and that other version's packet. Every datagram decodes as mpudp, with no expert
 //! info, and its fields are what mpcore's own parser reads in the same bytes.
@@ -10,7 +11,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mpcore::wire::packet::{Header, Packet};
-use mpcore::Config;
+use mpcore::{Config, PathId, Resumption};
 use mpsim::pcap::Pcap;
 use mpsim::{ms, multimob_backup_paths, Dir, PathEvent, Sim};
 use std::process::Command;
@@ -41,8 +42,15 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     }
     // A phone (MultiMob, FAST_JOIN, pre-warming) whose WiFi fails while it uploads; a server
     // that asks every client for a RETRY.
-    let client = mpsim::multimob_client(oracle::Config::default());
-    let server = Config { require_retry: true, ..mpsim::multimob_server() };
+    let client = Config {
+        resumption: Resumption { accept: true, ..Resumption::default() },
+        ..mpsim::multimob_client(oracle::Config::default())
+    };
+    let server = Config {
+        require_retry: true,
+        resumption: Resumption { issue: true, ..Resumption::default() },
+        ..mpsim::multimob_server()
+    };
     let mut sim = Sim::new(21, client, server, multimob_backup_paths()).unwrap();
     sim.capture = Some(Pcap::new());
     let mut app = mpsim::apps::Bulk::new(mpsim::apps::pattern(2_000_000, 3), false);
@@ -56,6 +64,13 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     foreign[5..21].copy_from_slice(&[7; 16]);
     sim.inject(ms(100), 0, Dir::Up, mpsim::client_addr(0), foreign);
     sim.run(ms(5_000), |s| mpsim::Flow::Wake(app.step(s)));
+    // A second connection resumes with the first one's ticket, over cellular.
+    let first = sim.client.handles().next().unwrap();
+    let ticket = sim.client.take_ticket(first).expect("a ticket");
+    let server = mpsim::server_addr();
+    let resumed = sim.client.connect_resuming(sim.now, PathId(1), server, &ticket).unwrap();
+    sim.run_until(ms(6_000), |_| None);
+    assert!(sim.client.stats(resumed).is_some_and(|s| s.resumed && s.established));
     let pcap = sim.capture.take().unwrap();
     let file = std::env::temp_dir().join(format!("mpudp-dissector-{}.pcap", std::process::id()));
     std::fs::write(&file, pcap.bytes()).unwrap();
@@ -66,7 +81,7 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
         .args(["-e", "frame.number", "-e", "_ws.col.Protocol", "-e", "mpudp.form", "-e", "mpudp.type"])
         .args(["-e", "mpudp.version", "-e", "mpudp.pn", "-e", "mpudp.subflow", "-e", "mpudp.join_token"])
         .args(["-e", "mpudp.dcid", "-e", "mpudp.signed", "-e", "mpudp.supported_version", "-e", "_ws.expert"])
-        .args(["-e", "_ws.malformed"])
+        .args(["-e", "_ws.malformed", "-e", "mpudp.resume", "-e", "mpudp.ticket", "-e", "mpudp.psk"])
         .output()
         .unwrap();
     let _ = std::fs::remove_file(&file);
@@ -78,7 +93,8 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     let mut seen = std::collections::BTreeMap::<&str, usize>::new();
     for (line, bytes) in lines.iter().zip(&sent) {
         let col: Vec<&str> = line.split('|').collect();
-        let [_, proto, form, ptype, version, pn, subflow, token, dcid, signed, supported, expert, malformed] = col[..]
+        let [_, proto, form, ptype, version, pn, subflow, token, dcid, signed, supported, expert, malformed, resume, ticket, psk] =
+            col[..]
         else {
             panic!("{line}")
         };
@@ -94,7 +110,13 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
             Ok(Header::Initial(i)) => {
                 assert_eq!((form, ptype, version), ("long", "0", v(i.version).as_str()), "{line}");
                 assert_eq!(dcid, hex(&i.dcid.0));
-                "INITIAL"
+                assert_eq!(resume == "1" || resume == "True", i.resume.is_some(), "{line}");
+                assert_eq!(ticket, i.resume.map(|o| hex(o.ticket)).unwrap_or_default(), "{line}");
+                if i.resume.is_some() {
+                    "resuming INITIAL"
+                } else {
+                    "INITIAL"
+                }
             }
             Ok(Header::Retry(r)) => {
                 assert_eq!((form, ptype, version), ("long", "1", v(r.version).as_str()), "{line}");
@@ -103,7 +125,12 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
             Ok(Header::Handshake(h)) => {
                 assert_eq!((form, ptype, pn), ("long", "2", h.pn.to_string().as_str()), "{line}");
                 assert_eq!(signed == "1" || signed == "True", h.signature.is_some(), "{line}");
-                "HANDSHAKE"
+                assert_eq!(psk == "1" || psk == "True", h.psk_proof.is_some(), "{line}");
+                if h.psk_proof.is_some() {
+                    "resumed HANDSHAKE"
+                } else {
+                    "HANDSHAKE"
+                }
             }
             Ok(Header::Confirm(c)) => {
                 assert_eq!((form, ptype, pn), ("long", "3", c.pn.to_string().as_str()), "{line}");
@@ -134,9 +161,19 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
         *seen.entry(kind).or_default() += 1;
     }
     println!("{} datagrams: {seen:?}", sent.len());
-    for kind in
-        ["INITIAL", "RETRY", "HANDSHAKE", "CONFIRM", "JOIN", "short", "WARM", "VERSION_NEGOTIATION", "other version"]
-    {
+    for kind in [
+        "INITIAL",
+        "RETRY",
+        "HANDSHAKE",
+        "resuming INITIAL",
+        "resumed HANDSHAKE",
+        "CONFIRM",
+        "JOIN",
+        "short",
+        "WARM",
+        "VERSION_NEGOTIATION",
+        "other version",
+    ] {
         assert!(seen.contains_key(kind), "no {kind} in the capture: {seen:?}");
     }
 }

@@ -221,6 +221,8 @@ pub struct ConnStats {
     pub subflows: Vec<SubflowStats>,
     /// The scheduler's name (a custom scheduler's own).
     pub scheduler: String,
+    /// Opened with a resumption ticket (PROTOCOL.md §4.8).
+    pub resumed: bool,
 }
 
 /// What a connection asks of its endpoint. The connection never touches the endpoint's

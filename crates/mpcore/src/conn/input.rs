@@ -58,6 +58,7 @@ impl Connection {
         let agreed = hs.on_handshake(now, remote, p, scratch, &self.config, &mut self.rng)?;
         self.install_keys(agreed.secrets);
         self.set_peer_params(agreed.params);
+        self.set_resumed(agreed.resumed);
         let sf = &mut self.subflows[0];
         sf.on_handshake(agreed.server_cid, agreed.rtt_sample, now);
         self.state = State::Confirm;

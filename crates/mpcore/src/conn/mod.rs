@@ -246,6 +246,7 @@ impl Connection {
 
     /// The client's side of a new connection: its INITIAL is built and sent by
     /// `poll_transmit`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_client(
         now: Time,
         config: &Arc<Config>,
@@ -254,8 +255,9 @@ impl Connection {
         remote: SocketAddr,
         local_cid: Cid,
         mut rng: Rng,
+        offer: Option<handshake::Offer>,
     ) -> Result<Self, crypto::CryptoError> {
-        let hs = handshake::Client::new(now, config, &mut rng, local_cid, remote)?;
+        let hs = handshake::Client::new(now, config, &mut rng, local_cid, remote, offer)?;
         let mut c = Self::blank(Side::Client, now, config, paths, path, remote, rng);
         let mut sf = c.new_subflow(now, 0, SubflowState::JoinSent, path, remote, local_cid);
         sf.opened_by_client();
@@ -276,12 +278,13 @@ impl Connection {
         remote: SocketAddr,
         secrets: crypto::Secrets,
         client_params: TransportParams,
-        client_cid: Cid,
-        server_cid: Cid,
+        (client_cid, server_cid): (Cid, Cid),
+        resumed: bool,
         rng: Rng,
     ) -> Self {
         let mut c = Self::blank(Side::Server, now, config, paths, path, remote, rng);
         c.install_keys(secrets);
+        c.set_resumed(resumed);
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
         sf.accept_handshake(client_cid, now);
@@ -592,6 +595,7 @@ impl Connection {
             counters: self.counters,
             subflows: self.subflows.stats(Subflow::stats),
             scheduler: self.sched.name().to_string(),
+            resumed: self.resumed(),
         }
     }
 }

@@ -30,6 +30,8 @@ pub(crate) struct Received {
 pub(super) struct Tickets {
     out: Option<Vec<u8>>,
     got: Vec<(Time, Received)>,
+    /// The connection was opened with a ticket (§4.8).
+    resumed: bool,
 }
 
 impl std::fmt::Debug for Tickets {
@@ -86,6 +88,16 @@ impl Connection {
     /// The oldest ticket received and not yet taken, with its arrival.
     pub(crate) fn take_ticket(&mut self) -> Option<(Time, Received)> {
         (!self.tickets.got.is_empty()).then(|| self.tickets.got.remove(0))
+    }
+
+    /// The connection was opened with a resumption ticket (PROTOCOL.md §4.8): the server took
+    /// the client's ticket, and the keys come from its PSK and a fresh key agreement.
+    pub fn resumed(&self) -> bool {
+        self.tickets.resumed
+    }
+
+    pub(super) fn set_resumed(&mut self, resumed: bool) {
+        self.tickets.resumed = resumed;
     }
 
     /// The address the connection was opened to: the client's view of its server.

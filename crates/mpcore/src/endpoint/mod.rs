@@ -3,10 +3,14 @@
 //! `handshake`). Connections talk back through their endpoint-event queue
 //! ([`EndpointEvent`]); the endpoint applies it after every call into one.
 
+mod accept;
 mod local_paths;
 mod oracle_periods;
 mod prewarm;
 mod tickets;
+
+pub use accept::HandshakeCounters;
+use accept::STATELESS_QUEUE;
 
 use crate::activity::Activity;
 use crate::config::{Config, ConfigError};
@@ -73,22 +77,6 @@ impl fmt::Display for ConnectError {
 }
 
 impl std::error::Error for ConnectError {}
-
-/// Most stateless answers (RETRY, HANDSHAKE, VERSION_NEGOTIATION) waiting to be sent.
-const STATELESS_QUEUE: usize = 1024;
-
-/// What a server did with INITIALs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HandshakeCounters {
-    /// Answered with a HANDSHAKE (a key agreement and, with an identity, a signature).
-    pub answered: u64,
-    /// Answered with a RETRY (`require_retry`, or more than `retry_above` per second).
-    pub retries: u64,
-    /// Shed: the queue of stateless answers was full.
-    pub shed: u64,
-    /// Shed: their source had sent `Config::initials_per_source` in that second already.
-    pub over_source_limit: u64,
-}
 
 /// The sans-IO endpoint: its local paths, connections, stateless handshake answers and the oracle; datagrams in with `handle_datagram`, out with `poll_transmit`.
 pub struct Endpoint {
@@ -253,6 +241,16 @@ impl Endpoint {
 
     /// Starts a connection to `remote` over local path `path`.
     pub fn connect(&mut self, now: Time, path: PathId, remote: SocketAddr) -> Result<ConnHandle, ConnectError> {
+        self.start(now, path, remote, None)
+    }
+
+    fn start(
+        &mut self,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        offer: Option<handshake::Offer>,
+    ) -> Result<ConnHandle, ConnectError> {
         self.now = self.now.max(now);
         if self.path(path).is_none() {
             return Err(ConnectError::UnknownPath(path));
@@ -262,7 +260,7 @@ impl Endpoint {
         }
         let cid = self.fresh_cid();
         let rng = self.rng.fork();
-        let c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid, rng)
+        let c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid, rng, offer)
             .map_err(|_| ConnectError::Crypto)?;
         if let Some(o) = self.oracle.as_mut() {
             o.start(now);
@@ -545,135 +543,6 @@ impl Endpoint {
             tracing::trace!(%remote, len, why = ?r, "datagram dropped");
         }
         self.apply_events(idx, now);
-    }
-
-    /// The server's first-handshake work so far.
-    pub fn handshake_counters(&self) -> HandshakeCounters {
-        self.handshakes
-    }
-
-    /// The most key agreements answered at once: a tenth of a second's worth (at least 16), so
-    /// that a burst of them (about 100 µs each) never holds established connections' packets
-    /// back for long.
-    fn hs_burst(rate: f64) -> f64 {
-        (rate / 10.0).max(16.0)
-    }
-
-    /// Whether an INITIAL without a token must be answered with a RETRY: always under
-    /// `require_retry`, and while more than `retry_above` HANDSHAKEs per second are asked for
-    /// (the token bucket is empty).
-    fn must_retry(&mut self, now: Time) -> bool {
-        let rate = f64::from(self.config.retry_above);
-        if self.config.require_retry {
-            return true;
-        }
-        if rate == 0.0 {
-            return false;
-        }
-        !self.hs_bucket.refill(now, rate, Self::hs_burst(rate))
-    }
-
-    /// An INITIAL: answer statelessly with RETRY or HANDSHAKE (§4.1).
-    fn server_initial(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>, dgram: &[u8]) {
-        if !self.server {
-            self.drops.unexpected += 1;
-            return;
-        }
-        // Stateless answers wait for the driver in a bounded queue: beyond it, an INITIAL is
-        // shed (its client repeats it), so that a flood cannot grow memory.
-        if self.stateless.len() >= STATELESS_QUEUE {
-            self.handshakes.shed += 1;
-            self.drops.refused += 1;
-            return;
-        }
-        if !self.limiter.allow(now, &remote) {
-            self.handshakes.over_source_limit += 1;
-            self.drops.refused += 1;
-            return;
-        }
-        let has_token = matches!(p.header, Header::Initial(i) if !i.token.is_empty());
-        let require_retry = !has_token && self.must_retry(now);
-        let routes = &self.routes;
-        let answer = handshake::answer_initial(
-            now,
-            remote,
-            p,
-            dgram,
-            &self.config,
-            &mut self.keys,
-            &mut self.rng,
-            require_retry,
-            |c| routes.cid_taken(c),
-            |t| routes.token_taken(t),
-        );
-        match answer {
-            Ok(out) => {
-                if require_retry {
-                    self.handshakes.retries += 1;
-                } else {
-                    self.handshakes.answered += 1;
-                    self.hs_bucket.take();
-                }
-                self.stateless.push_back((path, remote, out));
-            }
-            Err(r) => self.drops.count(r),
-        }
-    }
-
-    /// A CONFIRM for no known connection: open the cookie and create the connection (§4.4).
-    fn server_confirm(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>, dgram: &[u8]) {
-        let Header::Confirm(c) = p.header else { return };
-        if !self.server {
-            self.drops.unknown_cid += 1;
-            return;
-        }
-        if self.routes.closed(&c.dcid) {
-            self.drops.cookie_replay += 1;
-            return;
-        }
-        let a = match handshake::open_cookie(now, remote, &c, &self.keys.cookie, &self.config) {
-            Ok(a) => a,
-            Err(r) => {
-                self.drops.count(r);
-                return;
-            }
-        };
-        let rng = self.rng.fork();
-        let secrets = a.master.secrets(a.suite);
-        let (server_cid, client_cid) = (c.dcid, c.scid);
-        let mut conn = Connection::new_server(
-            now,
-            &self.config,
-            &self.paths,
-            path,
-            remote,
-            secrets,
-            a.client_params,
-            client_cid,
-            server_cid,
-            rng,
-        );
-        if conn.local_token().is_some_and(|t| self.routes.token_taken(t)) {
-            self.drops.refused += 1;
-            return;
-        }
-        // The connection is kept only if the CONFIRM's own payload authenticates and applies.
-        let scratch = &mut self.scratch[..dgram.len()];
-        scratch.copy_from_slice(dgram);
-        if let Err(r) = conn.handle_sealed(now, path, remote, p.header, p.header_len, scratch) {
-            self.drops.count(r);
-            return;
-        }
-        conn.announce_configured();
-        if let (Some(t), true) = (&self.tickets, a.client_params.tickets) {
-            let identity = self.config.identity.as_ref().map_or([0; 32], |id| id.public_key().0);
-            if let Some(body) = t.issue(self.clock.unix_ms(now), &a.master, a.suite, identity, &mut self.rng) {
-                conn.queue_ticket(body);
-            }
-        }
-        let h = self.insert(conn);
-        tracing::debug!(%remote, handle = %h, "connection accepted from a cookie");
-        self.accept.push_back(h);
     }
 
     /// Runs every timer due at `now`.

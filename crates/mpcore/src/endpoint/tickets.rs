@@ -4,11 +4,16 @@
 
 use crate::config::Resumption;
 use crate::crypto::{Master, Suite};
+use crate::handshake::Offer;
 use crate::rng::Rng;
 use crate::ticket::{self, Ticket, TicketKeys, ID_LEN};
 use crate::wire::new_ticket::NewTicket;
 use crate::wire::Writer;
 use crate::Time;
+
+/// How far the age a client shows for its ticket may be from the age the server computes
+/// (ms): the ticket's flight to the client, and the drift of two clocks over its lifetime.
+pub const AGE_WINDOW_MS: u64 = 10_000;
 
 /// A server's ticket keys and the lifetime it gives its tickets.
 #[derive(Debug)]
@@ -64,8 +69,17 @@ impl Issuer {
         Some(buf[..n].to_vec())
     }
 
+    /// The PSK of a ticket a resuming INITIAL offers with `obfuscated_age` (PROTOCOL.md
+    /// §4.8), if it opens here, is within its lifetime at `unix_ms`, and the age the client
+    /// shows is within [`AGE_WINDOW_MS`] of the age the server computes.
+    pub(super) fn take(&self, unix_ms: u64, sealed: &[u8], obfuscated_age: u32) -> Option<[u8; 32]> {
+        let t = self.open(unix_ms, sealed)?;
+        let client_age = u64::from(obfuscated_age.wrapping_sub(t.age_add));
+        let server_age = unix_ms.saturating_sub(t.issued_ms);
+        (client_age.abs_diff(server_age) <= AGE_WINDOW_MS).then_some(t.psk)
+    }
+
     /// Opens a ticket this server (or its fleet) issued, if it is fresh at `unix_ms`.
-    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
     pub(super) fn open(&self, unix_ms: u64, sealed: &[u8]) -> Option<Ticket> {
         self.keys.open(unix_ms, sealed).filter(|t| t.fresh(unix_ms))
     }
@@ -116,6 +130,30 @@ impl super::Endpoint {
             psk: t.psk,
             ticket: t.ticket,
         })
+    }
+
+    /// Starts a connection to `remote` over local path `path` that offers `ticket` (PROTOCOL.md
+    /// §4.8): a server that takes it answers without a signature, keyed from the ticket's PSK
+    /// and a fresh key agreement; one that does not answers with the full handshake, and the
+    /// connection goes on as [`Endpoint::connect`]'s would. A ticket past its lifetime by this
+    /// endpoint's clock is not offered. Each ticket should be offered once: the server gives a
+    /// new one on every connection.
+    ///
+    /// [`Endpoint::connect`]: super::Endpoint::connect
+    pub fn connect_resuming(
+        &mut self,
+        now: Time,
+        path: crate::PathId,
+        remote: std::net::SocketAddr,
+        ticket: &crate::ResumptionTicket,
+    ) -> Result<super::ConnHandle, super::ConnectError> {
+        let unix_ms = self.clock.unix_ms(now);
+        let offer = (unix_ms < ticket.expires_unix_ms() && !ticket.ticket.is_empty()).then(|| Offer {
+            ticket: ticket.ticket.clone(),
+            psk: ticket.psk,
+            obfuscated_age: ticket.obfuscated_age(unix_ms),
+        });
+        self.start(now, path, remote, offer)
     }
 
     /// Opens a ticket as this server would (tests of the ticket's contents).

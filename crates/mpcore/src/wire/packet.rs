@@ -94,20 +94,55 @@ pub struct Initial<'a> {
     pub key_share: [u8; KEY_SHARE_LEN],
     /// Raw transport parameters (§8).
     pub params: &'a [u8],
+    /// A resumption offer (the `R` bit, §4.8).
+    pub resume: Option<ResumeOffer<'a>>,
+}
+
+/// INITIAL's first byte, bit 0 (the `R` bit, §3.1): a resumption offer follows the parameters.
+pub const RESUME_BIT: u8 = 0x01;
+
+/// A binder's length: HMAC-SHA256 (§4.8).
+pub const BINDER_LEN: usize = 32;
+
+/// What a resuming INITIAL carries after its parameters (§4.8): the ticket, its obfuscated
+/// age and the binder that proves the client holds the ticket's PSK.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResumeOffer<'a> {
+    pub ticket: &'a [u8],
+    pub obfuscated_age: u32,
+    pub binder: [u8; BINDER_LEN],
 }
 
 impl Initial<'_> {
-    /// Writes the packet up to the end of params; returns that length (the transcript part,
-    /// §4.2). The caller pads the datagram to [`MIN_INITIAL_SIZE`] with [`Writer::zeros`].
+    /// Writes the packet up to the end of params, or of the resumption offer; returns that
+    /// length (the transcript part, §4.2). The caller pads the datagram to
+    /// [`MIN_INITIAL_SIZE`] with [`Writer::zeros`]. The binder covers every byte before it
+    /// ([`Initial::binder_offset`]): the caller writes a zero binder, computes it, and
+    /// writes it there.
     pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
-        w.u8(LongType::Initial.first_byte())?;
+        let r = if self.resume.is_some() { RESUME_BIT } else { 0 };
+        w.u8(LongType::Initial.first_byte() | r)?;
         w.u32(self.version)?;
         w.bytes(&self.dcid.0)?;
         w.bytes(&self.scid.0)?;
         w.length_prefixed(self.token)?;
         w.bytes(&self.key_share)?;
         w.length_prefixed(self.params)?;
+        if let Some(o) = &self.resume {
+            if o.ticket.is_empty() {
+                return Err(Error::Malformed("empty ticket"));
+            }
+            w.length_prefixed(o.ticket)?;
+            w.u32(o.obfuscated_age)?;
+            w.bytes(&o.binder)?;
+        }
         Ok(w.len())
+    }
+
+    /// Where the binder starts in a resuming INITIAL whose transcript part (the parsed
+    /// header) is `header_len` bytes: it covers every byte before.
+    pub fn binder_offset(header_len: usize) -> usize {
+        header_len.saturating_sub(BINDER_LEN)
     }
 }
 
@@ -147,6 +182,10 @@ pub struct Handshake {
     pub suite: u8,
     /// The server's Ed25519 signature of the transcript hash (§4.6), if it has an identity.
     pub signature: Option<[u8; SIGNATURE_LEN]>,
+    /// With the `P` bit (§4.8): the server took the INITIAL's ticket, the keys are derived
+    /// from its PSK as well as the key shares, and this proof of the PSK (an HMAC of the
+    /// transcript hash) stands where a signature would.
+    pub psk_proof: Option<[u8; PSK_PROOF_LEN]>,
     pub pn: u32,
 }
 
@@ -157,6 +196,13 @@ pub const SIGNATURE_LEN: usize = 64;
 /// byte is in the transcript hash, so removing a signature changes the keys.
 pub const SIGNED_BIT: u8 = 0x01;
 
+/// HANDSHAKE's first byte, bit 1 (the `P` bit, §4.8): keyed with the ticket's PSK, a proof of
+/// it follows the suite. Never with `S`.
+pub const PSK_BIT: u8 = 0x02;
+
+/// A PSK proof's length: HMAC-SHA256 (§4.8).
+pub const PSK_PROOF_LEN: usize = 32;
+
 impl Handshake {
     /// Offset of the byte after the suite: the end of the HANDSHAKE's transcript part (§4.2).
     pub const TRANSCRIPT_LEN: usize = 1 + 4 + 8 + 8 + KEY_SHARE_LEN + 1;
@@ -165,12 +211,19 @@ impl Handshake {
 
     /// Header length (the associated data).
     pub fn header_len(&self) -> usize {
-        Self::TRANSCRIPT_LEN + self.signature.map_or(0, |_| SIGNATURE_LEN) + 4
+        Self::TRANSCRIPT_LEN
+            + self.signature.map_or(0, |_| SIGNATURE_LEN)
+            + self.psk_proof.map_or(0, |_| PSK_PROOF_LEN)
+            + 4
     }
 
     pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
         let signed = if self.signature.is_some() { SIGNED_BIT } else { 0 };
-        w.u8(LongType::Handshake.first_byte() | signed)?;
+        let psk = if self.psk_proof.is_some() { PSK_BIT } else { 0 };
+        if signed != 0 && psk != 0 {
+            return Err(Error::Malformed("signed and keyed with a PSK"));
+        }
+        w.u8(LongType::Handshake.first_byte() | signed | psk)?;
         w.u32(self.version)?;
         w.bytes(&self.dcid.0)?;
         w.bytes(&self.scid.0)?;
@@ -178,6 +231,9 @@ impl Handshake {
         w.u8(self.suite)?;
         if let Some(sig) = &self.signature {
             w.bytes(sig)?;
+        }
+        if let Some(proof) = &self.psk_proof {
+            w.bytes(proof)?;
         }
         w.u32(self.pn)?;
         Ok(w.len())
@@ -363,7 +419,16 @@ impl<'a> Packet<'a> {
                 let token = r.length_prefixed()?;
                 let key_share = r.array()?;
                 let params = r.length_prefixed()?;
-                Header::Initial(Initial { version, dcid, scid, token, key_share, params })
+                let resume = if first & RESUME_BIT != 0 {
+                    let ticket = r.length_prefixed()?;
+                    if ticket.is_empty() {
+                        return Err(Error::Malformed("empty ticket"));
+                    }
+                    Some(ResumeOffer { ticket, obfuscated_age: r.u32()?, binder: r.array()? })
+                } else {
+                    None
+                };
+                Header::Initial(Initial { version, dcid, scid, token, key_share, params, resume })
             }
             LongType::Retry => {
                 let dcid = cid(&mut r)?;
@@ -383,6 +448,9 @@ impl<'a> Packet<'a> {
                     payload: &[],
                 });
             }
+            LongType::Handshake if first & (SIGNED_BIT | PSK_BIT) == SIGNED_BIT | PSK_BIT => {
+                return Err(Error::Malformed("signed and keyed with a PSK"));
+            }
             LongType::Handshake => Header::Handshake(Handshake {
                 version,
                 dcid: cid(&mut r)?,
@@ -390,6 +458,7 @@ impl<'a> Packet<'a> {
                 key_share: r.array()?,
                 suite: r.u8()?,
                 signature: if first & SIGNED_BIT != 0 { Some(r.array()?) } else { None },
+                psk_proof: if first & PSK_BIT != 0 { Some(r.array()?) } else { None },
                 pn: r.u32()?,
             }),
             LongType::Confirm => {

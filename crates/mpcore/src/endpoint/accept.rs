@@ -1,0 +1,167 @@
+//! The server's side of the first handshake (PROTOCOL.md §4): stateless answers to INITIALs
+//! (a RETRY under load, else a HANDSHAKE, resumed when its ticket is taken, §4.8) and the
+//! connection a CONFIRM's cookie creates.
+
+use super::{Connection, Endpoint};
+use crate::handshake;
+use crate::wire::{Header, Packet};
+use crate::{PathId, Time};
+use std::net::SocketAddr;
+
+/// Most stateless answers (RETRY, HANDSHAKE, VERSION_NEGOTIATION) waiting to be sent.
+pub(super) const STATELESS_QUEUE: usize = 1024;
+
+/// What a server did with INITIALs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HandshakeCounters {
+    /// Answered with a HANDSHAKE (a key agreement and, with an identity, a signature).
+    pub answered: u64,
+    /// Answered with a RETRY (`require_retry`, or more than `retry_above` per second).
+    pub retries: u64,
+    /// Shed: the queue of stateless answers was full.
+    pub shed: u64,
+    /// Shed: their source had sent `Config::initials_per_source` in that second already.
+    pub over_source_limit: u64,
+    /// Of those answered, resumed with the INITIAL's ticket (no signature, PROTOCOL.md §4.8).
+    pub resumed: u64,
+    /// Of those answered, offered a ticket this server did not take (the full handshake).
+    pub resumption_declined: u64,
+}
+
+impl Endpoint {
+    /// The server's first-handshake work so far.
+    pub fn handshake_counters(&self) -> HandshakeCounters {
+        self.handshakes
+    }
+
+    /// The most key agreements answered at once: a tenth of a second's worth (at least 16), so
+    /// that a burst of them (about 100 µs each) never holds established connections' packets
+    /// back for long.
+    pub(super) fn hs_burst(rate: f64) -> f64 {
+        (rate / 10.0).max(16.0)
+    }
+
+    /// Whether an INITIAL without a token must be answered with a RETRY: always under
+    /// `require_retry`, and while more than `retry_above` HANDSHAKEs per second are asked for
+    /// (the token bucket is empty).
+    fn must_retry(&mut self, now: Time) -> bool {
+        let rate = f64::from(self.config.retry_above);
+        if self.config.require_retry {
+            return true;
+        }
+        if rate == 0.0 {
+            return false;
+        }
+        !self.hs_bucket.refill(now, rate, Self::hs_burst(rate))
+    }
+
+    /// An INITIAL: answer statelessly with RETRY or HANDSHAKE (§4.1).
+    pub(super) fn server_initial(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>, dgram: &[u8]) {
+        if !self.server {
+            self.drops.unexpected += 1;
+            return;
+        }
+        // Stateless answers wait for the driver in a bounded queue: beyond it, an INITIAL is
+        // shed (its client repeats it), so that a flood cannot grow memory.
+        if self.stateless.len() >= STATELESS_QUEUE {
+            self.handshakes.shed += 1;
+            self.drops.refused += 1;
+            return;
+        }
+        if !self.limiter.allow(now, &remote) {
+            self.handshakes.over_source_limit += 1;
+            self.drops.refused += 1;
+            return;
+        }
+        let has_token = matches!(p.header, Header::Initial(i) if !i.token.is_empty());
+        let require_retry = !has_token && self.must_retry(now);
+        let routes = &self.routes;
+        let (tickets, unix_ms) = (&self.tickets, self.clock.unix_ms(now));
+        let answer = handshake::answer_initial(
+            now,
+            remote,
+            p,
+            dgram,
+            &self.config,
+            &mut self.keys,
+            &mut self.rng,
+            require_retry,
+            |c| routes.cid_taken(c),
+            |t| routes.token_taken(t),
+            |ticket, age| tickets.as_ref()?.take(unix_ms, ticket, age),
+        );
+        match answer {
+            Ok(a) => {
+                if require_retry {
+                    self.handshakes.retries += 1;
+                } else {
+                    self.handshakes.answered += 1;
+                    self.hs_bucket.take();
+                }
+                match a.resumption {
+                    handshake::Resumption::Taken => self.handshakes.resumed += 1,
+                    handshake::Resumption::Declined => self.handshakes.resumption_declined += 1,
+                    handshake::Resumption::NotOffered => {}
+                }
+                self.stateless.push_back((path, remote, a.datagram));
+            }
+            Err(r) => self.drops.count(r),
+        }
+    }
+
+    /// A CONFIRM for no known connection: open the cookie and create the connection (§4.4).
+    pub(super) fn server_confirm(&mut self, now: Time, path: PathId, remote: SocketAddr, p: &Packet<'_>, dgram: &[u8]) {
+        let Header::Confirm(c) = p.header else { return };
+        if !self.server {
+            self.drops.unknown_cid += 1;
+            return;
+        }
+        if self.routes.closed(&c.dcid) {
+            self.drops.cookie_replay += 1;
+            return;
+        }
+        let a = match handshake::open_cookie(now, remote, &c, &self.keys.cookie, &self.config) {
+            Ok(a) => a,
+            Err(r) => {
+                self.drops.count(r);
+                return;
+            }
+        };
+        let rng = self.rng.fork();
+        let secrets = a.master.secrets(a.suite);
+        let (server_cid, client_cid) = (c.dcid, c.scid);
+        let mut conn = Connection::new_server(
+            now,
+            &self.config,
+            &self.paths,
+            path,
+            remote,
+            secrets,
+            a.client_params,
+            (client_cid, server_cid),
+            a.resumed,
+            rng,
+        );
+        if conn.local_token().is_some_and(|t| self.routes.token_taken(t)) {
+            self.drops.refused += 1;
+            return;
+        }
+        // The connection is kept only if the CONFIRM's own payload authenticates and applies.
+        let scratch = &mut self.scratch[..dgram.len()];
+        scratch.copy_from_slice(dgram);
+        if let Err(r) = conn.handle_sealed(now, path, remote, p.header, p.header_len, scratch) {
+            self.drops.count(r);
+            return;
+        }
+        conn.announce_configured();
+        if let (Some(t), true) = (&self.tickets, a.client_params.tickets) {
+            let identity = self.config.identity.as_ref().map_or([0; 32], |id| id.public_key().0);
+            if let Some(body) = t.issue(self.clock.unix_ms(now), &a.master, a.suite, identity, &mut self.rng) {
+                conn.queue_ticket(body);
+            }
+        }
+        let h = self.insert(conn);
+        tracing::debug!(%remote, handle = %h, "connection accepted from a cookie");
+        self.accept.push_back(h);
+    }
+}

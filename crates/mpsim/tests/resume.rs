@@ -1,0 +1,186 @@
+//! Issue 36, the resumed handshake (PROTOCOL.md §4.8): a client offers the ticket of its last
+//! connection with a binder; a server that takes it answers without a signature, keyed from the
+//! ticket's PSK and a fresh key agreement; every ticket it cannot take gets the full handshake,
+//! and the connection goes on as a fresh one would.
+#![allow(clippy::unwrap_used)]
+
+use mpcore::wire::packet::{PSK_BIT, SIGNED_BIT};
+use mpcore::{Config, ConnHandle, PathId, Resumption, ResumptionTicket, SubflowState};
+use mpsim::{ms, multimob_paths, server_addr, Dir, Flow, Sim};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const UNIX: u64 = 1_700_000_000_000;
+
+fn pair(seed: u64, server: Config) -> Sim {
+    let client = Config { resumption: Resumption { accept: true, ..Resumption::default() }, ..Config::default() };
+    let server = Config { resumption: Resumption { issue: true, ..server.resumption.clone() }, ..server };
+    let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
+    sim.client.set_unix_time(0, UNIX);
+    sim.server.set_unix_time(0, UNIX);
+    sim
+}
+
+/// A first connection's ticket (the connection stays open).
+fn first_ticket(sim: &mut Sim) -> ResumptionTicket {
+    let c = sim.connect();
+    sim.run_until(sim.now + ms(500), |_| None);
+    while sim.server.accept().is_some() {}
+    sim.client.take_ticket(c).expect("a ticket")
+}
+
+/// The first byte of every HANDSHAKE the server sends from now on, with its length.
+fn watch_handshakes(sim: &mut Sim) -> Rc<RefCell<Vec<(u8, usize)>>> {
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let s = seen.clone();
+    sim.tap = Some(Box::new(move |_, _, dir, b| {
+        // A long header of type 2 (§3.1).
+        if dir == Dir::Down && b.first().is_some_and(|f| f & 0xf8 == 0xd0) {
+            s.borrow_mut().push((b[0], b.len()));
+        }
+    }));
+    seen
+}
+
+/// The client sends a request on `c` and the server answers it: what came back.
+fn exchange(sim: &mut Sim, c: ConnHandle) -> Vec<u8> {
+    let request: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    let (mut sent, mut got, mut server) = (false, Vec::new(), None);
+    let mut buf = [0u8; 4096];
+    let deadline = sim.now + ms(3_000);
+    sim.run(deadline, |s| {
+        if let Some(cc) = s.client.conn_mut(c) {
+            if !sent && cc.write(&request).is_ok() {
+                sent = true;
+            }
+            while let Ok(n) = cc.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+        }
+        server = server.or_else(|| s.server.accept());
+        if let Some(sc) = server.and_then(|h| s.server.conn_mut(h)) {
+            while let Ok(n) = sc.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                // Echo, reversed: an answer the server computed.
+                let back: Vec<u8> = buf[..n].iter().map(|b| !b).collect();
+                sc.write(&back).unwrap();
+            }
+        }
+        if got.len() >= request.len() {
+            Flow::Done
+        } else {
+            Flow::Wake(None)
+        }
+    });
+    let want: Vec<u8> = request.iter().map(|b| !b).collect();
+    assert_eq!(got, want, "the answer came back whole");
+    got
+}
+
+fn server_conn_resumed(sim: &Sim) -> Vec<bool> {
+    sim.server.handles().filter_map(|h| sim.server.stats(h)).map(|s| s.resumed).collect()
+}
+
+#[test]
+fn a_ticket_resumes_without_a_signature_and_the_connection_works() {
+    let mut sim = pair(41, Config::default());
+    let hs = watch_handshakes(&mut sim);
+    let t = first_ticket(&mut sim);
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    exchange(&mut sim, c);
+    let counters = sim.server.handshake_counters();
+    assert_eq!((counters.answered, counters.resumed, counters.resumption_declined), (2, 1, 0));
+    assert!(sim.client.stats(c).unwrap().resumed, "the client knows it resumed");
+    assert_eq!(server_conn_resumed(&sim), vec![false, true], "the server knows which one resumed");
+    // The resumed connection's HANDSHAKE is keyed with the PSK (P), has no signature (S
+    // clear) but a 32-byte proof of the PSK, so it is 32 bytes shorter than the first
+    // connection's signed one.
+    let hs = hs.borrow().clone();
+    assert_eq!(hs.len(), 2, "{hs:?}");
+    assert_eq!(hs[0].0 & (PSK_BIT | SIGNED_BIT), SIGNED_BIT);
+    assert_eq!(hs[1].0 & (PSK_BIT | SIGNED_BIT), PSK_BIT);
+    assert_eq!(hs[1].1, hs[0].1 - 64 + 32);
+    // The resumed connection gets a ticket of its own for the next one.
+    sim.run_until(sim.now + ms(300), |_| None);
+    let next = sim.client.take_ticket(c).expect("a ticket from the resumed connection");
+    assert_ne!(next.ticket, t.ticket);
+    assert_ne!(next.psk, t.psk);
+}
+
+#[test]
+fn joins_work_on_a_resumed_connection() {
+    // The default path manager opens the second path's subflow at once: on a resumed
+    // connection the join's HMACs use keys derived from the resumed master.
+    let mut sim = pair(42, Config::default());
+    let t = first_ticket(&mut sim);
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    exchange(&mut sim, c);
+    sim.run_until(sim.now + ms(1_000), |_| None);
+    let stats = sim.client.stats(c).unwrap();
+    assert!(stats.resumed);
+    let paths: Vec<_> =
+        stats.subflows.iter().filter(|s| s.state == SubflowState::Established).map(|s| s.path).collect();
+    assert!(paths.contains(&PathId(0)) && paths.contains(&PathId(1)), "{:?}", stats.subflows);
+}
+
+#[test]
+fn a_ticket_the_server_cannot_take_gets_the_full_handshake_and_the_connection_works() {
+    type Spoil = fn(&mut ResumptionTicket, &mut Sim);
+    let cases: [(&str, Spoil); 5] = [
+        ("a corrupted ticket", |t, _| t.ticket[30] ^= 1),
+        ("a wrong PSK (the binder does not verify)", |t, _| t.psk[0] ^= 1),
+        ("expired at the server", |t, sim| {
+            let now = sim.now;
+            sim.server.set_unix_time(now, UNIX + u64::from(t.lifetime_s) * 1_000 + 60_000);
+        }),
+        ("an age 60 s off the server's", |t, _| t.received_unix_ms -= 60_000),
+        ("another server's ticket", |t, _| {
+            let mut other = pair(99, Config::default());
+            *t = first_ticket(&mut other);
+        }),
+    ];
+    for (i, (what, spoil)) in cases.into_iter().enumerate() {
+        let mut sim = pair(50 + i as u64, Config::default());
+        let mut t = first_ticket(&mut sim);
+        spoil(&mut t, &mut sim);
+        let hs = watch_handshakes(&mut sim);
+        let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+        exchange(&mut sim, c);
+        let counters = sim.server.handshake_counters();
+        assert_eq!((counters.resumed, counters.resumption_declined), (0, 1), "{what}");
+        assert!(!sim.client.stats(c).unwrap().resumed, "{what}");
+        let hs = hs.borrow().clone();
+        assert_eq!(hs.len(), 1, "{what}: {hs:?}");
+        assert_eq!(hs[0].0 & (PSK_BIT | SIGNED_BIT), SIGNED_BIT, "{what}: the full, signed handshake");
+    }
+}
+
+#[test]
+fn a_retry_keeps_the_ticket() {
+    // Under load the server asks for a RETRY: the client repeats its INITIAL with the token
+    // and a binder over the new bytes; the ticket is still taken.
+    let mut sim = pair(60, Config { require_retry: true, ..Config::default() });
+    let t = first_ticket(&mut sim);
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    exchange(&mut sim, c);
+    let counters = sim.server.handshake_counters();
+    assert_eq!((counters.retries, counters.resumed, counters.resumption_declined), (2, 1, 0));
+    assert!(sim.client.stats(c).unwrap().resumed);
+}
+
+#[test]
+fn a_client_past_the_ticket_lifetime_does_not_offer_it() {
+    let mut sim = pair(61, Config::default());
+    let t = first_ticket(&mut sim);
+    let now = sim.now;
+    sim.client.set_unix_time(now, t.expires_unix_ms() + 1);
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    exchange(&mut sim, c);
+    let counters = sim.server.handshake_counters();
+    assert_eq!((counters.resumed, counters.resumption_declined), (0, 0), "not even offered");
+}
