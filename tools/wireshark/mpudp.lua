@@ -4,7 +4,8 @@
 --   tshark -X lua_script:tools/wireshark/mpudp.lua -r capture.pcap -V
 --
 -- What it shows without keys: the long headers whole (INITIAL with its key share, transport
--- parameters and resumption offer, RETRY, HANDSHAKE with the suite and signature or PSK proof, CONFIRM with its cookie, JOIN with
+-- parameters and resumption offer, RETRY, HANDSHAKE with the suite and signature or PSK proof,
+-- CONFIRM with its cookie, EARLY (0-RTT data) with its CIDs, JOIN with
 -- the receiver's token and the subflow number), VERSION_NEGOTIATION, WARM, and the short
 -- header's DCID; the AEAD-sealed payloads and the short header's protected bits stay opaque.
 -- It does not decrypt: Wireshark's Lua API (4.0) has no AES-GCM, ChaCha20-Poly1305 or
@@ -21,7 +22,7 @@ local VERSION = 0x6d700002
 
 local p = Proto("mpudp", "mpudp (Multipath TCP's logic over UDP)")
 
-local types = { [0] = "INITIAL", [1] = "RETRY", [2] = "HANDSHAKE", [3] = "CONFIRM", [4] = "JOIN" }
+local types = { [0] = "INITIAL", [1] = "RETRY", [2] = "HANDSHAKE", [3] = "CONFIRM", [4] = "JOIN", [5] = "EARLY" }
 local suites = { [1] = "ChaCha20-Poly1305", [2] = "AES-128-GCM" }
 local params = {
     [1] = "max_datagram_size", [2] = "initial_window", [3] = "max_ack_delay", [4] = "idle_timeout",
@@ -240,7 +241,7 @@ local function dissect_long(tvb, pinfo, tree)
             off = off + 32
             pinfo.cols.info:append(" resumed")
         end
-    else
+    elseif t == 3 then
         local l, ll = varint(tvb, off)
         if not l or l == 0 or off + ll + l > tvb:len() then return bad(tree, "cookie length runs past the datagram") end
         tree:add(f.cookie_len, tvb(off, ll), l)

@@ -308,11 +308,26 @@ pub struct Resumption {
     /// fleet that may see a client's next connection needs the same one; `None`: drawn when
     /// the endpoint is made, so only that endpoint opens its tickets.
     pub secret: Option<[u8; 32]>,
+    /// Server: take the 0-RTT data of a resumed connection (PROTOCOL.md §4.9): the connection
+    /// is created at its INITIAL, and the application reads the early bytes at once
+    /// (`Connection::early_data` says how many of the stream's first bytes came so).
+    pub early_data: bool,
+    /// Server: the anti-replay record of 0-RTT INITIALs. Endpoints given clones of one
+    /// configuration share it (the cores of `bind_cores` do); `None`: one per endpoint.
+    pub strikes: Option<crate::StrikeRegister>,
 }
 
 impl Default for Resumption {
     fn default() -> Self {
-        Self { accept: false, issue: false, lifetime_s: 7_200, rotation_s: 7_200, secret: None }
+        Self {
+            accept: false,
+            issue: false,
+            lifetime_s: 7_200,
+            rotation_s: 7_200,
+            secret: None,
+            early_data: false,
+            strikes: None,
+        }
     }
 }
 
@@ -324,6 +339,7 @@ impl fmt::Debug for Resumption {
             .field("lifetime_s", &self.lifetime_s)
             .field("rotation_s", &self.rotation_s)
             .field("secret", &self.secret.map(|_| ".."))
+            .field("early_data", &self.early_data)
             .finish()
     }
 }

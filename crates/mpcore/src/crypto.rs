@@ -193,6 +193,17 @@ pub fn resumption_binder(psk: &[u8; 32], initial_before_binder: &[u8]) -> [u8; 3
     hmac_parts(&hmac::Key::new(hmac::HMAC_SHA256, &k), &[h.as_ref()])
 }
 
+/// A resuming client's early key (§4.9), for its 0-RTT data: from the ticket's PSK and the
+/// INITIAL that offered it, `PRK = HKDF-Extract(salt = SHA-256(INITIAL from byte 0 through the
+/// binder), IKM = PSK)`, then key, IV and header-protection key as in §4.2 with the labels
+/// "mpudp1 early key", "mpudp1 early iv", "mpudp1 early hp". Each INITIAL (a RETRY's token
+/// changes it) has its own key, so its EARLY packets' nonces never repeat under one key.
+pub fn early_key(psk: &[u8; 32], initial_through_binder: &[u8], suite: Suite) -> PacketKey {
+    let h = digest::digest(&digest::SHA256, initial_through_binder);
+    let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, h.as_ref()).extract(psk);
+    PacketKey::derive(&prk, suite, b"mpudp1 early key", b"mpudp1 early iv", b"mpudp1 early hp")
+}
+
 /// A resumed HANDSHAKE's proof of the PSK (§4.8), in place of a signature: HMAC-SHA256 under
 /// `HKDF-Expand(PSK, "mpudp1 psk proof", 32)` of `"mpudp v1 server psk proof" ‖ 0x00 ‖ TH`.
 /// The client checks it before it spends its key share, as it checks a signature (§4.6), so a

@@ -40,6 +40,8 @@ pub struct Offer {
     pub psk: [u8; 32],
     /// Its age as the server is shown it.
     pub obfuscated_age: u32,
+    /// The suite of the connection that got it: the early key's (§4.9).
+    pub suite: u8,
 }
 
 impl std::fmt::Debug for Offer {
@@ -54,6 +56,11 @@ pub struct Client {
     share: Option<KeyShare>,
     /// The ticket offered in every INITIAL of this attempt, if any.
     offer: Option<Offer>,
+    /// The INITIAL announces 0-RTT data (§4.9), and its early key.
+    want_early: bool,
+    early: Option<crate::crypto::PacketKey>,
+    /// Counts the INITIALs built: EARLY packets belong to one.
+    generation: u32,
     /// The INITIAL's destination CID, and the client's own CID (subflow 0's).
     odcid: Cid,
     scid: Cid,
@@ -84,6 +91,8 @@ pub struct Agreed {
     pub rtt_sample: Option<Time>,
     /// The server took our ticket: the keys come from its PSK and the key shares (§4.8).
     pub resumed: bool,
+    /// The server took our 0-RTT data (§4.9).
+    pub early_accepted: bool,
 }
 
 impl Client {
@@ -101,6 +110,9 @@ impl Client {
         let mut hs = Client {
             share: None,
             offer,
+            want_early: false,
+            early: None,
+            generation: 0,
             odcid: rng.cid(),
             scid,
             server,
@@ -121,7 +133,9 @@ impl Client {
 
     fn build_initial(&mut self, config: &Config, share: &KeyShare, token: &[u8]) {
         let mut pbuf = [0u8; 128];
-        let plen = config.transport_params().emit(&mut Writer::new(&mut pbuf)).unwrap_or(0);
+        let mut params = config.transport_params();
+        params.early_data = self.want_early;
+        let plen = params.emit(&mut Writer::new(&mut pbuf)).unwrap_or(0);
         // 1200 bytes, whatever the maximum: every path carries them (larger sizes are probed
         // once the connection exists, §10), and the INITIAL must get through.
         let size = packet::MIN_INITIAL_SIZE;
@@ -146,8 +160,50 @@ impl Client {
             let binder = resumption_binder(&o.psk, &buf[..at]);
             buf[at..self.transcript_len].copy_from_slice(&binder);
         }
+        self.generation += 1;
+        self.early = None;
+        if let (Some(o), true) = (&self.offer, self.want_early) {
+            if let Ok(suite) = Suite::from_id(o.suite) {
+                self.early = Some(crypto::early_key(&o.psk, &buf[..self.transcript_len], suite));
+            }
+        }
         // The rest of the datagram is zero padding (§3.1: INITIALs are padded to 1200 bytes).
         self.initial = buf;
+    }
+
+    /// A ticket is offered whose suite the early key can use (§4.9).
+    pub fn offers_early(&self) -> bool {
+        self.offer.as_ref().is_some_and(|o| Suite::from_id(o.suite).is_ok())
+    }
+
+    /// The application wrote early data before the INITIAL left: the INITIAL is built again
+    /// to announce it (`early_data`), with its early key. Later, it is too late: the data
+    /// waits for the handshake.
+    pub fn want_early(&mut self, config: &Config) {
+        if self.want_early || self.attempts > 0 || !self.offers_early() {
+            return;
+        }
+        self.want_early = true;
+        if let Some(share) = self.share.take() {
+            self.build_initial(config, &share, &[]);
+            self.share = Some(share);
+        }
+    }
+
+    /// The early key of the INITIAL sent, once it has been sent.
+    pub fn early_key(&self) -> Option<&crate::crypto::PacketKey> {
+        self.early.as_ref().filter(|_| self.attempts > 0)
+    }
+
+    /// The INITIAL's destination CID (EARLY packets carry it).
+    pub fn odcid(&self) -> Cid {
+        self.odcid
+    }
+
+    /// Which INITIAL is current (a RETRY or a fresh key share builds another), and how many
+    /// times INITIALs went: EARLY packets go again with each.
+    pub fn generation(&self) -> (u32, u32) {
+        (self.generation, self.attempts)
     }
 
     /// The cookie to return in CONFIRMs (empty before the HANDSHAKE).
@@ -296,7 +352,8 @@ impl Client {
         let (Some(params), false) = (params, cookie.is_empty()) else { return Err(DropReason::Malformed) };
         self.cookie = cookie.to_vec();
         let rtt_sample = (self.attempts == 1).then(|| now.saturating_sub(self.sent_at));
-        Ok(Agreed { secrets, params, server_cid: h.scid, rtt_sample, resumed: psk.is_some() })
+        let early_accepted = params.early_data;
+        Ok(Agreed { secrets, params, server_cid: h.scid, rtt_sample, resumed: psk.is_some(), early_accepted })
     }
 
     fn restart(&mut self, config: &Config, rng: &mut Rng) {
@@ -339,14 +396,30 @@ pub enum Resumption {
 pub struct Answer {
     pub datagram: Vec<u8>,
     pub resumption: Resumption,
+    /// The 0-RTT data is taken (§4.9): the connection is made now, from this.
+    pub early: Option<EarlyAnswer>,
+}
+
+/// What a server connection made at a 0-RTT INITIAL starts from (§4.9).
+#[derive(Debug)]
+pub struct EarlyAnswer {
+    pub key: crate::crypto::PacketKey,
+    pub secrets: Secrets,
+    pub client_params: TransportParams,
+    pub server_cid: Cid,
+    pub client_cid: Cid,
+    pub odcid: Cid,
 }
 
 /// The server's stateless answer to an INITIAL (§4.1): a RETRY when a token is required and
 /// absent, else a HANDSHAKE whose cookie seals the connection's master secret, suite and the
 /// client's parameters for this address (§4.4). `cid_taken` and `token_taken` tell which CIDs
 /// and tokens the endpoint already uses; a key whose token collides is drawn again (§4.3).
-/// `open_ticket` gives a ticket's PSK if this server takes it with that obfuscated age
-/// (§4.8); the binder is checked here.
+/// `open_ticket` gives a ticket's PSK and suite if this server takes it with that obfuscated
+/// age (§4.8); the binder is checked here. `admit_early` says whether the 0-RTT data of an
+/// INITIAL with that binder may be taken (§4.9: the server's choice and its anti-replay
+/// record); it is asked only of an INITIAL that announces early data and whose ticket was
+/// taken.
 #[allow(clippy::too_many_arguments)]
 pub fn answer_initial(
     now: Time,
@@ -359,7 +432,8 @@ pub fn answer_initial(
     require_retry: bool,
     cid_taken: impl Fn(&Cid) -> bool,
     token_taken: impl Fn(u32) -> bool,
-    open_ticket: impl Fn(&[u8], u32) -> Option<[u8; 32]>,
+    open_ticket: impl Fn(&[u8], u32) -> Option<([u8; 32], u8)>,
+    admit_early: impl FnOnce(&[u8; 32]) -> bool,
 ) -> Result<Answer, DropReason> {
     let Header::Initial(i) = p.header else { return Err(DropReason::Unexpected) };
     if dgram.len() < packet::MIN_INITIAL_SIZE {
@@ -374,7 +448,7 @@ pub fn answer_initial(
         let tag = crypto::retry_integrity_tag(&i.dcid.0, w.written());
         w.bytes(&tag).map_err(|_| DropReason::Malformed)?;
         out.truncate(ul + tag.len());
-        return Ok(Answer { datagram: out, resumption: Resumption::NotOffered });
+        return Ok(Answer { datagram: out, resumption: Resumption::NotOffered, early: None });
     }
     if !i.token.is_empty() && !keys.retry.validate(i.token, ms(now), ms(config.cookie_lifetime), &remote, &i.dcid.0) {
         return Err(DropReason::BadToken);
@@ -388,11 +462,19 @@ pub fn answer_initial(
         .ok_or(DropReason::Refused)?;
     // §4.8: the ticket is taken only if it opens here, its age checks and its binder proves
     // the client holds its PSK; anything else gets the full handshake.
-    let psk = i.resume.and_then(|o| {
-        let psk = open_ticket(o.ticket, o.obfuscated_age)?;
+    let taken = i.resume.and_then(|o| {
+        let (psk, suite) = open_ticket(o.ticket, o.obfuscated_age)?;
         let binder = resumption_binder(&psk, &dgram[..Initial::binder_offset(p.header_len)]);
-        ct_eq(&binder, &o.binder).then_some(psk)
+        ct_eq(&binder, &o.binder).then_some((psk, suite, o.binder))
     });
+    let psk = taken.map(|t| t.0);
+    // §4.9: 0-RTT data announced with a taken ticket, which the server takes (not a replay),
+    // is opened with the early key of the ticket's suite and this INITIAL.
+    let early_key = taken
+        .filter(|_| params.early_data)
+        .and_then(|(psk, s, binder)| Some((psk, Suite::from_id(s).ok()?, binder)))
+        .filter(|(_, _, binder)| admit_early(binder))
+        .map(|(psk, s, _)| crypto::early_key(&psk, &dgram[..p.header_len], s));
     let resumption = match (i.resume, psk) {
         (None, _) => Resumption::NotOffered,
         (Some(_), Some(_)) => Resumption::Taken,
@@ -449,7 +531,9 @@ pub fn answer_initial(
         let mut cookie = vec![0u8; plain.len() + crypto::COOKIE_OVERHEAD];
         let cl = keys.cookie.seal(&aad, &plain, &mut cookie).map_err(|_| DropReason::Refused)?;
         let mut sp = [0u8; 128];
-        let spl = config.transport_params().emit(&mut Writer::new(&mut sp)).map_err(|_| DropReason::Refused)?;
+        let mut server_params = config.transport_params();
+        server_params.early_data = early_key.is_some();
+        let spl = server_params.emit(&mut Writer::new(&mut sp)).map_err(|_| DropReason::Refused)?;
         // §4.6: the identity signs TH (the signature is outside TH, inside the AEAD's data).
         if hs.signature.is_some() {
             hs.signature = config.identity.as_ref().map(|id| id.sign_transcript(&transcript));
@@ -467,7 +551,15 @@ pub fn answer_initial(
         if n > 3 * dgram.len() {
             return Err(DropReason::Refused);
         }
-        return Ok(Answer { datagram: out, resumption });
+        let early = early_key.map(|key| EarlyAnswer {
+            key,
+            secrets,
+            client_params: params,
+            server_cid: scid,
+            client_cid: i.scid,
+            odcid: i.dcid,
+        });
+        return Ok(Answer { datagram: out, resumption, early });
     }
     Err(DropReason::Refused)
 }

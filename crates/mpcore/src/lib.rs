@@ -30,6 +30,7 @@ pub mod rng;
 mod routes;
 mod slab;
 pub mod steering;
+pub mod strikes;
 pub mod ticket;
 // The wire views' fields, frame types and reason codes carry PROTOCOL.md's names, where each
 // is specified (every type's documentation names its section): they are documented there.
@@ -37,6 +38,7 @@ pub mod ticket;
 pub mod wire;
 
 pub use config::{Config, ConfigError, Faults, PathManager, Resumption, SchedulerFactory};
+pub use strikes::StrikeRegister;
 pub use conn::cc::CongestionControl;
 pub use conn::{
     CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowState,

@@ -25,6 +25,11 @@ const FORMAT: u8 = 1;
 /// Ticket bytes beyond the plaintext: key id, ticket id, tag.
 pub const OVERHEAD: usize = 1 + ID_LEN + TAG_LEN;
 
+/// How far the age a client shows for its ticket may be from the age the server computes
+/// (ms): the ticket's flight to the client, and the drift of two clocks over its lifetime
+/// (PROTOCOL.md §4.8).
+pub const AGE_WINDOW_MS: u64 = 10_000;
+
 /// A ticket's random id.
 pub const ID_LEN: usize = 16;
 
@@ -141,6 +146,9 @@ pub struct ResumptionTicket {
     pub age_add: u32,
     /// The pre-shared key, derived from the connection's resumption secret (never sent).
     pub psk: [u8; 32],
+    /// The AEAD suite of the connection that got it: its 0-RTT data is sealed with it
+    /// (PROTOCOL.md §4.9).
+    pub suite: u8,
     /// The server's sealed record (opaque).
     pub ticket: Vec<u8>,
 }
@@ -157,7 +165,7 @@ impl std::fmt::Debug for ResumptionTicket {
 }
 
 /// [`ResumptionTicket::to_bytes`]'s format, its first byte.
-const STORED_FORMAT: u8 = 1;
+const STORED_FORMAT: u8 = 2;
 
 impl ResumptionTicket {
     /// When it may no longer be used (unix ms).
@@ -172,7 +180,7 @@ impl ResumptionTicket {
     }
 
     /// The bytes an application stores: format (1), server address (1 + 4 or 16, + 2),
-    /// received (8), lifetime (4), age_add (4), PSK (32), ticket (1 + n).
+    /// received (8), lifetime (4), age_add (4), PSK (32), suite (1), ticket (1 + n).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = vec![STORED_FORMAT];
         match self.server.ip() {
@@ -190,6 +198,7 @@ impl ResumptionTicket {
         b.extend_from_slice(&self.lifetime_s.to_be_bytes());
         b.extend_from_slice(&self.age_add.to_be_bytes());
         b.extend_from_slice(&self.psk);
+        b.push(self.suite);
         b.push(self.ticket.len() as u8);
         b.extend_from_slice(&self.ticket);
         b
@@ -211,12 +220,13 @@ impl ResumptionTicket {
         let lifetime_s = r.u32().ok()?;
         let age_add = r.u32().ok()?;
         let psk = r.array::<32>().ok()?;
+        let suite = r.u8().ok()?;
         let n = usize::from(r.u8().ok()?);
         let ticket = r.bytes(n).ok()?.to_vec();
         if !r.is_empty() || ticket.is_empty() {
             return None;
         }
-        Some(Self { server, received_unix_ms, lifetime_s, age_add, psk, ticket })
+        Some(Self { server, received_unix_ms, lifetime_s, age_add, psk, suite, ticket })
     }
 }
 
@@ -325,6 +335,7 @@ mod tests {
                 lifetime_s: 7_200,
                 age_add: 77,
                 psk: [5; 32],
+                suite: 2,
                 ticket: vec![1; TICKET_LEN],
             };
             let b = t.to_bytes();

@@ -298,10 +298,11 @@ proptest! {
         mds in 1200..=65_527u64, win in arb_varint(), ack in 0..16_384u64, idle in arb_varint(),
         fj in any::<bool>(), suites in proptest::collection::vec(any::<u8>(), 1..8),
         maxsf in 1..=VMAX, mp_idle in any::<bool>(), cid_len in 4..=8u8, tickets in any::<bool>(),
+        early_data in any::<bool>(),
     ) {
         let mut p = TransportParams {
             max_datagram_size: mds, initial_window: win, max_ack_delay_ms: ack, idle_timeout_ms: idle,
-            fast_join: fj, max_subflows: maxsf, mp_idle, cid_len, tickets, ..Default::default()
+            fast_join: fj, max_subflows: maxsf, mp_idle, cid_len, tickets, early_data, ..Default::default()
         };
         p.set_suites(&suites).unwrap();
         let mut buf = [0u8; 256];

@@ -48,7 +48,7 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     };
     let server = Config {
         require_retry: true,
-        resumption: Resumption { issue: true, ..Resumption::default() },
+        resumption: Resumption { issue: true, early_data: true, ..Resumption::default() },
         ..mpsim::multimob_server()
     };
     let mut sim = Sim::new(21, client, server, multimob_backup_paths()).unwrap();
@@ -69,6 +69,7 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     let ticket = sim.client.take_ticket(first).expect("a ticket");
     let server = mpsim::server_addr();
     let resumed = sim.client.connect_resuming(sim.now, PathId(1), server, &ticket).unwrap();
+    sim.client.conn_mut(resumed).unwrap().write_early(&[1; 3_000]).unwrap();
     sim.run_until(ms(6_000), |_| None);
     assert!(sim.client.stats(resumed).is_some_and(|s| s.resumed && s.established));
     let pcap = sim.capture.take().unwrap();
@@ -137,6 +138,11 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
                 assert_eq!(dcid, hex(&c.dcid.0));
                 "CONFIRM"
             }
+            Ok(Header::Early(e)) => {
+                assert_eq!((form, ptype, pn), ("long", "5", e.pn.to_string().as_str()), "{line}");
+                assert_eq!(dcid, hex(&e.dcid.0));
+                "EARLY"
+            }
             Ok(Header::Join(j)) => {
                 assert_eq!((form, ptype, pn), ("long", "4", j.pn.to_string().as_str()), "{line}");
                 assert_eq!((subflow, token), (v(j.subflow).as_str(), v(j.token).as_str()), "{line}");
@@ -167,6 +173,7 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
         "HANDSHAKE",
         "resuming INITIAL",
         "resumed HANDSHAKE",
+        "EARLY",
         "CONFIRM",
         "JOIN",
         "short",

@@ -83,6 +83,10 @@ impl MpListener {
                 .map_err(|_| Error::Config("no system randomness for the ticket secret".into()))?;
             r.secret = Some(s);
         }
+        // And one anti-replay record: a replayed 0-RTT INITIAL may reach any of them.
+        if r.early_data && r.strikes.is_none() {
+            r.strikes = Some(mpcore::StrikeRegister::default());
+        }
         // One after another, so that each core's socket takes its place in the group in order.
         for k in 0..n {
             let mut o = opts.clone();

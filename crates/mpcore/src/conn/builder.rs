@@ -225,7 +225,7 @@ impl Connection {
 
     /// Packet `pn` left on subflow `i`, `len` bytes: its owners learn what it carried, and
     /// the subflow records it for its acknowledgement or loss.
-    fn on_built(&mut self, now: Time, i: usize, seg: Option<Seg>, len: usize, p: PacketBuilt) {
+    pub(super) fn on_built(&mut self, now: Time, i: usize, seg: Option<Seg>, len: usize, p: PacketBuilt) {
         let DataWritten { sent: sent_data, data, data_ack, .. } = p.data;
         if let Some(q) = self.qlog.as_deref_mut() {
             let dss = SentDss {
@@ -335,26 +335,26 @@ impl Connection {
 }
 
 /// What [`Connection::write_data`] put in a packet.
-struct DataWritten {
+pub(super) struct DataWritten {
     /// The stream range it carries (a FAST_JOIN_OUT's, or the DSS's).
-    sent: Option<DataRef>,
+    pub sent: Option<DataRef>,
     /// That range as chosen: (range, retransmission, new data).
-    data: Option<(DataRef, bool, bool)>,
+    pub data: Option<(DataRef, bool, bool)>,
     /// A FAST_JOIN_OUT carried data.
-    fast_join_data: bool,
+    pub fast_join_data: bool,
     /// The DATA_ACK (and the window) that went, if one did.
-    data_ack: Option<u64>,
+    pub data_ack: Option<u64>,
     /// The mapping carried MP_IDLE (for the log).
-    idle: bool,
+    pub idle: bool,
 }
 
 /// A sealed packet, for its owners (see [`Connection::on_built`]).
-struct PacketBuilt {
-    pn: u64,
-    sent: FrameSet,
-    eliciting: bool,
-    ack_sent: bool,
-    injected: bool,
-    kind: PacketKind,
-    data: DataWritten,
+pub(super) struct PacketBuilt {
+    pub pn: u64,
+    pub sent: FrameSet,
+    pub eliciting: bool,
+    pub ack_sent: bool,
+    pub injected: bool,
+    pub kind: PacketKind,
+    pub data: DataWritten,
 }

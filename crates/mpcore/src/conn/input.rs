@@ -59,6 +59,7 @@ impl Connection {
         self.install_keys(agreed.secrets);
         self.set_peer_params(agreed.params);
         self.set_resumed(agreed.resumed);
+        self.on_early_answer(now, agreed.resumed, agreed.early_accepted);
         let sf = &mut self.subflows[0];
         sf.on_handshake(agreed.server_cid, agreed.rtt_sample, now);
         self.state = State::Confirm;
@@ -83,6 +84,9 @@ impl Connection {
         }
         // Any packet for us arms the trim timer (a forged one too: one pending timer at most).
         self.arm_trim(now);
+        if let Header::Early(e) = header {
+            return self.handle_early(now, u64::from(e.pn), header_len, scratch);
+        }
         let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
         let dgram_len = scratch.len() as u64;
         let (i, pn, hl, is_join) = match header {
@@ -144,6 +148,13 @@ impl Connection {
         }
         sf.count_received(dgram_len);
         self.last_rx = now;
+        // A CONFIRM under the 1-RTT keys proves the address of a connection made at its 0-RTT
+        // INITIAL (§4.9): only who got our HANDSHAKE there could send it.
+        let proves = matches!(header, Header::Confirm(_)) && !sf.val().validated && sf.remote() == remote;
+        if proves && i == 0 {
+            self.on_address_proven();
+        }
+        let sf = &mut self.subflows[i];
         if let Some(q) = self.qlog.as_deref_mut() {
             let kind = match header {
                 Header::Confirm(_) => PacketKind::Confirm,

@@ -10,6 +10,7 @@ mod addresses;
 mod builder;
 pub mod cc;
 pub mod dsn;
+mod early;
 mod events;
 mod input;
 mod join;
@@ -52,6 +53,8 @@ pub use events::{
     CloseReason, ConnCounters, ConnStats, EndpointEvent, Event, ReadError, Side, SubflowCounters, SubflowStats,
     WriteError,
 };
+pub(crate) use early::EarlyStart;
+pub use early::MAX_EARLY_DATA;
 pub use subflow::SubflowState;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +141,8 @@ pub struct Connection {
     qlog: Option<Box<qlog::Qlog>>,
     /// The resumption ticket to send (server) or received (client).
     tickets: tickets::Tickets,
+    /// 0-RTT data: what the client may send early, what the server took.
+    early: early::Early,
 }
 
 impl std::fmt::Debug for Connection {
@@ -201,6 +206,7 @@ impl Connection {
             unwritable: PathSet::default(),
             held_back: false,
             tickets: tickets::Tickets::default(),
+            early: early::Early::default(),
             qlog: config.qlog.then(|| Box::new(qlog::Qlog::new(now, side))),
         }
     }
@@ -208,7 +214,7 @@ impl Connection {
     /// The CIDs the endpoint routes to this connection: its subflow records' (reclaimed ones
     /// were retired).
     pub(crate) fn local_cids(&self) -> impl Iterator<Item = Cid> + '_ {
-        self.subflows.iter().map(|s| s.local_cid())
+        self.subflows.iter().map(|s| s.local_cid()).chain(self.early_route())
     }
 
     /// A CID for the peer to send on: random, naming this core on a server spread over cores,
@@ -454,6 +460,11 @@ impl Connection {
 
     /// Queues bytes for sending; returns how many were taken.
     pub fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        self.close_early_prefix();
+        self.write_stream(data)
+    }
+
+    fn write_stream(&mut self, data: &[u8]) -> Result<usize, WriteError> {
         if let State::Closed(r) = self.state {
             return Err(WriteError::Closed(r));
         }

@@ -35,6 +35,8 @@ pub(crate) enum PacketKind {
     Confirm,
     /// A JOIN (an MP_JOIN or a fast join's first flight).
     Join,
+    /// A resuming client's EARLY packet (qlog's `0RTT`).
+    Early,
 }
 
 impl PacketKind {
@@ -43,6 +45,7 @@ impl PacketKind {
             PacketKind::Short => "1RTT",
             PacketKind::Confirm => "confirm",
             PacketKind::Join => "join",
+            PacketKind::Early => "0RTT",
         }
     }
 }

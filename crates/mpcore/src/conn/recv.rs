@@ -231,6 +231,11 @@ impl RecvSide {
         self.fast_join = fastjoin::ReplayWindow::new(start.0);
     }
 
+    /// The DSN of the stream's first byte.
+    pub fn start(&self) -> Dsn {
+        self.start
+    }
+
     /// The next DSN expected in order (EDSN): our DATA_ACK.
     pub fn edsn(&self) -> Dsn {
         self.start.add(self.buf.nxt)

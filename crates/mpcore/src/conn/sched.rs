@@ -35,7 +35,10 @@ impl Connection {
             return None;
         }
         if self.state == State::Initial {
-            let len = self.hs.as_mut()?.poll_initial(now, self.config.initial_rto, buf)?;
+            let Some(len) = self.hs.as_mut()?.poll_initial(now, self.config.initial_rto, buf) else {
+                // After the INITIAL, its 0-RTT data (PROTOCOL.md §4.9).
+                return self.build_early(now, buf);
+            };
             let sf = &self.subflows[0];
             return Some(Transmit { path: sf.local_path(), remote: sf.remote(), len });
         }

@@ -22,6 +22,8 @@ pub(crate) struct Received {
     pub lifetime_s: u32,
     pub age_add: u32,
     pub psk: [u8; 32],
+    /// The connection's AEAD suite (its 0-RTT data is sealed with it).
+    pub suite: u8,
     pub ticket: Vec<u8>,
 }
 
@@ -74,6 +76,7 @@ impl Connection {
             lifetime_s: t.lifetime_s,
             age_add: t.age_add,
             psk: ticket::psk(&keys.resumption, t.nonce),
+            suite: keys.send.suite().id(),
             ticket: t.ticket.to_vec(),
         };
         if self.tickets.got.iter().any(|(_, g)| g.ticket == got.ticket) {

@@ -173,7 +173,10 @@ impl Connection {
             return None;
         }
         let cx = self.timer_context();
-        let subflows = self.subflows.iter().filter_map(|s| s.timers(&cx).next());
+        // Before the HANDSHAKE, the INITIAL's timer stands for subflow 0's: its EARLY packets
+        // (§4.9) go again after each INITIAL, and their losses are found after the handshake.
+        let handshaking = self.state == State::Initial;
+        let subflows = self.subflows.iter().filter(|_| !handshaking).filter_map(|s| s.timers(&cx).next());
         subflows.chain(self.timers().next()).min()
     }
 
@@ -272,7 +275,8 @@ impl Connection {
                 }
             }
         }
-        for i in 0..self.subflows.slot_bound() {
+        let bound = if self.state == State::Initial { 0 } else { self.subflows.slot_bound() };
+        for i in 0..bound {
             let cx = self.timer_context();
             let Some(t) = self.subflows.get(i).map(|s| s.timers(&cx)) else { continue };
             let sf = &mut self.subflows[i];

@@ -3,6 +3,8 @@
 //! connection a CONFIRM's cookie creates.
 
 use super::{Connection, Endpoint};
+use crate::conn::{EarlyStart, MAX_EARLY_DATA};
+use crate::crypto::Suite;
 use crate::handshake;
 use crate::wire::{Header, Packet};
 use crate::{PathId, Time};
@@ -26,6 +28,8 @@ pub struct HandshakeCounters {
     pub resumed: u64,
     /// Of those answered, offered a ticket this server did not take (the full handshake).
     pub resumption_declined: u64,
+    /// Of those resumed, whose 0-RTT data was taken (the connection made at the INITIAL).
+    pub early_accepted: u64,
 }
 
 impl Endpoint {
@@ -77,6 +81,8 @@ impl Endpoint {
         let require_retry = !has_token && self.must_retry(now);
         let routes = &self.routes;
         let (tickets, unix_ms) = (&self.tickets, self.clock.unix_ms(now));
+        let early_ok = self.config.resumption.early_data && self.config.recv_window as u64 >= MAX_EARLY_DATA;
+        let strikes = &self.strikes;
         let answer = handshake::answer_initial(
             now,
             remote,
@@ -89,6 +95,7 @@ impl Endpoint {
             |c| routes.cid_taken(c),
             |t| routes.token_taken(t),
             |ticket, age| tickets.as_ref()?.take(unix_ms, ticket, age),
+            |binder| early_ok && strikes.admit(binder, unix_ms),
         );
         match answer {
             Ok(a) => {
@@ -102,6 +109,9 @@ impl Endpoint {
                     handshake::Resumption::Taken => self.handshakes.resumed += 1,
                     handshake::Resumption::Declined => self.handshakes.resumption_declined += 1,
                     handshake::Resumption::NotOffered => {}
+                }
+                if let Some(e) = a.early {
+                    self.accept_early(now, path, remote, e, &a.datagram, dgram.len());
                 }
                 self.stateless.push_back((path, remote, a.datagram));
             }
@@ -153,15 +163,74 @@ impl Endpoint {
             self.drops.count(r);
             return;
         }
+        let idx = self.welcome(now, conn, &a.master.resumption(), a.suite, a.client_params.tickets);
+        tracing::debug!(%remote, idx, "connection accepted from a cookie");
+    }
+
+    /// A server connection is made: its ticket (if its client takes them), its routes, and
+    /// the application's queue of accepted connections. Returns its slot.
+    fn welcome(&mut self, now: Time, mut conn: Connection, resumption: &[u8; 32], suite: Suite, tickets: bool) -> usize {
         conn.announce_configured();
-        if let (Some(t), true) = (&self.tickets, a.client_params.tickets) {
+        if let (Some(t), true) = (&self.tickets, tickets) {
             let identity = self.config.identity.as_ref().map_or([0; 32], |id| id.public_key().0);
-            if let Some(body) = t.issue(self.clock.unix_ms(now), &a.master, a.suite, identity, &mut self.rng) {
+            if let Some(body) = t.issue(self.clock.unix_ms(now), resumption, suite, identity, &mut self.rng) {
                 conn.queue_ticket(body);
             }
         }
         let h = self.insert(conn);
-        tracing::debug!(%remote, handle = %h, "connection accepted from a cookie");
         self.accept.push_back(h);
+        h.index()
+    }
+
+    /// A 0-RTT INITIAL whose early data is taken (PROTOCOL.md §4.9): the connection is made
+    /// now, its EARLY packets routed to it by the original DCID, and the application can read
+    /// them and answer in the server's first flight.
+    fn accept_early(
+        &mut self,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        e: handshake::EarlyAnswer,
+        handshake: &[u8],
+        initial_len: usize,
+    ) {
+        let rng = self.rng.fork();
+        let suite = e.secrets.c2s.suite();
+        let resumption = e.secrets.resumption;
+        let tickets = e.client_params.tickets;
+        let mut conn = Connection::new_server(
+            now,
+            &self.config,
+            &self.paths,
+            path,
+            remote,
+            e.secrets,
+            e.client_params,
+            (e.client_cid, e.server_cid),
+            true,
+            rng,
+        );
+        if conn.local_token().is_some_and(|t| self.routes.token_taken(t)) {
+            self.drops.refused += 1;
+            return;
+        }
+        let odcid = (!self.routes.cid_taken(&e.odcid)).then_some(e.odcid);
+        let initial_len = initial_len as u64;
+        conn.start_early(EarlyStart { key: e.key, odcid, handshake: handshake.to_vec(), initial_len });
+        let idx = self.welcome(now, conn, &resumption, suite, tickets);
+        if let Some(odcid) = odcid {
+            self.routes.add_cid(odcid, idx);
+        }
+        self.handshakes.early_accepted += 1;
+    }
+
+    /// An INITIAL whose original DCID routes to a connection made at a 0-RTT INITIAL: its
+    /// client did not get the HANDSHAKE, which goes again (within the address's budget).
+    pub(super) fn initial_again(&mut self, idx: usize, path: PathId, remote: SocketAddr, len: usize) {
+        let again = self.conns.get_mut(idx).and_then(|c| c.handshake_again(len as u64));
+        match again {
+            Some(hs) => self.stateless.push_back((path, remote, hs)),
+            None => self.drops.unexpected += 1,
+        }
     }
 }

@@ -123,6 +123,9 @@ pub struct Endpoint {
     tickets: Option<tickets::Issuer>,
     /// The unix time, for the tickets' dates (`set_unix_time`).
     clock: tickets::UnixClock,
+    /// The anti-replay record of 0-RTT INITIALs (shared with every endpoint given a clone of
+    /// the configuration's).
+    strikes: crate::StrikeRegister,
     /// The last records of the logs of connections forgotten since the driver last looked
     /// (`take_forgotten_qlogs`): a connection that ends without a drain period is forgotten
     /// in the call that ended it.
@@ -159,6 +162,7 @@ impl Endpoint {
             warmer: prewarm::Warmer::default(),
             tickets,
             clock: tickets::UnixClock::default(),
+            strikes: config.resumption.strikes.clone().unwrap_or_default(),
             qlog_tails: Vec::new(),
             paths,
             server,
@@ -455,10 +459,15 @@ impl Endpoint {
                     return;
                 }
             },
-            Header::Initial(_) => {
-                self.server_initial(now, path, remote, &p, data);
+            Header::Initial(i) => {
+                match self.routes.cid(&i.dcid) {
+                    // A repeat of a 0-RTT INITIAL whose connection was made (§4.9).
+                    Some(idx) if self.server => self.initial_again(idx, path, remote, data.len()),
+                    _ => self.server_initial(now, path, remote, &p, data),
+                }
                 return;
             }
+            Header::Early(e) => self.routes.cid(&e.dcid),
             Header::Retry(r) => self.routes.cid(&r.dcid),
             Header::Handshake(h) => self.routes.cid(&h.dcid),
             Header::VersionNegotiation { dcid, versions, .. } => {

@@ -3,17 +3,13 @@
 //! NEW_TICKET frame (§5.19). The endpoint's unix clock (`Endpoint::set_unix_time`) dates them.
 
 use crate::config::Resumption;
-use crate::crypto::{Master, Suite};
+use crate::crypto::Suite;
 use crate::handshake::Offer;
 use crate::rng::Rng;
-use crate::ticket::{self, Ticket, TicketKeys, ID_LEN};
+use crate::ticket::{self, Ticket, TicketKeys, AGE_WINDOW_MS, ID_LEN};
 use crate::wire::new_ticket::NewTicket;
 use crate::wire::Writer;
 use crate::Time;
-
-/// How far the age a client shows for its ticket may be from the age the server computes
-/// (ms): the ticket's flight to the client, and the drift of two clocks over its lifetime.
-pub const AGE_WINDOW_MS: u64 = 10_000;
 
 /// A server's ticket keys and the lifetime it gives its tickets.
 #[derive(Debug)]
@@ -40,12 +36,12 @@ impl Issuer {
         Some(Self { keys: TicketKeys::new(&secret, r.rotation_s), lifetime_s: r.lifetime_s })
     }
 
-    /// The NEW_TICKET body for the connection of `master`, issued at `unix_ms`; its PSK is
-    /// the one of nonce 0 (one ticket per connection).
+    /// The NEW_TICKET body for the connection of resumption secret `resumption`, issued at
+    /// `unix_ms`; its PSK is the one of nonce 0 (one ticket per connection).
     pub(super) fn issue(
         &self,
         unix_ms: u64,
-        master: &Master,
+        resumption: &[u8; 32],
         suite: Suite,
         identity: [u8; 32],
         rng: &mut Rng,
@@ -55,7 +51,7 @@ impl Issuer {
             issued_ms: unix_ms,
             lifetime_s: self.lifetime_s,
             age_add: rng.u32(),
-            psk: ticket::psk(&master.resumption(), nonce),
+            psk: ticket::psk(resumption, nonce),
             suite: suite.id(),
             identity,
         };
@@ -72,11 +68,11 @@ impl Issuer {
     /// The PSK of a ticket a resuming INITIAL offers with `obfuscated_age` (PROTOCOL.md
     /// §4.8), if it opens here, is within its lifetime at `unix_ms`, and the age the client
     /// shows is within [`AGE_WINDOW_MS`] of the age the server computes.
-    pub(super) fn take(&self, unix_ms: u64, sealed: &[u8], obfuscated_age: u32) -> Option<[u8; 32]> {
+    pub(super) fn take(&self, unix_ms: u64, sealed: &[u8], obfuscated_age: u32) -> Option<([u8; 32], u8)> {
         let t = self.open(unix_ms, sealed)?;
         let client_age = u64::from(obfuscated_age.wrapping_sub(t.age_add));
         let server_age = unix_ms.saturating_sub(t.issued_ms);
-        (client_age.abs_diff(server_age) <= AGE_WINDOW_MS).then_some(t.psk)
+        (client_age.abs_diff(server_age) <= AGE_WINDOW_MS).then_some((t.psk, t.suite))
     }
 
     /// Opens a ticket this server (or its fleet) issued, if it is fresh at `unix_ms`.
@@ -128,6 +124,7 @@ impl super::Endpoint {
             lifetime_s: t.lifetime_s,
             age_add: t.age_add,
             psk: t.psk,
+            suite: t.suite,
             ticket: t.ticket,
         })
     }
@@ -152,6 +149,7 @@ impl super::Endpoint {
             ticket: ticket.ticket.clone(),
             psk: ticket.psk,
             obfuscated_age: ticket.obfuscated_age(unix_ms),
+            suite: ticket.suite,
         });
         self.start(now, path, remote, offer)
     }

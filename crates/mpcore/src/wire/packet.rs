@@ -65,6 +65,7 @@ pub enum LongType {
     Handshake = 2,
     Confirm = 3,
     Join = 4,
+    Early = 5,
 }
 
 impl LongType {
@@ -75,6 +76,7 @@ impl LongType {
             2 => LongType::Handshake,
             3 => LongType::Confirm,
             4 => LongType::Join,
+            5 => LongType::Early,
             _ => return Err(Error::Malformed("reserved long packet type")),
         })
     }
@@ -291,6 +293,32 @@ impl Join {
     }
 }
 
+/// EARLY header (§3.1, §4.9): a resuming client's 0-RTT data on subflow 0, sent after its
+/// INITIAL and sealed with the early key; the sealed payload follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Early {
+    pub version: u32,
+    /// The INITIAL's destination CID (the original DCID).
+    pub dcid: Cid,
+    /// The client's CID (the INITIAL's source CID).
+    pub scid: Cid,
+    pub pn: u32,
+}
+
+impl Early {
+    /// Header length (the associated data).
+    pub const LEN: usize = 1 + 4 + 8 + 8 + 4;
+
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
+        w.u8(LongType::Early.first_byte())?;
+        w.u32(self.version)?;
+        w.bytes(&self.dcid.0)?;
+        w.bytes(&self.scid.0)?;
+        w.u32(self.pn)?;
+        Ok(w.len())
+    }
+}
+
 /// Short header (§3.2) before header protection is removed: only the CID is readable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Short {
@@ -340,6 +368,7 @@ pub enum Header<'a> {
     Handshake(Handshake),
     Confirm(Confirm<'a>),
     Join(Join),
+    Early(Early),
     Short(Short),
 }
 
@@ -473,6 +502,7 @@ impl<'a> Packet<'a> {
             LongType::Join => {
                 Header::Join(Join { version, token: r.u32()?, scid: cid(&mut r)?, subflow: r.u32()?, pn: r.u32()? })
             }
+            LongType::Early => Header::Early(Early { version, dcid: cid(&mut r)?, scid: cid(&mut r)?, pn: r.u32()? }),
         };
         let header_len = r.position();
         let payload = r.rest();

@@ -16,6 +16,7 @@ pub mod id {
     pub const MP_IDLE: u64 = 0x08;
     pub const CID_LEN: u64 = 0x09;
     pub const TICKETS: u64 = 0x0a;
+    pub const EARLY_DATA: u64 = 0x0b;
 }
 
 /// Most AEAD suites a peer may list.
@@ -38,6 +39,8 @@ pub struct TransportParams {
     pub cid_len: u8,
     /// The sender takes resumption tickets (NEW_TICKET, §5.19).
     pub tickets: bool,
+    /// Server, in a resumed HANDSHAKE: it took the client's 0-RTT data (§4.9).
+    pub early_data: bool,
 }
 
 impl Default for TransportParams {
@@ -59,6 +62,7 @@ impl Default for TransportParams {
             mp_idle: false,
             cid_len: 8,
             tickets: false,
+            early_data: false,
         }
     }
 }
@@ -142,6 +146,7 @@ impl TransportParams {
                     p.cid_len = v as u8;
                 }
                 id::TICKETS => p.tickets = flag()?,
+                id::EARLY_DATA => p.early_data = flag()?,
                 _ => {}
             }
         }
@@ -187,6 +192,10 @@ impl TransportParams {
         }
         if self.tickets {
             w.varint(id::TICKETS)?;
+            w.varint(0)?;
+        }
+        if self.early_data {
+            w.varint(id::EARLY_DATA)?;
             w.varint(0)?;
         }
         Ok(w.len() - start)

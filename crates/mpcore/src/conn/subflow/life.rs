@@ -39,6 +39,27 @@ impl Subflow {
         self.backup = false;
     }
 
+    /// The server's subflow 0, made at a 0-RTT INITIAL of `rx` bytes answered with `tx`
+    /// (PROTOCOL.md §4.9): the address is unproven until the client's CONFIRM, and may
+    /// receive three times what it sent until then (§10).
+    pub fn await_proof(&mut self, rx: u64, tx: u64) {
+        self.val.validated = false;
+        self.val.amp_rx = rx;
+        self.val.amp_tx = tx;
+    }
+
+    /// A CONFIRM under the 1-RTT keys came from the address: only who got our HANDSHAKE there
+    /// could send it.
+    pub fn prove_address(&mut self) {
+        self.val.validated = true;
+    }
+
+    /// `len` bytes went to the address outside a packet of the subflow (the HANDSHAKE sent
+    /// again by the endpoint): they count against its budget.
+    pub fn count_sent_outside(&mut self, len: u64) {
+        self.val.amp_tx += len;
+    }
+
     /// The client's subflow 0 got the server's HANDSHAKE: established, with the handshake's
     /// RTT sample if it was not repeated; a PING confirms at once.
     pub fn on_handshake(&mut self, server_cid: Cid, rtt_sample: Option<Time>, now: Time) {

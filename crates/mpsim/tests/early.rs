@@ -1,0 +1,311 @@
+//! Issue 36, 0-RTT data (PROTOCOL.md §4.9): a resuming client's request goes with its first
+//! flight and the answer comes in the server's; a replayed first flight is refused by the
+//! server and by a server sharing its anti-replay record; every way the early data can fail to
+//! be taken ends with the request delivered once, whole, without an error.
+#![allow(clippy::unwrap_used)]
+
+use mpcore::{Config, ConnHandle, Endpoint, LocalPath, PathId, Resumption, ResumptionTicket, StrikeRegister};
+use mpsim::{client_addr, ms, multimob_paths, server_addr, Dir, Flow, PathEvent, Sim};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const UNIX: u64 = 1_700_000_000_000;
+/// Path 0's round trip in `multimob_paths` (ms).
+const RTT_MS: u64 = 15;
+const SECRET: [u8; 32] = [0x5e; 32];
+
+fn server_config(early_data: bool) -> Config {
+    let resumption = Resumption { issue: true, early_data, secret: Some(SECRET), ..Resumption::default() };
+    Config { resumption, ..Config::default() }
+}
+
+fn pair(seed: u64, server: Config) -> Sim {
+    let client = Config { resumption: Resumption { accept: true, ..Resumption::default() }, ..Config::default() };
+    let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
+    sim.client.set_unix_time(0, UNIX);
+    sim.server.set_unix_time(0, UNIX);
+    sim
+}
+
+/// A first connection's ticket; the connection is closed and forgotten after.
+fn first_ticket(sim: &mut Sim) -> ResumptionTicket {
+    let c = sim.connect();
+    sim.run_until(sim.now + ms(300), |_| None);
+    while sim.server.accept().is_some() {}
+    let t = sim.client.take_ticket(c).expect("a ticket");
+    sim.client.conn_mut(c).unwrap().close();
+    sim.run_until(sim.now + ms(2_000), |_| None);
+    t
+}
+
+fn request() -> Vec<u8> {
+    (0..2_500u32).map(|i| (i * 13 + 7) as u8).collect()
+}
+
+/// What one exchange saw: when the client's first answer byte came (µs after it started),
+/// the answer, what the server read, and the server's connection.
+struct Exchange {
+    first_answer: Option<u64>,
+    answer: Vec<u8>,
+    read: Vec<u8>,
+    server: Option<ConnHandle>,
+    client: ConnHandle,
+}
+
+/// A request written `early` or plainly on `c` (just opened), the server answering 750 bytes
+/// once it read it all; runs until the answer is whole or `limit`.
+fn exchange(sim: &mut Sim, c: ConnHandle, early: bool, limit: u64) -> Exchange {
+    let req = request();
+    let start = sim.now;
+    let cc = sim.client.conn_mut(c).unwrap();
+    let n = if early { cc.write_early(&req).unwrap() } else { cc.write(&req).unwrap() };
+    assert_eq!(n, req.len());
+    let mut x = Exchange { first_answer: None, answer: Vec::new(), read: Vec::new(), server: None, client: c };
+    let mut answered = false;
+    let mut buf = [0u8; 4096];
+    sim.run(start + limit, |s| {
+        if let Some(cc) = s.client.conn_mut(c) {
+            while let Ok(n) = cc.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                x.first_answer.get_or_insert(s.now - start);
+                x.answer.extend_from_slice(&buf[..n]);
+            }
+        }
+        if x.server.is_none() {
+            x.server = s.server.accept();
+        }
+        if let Some(sc) = x.server.and_then(|h| s.server.conn_mut(h)) {
+            while let Ok(n) = sc.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                x.read.extend_from_slice(&buf[..n]);
+            }
+            if x.read.len() >= req.len() && !answered {
+                answered = sc.write(&[0xa5; 750]).is_ok();
+            }
+        }
+        if x.answer.len() >= 750 {
+            Flow::Done
+        } else {
+            Flow::Wake(None)
+        }
+    });
+    x
+}
+
+/// Round trips of path 0 in `t` µs, rounded down.
+fn rtts(t: u64) -> u64 {
+    t / ms(RTT_MS)
+}
+
+fn check_whole(x: &Exchange, what: &str) {
+    assert_eq!(x.read, request(), "{what}: the server read the request once, whole");
+    assert_eq!(x.answer, vec![0xa5; 750], "{what}: the answer came whole");
+}
+
+#[test]
+fn the_answer_to_an_early_request_comes_one_round_trip_sooner() {
+    let mut sim = pair(1, server_config(true));
+    let t = first_ticket(&mut sim);
+    // A fresh connection: INITIAL, HANDSHAKE, then the request: the answer after 2 RTTs.
+    let c = sim.connect();
+    let fresh = exchange(&mut sim, c, false, ms(2_000));
+    check_whole(&fresh, "fresh");
+    sim.run_until(sim.now + ms(500), |_| None);
+    // Resumed with the request early: it goes with the INITIAL, the answer with the
+    // HANDSHAKE's flight: after 1 RTT.
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    let early = exchange(&mut sim, c, true, ms(2_000));
+    check_whole(&early, "early");
+    let (f, e) = (fresh.first_answer.unwrap(), early.first_answer.unwrap());
+    assert_eq!((rtts(f), rtts(e)), (2, 1), "fresh {f} µs, early {e} µs, RTT {RTT_MS} ms");
+    // Both ends know which bytes came early.
+    let server = early.server.unwrap();
+    assert_eq!(sim.server.conn(server).unwrap().early_data(), request().len() as u64);
+    assert_eq!(sim.client.conn(early.client).unwrap().early_data(), request().len() as u64);
+    assert_eq!(sim.server.conn(fresh.server.unwrap()).map_or(0, |c| c.early_data()), 0);
+    let h = sim.server.handshake_counters();
+    assert_eq!((h.resumed, h.early_accepted), (1, 1));
+}
+
+#[test]
+fn write_early_is_needed_for_early_data() {
+    // A resumed connection whose request is written plainly: nothing goes before the
+    // HANDSHAKE (no EARLY packet, long type 5), the answer after 2 RTTs.
+    let mut sim = pair(2, server_config(true));
+    let t = first_ticket(&mut sim);
+    let early_packets = Rc::new(RefCell::new(0));
+    let seen = early_packets.clone();
+    sim.tap = Some(Box::new(move |_, _, dir, b| {
+        if dir == Dir::Up && b.first().is_some_and(|f| f & 0xf8 == 0xe8) {
+            *seen.borrow_mut() += 1;
+        }
+    }));
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    let x = exchange(&mut sim, c, false, ms(2_000));
+    check_whole(&x, "plain");
+    assert_eq!(*early_packets.borrow(), 0);
+    assert_eq!(rtts(x.first_answer.unwrap()), 2);
+    assert_eq!(sim.server.handshake_counters().early_accepted, 0);
+    assert_eq!(sim.server.conn(x.server.unwrap()).unwrap().early_data(), 0);
+}
+
+/// The client's first flight of a resumed connection with an early request, as sent.
+fn captured_flight(sim: &mut Sim, t: &ResumptionTicket) -> (Exchange, Vec<Vec<u8>>) {
+    let flight = Rc::new(RefCell::new(Vec::new()));
+    let f = flight.clone();
+    let start = sim.now;
+    sim.tap = Some(Box::new(move |now, path, dir, b| {
+        // The INITIAL (long type 0) and the EARLY packets (type 5) of the first millisecond.
+        let first = b.first().copied().unwrap_or(0) & 0xf8;
+        if path == 0 && dir == Dir::Up && now <= start + ms(1) && (first == 0xc0 || first == 0xe8) {
+            f.borrow_mut().push(b.to_vec());
+        }
+    }));
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), t).unwrap();
+    let x = exchange(sim, c, true, ms(2_000));
+    sim.tap = None;
+    let flight = flight.borrow().clone();
+    (x, flight)
+}
+
+fn replay(ep: &mut Endpoint, now: u64, flight: &[Vec<u8>]) {
+    for d in flight {
+        ep.handle_datagram(now, PathId(0), client_addr(0), d);
+    }
+    let mut buf = vec![0u8; 65_536];
+    while ep.poll_transmit(now, &mut buf).is_some() {}
+}
+
+fn fleet_server(strikes: Option<StrikeRegister>) -> Endpoint {
+    let mut c = server_config(true);
+    c.resumption.strikes = strikes;
+    c.identity = Some(mpcore::ServerIdentity::from_seed(&[1; 32]).unwrap());
+    let paths = vec![LocalPath { addr: server_addr(), iface: mpcore::Iface::Wired, backup: false }];
+    let mut ep = Endpoint::new(c, paths, true).unwrap();
+    ep.set_unix_time(0, UNIX);
+    ep
+}
+
+#[test]
+fn a_replayed_first_flight_is_refused_here_and_by_a_server_sharing_the_record() {
+    let strikes = StrikeRegister::default();
+    let mut server = server_config(true);
+    server.resumption.strikes = Some(strikes.clone());
+    let mut sim = pair(3, server);
+    let t = first_ticket(&mut sim);
+    let (x, flight) = captured_flight(&mut sim, &t);
+    check_whole(&x, "the original");
+    assert!(flight.len() >= 3, "an INITIAL and the EARLY packets of 2,500 bytes: {}", flight.len());
+    let before = sim.server.handshake_counters();
+    let live = sim.server.live_connections();
+    // The attacker sends the captured flight again, 100 ms later, from the client's address.
+    let at = sim.now + ms(100);
+    for d in &flight {
+        sim.inject(at, 0, Dir::Up, client_addr(0), d.clone());
+    }
+    sim.run_until(at + ms(500), |_| None);
+    let after = sim.server.handshake_counters();
+    assert_eq!(after.early_accepted, before.early_accepted, "no second 0-RTT connection");
+    assert_eq!(after.resumed, before.resumed + 1, "answered as a resumption without early data");
+    assert!(sim.server.accept().is_none(), "no connection for the application");
+    assert_eq!(sim.server.live_connections(), live);
+    // A second server of the fleet (same ticket secret) sharing the record refuses it too.
+    let now = sim.now;
+    let mut sharing = fleet_server(Some(strikes));
+    replay(&mut sharing, now, &flight);
+    let h = sharing.handshake_counters();
+    assert_eq!((h.resumed, h.early_accepted), (1, 0), "{h:?}");
+    assert!(sharing.accept().is_none());
+    // One with a record of its own takes it: what a fleet without a shared record risks
+    // (PROTOCOL.md §12), within the age window only.
+    let mut alone = fleet_server(None);
+    replay(&mut alone, now, &flight);
+    assert_eq!(alone.handshake_counters().early_accepted, 1);
+    let mut late = fleet_server(None);
+    replay(&mut late, now + ms(25_000), &flight);
+    let h = late.handshake_counters();
+    assert_eq!((h.resumed, h.early_accepted, h.resumption_declined), (0, 0, 1), "past the age window");
+}
+
+#[test]
+fn early_data_the_server_does_not_take_is_sent_again_and_nothing_is_lost() {
+    type Setup = fn(&mut Sim, &mut ResumptionTicket);
+    let cases: [(&str, bool, Setup); 3] = [
+        ("a server that takes no early data", false, |_, _| {}),
+        ("a ticket the server cannot open", true, |_, t| t.ticket[40] ^= 1),
+        ("the INITIAL lost with its EARLY packets", true, |sim, _| {
+            let now = sim.now;
+            sim.at(now, 0, PathEvent::Down);
+            sim.at(now + ms(5), 0, PathEvent::Up);
+        }),
+    ];
+    for (k, (what, early_ok, setup)) in cases.into_iter().enumerate() {
+        let mut sim = pair(10 + k as u64, server_config(early_ok));
+        let mut t = first_ticket(&mut sim);
+        setup(&mut sim, &mut t);
+        let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+        let x = exchange(&mut sim, c, true, ms(5_000));
+        check_whole(&x, what);
+        let early = sim.server.conn(x.server.unwrap()).unwrap().early_data();
+        let taken = sim.server.handshake_counters().early_accepted;
+        match k {
+            0 | 1 => {
+                assert_eq!((early, taken), (0, 0), "{what}");
+                assert_eq!(sim.client.conn(c).unwrap().early_data(), 0, "{what}");
+                // Sent again as soon as the HANDSHAKE said so: as soon as a fresh connection's.
+                assert_eq!(rtts(x.first_answer.unwrap()), 2, "{what}");
+            }
+            // The repeated INITIAL is answered and the early data sent again after it.
+            _ => assert_eq!((early, taken), (request().len() as u64, 1), "{what}"),
+        }
+        assert!(sim.server.accept().is_none(), "{what}: one connection");
+    }
+}
+
+#[test]
+fn a_retry_and_a_lost_handshake_keep_the_early_data_and_make_one_connection() {
+    // A RETRY: the INITIAL is built again with the token; its early data goes again under
+    // the new INITIAL's key, and is taken.
+    let mut sim = pair(20, Config { require_retry: true, ..server_config(true) });
+    let t = first_ticket(&mut sim);
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    let x = exchange(&mut sim, c, true, ms(3_000));
+    check_whole(&x, "retry");
+    assert_eq!(sim.server.conn(x.server.unwrap()).unwrap().early_data(), request().len() as u64);
+    assert_eq!(rtts(x.first_answer.unwrap()), 2, "the RETRY's round trip, then one");
+    // The HANDSHAKE (and the first answer) lost: the client repeats its INITIAL, the
+    // connection made at the first one sends its HANDSHAKE again; one connection.
+    let mut sim = pair(21, server_config(true));
+    let t = first_ticket(&mut sim);
+    let now = sim.now;
+    // The INITIAL and its EARLY packets arrive by 12 ms (7.5 ms and 1 ms each at 10 Mbit/s);
+    // the HANDSHAKE would at about 16.5 ms.
+    sim.at(now + ms(12), 0, PathEvent::Down);
+    sim.at(now + ms(17), 0, PathEvent::Up);
+    let c = sim.client.connect_resuming(now, PathId(0), server_addr(), &t).unwrap();
+    let x = exchange(&mut sim, c, true, ms(5_000));
+    check_whole(&x, "lost handshake");
+    let h = sim.server.handshake_counters();
+    assert_eq!((h.early_accepted, h.resumed), (1, 1), "{h:?}");
+    assert!(sim.server.accept().is_none(), "one connection");
+    assert!(x.first_answer.unwrap() > ms(1_000), "after the INITIAL's repeat: the HANDSHAKE was lost");
+}
+
+#[test]
+fn under_loss_every_early_request_arrives_whole() {
+    let mut taken = 0;
+    for seed in 30..38 {
+        let mut sim = pair(seed, server_config(true));
+        let t = first_ticket(&mut sim);
+        sim.change(0, PathEvent::Loss(0.2));
+        let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+        let x = exchange(&mut sim, c, true, ms(20_000));
+        check_whole(&x, &format!("seed {seed}"));
+        taken += sim.server.handshake_counters().early_accepted;
+    }
+    assert!(taken > 0, "no early data was taken: the test proves nothing");
+}
