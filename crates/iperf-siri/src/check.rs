@@ -21,6 +21,7 @@ const CLIENT_ONLY: &[&str] = &[
     "connect_timeout",
     "server_keys",
     "insecure",
+    "resume",
     "test_id",
     "plot",
     "protocol_version",
@@ -80,6 +81,9 @@ pub fn values(args: &RunArgs) -> Result<(), String> {
     }
     if args.workload.burst_bytes == Some(0) {
         return zero("--burst-bytes");
+    }
+    if args.resume && args.workload.mode != "siri" {
+        return Err("--resume runs Siri-like requests, one per connection: it takes no --mode bulk".into());
     }
     if args.connect_timeout.is_zero() {
         return zero("--connect-timeout");

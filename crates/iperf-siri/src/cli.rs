@@ -148,6 +148,11 @@ pub struct RunArgs {
     /// Client: do not authenticate the server (anyone on the path could sit in the middle).
     #[arg(long, conflicts_with = "server_keys")]
     pub insecure: bool,
+    /// Client: each request on a new connection, alternately fresh (a full handshake) and
+    /// resumed with the last connection's ticket, its test request sent with the first
+    /// packet (0-RTT); reports the delay to the server's first byte both ways (siri mode).
+    #[arg(long)]
+    pub resume: bool,
     /// A label carried in the output.
     #[arg(long, value_name = "ID")]
     pub test_id: Option<String>,
@@ -239,6 +244,10 @@ pub struct DemoArgs {
     /// Output JSON: each run's full report.
     #[arg(short = 'J', long)]
     pub json: bool,
+    /// Instead: a new connection per request, fresh and resumed with 0-RTT alternately,
+    /// over the emulated WiFi and cellular paths (`--requests` of each kind on each).
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// The demo's radio model (`--radio`).

@@ -59,10 +59,10 @@ pub const SETUPS: [Setup; 3] = [
     },
 ];
 
-const WIFI: &str = "127.0.0.1";
-const CELLULAR: &str = "127.0.0.2";
+pub(crate) const WIFI: &str = "127.0.0.1";
+pub(crate) const CELLULAR: &str = "127.0.0.2";
 
-fn ip(s: &str) -> IpAddr {
+pub(crate) fn ip(s: &str) -> IpAddr {
     s.parse().expect("a literal address")
 }
 
@@ -263,6 +263,9 @@ pub fn table(args: &DemoArgs, reports: &[(Setup, Report)], took: Duration) -> St
 
 /// `iperf-siri demo`.
 pub async fn run(args: &DemoArgs) -> Result<(), String> {
+    if args.resume {
+        return crate::demo_resume::run(args).await;
+    }
     if args.restore_after != 0 && args.restore_after <= args.fail_after {
         return Err("--restore-after must be 0 (never) or greater than --fail-after".into());
     }

@@ -14,6 +14,7 @@ pub mod check;
 pub mod cli;
 pub mod context;
 pub mod demo;
+mod demo_resume;
 pub mod events;
 pub mod out;
 pub mod plot;
@@ -131,6 +132,20 @@ pub async fn client(args: &RunArgs) -> Result<(), String> {
     if !args.json {
         out.line(&format!("Connecting to host {host}, port {}", args.port));
     }
+    if args.resume {
+        let n = params.requests.unwrap_or(10);
+        let live = (!args.json).then(|| out.clone());
+        let r = run::resume::run(opts, remote, params, protocol, n, &args.scheduler(true), live).await?;
+        if args.json {
+            let doc = serde_json::json!({ "resume": r });
+            out.line(&serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?);
+        } else {
+            for l in r.lines() {
+                out.line(&l);
+            }
+        }
+        return Ok(());
+    }
     let started = std::time::Instant::now();
     let ep = Arc::new(MpEndpoint::client(opts).map_err(|e| e.to_string())?);
     let stream = ep.connect(remote).await.map_err(|e| e.to_string())?;
@@ -213,7 +228,9 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
     let out = output(args)?;
     let (identity, made) = args.identity()?;
     let key = identity.public_key();
-    let opts = args.options(false)?.identity(identity);
+    // Tickets for every client that takes them, and a resuming client's 0-RTT test request
+    // taken (`--resume`; the test request is safe to replay: it starts a test).
+    let opts = args.options(false)?.identity(identity).issue_tickets(true);
     let listener = Arc::new(MpListener::bind(addr, opts).map_err(|e| e.to_string())?);
     let rule = "-----------------------------------------------------------";
     if !args.json {

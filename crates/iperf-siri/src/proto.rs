@@ -203,14 +203,19 @@ impl From<io::Error> for ProtoError {
 }
 
 pub async fn write_hello<W: AsyncWrite + Unpin>(w: &mut W, protocol: u16, params: &Params) -> io::Result<()> {
+    w.write_all(&hello(protocol, params)?).await?;
+    w.flush().await
+}
+
+/// The test request's bytes (what `write_hello` writes).
+pub fn hello(protocol: u16, params: &Params) -> io::Result<Vec<u8>> {
     let json = serde_json::to_vec(params).map_err(io::Error::other)?;
     let mut out = Vec::with_capacity(12 + json.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&protocol.to_be_bytes());
     out.extend_from_slice(&(json.len() as u32).to_be_bytes());
     out.extend_from_slice(&json);
-    w.write_all(&out).await?;
-    w.flush().await
+    Ok(out)
 }
 
 /// Reads a HELLO. A protocol mismatch is reported before the parameters are read (another

@@ -38,7 +38,6 @@ pub mod ticket;
 pub mod wire;
 
 pub use config::{Config, ConfigError, Faults, PathManager, Resumption, SchedulerFactory};
-pub use strikes::StrikeRegister;
 pub use conn::cc::CongestionControl;
 pub use conn::{
     CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowState,
@@ -50,6 +49,7 @@ pub use identity::{KeyError, PublicKey, ServerIdentity};
 pub use radio::{LinkHint, Prewarm};
 pub use scheduler::{AnyScheduler, Flags, Iface, Mask, Pick, Scheduler, Segment, SubflowInfo};
 pub use steering::Steering;
+pub use strikes::StrikeRegister;
 pub use ticket::ResumptionTicket;
 
 use std::net::SocketAddr;

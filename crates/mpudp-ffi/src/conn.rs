@@ -244,7 +244,7 @@ fn event_of(e: &ConnEvent, born: Instant) -> MpuEvent {
         ),
         Event::FailBack => (MPU_EVENT_FAIL_BACK, 0),
         Event::Closed { reason } => (MPU_EVENT_CLOSED, close_code(reason)),
-        Event::Readable | Event::Forgotten => (0, 0),
+        Event::Readable | Event::Forgotten | Event::TicketReceived => (0, 0),
     };
     MpuEvent {
         kind,

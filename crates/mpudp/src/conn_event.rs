@@ -38,6 +38,7 @@ impl ConnEvent {
             Event::Finished => "finished",
             Event::Verdict { .. } => "verdict",
             Event::FailBack => "fail_back",
+            Event::TicketReceived => "ticket_received",
             Event::Closed { .. } => "closed",
             Event::Forgotten => "forgotten",
         }

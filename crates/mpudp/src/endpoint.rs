@@ -77,6 +77,23 @@ impl MpEndpoint {
     /// (`Options::connect_timeout`) without an answer, [`Error::NoAddress`] if no interface
     /// got an address by then.
     pub async fn connect(&self, remote: SocketAddr) -> Result<MpStream> {
+        self.connect_with(remote, None).await
+    }
+
+    /// [`connect`](Self::connect), with `early` as the stream's first bytes: with a ticket for
+    /// `remote` in the endpoint's store (`Options::tickets`), they go with the first packet as
+    /// 0-RTT data (PROTOCOL.md §4.9) and the server can answer in its first; otherwise, or if
+    /// the server does not take them, they go once the handshake is done. Either way they are
+    /// written when this returns, and arrive once.
+    ///
+    /// Early data can be replayed by whoever captured it (the server refuses the replays it
+    /// sees): send early only what is safe to act on twice, such as a request without side
+    /// effects.
+    pub async fn connect_early(&self, remote: SocketAddr, early: &[u8]) -> Result<MpStream> {
+        self.connect_with(remote, Some(early)).await
+    }
+
+    async fn connect_with(&self, remote: SocketAddr, early: Option<&[u8]>) -> Result<MpStream> {
         if remote.port() == 0 {
             return Err(Error::Config(format!("{remote}: port 0 is no server's port")));
         }
@@ -85,14 +102,14 @@ impl MpEndpoint {
         // so a few attempts always do.
         let mut attempt = 0;
         loop {
-            match self.connect_once(remote).await {
+            match self.connect_once(remote, early).await {
                 Err(Error::Closed(CloseReason::TokenCollision)) if attempt < 3 => attempt += 1,
                 r => return r,
             }
         }
     }
 
-    async fn connect_once(&self, remote: SocketAddr) -> Result<MpStream> {
+    async fn connect_once(&self, remote: SocketAddr, early: Option<&[u8]>) -> Result<MpStream> {
         let started = std::time::Instant::now();
         let path = poll_fn(|cx| {
             let mut st = self.shared.lock();
@@ -118,10 +135,28 @@ impl MpEndpoint {
                 )));
             }
             let now = st.now();
-            let h = st.ep.connect(now, path, remote).map_err(|e| match e {
+            // A phone's monotonic clock stops while it sleeps: the unix time that dates the
+            // ticket's age is taken again now.
+            st.ep.set_unix_time(now, unix_ms());
+            let ticket = st.tickets.as_ref().and_then(|s| s.take(remote));
+            let h = match &ticket {
+                Some(t) => st.ep.connect_resuming(now, path, remote, t),
+                None => st.ep.connect(now, path, remote),
+            }
+            .map_err(|e| match e {
                 mpcore::ConnectError::NoServerKey => Error::NoServerKey,
                 e => Error::Config(e.to_string()),
             })?;
+            if let (Some(data), Some(c)) = (early, st.ep.conn_mut(h)) {
+                // Before the driver sends the INITIAL (it needs this lock): it announces them.
+                let mut at = 0;
+                while at < data.len() {
+                    match c.write_early(&data[at..]) {
+                        Ok(n) => at += n,
+                        Err(e) => return Err(Error::Config(format!("early data: {e:?}"))),
+                    }
+                }
+            }
             st.wake_driver();
             h
         };
@@ -371,4 +406,9 @@ impl MpStream {
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
         }))
     }
+}
+
+/// The unix time now, in ms.
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }

@@ -67,6 +67,7 @@ mod listener;
 mod netlink;
 mod options;
 mod stream;
+mod tickets;
 
 pub use conn_event::ConnEvent;
 pub use driver::{IoCounters, PathInfo};
@@ -78,10 +79,11 @@ pub use listener::MpListener;
 pub use mpcore::crypto::Suite;
 pub use mpcore::{
     CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, HandshakeCounters, Iface,
-    KeyError, LinkHint, Mask, PathId, PathManager, Pick, Prewarm, PublicKey, Scheduler, SchedulerFactory, Segment,
-    ServerIdentity, Side, SubflowCounters, SubflowInfo, SubflowState, SubflowStats,
+    KeyError, LinkHint, Mask, PathId, PathManager, Pick, Prewarm, PublicKey, ResumptionTicket, Scheduler,
+    SchedulerFactory, Segment, ServerIdentity, Side, SubflowCounters, SubflowInfo, SubflowState, SubflowStats,
 };
 pub use options::{Interface, Options};
 pub use oracle::energy::Energy as RadioEnergy;
 pub use oracle::{Config as OracleConfig, Verdict as OracleVerdict};
 pub use stream::{MpStream, OwnedReadHalf, OwnedWriteHalf, StreamControl};
+pub use tickets::TicketStore;

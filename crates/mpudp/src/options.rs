@@ -219,6 +219,7 @@ pub struct Options {
     pub(crate) connect_timeout: Duration,
     pub(crate) ipv6: bool,
     pub(crate) qlog_dir: Option<std::path::PathBuf>,
+    pub(crate) tickets: Option<crate::TicketStore>,
 }
 
 impl Default for Options {
@@ -240,7 +241,30 @@ impl Options {
             connect_timeout: Duration::from_secs(10),
             ipv6: false,
             qlog_dir: None,
+            tickets: None,
         }
+    }
+
+    /// Client: resume connections with the tickets of `store` (PROTOCOL.md §4.8): every
+    /// ticket a server gives goes there, and a connection to a server the store has a ticket
+    /// for offers it (once). Resumed, the server proves itself with the ticket instead of a
+    /// signature, and [`MpEndpoint::connect_early`](crate::MpEndpoint::connect_early) sends the
+    /// request with the first packet. A server that cannot take the ticket does the full
+    /// handshake: nothing is lost.
+    pub fn tickets(mut self, store: crate::TicketStore) -> Self {
+        self.config.resumption.accept = true;
+        self.tickets = Some(store);
+        self
+    }
+
+    /// Server: give every client that takes them a resumption ticket, and with `early_data`
+    /// take a resuming client's 0-RTT data (PROTOCOL.md §4.7-4.9). A fleet of servers that
+    /// should resume each other's clients needs one ticket secret
+    /// (`config_mut().resumption.secret`).
+    pub fn issue_tickets(mut self, early_data: bool) -> Self {
+        self.config.resumption.issue = true;
+        self.config.resumption.early_data = early_data;
+        self
     }
 
     /// A phone's client ([`Config::phone`]): MultiMob's break-before-make path manager (the

@@ -49,9 +49,26 @@ pub async fn client(
 ) -> Result<Report, Failure> {
     let (mut r, mut w) = stream.into_split();
     proto::write_hello(&mut w, protocol, &params).await?;
-    let server_version = tokio::time::timeout(EXCHANGE_TIMEOUT, proto::read_answer(&mut r, protocol))
+    let server_version = read_answer(&mut r, protocol).await?;
+    after_hello(r, w, params, server_version, ctx, answered).await
+}
+
+/// The server's answer to the test request.
+pub(crate) async fn read_answer(r: &mut OwnedReadHalf, protocol: u16) -> Result<String, Failure> {
+    Ok(tokio::time::timeout(EXCHANGE_TIMEOUT, proto::read_answer(r, protocol))
         .await
-        .map_err(|_| Failure::new("the server accepted the connection but did not answer the test request"))??;
+        .map_err(|_| Failure::new("the server accepted the connection but did not answer the test request"))??)
+}
+
+/// The test, once the server took its request.
+pub(crate) async fn after_hello(
+    r: OwnedReadHalf,
+    mut w: OwnedWriteHalf,
+    params: Params,
+    server_version: String,
+    ctx: Context,
+    answered: Option<watch::Sender<u32>>,
+) -> Result<Report, Failure> {
     let t0 = ctx.started;
     let mut report = Report::new(Role::Client, params.clone(), &ctx, SystemTime::now());
     if let Some(live) = &ctx.live {

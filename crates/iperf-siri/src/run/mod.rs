@@ -4,6 +4,7 @@
 
 mod client;
 mod intervals;
+pub mod resume;
 mod server;
 
 pub use client::client;

@@ -171,15 +171,8 @@ impl Connection {
             idle: false,
         };
         let seg = Some(super::send::Seg { len: take, ..seg });
-        let built = PacketBuilt {
-            pn,
-            sent,
-            eliciting: true,
-            ack_sent: false,
-            injected: false,
-            kind: PacketKind::Early,
-            data,
-        };
+        let built =
+            PacketBuilt { pn, sent, eliciting: true, ack_sent: false, injected: false, kind: PacketKind::Early, data };
         self.on_built(now, 0, seg, len, built);
         let sf = &self.subflows[0];
         Some(Transmit { path: sf.local_path(), remote: sf.remote(), len })

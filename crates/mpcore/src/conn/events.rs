@@ -140,6 +140,9 @@ pub enum Event {
         /// The decision.
         verdict: oracle::Verdict,
     },
+    /// Client: the server gave a resumption ticket (PROTOCOL.md §4.7), which
+    /// `Endpoint::take_ticket` hands out.
+    TicketReceived,
     /// `multimob`: a regular subflow was healthy for the hold time; the failover subflows are
     /// being closed and traffic is back on the preferred path.
     FailBack,
@@ -223,6 +226,10 @@ pub struct ConnStats {
     pub scheduler: String,
     /// Opened with a resumption ticket (PROTOCOL.md §4.8).
     pub resumed: bool,
+    /// The stream's first bytes that went as 0-RTT data and were taken (§4.9): on a server,
+    /// those it received early (replayable by whoever captured them); on a client, those it
+    /// sent early that the server took.
+    pub early_bytes: u64,
 }
 
 /// What a connection asks of its endpoint. The connection never touches the endpoint's

@@ -49,12 +49,12 @@ use subflow::recovery::Rtt;
 use subflow::table::SubflowTable;
 use subflow::Subflow;
 
+pub(crate) use early::EarlyStart;
+pub use early::MAX_EARLY_DATA;
 pub use events::{
     CloseReason, ConnCounters, ConnStats, EndpointEvent, Event, ReadError, Side, SubflowCounters, SubflowStats,
     WriteError,
 };
-pub(crate) use early::EarlyStart;
-pub use early::MAX_EARLY_DATA;
 pub use subflow::SubflowState;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -607,6 +607,7 @@ impl Connection {
             subflows: self.subflows.stats(Subflow::stats),
             scheduler: self.sched.name().to_string(),
             resumed: self.resumed(),
+            early_bytes: self.early_data(),
         }
     }
 }

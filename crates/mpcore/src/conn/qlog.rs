@@ -351,7 +351,11 @@ impl Qlog {
             Event::Connected | Event::Closed { .. } => "connectivity:connection_state_updated",
             Event::Verdict { .. } => "mpudp:oracle_verdict",
             Event::FailBack => "mpudp:fail_back",
-            Event::Readable | Event::Finished | Event::Forgotten | Event::AddressAnnounced { .. } => return,
+            Event::Readable
+            | Event::Finished
+            | Event::Forgotten
+            | Event::AddressAnnounced { .. }
+            | Event::TicketReceived => return,
             _ => "mpudp:subflow_updated",
         };
         if !self.begin(now, name) {

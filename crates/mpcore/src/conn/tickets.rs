@@ -86,6 +86,7 @@ impl Connection {
             self.tickets.got.remove(0);
         }
         self.tickets.got.push((now, got));
+        self.emit(now, super::events::Event::TicketReceived);
     }
 
     /// The oldest ticket received and not yet taken, with its arrival.

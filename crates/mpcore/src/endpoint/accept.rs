@@ -169,7 +169,14 @@ impl Endpoint {
 
     /// A server connection is made: its ticket (if its client takes them), its routes, and
     /// the application's queue of accepted connections. Returns its slot.
-    fn welcome(&mut self, now: Time, mut conn: Connection, resumption: &[u8; 32], suite: Suite, tickets: bool) -> usize {
+    fn welcome(
+        &mut self,
+        now: Time,
+        mut conn: Connection,
+        resumption: &[u8; 32],
+        suite: Suite,
+        tickets: bool,
+    ) -> usize {
         conn.announce_configured();
         if let (Some(t), true) = (&self.tickets, tickets) {
             let identity = self.config.identity.as_ref().map_or([0; 32], |id| id.public_key().0);

@@ -123,6 +123,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
     }
     let names = ifaces.list.iter().map(|w| w.iface.name()).collect();
     let mut state = State::new(ep, epoch, infos, names);
+    state.tickets = opts.tickets.clone();
     if let Some(dir) = &opts.qlog_dir {
         let files = qlog::QlogFiles::new(dir.clone())
             .map_err(|source| Error::Io { context: format!("qlog directory {}", dir.display()), source })?;

@@ -184,6 +184,8 @@ pub(crate) struct State {
     pub(crate) wakeups: u64,
     /// `Options::qlog_dir`: the connections' event logs, written after each round.
     pub(crate) qlog: Option<super::qlog::QlogFiles>,
+    /// `Options::tickets`: where the tickets servers give go.
+    pub(crate) tickets: Option<crate::TicketStore>,
 }
 
 impl State {
@@ -209,6 +211,7 @@ impl State {
             names,
             wakeups: 0,
             qlog: None,
+            tickets: None,
         }
     }
 
@@ -324,6 +327,11 @@ impl State {
             q.collect(&mut self.ep);
         }
         while let Some((h, ev)) = self.ep.poll_event() {
+            if ev == Event::TicketReceived {
+                if let Some(t) = self.tickets.as_ref().and_then(|_| self.ep.take_ticket(h)) {
+                    self.tickets.iter().for_each(|s| s.insert(t.clone()));
+                }
+            }
             let path = match ev {
                 Event::Verdict { path, .. } | Event::SubflowEstablished { path, .. } => Some(path),
                 _ => ev.subflow().and_then(|id| self.ep.conn(h)?.subflow_path(id)),
