@@ -125,9 +125,12 @@ impl Ticket {
         })
     }
 
-    /// Whether it may still be used at `unix_ms` (issued no later than then, lifetime left).
+    /// Whether it may still be used at `unix_ms`: lifetime left, and issued no later than
+    /// then by more than [`AGE_WINDOW_MS`] (another server of the fleet, whose clock is ahead
+    /// of ours, may have issued it a moment ago).
     pub fn fresh(&self, unix_ms: u64) -> bool {
-        self.issued_ms <= unix_ms && unix_ms - self.issued_ms <= u64::from(self.lifetime_s) * 1_000
+        self.issued_ms <= unix_ms.saturating_add(AGE_WINDOW_MS)
+            && unix_ms.saturating_sub(self.issued_ms) <= u64::from(self.lifetime_s) * 1_000
     }
 }
 
@@ -355,6 +358,8 @@ mod tests {
         assert_eq!(psk(&[1; 32], 5), psk(&[1; 32], 5));
         let t = ticket();
         assert!(t.fresh(t.issued_ms) && t.fresh(t.issued_ms + 7_200_000));
-        assert!(!t.fresh(t.issued_ms + 7_200_001) && !t.fresh(t.issued_ms - 1));
+        assert!(!t.fresh(t.issued_ms + 7_200_001));
+        // Issued by a server whose clock is ahead of ours: within the age window, fresh.
+        assert!(t.fresh(t.issued_ms - AGE_WINDOW_MS) && !t.fresh(t.issued_ms - AGE_WINDOW_MS - 1));
     }
 }

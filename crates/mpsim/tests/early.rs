@@ -234,9 +234,13 @@ fn a_replayed_first_flight_is_refused_here_and_by_a_server_sharing_the_record() 
 #[test]
 fn early_data_the_server_does_not_take_is_sent_again_and_nothing_is_lost() {
     type Setup = fn(&mut Sim, &mut ResumptionTicket);
-    let cases: [(&str, bool, Setup); 3] = [
+    let cases: [(&str, bool, Setup); 4] = [
         ("a server that takes no early data", false, |_, _| {}),
         ("a ticket the server cannot open", true, |_, t| t.ticket[40] ^= 1),
+        ("a ticket expired at the server", true, |sim, t| {
+            let now = sim.now;
+            sim.server.set_unix_time(now, t.expires_unix_ms() + 60_000);
+        }),
         ("the INITIAL lost with its EARLY packets", true, |sim, _| {
             let now = sim.now;
             sim.at(now, 0, PathEvent::Down);
@@ -253,7 +257,7 @@ fn early_data_the_server_does_not_take_is_sent_again_and_nothing_is_lost() {
         let early = sim.server.conn(x.server.unwrap()).unwrap().early_data();
         let taken = sim.server.handshake_counters().early_accepted;
         match k {
-            0 | 1 => {
+            0..=2 => {
                 assert_eq!((early, taken), (0, 0), "{what}");
                 assert_eq!(sim.client.conn(c).unwrap().early_data(), 0, "{what}");
                 // Sent again as soon as the HANDSHAKE said so: as soon as a fresh connection's.
@@ -308,4 +312,34 @@ fn under_loss_every_early_request_arrives_whole() {
         taken += sim.server.handshake_counters().early_accepted;
     }
     assert!(taken > 0, "no early data was taken: the test proves nothing");
+}
+
+#[test]
+fn a_man_in_the_middle_with_a_captured_ticket_learns_nothing_and_cannot_resume() {
+    for seed in 1..=3 {
+        let mut sim = pair(40 + seed, server_config(true));
+        let t = first_ticket(&mut sim);
+        let (x, flight) = captured_flight(&mut sim, &t);
+        check_whole(&x, "the client's own");
+        // The request is nowhere in clear in what the attacker captured.
+        let req = request();
+        for d in &flight {
+            assert!(!req.chunks(16).any(|c| d.windows(16).any(|w| w == c)), "seed {seed}: request bytes in clear");
+        }
+        // It offers the captured ticket (its bytes and age are in the INITIAL) in an INITIAL
+        // of its own: without the PSK its binder is wrong, so the server declines the ticket
+        // and takes none of its early data; the connection it gets is a fresh one, whose
+        // server it cannot make resume.
+        let stolen = ResumptionTicket { psk: [0x42; 32], ..t.clone() };
+        let before = sim.server.handshake_counters();
+        let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &stolen).unwrap();
+        let y = exchange(&mut sim, c, true, ms(3_000));
+        check_whole(&y, "the attacker's fresh connection");
+        let after = sim.server.handshake_counters();
+        assert_eq!(after.resumed, before.resumed, "seed {seed}");
+        assert_eq!(after.resumption_declined, before.resumption_declined + 1, "seed {seed}");
+        assert_eq!(after.early_accepted, before.early_accepted, "seed {seed}");
+        assert!(!sim.client.stats(c).unwrap().resumed);
+        assert_eq!(sim.server.conn(y.server.unwrap()).unwrap().early_data(), 0, "seed {seed}");
+    }
 }

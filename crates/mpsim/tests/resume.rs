@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mpcore::wire::packet::{PSK_BIT, SIGNED_BIT};
-use mpcore::{Config, ConnHandle, PathId, Resumption, ResumptionTicket, SubflowState};
+use mpcore::{Config, ConnHandle, PathId, PathManager, Resumption, ResumptionTicket, SubflowState};
 use mpsim::{ms, multimob_paths, server_addr, Dir, Flow, Sim};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -183,4 +183,57 @@ fn a_client_past_the_ticket_lifetime_does_not_offer_it() {
     exchange(&mut sim, c);
     let counters = sim.server.handshake_counters();
     assert_eq!((counters.resumed, counters.resumption_declined), (0, 0), "not even offered");
+}
+
+#[test]
+fn a_fast_join_carries_data_on_a_resumed_connection() {
+    // On-demand path manager with FAST_JOIN (MultiMob's): WiFi fails mid-upload on a resumed
+    // connection; the first packet on cellular is a FAST_JOIN_OUT full of data, authenticated
+    // with the keys of the resumed master, and the upload completes intact.
+    let resumption = Resumption { accept: true, ..Resumption::default() };
+    let client =
+        Config { path_manager: PathManager::OnDemand, keep_alive: 0, fast_join: true, resumption, ..Config::default() };
+    let resumption = Resumption { issue: true, ..Resumption::default() };
+    let server =
+        Config { scheduler: "last-received".into(), keep_alive: 0, fast_join: true, resumption, ..Config::default() };
+    let mut sim = Sim::new(43, client, server, multimob_paths()).unwrap();
+    sim.client.set_unix_time(0, UNIX);
+    sim.server.set_unix_time(0, UNIX);
+    let t = first_ticket(&mut sim);
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    let data: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();
+    let now = sim.now;
+    sim.at(now + ms(800), 0, mpsim::PathEvent::Down);
+    let (mut written, mut got, mut server) = (0, Vec::new(), None);
+    let mut buf = [0u8; 65_536];
+    let done = sim.run(now + ms(60_000), |s| {
+        if let Some(cc) = s.client.conn_mut(c) {
+            while written < data.len() {
+                match cc.write(&data[written..]) {
+                    Ok(n) => written += n,
+                    Err(_) => break,
+                }
+            }
+        }
+        server = server.or_else(|| s.server.accept());
+        if let Some(sc) = server.and_then(|h| s.server.conn_mut(h)) {
+            while let Ok(n) = sc.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+        }
+        if got.len() == data.len() {
+            Flow::Done
+        } else {
+            Flow::Wake(None)
+        }
+    });
+    assert!(done && got == data, "the upload completes intact ({} of {})", got.len(), data.len());
+    assert!(sim.client.stats(c).unwrap().resumed);
+    let first_up = sim.path_log(1).iter().find(|e| e.dir == Dir::Up).unwrap();
+    assert!(first_up.size > 1000, "the FAST_JOIN_OUT carries a full packet of data: {first_up:?}");
+    let d = sim.server.drops();
+    assert_eq!(d.refused + d.bad_hmac + d.replayed_join, 0, "{d:?}");
 }
