@@ -251,6 +251,14 @@ int32_t mpu_set_event_callback(uint64_t conn, MpuEventCallback callback, void *c
 // `out` must be valid for a write.
 int32_t mpu_conn_stats(uint64_t conn, MpuStats *out);
 
+// Whether the connection was resumed with a ticket (`*resumed`, 0 or 1) and how many of the
+// stream's first bytes went as 0-RTT data (`*early_bytes`: on a server, those it received
+// early, which whoever captured them could replay; on a client, those the server took).
+//
+// # Safety
+// `resumed` and `early_bytes` must be valid for a write.
+int32_t mpu_conn_resumption(uint64_t conn, uint32_t *resumed, uint64_t *early_bytes);
+
 // Subflow number `index` (0-based, open and recently closed ones) of the connection, into
 // `*out`; `MPU_ERR_INVALID` past the last.
 //
@@ -288,6 +296,32 @@ int32_t mpu_endpoint_local_addr(uint64_t endpoint, char *buf, size_t len);
 // # Safety
 // `addr` must be a NUL-terminated string, `out` valid for a write.
 int32_t mpu_connect(uint64_t endpoint, const char *addr, int32_t timeout_ms, uint64_t *out);
+
+// `mpu_connect` with `data` (`len` bytes) as the stream's first bytes: with a ticket for the
+// server (`mpu_options_tickets`) they go with the first packet as 0-RTT data and the answer
+// can come a round trip sooner; otherwise they go once the handshake is done. Either way they
+// are written, once. Early data can be replayed by whoever captured it: send early only a
+// request that is safe to act on twice.
+//
+// # Safety
+// `addr` must be a NUL-terminated string, `data` point to `len` readable bytes (or be NULL
+// with `len` 0), `out` valid for a write.
+int32_t mpu_connect_early(uint64_t endpoint,
+                          const char *addr,
+                          const uint8_t *data,
+                          size_t len,
+                          int32_t timeout_ms,
+                          uint64_t *out);
+
+// The client endpoint's resumption tickets as bytes, to save for the app's next start
+// (`mpu_options_tickets`): written into `buf` (`len` bytes) with their length in
+// `*written`. `MPU_ERR_INVALID` if `buf` is too small (`*written` then says how large it must
+// be) or the endpoint keeps no tickets.
+//
+// # Safety
+// `buf` must point to `len` writable bytes (or be NULL with `len` 0), `written` be valid
+// for a write.
+int32_t mpu_endpoint_tickets(uint64_t endpoint, uint8_t *buf, size_t len, uint64_t *written);
 
 // Waits at most `timeout_ms` for the next connection to a server endpoint, into `*out`.
 //
@@ -412,6 +446,21 @@ int32_t mpu_options_server_key(uint64_t options, const char *key);
 // # Safety
 // `dir` must be a NUL-terminated string.
 int32_t mpu_options_qlog_dir(uint64_t options, const char *dir);
+
+// Client: resume connections with resumption tickets (PROTOCOL.md §4.8): the endpoint keeps
+// the tickets its servers give and offers one to its next connection to the same server,
+// which then proves itself with the ticket instead of a signature, and takes the request of
+// `mpu_connect_early` with the first packet (0-RTT). `saved` (`len` bytes) are the tickets an
+// earlier run saved with `mpu_endpoint_tickets` (NULL or `len` 0: none yet). Save them as the
+// app's other credentials: they hold the tickets' secrets.
+//
+// # Safety
+// `saved` must point to `len` readable bytes, or be NULL with `len` 0.
+int32_t mpu_options_tickets(uint64_t options, const uint8_t *saved, size_t len);
+
+// Server: give clients resumption tickets, and with `early_data` take a resuming client's
+// 0-RTT request (PROTOCOL.md §4.7-4.9).
+int32_t mpu_options_issue_tickets(uint64_t options, bool early_data);
 
 // A server's identity from its PEM file's text (`iperf-siri keygen`).
 //

@@ -377,6 +377,24 @@ pub unsafe extern "C" fn mpu_conn_stats(conn: u64, out: *mut MpuStats) -> i32 {
     })
 }
 
+/// Whether the connection was resumed with a ticket (`*resumed`, 0 or 1) and how many of the
+/// stream's first bytes went as 0-RTT data (`*early_bytes`: on a server, those it received
+/// early, which whoever captured them could replay; on a client, those the server took).
+///
+/// # Safety
+/// `resumed` and `early_bytes` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_conn_resumption(conn: u64, resumed: *mut u32, early_bytes: *mut u64) -> i32 {
+    guard(|| {
+        let s = with_conn(conn, |c| c.control.stats().ok_or_else(|| Fail(MPU_ERR_CLOSED, "forgotten".into())))?;
+        // SAFETY: the caller's promise.
+        unsafe { put(resumed, u32::from(s.resumed), "resumed") }?;
+        // SAFETY: the caller's promise.
+        unsafe { put(early_bytes, s.early_bytes, "early_bytes") }?;
+        Ok(MPU_OK)
+    })
+}
+
 /// Subflow number `index` (0-based, open and recently closed ones) of the connection, into
 /// `*out`; `MPU_ERR_INVALID` past the last.
 ///

@@ -130,6 +130,69 @@ pub unsafe extern "C" fn mpu_connect(endpoint: u64, addr: *const c_char, timeout
     })
 }
 
+/// `mpu_connect` with `data` (`len` bytes) as the stream's first bytes: with a ticket for the
+/// server (`mpu_options_tickets`) they go with the first packet as 0-RTT data and the answer
+/// can come a round trip sooner; otherwise they go once the handshake is done. Either way they
+/// are written, once. Early data can be replayed by whoever captured it: send early only a
+/// request that is safe to act on twice.
+///
+/// # Safety
+/// `addr` must be a NUL-terminated string, `data` point to `len` readable bytes (or be NULL
+/// with `len` 0), `out` valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_connect_early(
+    endpoint: u64,
+    addr: *const c_char,
+    data: *const u8,
+    len: usize,
+    timeout_ms: i32,
+    out: *mut u64,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let a = unsafe { arg_addr(addr, "addr") }?;
+        if data.is_null() && len > 0 {
+            return Err(invalid("data: NULL with a length"));
+        }
+        // SAFETY: `len` readable bytes (the caller's promise).
+        let early = if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(data, len) } };
+        let (o, kind) = endpoint_of(endpoint)?;
+        let Obj::Endpoint(Endpoint::Client(ep)) = &*o else {
+            return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
+        };
+        let s = block(timeout(timeout_ms), ep.connect_early(a, early))??;
+        let h = register(Obj::Conn(Conn::new(s)));
+        // SAFETY: the caller's promise.
+        unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// The client endpoint's resumption tickets as bytes, to save for the app's next start
+/// (`mpu_options_tickets`): written into `buf` (`len` bytes) with their length in
+/// `*written`. `MPU_ERR_INVALID` if `buf` is too small (`*written` then says how large it must
+/// be) or the endpoint keeps no tickets.
+///
+/// # Safety
+/// `buf` must point to `len` writable bytes (or be NULL with `len` 0), `written` be valid
+/// for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_endpoint_tickets(endpoint: u64, buf: *mut u8, len: usize, written: *mut u64) -> i32 {
+    guard(|| {
+        let bytes = with_ep(endpoint, |e| {
+            e.ep().ticket_store().map(|s| s.to_bytes()).ok_or_else(|| invalid("no tickets: see mpu_options_tickets"))
+        })?;
+        // SAFETY: the caller's promise.
+        unsafe { put(written, bytes.len() as u64, "written") }?;
+        if buf.is_null() || len < bytes.len() {
+            return Err(invalid(format!("buffer of {len} bytes for {} bytes", bytes.len())));
+        }
+        // SAFETY: `len` >= the bytes' length, writable (the caller's promise).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf, bytes.len()) };
+        Ok(MPU_OK)
+    })
+}
+
 /// Waits at most `timeout_ms` for the next connection to a server endpoint, into `*out`.
 ///
 /// # Safety

@@ -193,6 +193,40 @@ pub unsafe extern "C" fn mpu_options_qlog_dir(options: u64, dir: *const c_char) 
     })
 }
 
+/// Client: resume connections with resumption tickets (PROTOCOL.md §4.8): the endpoint keeps
+/// the tickets its servers give and offers one to its next connection to the same server,
+/// which then proves itself with the ticket instead of a signature, and takes the request of
+/// `mpu_connect_early` with the first packet (0-RTT). `saved` (`len` bytes) are the tickets an
+/// earlier run saved with `mpu_endpoint_tickets` (NULL or `len` 0: none yet). Save them as the
+/// app's other credentials: they hold the tickets' secrets.
+///
+/// # Safety
+/// `saved` must point to `len` readable bytes, or be NULL with `len` 0.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_tickets(options: u64, saved: *const u8, len: usize) -> i32 {
+    guard(|| {
+        let store = if len == 0 {
+            mpudp::TicketStore::new()
+        } else {
+            if saved.is_null() {
+                return Err(invalid("saved: NULL with a length"));
+            }
+            // SAFETY: `len` readable bytes (the caller's promise).
+            let bytes = unsafe { std::slice::from_raw_parts(saved, len) };
+            mpudp::TicketStore::from_bytes(bytes)
+                .ok_or_else(|| invalid("saved tickets: not what mpu_endpoint_tickets wrote"))?
+        };
+        with(options, |o| Ok(o.tickets(store)))
+    })
+}
+
+/// Server: give clients resumption tickets, and with `early_data` take a resuming client's
+/// 0-RTT request (PROTOCOL.md §4.7-4.9).
+#[no_mangle]
+pub extern "C" fn mpu_options_issue_tickets(options: u64, early_data: bool) -> i32 {
+    guard(|| with(options, |o| Ok(o.issue_tickets(early_data))))
+}
+
 /// A server's identity from its PEM file's text (`iperf-siri keygen`).
 ///
 /// # Safety

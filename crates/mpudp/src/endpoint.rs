@@ -190,6 +190,12 @@ impl MpEndpoint {
         }
     }
 
+    /// The store of `Options::tickets`, if given: what to save for the app's next start
+    /// ([`TicketStore::to_bytes`](crate::TicketStore::to_bytes)).
+    pub fn ticket_store(&self) -> Option<crate::TicketStore> {
+        self.shared.lock().tickets.clone()
+    }
+
     /// The next connection a client opened to this (server) endpoint, with the client's
     /// address.
     pub async fn accept(&self) -> Result<(MpStream, SocketAddr)> {

@@ -77,6 +77,18 @@ public final class Options {
         try check(mpu_options_identity_pem(handle, pem)); return self
     }
     public func publicKey() throws -> String { try cString { mpu_options_public_key(handle, $0, $1) } }
+    /// Resume connections with resumption tickets, starting from `saved` (what
+    /// `Endpoint.tickets()` returned in an earlier run; nil: none yet). Keep them in the
+    /// Keychain: they hold the tickets' secrets.
+    @discardableResult public func tickets(_ saved: Data? = nil) throws -> Options {
+        let d = saved ?? Data()
+        try check(d.withUnsafeBytes { mpu_options_tickets(handle, $0.bindMemory(to: UInt8.self).baseAddress, d.count) })
+        return self
+    }
+    /// Server: give clients tickets, and with `earlyData` take their 0-RTT requests.
+    @discardableResult public func issueTickets(earlyData: Bool) throws -> Options {
+        try check(mpu_options_issue_tickets(handle, earlyData)); return self
+    }
 }
 
 public struct Event {
@@ -104,6 +116,22 @@ public final class Endpoint {
     }
     public func connect(_ addr: String, timeoutMs: Int32 = -1) async throws -> Connection {
         try await offQueue { try self.connect(addr, timeoutMs: timeoutMs) }
+    }
+    /// `connect` with `data` as the stream's first bytes: with a ticket for the server they go
+    /// with the first packet (0-RTT). Only a request that is safe to act on twice.
+    public func connectEarly(_ addr: String, data: Data, timeoutMs: Int32 = -1) throws -> Connection {
+        Connection(try MpUdp.handle { out in
+            data.withUnsafeBytes { mpu_connect_early(handle, addr, $0.bindMemory(to: UInt8.self).baseAddress, data.count, timeoutMs, out) }
+        })
+    }
+    /// The tickets to save for the next start (`Options.tickets`).
+    public func tickets() throws -> Data {
+        var n: UInt64 = 0
+        _ = mpu_endpoint_tickets(handle, nil, 0, &n)
+        var buf = Data(count: Int(n))
+        let count = buf.count
+        try check(buf.withUnsafeMutableBytes { mpu_endpoint_tickets(handle, $0.bindMemory(to: UInt8.self).baseAddress, count, &n) })
+        return buf
     }
     public func accept(timeoutMs: Int32 = -1) throws -> Connection {
         Connection(try MpUdp.handle { mpu_accept(handle, timeoutMs, $0) })
@@ -145,6 +173,14 @@ public final class Connection {
     }
     @discardableResult public func write(_ data: Data, timeoutMs: Int32 = -1) async throws -> Int {
         try await offQueue { try self.write(data, timeoutMs: timeoutMs) }
+    }
+    /// Whether it was resumed with a ticket, and how many of the stream's first bytes went as
+    /// 0-RTT data.
+    public func resumption() throws -> (resumed: Bool, earlyBytes: UInt64) {
+        var r: UInt32 = 0
+        var e: UInt64 = 0
+        try check(mpu_conn_resumption(handle, &r, &e))
+        return (r != 0, e)
     }
     public func shutdown() throws { try check(mpu_shutdown(handle)) }
     public func abort() throws { try check(mpu_abort(handle)) }

@@ -81,12 +81,16 @@ interface MpuLib : Library {
     fun mpu_options_identity_seed(options: Long, seed: ByteArray): Int
     fun mpu_options_public_key(options: Long, buf: ByteArray, len: SizeT): Int
     fun mpu_options_scheduler(options: Long, name: String): Int
+    fun mpu_options_tickets(options: Long, saved: ByteArray?, len: SizeT): Int
+    fun mpu_options_issue_tickets(options: Long, earlyData: Boolean): Int
     fun mpu_client_new(options: Long, out: LongByReference): Int
     fun mpu_server_new(options: Long, addr: String, out: LongByReference): Int
     fun mpu_endpoint_free(endpoint: Long): Int
     fun mpu_endpoint_local_addr(endpoint: Long, buf: ByteArray, len: SizeT): Int
     fun mpu_endpoint_wakeups(endpoint: Long, out: LongByReference): Int
     fun mpu_connect(endpoint: Long, addr: String, timeoutMs: Int, out: LongByReference): Int
+    fun mpu_connect_early(endpoint: Long, addr: String, data: ByteArray?, len: SizeT, timeoutMs: Int, out: LongByReference): Int
+    fun mpu_endpoint_tickets(endpoint: Long, buf: ByteArray?, len: SizeT, written: LongByReference): Int
     fun mpu_accept(endpoint: Long, timeoutMs: Int, out: LongByReference): Int
     fun mpu_path_set_up(endpoint: Long, name: String, up: Boolean): Int
     fun mpu_path_hint(endpoint: Long, name: String, degraded: Boolean, signalLevel: Int, linkRateBps: Long): Int
@@ -103,6 +107,7 @@ interface MpuLib : Library {
     fun mpu_next_event(conn: Long, timeoutMs: Int, out: MpuEvent): Int
     fun mpu_set_event_callback(conn: Long, callback: EventCallback, ctx: Pointer?): Int
     fun mpu_conn_stats(conn: Long, out: MpuStats): Int
+    fun mpu_conn_resumption(conn: Long, resumed: IntByReference, earlyBytes: LongByReference): Int
     fun mpu_subflow_stats(conn: Long, index: Int, out: MpuSubflowStats): Int
 
     companion object {
@@ -178,6 +183,15 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
         check(lib.mpu_options_identity_seed(handle, seed))
     }
     fun scheduler(name: String) = apply { check(lib.mpu_options_scheduler(handle, name)) }
+    /**
+     * Resume connections with resumption tickets, starting from [saved] (what
+     * [Endpoint.tickets] returned in an earlier run; null: none yet). Store them as the app's
+     * other credentials: they hold the tickets' secrets.
+     */
+    fun tickets(saved: ByteArray? = null) =
+        apply { check(lib.mpu_options_tickets(handle, saved, SizeT((saved?.size ?: 0).toLong()))) }
+    /** Server: give clients tickets, and with [earlyData] take their 0-RTT requests. */
+    fun issueTickets(earlyData: Boolean) = apply { check(lib.mpu_options_issue_tickets(handle, earlyData)) }
     fun publicKey(): String = cString { b, n -> lib.mpu_options_public_key(handle, b, n) }
 
     override fun close() {
@@ -213,6 +227,21 @@ class Endpoint private constructor(private val handle: Long) : java.io.Closeable
     val wakeups: Long get() = handle { lib.mpu_endpoint_wakeups(handle, it) }
 
     fun connect(addr: String, timeoutMs: Int = -1) = Connection(handle { lib.mpu_connect(handle, addr, timeoutMs, it) })
+    /**
+     * [connect] with [data] as the stream's first bytes: with a ticket for the server they go
+     * with the first packet (0-RTT), so the answer can come a round trip sooner. Only a
+     * request that is safe to act on twice (early data can be replayed).
+     */
+    fun connectEarly(addr: String, data: ByteArray, timeoutMs: Int = -1) =
+        Connection(handle { lib.mpu_connect_early(handle, addr, data, SizeT(data.size.toLong()), timeoutMs, it) })
+    /** The tickets to save for the next start ([Options.tickets]). */
+    fun tickets(): ByteArray {
+        val n = LongByReference()
+        lib.mpu_endpoint_tickets(handle, null, SizeT(0), n)
+        val buf = ByteArray(n.value.toInt())
+        check(lib.mpu_endpoint_tickets(handle, buf, SizeT(buf.size.toLong()), n))
+        return buf
+    }
     fun accept(timeoutMs: Int = -1) = Connection(handle { lib.mpu_accept(handle, timeoutMs, it) })
 
     /** From `ConnectivityManager.NetworkCallback.onAvailable` / `onLost`. */
@@ -309,6 +338,14 @@ class Connection internal constructor(private val handle: Long) : java.io.Closea
             i++
         }
         return out
+    }
+
+    /** Whether it was resumed with a ticket, and how many of the stream's first bytes went as 0-RTT data. */
+    fun resumption(): Pair<Boolean, Long> {
+        val r = IntByReference()
+        val e = LongByReference()
+        check(lib.mpu_conn_resumption(handle, r, e))
+        return (r.value != 0) to e.value
     }
 
     fun bytesRead(): Long {
