@@ -263,9 +263,6 @@ pub fn table(args: &DemoArgs, reports: &[(Setup, Report)], took: Duration) -> St
 
 /// `iperf-siri demo`.
 pub async fn run(args: &DemoArgs) -> Result<(), String> {
-    if args.resume {
-        return crate::demo_resume::run(args).await;
-    }
     if args.restore_after != 0 && args.restore_after <= args.fail_after {
         return Err("--restore-after must be 0 (never) or greater than --fail-after".into());
     }

@@ -14,7 +14,7 @@ pub mod check;
 pub mod cli;
 pub mod context;
 pub mod demo;
-mod demo_resume;
+pub mod demo_resume;
 pub mod events;
 pub mod out;
 pub mod plot;

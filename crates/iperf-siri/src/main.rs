@@ -65,6 +65,7 @@ fn main() -> ExitCode {
     };
     let result = rt.block_on(async {
         match &cli.command {
+            Some(Command::Demo(d)) if d.resume => iperf_siri::demo_resume::run(d).await,
             Some(Command::Demo(d)) => iperf_siri::demo::run(d).await,
             Some(Command::Keygen(k)) => iperf_siri::keygen(&k.file),
             Some(Command::Timeline(t)) => iperf_siri::timeline_command(t),

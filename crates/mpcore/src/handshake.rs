@@ -440,15 +440,8 @@ pub fn answer_initial(
         return Err(DropReason::Malformed);
     }
     if i.token.is_empty() && require_retry {
-        let token = keys.retry.issue(ms(now), &remote, &i.dcid.0);
-        let mut out = vec![0u8; 128];
-        let mut w = Writer::new(&mut out);
-        let r = Retry { version: packet::VERSION_2, dcid: i.scid, scid: rng.cid(), token: &token, tag: [0; 16] };
-        let ul = r.emit_untagged(&mut w).map_err(|_| DropReason::Malformed)?;
-        let tag = crypto::retry_integrity_tag(&i.dcid.0, w.written());
-        w.bytes(&tag).map_err(|_| DropReason::Malformed)?;
-        out.truncate(ul + tag.len());
-        return Ok(Answer { datagram: out, resumption: Resumption::NotOffered, early: None });
+        let datagram = retry(now, remote, &i, keys, rng)?;
+        return Ok(Answer { datagram, resumption: Resumption::NotOffered, early: None });
     }
     if !i.token.is_empty() && !keys.retry.validate(i.token, ms(now), ms(config.cookie_lifetime), &remote, &i.dcid.0) {
         return Err(DropReason::BadToken);
@@ -460,26 +453,7 @@ pub fn answer_initial(
         .filter_map(|&id| Suite::from_id(id).ok())
         .find(|s| config.suites.contains(s))
         .ok_or(DropReason::Refused)?;
-    // §4.8: the ticket is taken only if it opens here, its age checks and its binder proves
-    // the client holds its PSK; anything else gets the full handshake.
-    let taken = i.resume.and_then(|o| {
-        let (psk, suite) = open_ticket(o.ticket, o.obfuscated_age)?;
-        let binder = resumption_binder(&psk, &dgram[..Initial::binder_offset(p.header_len)]);
-        ct_eq(&binder, &o.binder).then_some((psk, suite, o.binder))
-    });
-    let psk = taken.map(|t| t.0);
-    // §4.9: 0-RTT data announced with a taken ticket, which the server takes (not a replay),
-    // is opened with the early key of the ticket's suite and this INITIAL.
-    let early_key = taken
-        .filter(|_| params.early_data)
-        .and_then(|(psk, s, binder)| Some((psk, Suite::from_id(s).ok()?, binder)))
-        .filter(|(_, _, binder)| admit_early(binder))
-        .map(|(psk, s, _)| crypto::early_key(&psk, &dgram[..p.header_len], s));
-    let resumption = match (i.resume, psk) {
-        (None, _) => Resumption::NotOffered,
-        (Some(_), Some(_)) => Resumption::Taken,
-        (Some(_), None) => Resumption::Declined,
-    };
+    let (psk, early_key, resumption) = take_offer(&i, &params, &dgram[..p.header_len], open_ticket, admit_early);
     let share = rng.key_share().map_err(|_| DropReason::Refused)?;
     let key_share = *share.public();
     let shared = share.agree(&i.key_share).map_err(|_| DropReason::Malformed)?;
@@ -517,38 +491,18 @@ pub fn answer_initial(
         if token_taken(token) || config.steering.is_some_and(|s| !s.owns_token(token)) {
             continue;
         }
-        // The cookie (§4.4): issued-at, client address, master, suite, client params.
-        let mut plain = Vec::with_capacity(96 + i.params.len());
-        plain.extend_from_slice(&ms(now).to_be_bytes());
-        let mut a = [0u8; 19];
-        let al = encode_addr(&remote, &mut a);
-        plain.extend_from_slice(&a[..al]);
-        plain.extend_from_slice(&master.0);
-        // The suite's byte says, in its high bit, that the connection was resumed (§4.8).
-        plain.push(suite.id() | if psk.is_some() { RESUMED_FLAG } else { 0 });
-        plain.extend_from_slice(i.params);
-        let aad = cookie_aad(&scid, &i.scid);
-        let mut cookie = vec![0u8; plain.len() + crypto::COOKIE_OVERHEAD];
-        let cl = keys.cookie.seal(&aad, &plain, &mut cookie).map_err(|_| DropReason::Refused)?;
-        let mut sp = [0u8; 128];
-        let mut server_params = config.transport_params();
-        server_params.early_data = early_key.is_some();
-        let spl = server_params.emit(&mut Writer::new(&mut sp)).map_err(|_| DropReason::Refused)?;
-        // §4.6: the identity signs TH (the signature is outside TH, inside the AEAD's data).
+        let cookie = seal_cookie(now, remote, keys, &master, suite, psk.is_some(), (&scid, &i.scid), i.params)?;
+        // §4.6: the identity signs TH (the signature is outside TH, inside the AEAD's data);
+        // §4.8: a resumed HANDSHAKE proves the PSK instead.
         if hs.signature.is_some() {
             hs.signature = config.identity.as_ref().map(|id| id.sign_transcript(&transcript));
         }
         hs.psk_proof = psk.map(|psk| crypto::psk_proof(&psk, &transcript));
-        let mut out = vec![0u8; Handshake::MAX_LEN + 256 + cl];
-        let mut w = Writer::new(&mut out);
-        let hl = hs.emit(&mut w).map_err(|_| DropReason::Refused)?;
-        Frame::TransportParams(&sp[..spl]).emit(&mut w).map_err(|_| DropReason::Refused)?;
-        Frame::Cookie(&cookie[..cl]).emit(&mut w).map_err(|_| DropReason::Refused)?;
-        let pt = w.len() - hl;
-        let n = secrets.s2c.seal(0, 0, &mut out, hl, pt).map_err(|_| DropReason::Refused)?;
-        out.truncate(n);
+        let mut server_params = config.transport_params();
+        server_params.early_data = early_key.is_some();
+        let out = seal_handshake(&hs, &server_params, &cookie, &secrets)?;
         // Anti-amplification (§10): the answer must stay within three INITIALs.
-        if n > 3 * dgram.len() {
+        if out.len() > 3 * dgram.len() {
             return Err(DropReason::Refused);
         }
         let early = early_key.map(|key| EarlyAnswer {
@@ -562,6 +516,99 @@ pub fn answer_initial(
         return Ok(Answer { datagram: out, resumption, early });
     }
     Err(DropReason::Refused)
+}
+
+/// The HANDSHAKE datagram: header `hs`, then the server's parameters and the cookie, sealed
+/// with the s2c key for subflow 0, packet number 0 (§3.1).
+fn seal_handshake(
+    hs: &Handshake,
+    params: &TransportParams,
+    cookie: &[u8],
+    secrets: &Secrets,
+) -> Result<Vec<u8>, DropReason> {
+    let mut sp = [0u8; 128];
+    let spl = params.emit(&mut Writer::new(&mut sp)).map_err(|_| DropReason::Refused)?;
+    let mut out = vec![0u8; Handshake::MAX_LEN + 256 + cookie.len()];
+    let mut w = Writer::new(&mut out);
+    let hl = hs.emit(&mut w).map_err(|_| DropReason::Refused)?;
+    Frame::TransportParams(&sp[..spl]).emit(&mut w).map_err(|_| DropReason::Refused)?;
+    Frame::Cookie(cookie).emit(&mut w).map_err(|_| DropReason::Refused)?;
+    let pt = w.len() - hl;
+    let n = secrets.s2c.seal(0, 0, &mut out, hl, pt).map_err(|_| DropReason::Refused)?;
+    out.truncate(n);
+    Ok(out)
+}
+
+/// A RETRY (§4.5) for INITIAL `i` from `remote`: its token, its integrity tag.
+fn retry(
+    now: Time,
+    remote: SocketAddr,
+    i: &Initial<'_>,
+    keys: &ServerKeys,
+    rng: &mut Rng,
+) -> Result<Vec<u8>, DropReason> {
+    let token = keys.retry.issue(ms(now), &remote, &i.dcid.0);
+    let mut out = vec![0u8; 128];
+    let mut w = Writer::new(&mut out);
+    let r = Retry { version: packet::VERSION_2, dcid: i.scid, scid: rng.cid(), token: &token, tag: [0; 16] };
+    let ul = r.emit_untagged(&mut w).map_err(|_| DropReason::Malformed)?;
+    let tag = crypto::retry_integrity_tag(&i.dcid.0, w.written());
+    w.bytes(&tag).map_err(|_| DropReason::Malformed)?;
+    out.truncate(ul + tag.len());
+    Ok(out)
+}
+
+/// What the server makes of INITIAL `i`'s resumption offer (`initial`: its bytes through the
+/// binder): the ticket's PSK if taken (§4.8: it opens here, its age checks, and its binder
+/// proves the client holds the PSK), the early key if its announced 0-RTT data is taken too
+/// (§4.9: `admit_early`, the server's choice and its anti-replay record; the key of the
+/// ticket's suite and this INITIAL), and how to count it.
+fn take_offer(
+    i: &Initial<'_>,
+    params: &TransportParams,
+    initial: &[u8],
+    open_ticket: impl Fn(&[u8], u32) -> Option<([u8; 32], u8)>,
+    admit_early: impl FnOnce(&[u8; 32]) -> bool,
+) -> (Option<[u8; 32]>, Option<crate::crypto::PacketKey>, Resumption) {
+    let Some(o) = i.resume else { return (None, None, Resumption::NotOffered) };
+    let taken = open_ticket(o.ticket, o.obfuscated_age).filter(|(psk, _)| {
+        let binder = resumption_binder(psk, &initial[..Initial::binder_offset(initial.len())]);
+        ct_eq(&binder, &o.binder)
+    });
+    let Some((psk, suite)) = taken else { return (None, None, Resumption::Declined) };
+    let early = Suite::from_id(suite)
+        .ok()
+        .filter(|_| params.early_data && admit_early(&o.binder))
+        .map(|s| crypto::early_key(&psk, initial, s));
+    (Some(psk), early, Resumption::Taken)
+}
+
+/// The cookie (§4.4): issued-at, client address, master, suite (its high bit: resumed, §4.8),
+/// client params; sealed for the server and client CIDs `cids`.
+#[allow(clippy::too_many_arguments)]
+fn seal_cookie(
+    now: Time,
+    remote: SocketAddr,
+    keys: &mut ServerKeys,
+    master: &Master,
+    suite: Suite,
+    resumed: bool,
+    cids: (&Cid, &Cid),
+    client_params: &[u8],
+) -> Result<Vec<u8>, DropReason> {
+    let mut plain = Vec::with_capacity(96 + client_params.len());
+    plain.extend_from_slice(&ms(now).to_be_bytes());
+    let mut a = [0u8; 19];
+    let al = encode_addr(&remote, &mut a);
+    plain.extend_from_slice(&a[..al]);
+    plain.extend_from_slice(&master.0);
+    plain.push(suite.id() | if resumed { RESUMED_FLAG } else { 0 });
+    plain.extend_from_slice(client_params);
+    let aad = cookie_aad(cids.0, cids.1);
+    let mut cookie = vec![0u8; plain.len() + crypto::COOKIE_OVERHEAD];
+    let cl = keys.cookie.seal(&aad, &plain, &mut cookie).map_err(|_| DropReason::Refused)?;
+    cookie.truncate(cl);
+    Ok(cookie)
 }
 
 /// The cookie's suite byte, bit 7: the connection was resumed (§4.4, §4.8).

@@ -2,35 +2,13 @@
 //! (a RETRY under load, else a HANDSHAKE, resumed when its ticket is taken, §4.8) and the
 //! connection a CONFIRM's cookie creates.
 
-use super::{Connection, Endpoint};
+use super::{Connection, Endpoint, HandshakeCounters, STATELESS_QUEUE};
 use crate::conn::{EarlyStart, MAX_EARLY_DATA};
 use crate::crypto::Suite;
 use crate::handshake;
 use crate::wire::{Header, Packet};
 use crate::{PathId, Time};
 use std::net::SocketAddr;
-
-/// Most stateless answers (RETRY, HANDSHAKE, VERSION_NEGOTIATION) waiting to be sent.
-pub(super) const STATELESS_QUEUE: usize = 1024;
-
-/// What a server did with INITIALs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HandshakeCounters {
-    /// Answered with a HANDSHAKE (a key agreement and, with an identity, a signature).
-    pub answered: u64,
-    /// Answered with a RETRY (`require_retry`, or more than `retry_above` per second).
-    pub retries: u64,
-    /// Shed: the queue of stateless answers was full.
-    pub shed: u64,
-    /// Shed: their source had sent `Config::initials_per_source` in that second already.
-    pub over_source_limit: u64,
-    /// Of those answered, resumed with the INITIAL's ticket (no signature, PROTOCOL.md §4.8).
-    pub resumed: u64,
-    /// Of those answered, offered a ticket this server did not take (the full handshake).
-    pub resumption_declined: u64,
-    /// Of those resumed, whose 0-RTT data was taken (the connection made at the INITIAL).
-    pub early_accepted: u64,
-}
 
 impl Endpoint {
     /// The server's first-handshake work so far.

@@ -9,9 +9,6 @@ mod oracle_periods;
 mod prewarm;
 mod tickets;
 
-pub use accept::HandshakeCounters;
-use accept::STATELESS_QUEUE;
-
 use crate::activity::Activity;
 use crate::config::{Config, ConfigError};
 use crate::conn::{CloseReason, ConnStats, Connection, EndpointEvent, Event};
@@ -77,6 +74,28 @@ impl fmt::Display for ConnectError {
 }
 
 impl std::error::Error for ConnectError {}
+
+/// Most stateless answers (RETRY, HANDSHAKE, VERSION_NEGOTIATION) waiting to be sent.
+const STATELESS_QUEUE: usize = 1024;
+
+/// What a server did with INITIALs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HandshakeCounters {
+    /// Answered with a HANDSHAKE (a key agreement and, with an identity, a signature).
+    pub answered: u64,
+    /// Answered with a RETRY (`require_retry`, or more than `retry_above` per second).
+    pub retries: u64,
+    /// Shed: the queue of stateless answers was full.
+    pub shed: u64,
+    /// Shed: their source had sent `Config::initials_per_source` in that second already.
+    pub over_source_limit: u64,
+    /// Of those answered, resumed with the INITIAL's ticket (no signature, PROTOCOL.md §4.8).
+    pub resumed: u64,
+    /// Of those answered, offered a ticket this server did not take (the full handshake).
+    pub resumption_declined: u64,
+    /// Of those resumed, whose 0-RTT data was taken (the connection made at the INITIAL).
+    pub early_accepted: u64,
+}
 
 /// The sans-IO endpoint: its local paths, connections, stateless handshake answers and the oracle; datagrams in with `handle_datagram`, out with `poll_transmit`.
 pub struct Endpoint {
