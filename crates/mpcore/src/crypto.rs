@@ -308,6 +308,13 @@ impl fmt::Debug for Secrets {
     }
 }
 
+/// SHA-256 of `data`.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(digest::digest(&digest::SHA256, data).as_ref());
+    out
+}
+
 fn sha256_key(key: u64) -> [u8; 32] {
     let mut out = [0u8; 32];
     out.copy_from_slice(digest::digest(&digest::SHA256, &key.to_be_bytes()).as_ref());

@@ -42,6 +42,9 @@ pub struct Offer {
     pub obfuscated_age: u32,
     /// The suite of the connection that got it: the early key's (§4.9).
     pub suite: u8,
+    /// The server key that authenticated the connection that got it (none: an unauthenticated
+    /// server); a connection resumed with it is authenticated by the same key.
+    pub identity: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Offer {
@@ -93,6 +96,9 @@ pub struct Agreed {
     pub resumed: bool,
     /// The server took our 0-RTT data (§4.9).
     pub early_accepted: bool,
+    /// The server key that authenticated the connection: the one whose signature verified,
+    /// or, resumed, the ticket's (none: an unauthenticated server).
+    pub server_key: Option<[u8; 32]>,
 }
 
 impl Client {
@@ -126,12 +132,16 @@ impl Client {
             next_send: now,
             send_now: true,
         };
-        hs.build_initial(config, &share, &[]);
+        if !hs.build_initial(config, &share, &[]) {
+            return Err(crypto::CryptoError::BufferTooSmall);
+        }
         hs.share = Some(share);
         Ok(hs)
     }
 
-    fn build_initial(&mut self, config: &Config, share: &KeyShare, token: &[u8]) {
+    /// Builds the INITIAL (with `token`, and the ticket's offer and binder if any); `false`,
+    /// with nothing changed, if it does not fit in its 1200 bytes (a RETRY's token too long).
+    fn build_initial(&mut self, config: &Config, share: &KeyShare, token: &[u8]) -> bool {
         let mut pbuf = [0u8; 128];
         let mut params = config.transport_params();
         params.early_data = self.want_early;
@@ -153,7 +163,8 @@ impl Client {
                 binder: [0; BINDER_LEN],
             }),
         };
-        self.transcript_len = init.emit(&mut Writer::new(&mut buf)).unwrap_or(0);
+        let Ok(transcript_len) = init.emit(&mut Writer::new(&mut buf)) else { return false };
+        self.transcript_len = transcript_len;
         if let Some(o) = &self.offer {
             // §4.8: the binder covers every byte before it (the token of a RETRY included).
             let at = Initial::binder_offset(self.transcript_len);
@@ -169,6 +180,7 @@ impl Client {
         }
         // The rest of the datagram is zero padding (§3.1: INITIALs are padded to 1200 bytes).
         self.initial = buf;
+        true
     }
 
     /// A ticket is offered whose suite the early key can use (§4.9).
@@ -264,11 +276,15 @@ impl Client {
         if !ct_eq(&tag, &r.tag) {
             return Err(DropReason::BadRetry);
         }
-        self.retried = true;
-        if let Some(share) = self.share.take() {
-            self.build_initial(config, &share, r.token);
-            self.share = Some(share);
+        // A token that leaves no room in the INITIAL is no server's (a RETRY's integrity key
+        // is public: anyone who saw the INITIAL can make one): dropped, the INITIAL unchanged.
+        let Some(share) = self.share.take() else { return Err(DropReason::Unexpected) };
+        let built = self.build_initial(config, &share, r.token);
+        self.share = Some(share);
+        if !built {
+            return Err(DropReason::BadRetry);
         }
+        self.retried = true;
         self.send_now = true;
         self.next_send = now;
         Ok(())
@@ -299,12 +315,14 @@ impl Client {
         // the ticket key can derive) with an HMAC of TH, checked before the key share is spent
         // as a signature is; it has no signature. One that claims a PSK we never offered is not
         // for us.
+        let mut server_key = None;
         let psk = match (&self.offer, h.psk_proof) {
             (Some(o), Some(proof)) => {
                 if !ct_eq(&crypto::psk_proof(&o.psk, &th), &proof) {
                     self.auth_failed = true;
                     return Err(DropReason::BadSignature);
                 }
+                server_key = o.identity;
                 Some(o.psk)
             }
             (None, Some(_)) => return Err(DropReason::Unexpected),
@@ -314,11 +332,12 @@ impl Client {
         // forged HANDSHAKE (a man in the middle's own key share) leaves the real one acceptable.
         if psk.is_none() {
             if !config.server_keys.is_empty() {
-                let signed = h.signature.is_some_and(|sig| identity::verify_transcript(&config.server_keys, &th, &sig));
-                if !signed {
+                let key = h.signature.and_then(|sig| config.server_keys.iter().find(|k| k.verifies(&th, &sig)));
+                let Some(key) = key else {
                     self.auth_failed = true;
                     return Err(DropReason::BadSignature);
-                }
+                };
+                server_key = Some(key.0);
             } else if !config.unauthenticated_server {
                 return Err(DropReason::Unexpected);
             }
@@ -353,11 +372,22 @@ impl Client {
         self.cookie = cookie.to_vec();
         let rtt_sample = (self.attempts == 1).then(|| now.saturating_sub(self.sent_at));
         let early_accepted = params.early_data;
-        Ok(Agreed { secrets, params, server_cid: h.scid, rtt_sample, resumed: psk.is_some(), early_accepted })
+        Ok(Agreed {
+            secrets,
+            params,
+            server_cid: h.scid,
+            rtt_sample,
+            resumed: psk.is_some(),
+            early_accepted,
+            server_key,
+        })
     }
 
     fn restart(&mut self, config: &Config, rng: &mut Rng) {
         if let Ok(fresh) = rng.key_share() {
+            // A new original DCID too: a server that made a connection at the old INITIAL (its
+            // 0-RTT data, §4.9) would take the new one for its repeat.
+            self.odcid = rng.cid();
             self.build_initial(config, &fresh, &[]);
             self.retried = false;
             self.share = Some(fresh);
@@ -377,6 +407,14 @@ impl ServerKeys {
     pub fn new(rng: &mut Rng) -> Result<Self, crypto::CryptoError> {
         Ok(Self { cookie: CookieKey::from_bytes(1, &rng.key()?), retry: RetryTokenKey::from_bytes(&rng.key()?) })
     }
+}
+
+/// A ticket the server opened for a resuming INITIAL: its PSK, its suite, when it was issued.
+#[derive(Clone, Copy)]
+pub struct TakenTicket {
+    pub psk: [u8; 32],
+    pub suite: u8,
+    pub issued_ms: u64,
 }
 
 /// What the server made of an INITIAL's resumption offer (§4.8).
@@ -432,14 +470,20 @@ pub fn answer_initial(
     require_retry: bool,
     cid_taken: impl Fn(&Cid) -> bool,
     token_taken: impl Fn(u32) -> bool,
-    open_ticket: impl Fn(&[u8], u32) -> Option<([u8; 32], u8)>,
-    admit_early: impl FnOnce(&[u8; 32]) -> bool,
+    open_ticket: impl Fn(&[u8], u32) -> Option<TakenTicket>,
+    admit_early: impl FnOnce(&[u8; 32], u64) -> bool,
 ) -> Result<Answer, DropReason> {
     let Header::Initial(i) = p.header else { return Err(DropReason::Unexpected) };
     if dgram.len() < packet::MIN_INITIAL_SIZE {
         return Err(DropReason::Malformed);
     }
     if i.token.is_empty() && require_retry {
+        // An INITIAL with 0-RTT data answered with a RETRY: its binder is recorded all the
+        // same (its early data is never taken), so that a copy sent later, when no RETRY is
+        // asked, is a replay (§4.9).
+        if let Ok(params) = TransportParams::parse(i.params) {
+            let _ = take_offer(&i, &params, &dgram[..p.header_len], open_ticket, admit_early);
+        }
         let datagram = retry(now, remote, &i, keys, rng)?;
         return Ok(Answer { datagram, resumption: Resumption::NotOffered, early: None });
     }
@@ -567,20 +611,20 @@ fn take_offer(
     i: &Initial<'_>,
     params: &TransportParams,
     initial: &[u8],
-    open_ticket: impl Fn(&[u8], u32) -> Option<([u8; 32], u8)>,
-    admit_early: impl FnOnce(&[u8; 32]) -> bool,
+    open_ticket: impl Fn(&[u8], u32) -> Option<TakenTicket>,
+    admit_early: impl FnOnce(&[u8; 32], u64) -> bool,
 ) -> (Option<[u8; 32]>, Option<crate::crypto::PacketKey>, Resumption) {
     let Some(o) = i.resume else { return (None, None, Resumption::NotOffered) };
-    let taken = open_ticket(o.ticket, o.obfuscated_age).filter(|(psk, _)| {
-        let binder = resumption_binder(psk, &initial[..Initial::binder_offset(initial.len())]);
+    let taken = open_ticket(o.ticket, o.obfuscated_age).filter(|t| {
+        let binder = resumption_binder(&t.psk, &initial[..Initial::binder_offset(initial.len())]);
         ct_eq(&binder, &o.binder)
     });
-    let Some((psk, suite)) = taken else { return (None, None, Resumption::Declined) };
-    let early = Suite::from_id(suite)
+    let Some(t) = taken else { return (None, None, Resumption::Declined) };
+    let early = Suite::from_id(t.suite)
         .ok()
-        .filter(|_| params.early_data && admit_early(&o.binder))
-        .map(|s| crypto::early_key(&psk, initial, s));
-    (Some(psk), early, Resumption::Taken)
+        .filter(|_| params.early_data && admit_early(&o.binder, t.issued_ms))
+        .map(|s| crypto::early_key(&t.psk, initial, s));
+    (Some(t.psk), early, Resumption::Taken)
 }
 
 /// The cookie (§4.4): issued-at, client address, master, suite (its high bit: resumed, §4.8),

@@ -10,14 +10,17 @@
 //! (`bind_cores`) share one, as every endpoint that may see a replay of an INITIAL must. A fleet
 //! of servers behind a balancer that steers an INITIAL by its source would need a shared store
 //! to refuse a replay sent from another address; without one, it relies on the age window, and
-//! an application should treat early data as replayable there (PROTOCOL.md §12).
+//! an application should treat early data as replayable there (PROTOCOL.md §12). The record
+//! lives in memory: after a restart, the endpoint takes no early data with a ticket issued
+//! before it started until [`KEEP_MS`] have passed (`endpoint::accept`).
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-/// How long a binder is kept (ms): twice the age window, the longest an INITIAL's age stays
-/// acceptable (its age is fixed in its bytes while the server's count of it grows).
-pub const KEEP_MS: u64 = 2 * crate::ticket::AGE_WINDOW_MS;
+/// How long a binder is kept (ms): twice the age window and a millisecond, longer than an
+/// INITIAL's age stays acceptable (its age is fixed in its bytes while the server's count of
+/// it grows, and the window's bounds are inclusive).
+pub const KEEP_MS: u64 = 2 * crate::ticket::AGE_WINDOW_MS + 1;
 
 /// Binders kept at most by default: 100,000 (about 5 MB), 5,000 0-RTT handshakes a second for
 /// [`KEEP_MS`]. When full, early data is refused (the handshake goes on): safe, not lossy.

@@ -152,6 +152,10 @@ pub struct ResumptionTicket {
     /// The AEAD suite of the connection that got it: its 0-RTT data is sealed with it
     /// (PROTOCOL.md §4.9).
     pub suite: u8,
+    /// The server key that authenticated the connection that got it (`None`: an
+    /// unauthenticated server). A client offers the ticket only while it still trusts that key
+    /// (`Config::server_keys`), as a resumed connection is authenticated by it (§4.8).
+    pub identity: Option<[u8; 32]>,
     /// The server's sealed record (opaque).
     pub ticket: Vec<u8>,
 }
@@ -183,7 +187,8 @@ impl ResumptionTicket {
     }
 
     /// The bytes an application stores: format (1), server address (1 + 4 or 16, + 2),
-    /// received (8), lifetime (4), age_add (4), PSK (32), suite (1), ticket (1 + n).
+    /// received (8), lifetime (4), age_add (4), PSK (32), suite (1), identity (1 + 0 or 32),
+    /// ticket (1 + n).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = vec![STORED_FORMAT];
         match self.server.ip() {
@@ -202,6 +207,13 @@ impl ResumptionTicket {
         b.extend_from_slice(&self.age_add.to_be_bytes());
         b.extend_from_slice(&self.psk);
         b.push(self.suite);
+        match &self.identity {
+            Some(k) => {
+                b.push(1);
+                b.extend_from_slice(k);
+            }
+            None => b.push(0),
+        }
         b.push(self.ticket.len() as u8);
         b.extend_from_slice(&self.ticket);
         b
@@ -224,12 +236,17 @@ impl ResumptionTicket {
         let age_add = r.u32().ok()?;
         let psk = r.array::<32>().ok()?;
         let suite = r.u8().ok()?;
+        let identity = match r.u8().ok()? {
+            0 => None,
+            1 => Some(r.array::<32>().ok()?),
+            _ => return None,
+        };
         let n = usize::from(r.u8().ok()?);
         let ticket = r.bytes(n).ok()?.to_vec();
         if !r.is_empty() || ticket.is_empty() {
             return None;
         }
-        Some(Self { server, received_unix_ms, lifetime_s, age_add, psk, suite, ticket })
+        Some(Self { server, received_unix_ms, lifetime_s, age_add, psk, suite, identity, ticket })
     }
 }
 
@@ -339,6 +356,7 @@ mod tests {
                 age_add: 77,
                 psk: [5; 32],
                 suite: 2,
+                identity: server.starts_with('1').then_some([8; 32]),
                 ticket: vec![1; TICKET_LEN],
             };
             let b = t.to_bytes();

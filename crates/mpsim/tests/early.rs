@@ -343,3 +343,62 @@ fn a_man_in_the_middle_with_a_captured_ticket_learns_nothing_and_cannot_resume()
         assert_eq!(sim.server.conn(y.server.unwrap()).unwrap().early_data(), 0, "seed {seed}");
     }
 }
+
+#[test]
+fn a_first_flight_answered_with_a_retry_is_a_replay_later() {
+    // Under load the server asks for a RETRY: the client's first INITIAL and its EARLY packets
+    // are not taken, and it sends them again with the token. A copy of that first flight sent
+    // later, to a server (of the same record) that asks for no RETRY, is a replay: its binder
+    // was recorded when the RETRY answered it.
+    let strikes = StrikeRegister::default();
+    let mut server = Config { require_retry: true, ..server_config(true) };
+    server.resumption.strikes = Some(strikes.clone());
+    let mut sim = pair(70, server);
+    let t = first_ticket(&mut sim);
+    let (x, flight) = captured_flight(&mut sim, &t);
+    check_whole(&x, "through the RETRY");
+    assert!(flight.len() >= 2, "the first INITIAL and its EARLY packets: {}", flight.len());
+    let now = sim.now;
+    let mut sharing = fleet_server(Some(strikes));
+    replay(&mut sharing, now, &flight);
+    let h = sharing.handshake_counters();
+    assert_eq!((h.resumed, h.early_accepted), (1, 0), "refused as a replay: {h:?}");
+    // Without the record it would have been taken.
+    let mut alone = fleet_server(None);
+    replay(&mut alone, now, &flight);
+    assert_eq!(alone.handshake_counters().early_accepted, 1);
+}
+
+#[test]
+fn only_the_very_initial_from_its_address_gets_the_handshake_again() {
+    // A server that made a connection at a 0-RTT INITIAL sends its HANDSHAKE again to a
+    // repeat of that INITIAL, and to nothing else that names its original DCID.
+    let mut sim = pair(71, server_config(true));
+    let t = first_ticket(&mut sim);
+    let (_, flight) = captured_flight(&mut sim, &t);
+    let now = sim.now;
+    let mut server = fleet_server(None);
+    replay(&mut server, now, &flight);
+    assert_eq!(server.handshake_counters().early_accepted, 1);
+    let initial = &flight[0];
+    let mut buf = vec![0u8; 65_536];
+    let mut answers = |server: &mut Endpoint, from: std::net::SocketAddr, d: &[u8]| {
+        server.handle_datagram(now, PathId(0), from, d);
+        let mut to_from = Vec::new();
+        while let Some(t) = server.poll_transmit(now, &mut buf) {
+            if t.remote == from && buf[0] & 0xf8 == 0xd0 {
+                to_from.push(t.len);
+            }
+        }
+        to_from
+    };
+    // From another address: nothing goes there (no amplification towards a victim).
+    assert!(answers(&mut server, client_addr(1), initial).is_empty());
+    // Changed bytes: not the same INITIAL.
+    let mut changed = initial.clone();
+    changed[1_100] ^= 1;
+    assert!(answers(&mut server, client_addr(0), &changed).is_empty());
+    // The very INITIAL from its address: the same HANDSHAKE.
+    assert_eq!(answers(&mut server, client_addr(0), initial).len(), 1);
+    assert!(server.drops().unexpected >= 2, "{:?}", server.drops());
+}

@@ -4,7 +4,8 @@
 //! and the connection goes on as a fresh one would.
 #![allow(clippy::unwrap_used)]
 
-use mpcore::wire::packet::{PSK_BIT, SIGNED_BIT};
+use mpcore::wire::packet::{self, Retry, PSK_BIT, SIGNED_BIT};
+use mpcore::wire::{Cid, Header, Packet, Writer};
 use mpcore::{Config, ConnHandle, PathId, PathManager, Resumption, ResumptionTicket, SubflowState};
 use mpsim::{ms, multimob_paths, server_addr, Dir, Flow, Sim};
 use std::cell::RefCell;
@@ -139,9 +140,11 @@ fn a_ticket_the_server_cannot_take_gets_the_full_handshake_and_the_connection_wo
             sim.server.set_unix_time(now, UNIX + u64::from(t.lifetime_s) * 1_000 + 60_000);
         }),
         ("an age 60 s off the server's", |t, _| t.received_unix_ms -= 60_000),
-        ("another server's ticket", |t, _| {
+        ("another server's ticket (that server's secret, our server's key)", |t, _| {
             let mut other = pair(99, Config::default());
+            let key = t.identity;
             *t = first_ticket(&mut other);
+            t.identity = key;
         }),
     ];
     for (i, (what, spoil)) in cases.into_iter().enumerate() {
@@ -171,6 +174,22 @@ fn a_retry_keeps_the_ticket() {
     let counters = sim.server.handshake_counters();
     assert_eq!((counters.retries, counters.resumed, counters.resumption_declined), (2, 1, 0));
     assert!(sim.client.stats(c).unwrap().resumed);
+}
+
+#[test]
+fn a_ticket_is_offered_only_while_the_key_that_authenticated_it_is_trusted() {
+    let mut sim = pair(62, Config::default());
+    let mut t = first_ticket(&mut sim);
+    let key = sim.server.config().identity.as_ref().unwrap().public_key().0;
+    assert_eq!(t.identity, Some(key), "the ticket remembers the key that signed its handshake");
+    // A ticket of a connection another key authenticated (the app no longer pins it): not
+    // offered, the full handshake instead.
+    t.identity = Some([0x77; 32]);
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    exchange(&mut sim, c);
+    let counters = sim.server.handshake_counters();
+    assert_eq!((counters.resumed, counters.resumption_declined), (0, 0), "not even offered");
+    assert!(!sim.client.stats(c).unwrap().resumed);
 }
 
 #[test]
@@ -236,4 +255,37 @@ fn a_fast_join_carries_data_on_a_resumed_connection() {
     assert!(first_up.size > 1000, "the FAST_JOIN_OUT carries a full packet of data: {first_up:?}");
     let d = sim.server.drops();
     assert_eq!(d.refused + d.bad_hmac + d.replayed_join, 0, "{d:?}");
+}
+
+#[test]
+fn a_forged_retry_whose_token_leaves_no_room_is_dropped() {
+    // RETRY's integrity key is public: whoever saw the INITIAL can forge one. One whose token
+    // would not fit in the INITIAL (with the ticket's offer) is dropped, and the connection
+    // goes on with the server's own answer.
+    let mut sim = pair(64, Config::default());
+    let t = first_ticket(&mut sim);
+    let initial = Rc::new(RefCell::new(None));
+    let seen = initial.clone();
+    sim.tap = Some(Box::new(move |_, _, dir, b: &[u8]| {
+        if dir == Dir::Up && b.first().is_some_and(|f| f & 0xf8 == 0xc0) {
+            seen.borrow_mut().get_or_insert_with(|| b.to_vec());
+        }
+    }));
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    let now = sim.now;
+    sim.run_until(now + ms(1), |_| None);
+    let initial = initial.borrow().clone().expect("the INITIAL");
+    let Ok(Packet { header: Header::Initial(i), .. }) = Packet::parse(&initial, 8) else { panic!("an INITIAL") };
+    let token = [0x5a; 1_100];
+    let r = Retry { version: packet::VERSION_2, dcid: i.scid, scid: Cid([9; 8]), token: &token, tag: [0; 16] };
+    let mut buf = vec![0u8; 2_000];
+    let mut w = Writer::new(&mut buf);
+    let n = r.emit_untagged(&mut w).unwrap();
+    let tag = mpcore::crypto::retry_integrity_tag(&i.dcid.0, w.written());
+    buf[n..n + 16].copy_from_slice(&tag);
+    buf.truncate(n + 16);
+    sim.inject(now + ms(2), 0, Dir::Down, server_addr(), buf);
+    exchange(&mut sim, c);
+    assert!(sim.client.drops().bad_retry >= 1, "{:?}", sim.client.drops());
+    assert!(sim.client.stats(c).unwrap().resumed);
 }

@@ -103,7 +103,8 @@ impl MpEndpoint {
         let mut attempt = 0;
         loop {
             match self.connect_once(remote, early).await {
-                Err(Error::Closed(CloseReason::TokenCollision)) if attempt < 3 => attempt += 1,
+                // Not with early data: the server may have taken it on the failed attempt.
+                Err(Error::Closed(CloseReason::TokenCollision)) if attempt < 3 && early.is_none() => attempt += 1,
                 r => return r,
             }
         }
@@ -153,7 +154,13 @@ impl MpEndpoint {
                 while at < data.len() {
                     match c.write_early(&data[at..]) {
                         Ok(n) => at += n,
-                        Err(e) => return Err(Error::Config(format!("early data: {e:?}"))),
+                        Err(e) => {
+                            c.abort(now);
+                            return Err(Error::Config(format!(
+                                "early data of {} bytes does not fit the send buffer ({e:?})",
+                                data.len()
+                            )));
+                        }
                     }
                 }
             }

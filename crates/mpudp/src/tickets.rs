@@ -118,6 +118,7 @@ mod tests {
             age_add: 1,
             psk: [id; 32],
             suite: 2,
+            identity: Some([id; 32]),
             ticket: vec![id; 115],
         }
     }

@@ -22,8 +22,9 @@ use super::{Connection, State};
 use crate::crypto::{self, PacketKey};
 use crate::drops::DropReason;
 use crate::wire::packet::{self, Early as EarlyHeader};
-use crate::wire::{Dss, Frame, FrameList, MapHeader, Writer};
+use crate::wire::{Cid, Dss, Frame, FrameList, MapHeader, Writer};
 use crate::{Time, Transmit};
+use std::net::SocketAddr;
 
 /// The most 0-RTT data a client sends (bytes of the stream's start, §4.9). A server takes
 /// early data only if its receive window holds this much.
@@ -39,8 +40,9 @@ pub(super) struct Early {
     /// Client: the INITIAL (its generation, and its sendings) that the EARLY packets in
     /// flight followed.
     generation: (u32, u32),
-    /// Client: EARLY packets were sent.
+    /// Client: EARLY packets were sent, and the end of the stream's bytes they carried.
     sent: bool,
+    sent_end: u64,
     /// Client: the server's answer: whether it took them.
     accepted: Option<bool>,
     /// Server: the early key, the original DCID that routes EARLY packets here, the
@@ -48,6 +50,9 @@ pub(super) struct Early {
     key: Option<PacketKey>,
     odcid: Option<crate::wire::Cid>,
     handshake: Vec<u8>,
+    /// Server: SHA-256 of the INITIAL the connection was made at (its repeats are the same
+    /// bytes, §4.1).
+    initial: [u8; 32],
     /// Server: bytes of the stream's start that came in EARLY packets (an offset).
     received: u64,
 }
@@ -71,6 +76,8 @@ pub(crate) struct EarlyStart {
     pub handshake: Vec<u8>,
     /// The INITIAL's length (the address's budget starts there).
     pub initial_len: u64,
+    /// SHA-256 of the INITIAL.
+    pub initial_hash: [u8; 32],
 }
 
 impl Connection {
@@ -105,17 +112,13 @@ impl Connection {
 
     /// Server: how many of the stream's first bytes came as 0-RTT data (replayable by
     /// whoever captured them, PROTOCOL.md §4.9; the server refused any replay it saw).
-    /// Client: how many it sent early that the server took (0 if it refused them).
+    /// Client: how many of them went in EARLY packets to a server that takes early data (0 if
+    /// it did not; those of them lost were sent again after the handshake).
     pub fn early_data(&self) -> u64 {
         match self.side {
             Side::Server => self.early.received,
-            Side::Client => {
-                if self.early.accepted == Some(true) {
-                    self.early.limit
-                } else {
-                    0
-                }
-            }
+            Side::Client if self.early.accepted == Some(true) => self.early.sent_end,
+            Side::Client => 0,
         }
     }
 
@@ -161,6 +164,7 @@ impl Connection {
         let pt_len = w.len() - hl;
         let len = self.hs.as_ref()?.early_key()?.seal(0, pn, buf, hl, pt_len).ok()?;
         self.early.sent = true;
+        self.early.sent_end = self.early.sent_end.max(seg.off + take);
         let d = DataRef { off: seg.off, len: take as u32, fin };
         let sent = if flight_start { FrameSet::PING } else { FrameSet::EMPTY };
         let data = DataWritten {
@@ -201,13 +205,22 @@ impl Connection {
         self.early.key = Some(e.key);
         self.early.odcid = e.odcid;
         self.early.handshake = e.handshake;
+        self.early.initial = e.initial_hash;
     }
 
     /// Server: the client repeated its INITIAL (our HANDSHAKE was lost): the same HANDSHAKE,
-    /// while the address is unproven and its budget allows. `len` is the INITIAL's length.
-    pub(crate) fn handshake_again(&mut self, len: u64) -> Option<Vec<u8>> {
+    /// while the address is unproven and its budget allows. Only the very INITIAL the
+    /// connection was made at (`dcid`, its bytes' hash), from subflow 0's address, gets it.
+    pub(crate) fn handshake_again(
+        &mut self,
+        remote: SocketAddr,
+        dcid: &Cid,
+        initial_hash: &[u8; 32],
+        len: u64,
+    ) -> Option<Vec<u8>> {
+        let same = self.early.odcid.as_ref() == Some(dcid) && crate::crypto::ct_eq(&self.early.initial, initial_hash);
         let sf = self.subflows.get_mut(0)?;
-        if sf.val().validated || self.early.handshake.is_empty() {
+        if !same || sf.remote() != remote || sf.val().validated || self.early.handshake.is_empty() {
             return None;
         }
         sf.count_received(len);
@@ -219,12 +232,26 @@ impl Connection {
     }
 
     /// Server: a CONFIRM authenticated under the 1-RTT keys came from subflow 0's address:
-    /// the address is proven, and EARLY packets are done (late ones are sent again by the
-    /// client under the 1-RTT keys).
+    /// the address is proven.
     pub(super) fn on_address_proven(&mut self) {
         if let Some(sf) = self.subflows.get_mut(0) {
             sf.prove_address();
         }
+        self.settle_early();
+    }
+
+    /// Server: once subflow 0's address is proven (a CONFIRM, an acknowledgement of our
+    /// packets, a PATH_RESPONSE) or the subflow is gone, EARLY packets are done (late ones are
+    /// sent again by the client under the 1-RTT keys): the early key, the HANDSHAKE kept for
+    /// a repeated INITIAL and the original DCID's route go.
+    pub(super) fn settle_early(&mut self) {
+        if self.early.key.is_none() {
+            return;
+        }
+        if self.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated) {
+            return;
+        }
+        self.early.key = None;
         self.early.handshake = Vec::new();
         if let Some(odcid) = self.early.odcid.take() {
             self.endpoint_events.push_back(EndpointEvent::RetireCid(odcid));
@@ -246,7 +273,8 @@ impl Connection {
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
         let key = self.early.key.as_ref().ok_or(DropReason::Unexpected)?;
-        if self.side != Side::Server || self.subflows[0].val().validated {
+        let open = self.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated);
+        if self.side != Side::Server || !open {
             return Err(DropReason::Unexpected);
         }
         let len = scratch.len() as u64;
@@ -260,6 +288,10 @@ impl Connection {
                 Frame::Ping => eliciting = true,
                 Frame::Dss(d) if d.ack.is_none() && d.mapping.is_some() => {
                     let (rel, data) = d.mapping_near(0).ok_or(DropReason::Protocol)?;
+                    // §4.9: early data is at most MAX_EARLY_DATA bytes of the stream's start.
+                    if rel.saturating_add(data.len() as u64) > MAX_EARLY_DATA {
+                        return Err(DropReason::Protocol);
+                    }
                     self.recv.check(Dsn(start).add(rel), data.len()).map_err(|_| DropReason::Protocol)?;
                     eliciting = true;
                 }
@@ -267,7 +299,7 @@ impl Connection {
             }
         }
         let max_ack_delay = self.config.max_ack_delay;
-        let sf = &mut self.subflows[0];
+        let sf = self.subflows.get_mut(0).ok_or(DropReason::Unexpected)?;
         if !sf.on_packet_received(now, pn, eliciting, max_ack_delay) {
             return Err(DropReason::Duplicate);
         }

@@ -59,6 +59,7 @@ impl Connection {
         self.install_keys(agreed.secrets);
         self.set_peer_params(agreed.params);
         self.set_resumed(agreed.resumed);
+        self.set_server_key(agreed.server_key);
         self.on_early_answer(now, agreed.resumed, agreed.early_accepted);
         let sf = &mut self.subflows[0];
         sf.on_handshake(agreed.server_cid, agreed.rtt_sample, now);
@@ -242,6 +243,7 @@ impl Connection {
     }
 
     pub(super) fn after_receive(&mut self, now: Time) {
+        self.settle_early();
         if self.state == State::Established && !self.pm_ran && self.side == Side::Client {
             self.pm_ran = true;
             self.run_path_manager(now);

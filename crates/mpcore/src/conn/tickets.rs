@@ -24,6 +24,8 @@ pub(crate) struct Received {
     pub psk: [u8; 32],
     /// The connection's AEAD suite (its 0-RTT data is sealed with it).
     pub suite: u8,
+    /// The server key that authenticated the connection.
+    pub identity: Option<[u8; 32]>,
     pub ticket: Vec<u8>,
 }
 
@@ -34,6 +36,8 @@ pub(super) struct Tickets {
     got: Vec<(Time, Received)>,
     /// The connection was opened with a ticket (§4.8).
     resumed: bool,
+    /// Client: the server key that authenticated the connection (its tickets carry it).
+    server_key: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Tickets {
@@ -77,6 +81,7 @@ impl Connection {
             age_add: t.age_add,
             psk: ticket::psk(&keys.resumption, t.nonce),
             suite: keys.send.suite().id(),
+            identity: self.tickets.server_key,
             ticket: t.ticket.to_vec(),
         };
         if self.tickets.got.iter().any(|(_, g)| g.ticket == got.ticket) {
@@ -102,6 +107,11 @@ impl Connection {
 
     pub(super) fn set_resumed(&mut self, resumed: bool) {
         self.tickets.resumed = resumed;
+    }
+
+    /// Client: the server key that authenticated the connection (none: unauthenticated).
+    pub(super) fn set_server_key(&mut self, key: Option<[u8; 32]>) {
+        self.tickets.server_key = key;
     }
 
     /// The address the connection was opened to: the client's view of its server.

@@ -60,7 +60,7 @@ impl Endpoint {
         let routes = &self.routes;
         let (tickets, unix_ms) = (&self.tickets, self.clock.unix_ms(now));
         let early_ok = self.config.resumption.early_data && self.config.recv_window as u64 >= MAX_EARLY_DATA;
-        let strikes = &self.strikes;
+        let (strikes, started) = (&self.strikes, self.clock.unix_ms(0));
         let answer = handshake::answer_initial(
             now,
             remote,
@@ -73,7 +73,14 @@ impl Endpoint {
             |c| routes.cid_taken(c),
             |t| routes.token_taken(t),
             |ticket, age| tickets.as_ref()?.take(unix_ms, ticket, age),
-            |binder| early_ok && strikes.admit(binder, unix_ms),
+            |binder, issued_ms| {
+                // A ticket from before this endpoint started (a fleet's secret outlives a
+                // restart) may come with a first flight captured before, which the record,
+                // kept in memory, never saw: no early data until every such flight's age is
+                // out of the window (§4.9).
+                let before_start = issued_ms < started && unix_ms < started.saturating_add(crate::strikes::KEEP_MS);
+                early_ok && !before_start && strikes.admit(binder, unix_ms)
+            },
         );
         match answer {
             Ok(a) => {
@@ -89,7 +96,7 @@ impl Endpoint {
                     handshake::Resumption::NotOffered => {}
                 }
                 if let Some(e) = a.early {
-                    self.accept_early(now, path, remote, e, &a.datagram, dgram.len());
+                    self.accept_early(now, path, remote, e, &a.datagram, dgram);
                 }
                 self.stateless.push_back((path, remote, a.datagram));
             }
@@ -177,7 +184,7 @@ impl Endpoint {
         remote: SocketAddr,
         e: handshake::EarlyAnswer,
         handshake: &[u8],
-        initial_len: usize,
+        initial: &[u8],
     ) {
         let rng = self.rng.fork();
         let suite = e.secrets.c2s.suite();
@@ -200,8 +207,9 @@ impl Endpoint {
             return;
         }
         let odcid = (!self.routes.cid_taken(&e.odcid)).then_some(e.odcid);
-        let initial_len = initial_len as u64;
-        conn.start_early(EarlyStart { key: e.key, odcid, handshake: handshake.to_vec(), initial_len });
+        let initial_hash = crate::crypto::sha256(initial);
+        let initial_len = initial.len() as u64;
+        conn.start_early(EarlyStart { key: e.key, odcid, handshake: handshake.to_vec(), initial_len, initial_hash });
         let idx = self.welcome(now, conn, &resumption, suite, tickets);
         if let Some(odcid) = odcid {
             self.routes.add_cid(odcid, idx);
@@ -211,8 +219,15 @@ impl Endpoint {
 
     /// An INITIAL whose original DCID routes to a connection made at a 0-RTT INITIAL: its
     /// client did not get the HANDSHAKE, which goes again (within the address's budget).
-    pub(super) fn initial_again(&mut self, idx: usize, path: PathId, remote: SocketAddr, len: usize) {
-        let again = self.conns.get_mut(idx).and_then(|c| c.handshake_again(len as u64));
+    pub(super) fn initial_again(&mut self, idx: usize, path: PathId, remote: SocketAddr, p: &Packet<'_>, dgram: &[u8]) {
+        let Header::Initial(i) = p.header else { return };
+        if self.stateless.len() >= STATELESS_QUEUE {
+            self.handshakes.shed += 1;
+            self.drops.refused += 1;
+            return;
+        }
+        let hash = crate::crypto::sha256(dgram);
+        let again = self.conns.get_mut(idx).and_then(|c| c.handshake_again(remote, &i.dcid, &hash, dgram.len() as u64));
         match again {
             Some(hs) => self.stateless.push_back((path, remote, hs)),
             None => self.drops.unexpected += 1,

@@ -481,7 +481,7 @@ impl Endpoint {
             Header::Initial(i) => {
                 match self.routes.cid(&i.dcid) {
                     // A repeat of a 0-RTT INITIAL whose connection was made (§4.9).
-                    Some(idx) if self.server => self.initial_again(idx, path, remote, data.len()),
+                    Some(idx) if self.server => self.initial_again(idx, path, remote, &p, data),
                     _ => self.server_initial(now, path, remote, &p, data),
                 }
                 return;

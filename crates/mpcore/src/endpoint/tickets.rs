@@ -4,7 +4,7 @@
 
 use crate::config::Resumption;
 use crate::crypto::Suite;
-use crate::handshake::Offer;
+use crate::handshake::{Offer, TakenTicket};
 use crate::rng::Rng;
 use crate::ticket::{self, Ticket, TicketKeys, AGE_WINDOW_MS, ID_LEN};
 use crate::wire::new_ticket::NewTicket;
@@ -68,11 +68,15 @@ impl Issuer {
     /// The PSK of a ticket a resuming INITIAL offers with `obfuscated_age` (PROTOCOL.md
     /// §4.8), if it opens here, is within its lifetime at `unix_ms`, and the age the client
     /// shows is within [`AGE_WINDOW_MS`] of the age the server computes.
-    pub(super) fn take(&self, unix_ms: u64, sealed: &[u8], obfuscated_age: u32) -> Option<([u8; 32], u8)> {
+    pub(super) fn take(&self, unix_ms: u64, sealed: &[u8], obfuscated_age: u32) -> Option<TakenTicket> {
         let t = self.open(unix_ms, sealed)?;
         let client_age = u64::from(obfuscated_age.wrapping_sub(t.age_add));
         let server_age = unix_ms.saturating_sub(t.issued_ms);
-        (client_age.abs_diff(server_age) <= AGE_WINDOW_MS).then_some((t.psk, t.suite))
+        (client_age.abs_diff(server_age) <= AGE_WINDOW_MS).then_some(TakenTicket {
+            psk: t.psk,
+            suite: t.suite,
+            issued_ms: t.issued_ms,
+        })
     }
 
     /// Opens a ticket this server (or its fleet) issued, if it is fresh at `unix_ms`.
@@ -125,6 +129,7 @@ impl super::Endpoint {
             age_add: t.age_add,
             psk: t.psk,
             suite: t.suite,
+            identity: t.identity,
             ticket: t.ticket,
         })
     }
@@ -145,11 +150,19 @@ impl super::Endpoint {
         ticket: &crate::ResumptionTicket,
     ) -> Result<super::ConnHandle, super::ConnectError> {
         let unix_ms = self.clock.unix_ms(now);
-        let offer = (unix_ms < ticket.expires_unix_ms() && !ticket.ticket.is_empty()).then(|| Offer {
+        // Offered only while the key that authenticated its connection is still trusted: a
+        // resumed connection is authenticated by that key (§4.8).
+        let trusted = match &ticket.identity {
+            Some(k) => self.config.server_keys.iter().any(|pk| &pk.0 == k),
+            None => self.config.unauthenticated_server,
+        };
+        let usable = trusted && unix_ms < ticket.expires_unix_ms() && !ticket.ticket.is_empty();
+        let offer = usable.then(|| Offer {
             ticket: ticket.ticket.clone(),
             psk: ticket.psk,
             obfuscated_age: ticket.obfuscated_age(unix_ms),
             suite: ticket.suite,
+            identity: ticket.identity,
         });
         self.start(now, path, remote, offer)
     }

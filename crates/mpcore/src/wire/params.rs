@@ -39,7 +39,8 @@ pub struct TransportParams {
     pub cid_len: u8,
     /// The sender takes resumption tickets (NEW_TICKET, §5.19).
     pub tickets: bool,
-    /// Server, in a resumed HANDSHAKE: it took the client's 0-RTT data (§4.9).
+    /// In a resuming INITIAL: the client sends 0-RTT data after it; in a resumed HANDSHAKE: the
+    /// server took it (§4.9).
     pub early_data: bool,
 }
 
