@@ -6,6 +6,7 @@
 //! promotion every connection then pays.
 //!
 //! Run: `cargo run --release -p mpsim --example resume_radio`
+#![allow(clippy::unwrap_used)]
 
 use mpcore::{Config, ConnHandle, PathId, Resumption, ResumptionTicket};
 use mpsim::{ms, multimob_paths, server_addr, Flow, RadioProfile, Sim};
