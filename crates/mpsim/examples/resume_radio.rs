@@ -83,7 +83,7 @@ fn main() {
     for (name, path, radio) in rows {
         let mut paths = multimob_paths();
         if let Some(r) = radio {
-            paths[1] = paths[1].clone().with_radio(r);
+            paths[1] = paths[1].with_radio(r);
         }
         let client = Config { resumption: Resumption { accept: true, ..Resumption::default() }, ..Config::default() };
         let server = Config {
