@@ -61,7 +61,7 @@ pub struct Client {
     offer: Option<Offer>,
     /// The INITIAL announces 0-RTT data (§4.9), and its early key.
     want_early: bool,
-    early: Option<crate::crypto::PacketKey>,
+    early: Option<Box<crate::crypto::PacketKey>>,
     /// Counts the INITIALs built: EARLY packets belong to one.
     generation: u32,
     /// The INITIAL's destination CID, and the client's own CID (subflow 0's).
@@ -175,7 +175,7 @@ impl Client {
         self.early = None;
         if let (Some(o), true) = (&self.offer, self.want_early) {
             if let Ok(suite) = Suite::from_id(o.suite) {
-                self.early = Some(crypto::early_key(&o.psk, &buf[..self.transcript_len], suite));
+                self.early = Some(Box::new(crypto::early_key(&o.psk, &buf[..self.transcript_len], suite)));
             }
         }
         // The rest of the datagram is zero padding (§3.1: INITIALs are padded to 1200 bytes).
@@ -204,7 +204,7 @@ impl Client {
 
     /// The early key of the INITIAL sent, once it has been sent.
     pub fn early_key(&self) -> Option<&crate::crypto::PacketKey> {
-        self.early.as_ref().filter(|_| self.attempts > 0)
+        self.early.as_deref().filter(|_| self.attempts > 0)
     }
 
     /// The INITIAL's destination CID (EARLY packets carry it).

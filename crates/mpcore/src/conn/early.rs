@@ -47,7 +47,7 @@ pub(super) struct Early {
     accepted: Option<bool>,
     /// Server: the early key, the original DCID that routes EARLY packets here, the
     /// HANDSHAKE to send again to a repeated INITIAL, while the address is unproven.
-    key: Option<PacketKey>,
+    key: Option<Box<PacketKey>>,
     odcid: Option<crate::wire::Cid>,
     handshake: Vec<u8>,
     /// Server: SHA-256 of the INITIAL the connection was made at (its repeats are the same
@@ -202,7 +202,7 @@ impl Connection {
         if let Some(sf) = self.subflows.get_mut(0) {
             sf.await_proof(e.initial_len, e.handshake.len() as u64);
         }
-        self.early.key = Some(e.key);
+        self.early.key = Some(Box::new(e.key));
         self.early.odcid = e.odcid;
         self.early.handshake = e.handshake;
         self.early.initial = e.initial_hash;
