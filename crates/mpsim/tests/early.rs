@@ -4,12 +4,15 @@
 //! be taken ends with the request delivered once, whole, without an error.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{dated, UNIX};
+
 use mpcore::{Config, ConnHandle, Endpoint, LocalPath, PathId, Resumption, ResumptionTicket, StrikeRegister};
 use mpsim::{client_addr, ms, multimob_paths, server_addr, Dir, Flow, PathEvent, Sim};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-const UNIX: u64 = 1_700_000_000_000;
 /// Path 0's round trip in `multimob_paths` (ms).
 const RTT_MS: u64 = 15;
 const SECRET: [u8; 32] = [0x5e; 32];
@@ -21,10 +24,7 @@ fn server_config(early_data: bool) -> Config {
 
 fn pair(seed: u64, server: Config) -> Sim {
     let client = Config { resumption: Resumption { accept: true, ..Resumption::default() }, ..Config::default() };
-    let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
-    sim.client.set_unix_time(0, UNIX);
-    sim.server.set_unix_time(0, UNIX);
-    sim
+    dated(seed, client, server, multimob_paths())
 }
 
 /// A first connection's ticket; the connection is closed and forgotten after.

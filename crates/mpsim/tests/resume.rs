@@ -4,6 +4,10 @@
 //! and the connection goes on as a fresh one would.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{dated, UNIX};
+
 use mpcore::wire::packet::{self, Retry, PSK_BIT, SIGNED_BIT};
 use mpcore::wire::{Cid, Header, Packet, Writer};
 use mpcore::{Config, ConnHandle, PathId, PathManager, Resumption, ResumptionTicket, SubflowState};
@@ -11,15 +15,10 @@ use mpsim::{ms, multimob_paths, server_addr, Dir, Flow, Sim};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-const UNIX: u64 = 1_700_000_000_000;
-
 fn pair(seed: u64, server: Config) -> Sim {
     let client = Config { resumption: Resumption { accept: true, ..Resumption::default() }, ..Config::default() };
     let server = Config { resumption: Resumption { issue: true, ..server.resumption.clone() }, ..server };
-    let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
-    sim.client.set_unix_time(0, UNIX);
-    sim.server.set_unix_time(0, UNIX);
-    sim
+    dated(seed, client, server, multimob_paths())
 }
 
 /// A first connection's ticket (the connection stays open).
@@ -215,9 +214,7 @@ fn a_fast_join_carries_data_on_a_resumed_connection() {
     let resumption = Resumption { issue: true, ..Resumption::default() };
     let server =
         Config { scheduler: "last-received".into(), keep_alive: 0, fast_join: true, resumption, ..Config::default() };
-    let mut sim = Sim::new(43, client, server, multimob_paths()).unwrap();
-    sim.client.set_unix_time(0, UNIX);
-    sim.server.set_unix_time(0, UNIX);
+    let mut sim = dated(43, client, server, multimob_paths());
     let t = first_ticket(&mut sim);
     let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
     let data: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();

@@ -122,25 +122,11 @@ impl Endpoint {
                 return;
             }
         };
-        let rng = self.rng.fork();
         let secrets = a.master.secrets(a.suite);
-        let (server_cid, client_cid) = (c.dcid, c.scid);
-        let mut conn = Connection::new_server(
-            now,
-            &self.config,
-            &self.paths,
-            path,
-            remote,
-            secrets,
-            a.client_params,
-            (client_cid, server_cid),
-            a.resumed,
-            rng,
-        );
-        if conn.local_token().is_some_and(|t| self.routes.token_taken(t)) {
-            self.drops.refused += 1;
+        let cids = (c.scid, c.dcid);
+        let Some(mut conn) = self.server_conn(now, (path, remote), secrets, a.client_params, cids, a.resumed) else {
             return;
-        }
+        };
         // The connection is kept only if the CONFIRM's own payload authenticates and applies.
         let scratch = &mut self.scratch[..dgram.len()];
         scratch.copy_from_slice(dgram);
@@ -150,6 +136,37 @@ impl Endpoint {
         }
         let idx = self.welcome(now, conn, &a.master.resumption(), a.suite, a.client_params.tickets);
         tracing::debug!(%remote, idx, "connection accepted from a cookie");
+    }
+
+    /// A server connection from its secrets, the client's parameters and the (client, server)
+    /// CIDs; `None` (counted) if its token is another connection's here (§4.3).
+    fn server_conn(
+        &mut self,
+        now: Time,
+        (path, remote): (PathId, SocketAddr),
+        secrets: crate::crypto::Secrets,
+        client_params: crate::wire::TransportParams,
+        cids: (crate::wire::Cid, crate::wire::Cid),
+        resumed: bool,
+    ) -> Option<Connection> {
+        let rng = self.rng.fork();
+        let conn = Connection::new_server(
+            now,
+            &self.config,
+            &self.paths,
+            path,
+            remote,
+            secrets,
+            client_params,
+            cids,
+            resumed,
+            rng,
+        );
+        if conn.local_token().is_some_and(|t| self.routes.token_taken(t)) {
+            self.drops.refused += 1;
+            return None;
+        }
+        Some(conn)
     }
 
     /// A server connection is made: its ticket (if its client takes them), its routes, and
@@ -186,26 +203,13 @@ impl Endpoint {
         handshake: &[u8],
         initial: &[u8],
     ) {
-        let rng = self.rng.fork();
         let suite = e.secrets.c2s.suite();
         let resumption = e.secrets.resumption;
         let tickets = e.client_params.tickets;
-        let mut conn = Connection::new_server(
-            now,
-            &self.config,
-            &self.paths,
-            path,
-            remote,
-            e.secrets,
-            e.client_params,
-            (e.client_cid, e.server_cid),
-            true,
-            rng,
-        );
-        if conn.local_token().is_some_and(|t| self.routes.token_taken(t)) {
-            self.drops.refused += 1;
+        let cids = (e.client_cid, e.server_cid);
+        let Some(mut conn) = self.server_conn(now, (path, remote), e.secrets, e.client_params, cids, true) else {
             return;
-        }
+        };
         let odcid = (!self.routes.cid_taken(&e.odcid)).then_some(e.odcid);
         let initial_hash = crate::crypto::sha256(initial);
         let initial_len = initial.len() as u64;

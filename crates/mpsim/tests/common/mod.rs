@@ -33,3 +33,15 @@ pub fn server_reads_all(s: &mut Sim, h: &mut Option<ConnHandle>) -> usize {
     }
     total
 }
+
+/// The unix time (ms) the resumption tests' endpoints start at.
+pub const UNIX: u64 = 1_700_000_000_000;
+
+/// A simulation whose endpoints both say it is [`UNIX`] at their start (resumption tickets
+/// are dated by it).
+pub fn dated(seed: u64, client: Config, server: Config, paths: Vec<mpsim::PathConfig>) -> Sim {
+    let mut sim = Sim::new(seed, client, server, paths).unwrap();
+    sim.client.set_unix_time(0, UNIX);
+    sim.server.set_unix_time(0, UNIX);
+    sim
+}
