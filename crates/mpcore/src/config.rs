@@ -7,6 +7,26 @@ use scheduler::{AnyScheduler, Iface, Scheduler};
 use std::fmt;
 use std::sync::Arc;
 
+/// A server of a fleet behind a stateless load balancer (PROTOCOL.md §2.1; issue 38).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Fleet {
+    /// This server's id, below `servers`.
+    pub server: u8,
+    /// How many ids the routing byte names: the balancer's map and every server of the fleet
+    /// use the same number for the fleet's life (more ids than servers leaves room to add
+    /// some; a drained or dead server's id is mapped to another server).
+    pub servers: u8,
+    /// The secret every server of the fleet shares: the keys that must open on any server
+    /// derive from it (`crypto::fleet_key`).
+    pub secret: [u8; 32],
+}
+
+impl fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fleet").field("server", &self.server).field("servers", &self.servers).finish_non_exhaustive()
+    }
+}
+
 /// How a client opens additional subflows (the server never opens them on its own).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PathManager {
@@ -120,6 +140,11 @@ pub struct Config {
     /// then name it, so that the kernel sends each datagram to it (`steering`; mpudp's
     /// `MpListener::bind_cores` sets it).
     pub steering: Option<crate::steering::Steering>,
+    /// A server of a fleet behind a load balancer that reads the routing byte (PROTOCOL.md
+    /// §2.1): its id, the fleet's ids, and the secret the fleet shares (its RETRY token,
+    /// cookie and stateless reset keys, and its ticket key unless `resumption.secret` is set).
+    /// The core number of `steering` sits beside the id in the same byte.
+    pub fleet: Option<Fleet>,
     /// Server: addresses announced to every client once its connection is established
     /// (ADD_ADDR, RFC 8684 §3.4; address ids 128 and up, PROTOCOL.md §5.12), at most 64: its
     /// other addresses, an IPv6 one beside the IPv4 one the client connected to, so that a
@@ -268,6 +293,7 @@ impl Default for Config {
             retry_above: 2_000,
             initials_per_source: 64,
             steering: None,
+            fleet: None,
             announce: Vec::new(),
             cid_len: 4,
             cookie_lifetime: 10_000_000,
@@ -456,6 +482,9 @@ impl Config {
         if !(crate::wire::Cid::MIN_LEN..=crate::wire::Cid::LEN).contains(&usize::from(self.cid_len)) {
             return err("cid_len must be between 4 and 8 bytes");
         }
+        if self.fleet.is_some() && self.routing().is_none() {
+            return err("fleet: the server id must be below the fleet's ids, and cores × ids at most 256");
+        }
         if let Err(e) = scheduler::AnyScheduler::from_name(&self.scheduler) {
             return Err(ConfigError(e.to_string()));
         }
@@ -466,7 +495,16 @@ impl Config {
     /// `cid_len` bytes long. Unique only by chance: the endpoint checks it against its routes.
     pub(crate) fn issue_cid(&self, rng: &mut crate::rng::Rng) -> crate::wire::Cid {
         let c = rng.cid();
-        self.steering.map_or(c, |s| s.tag(c)).truncated(usize::from(self.cid_len))
+        self.routing().map_or(c, |s| s.tag(c)).truncated(usize::from(self.cid_len))
+    }
+
+    /// The routing byte's meaning for this server: its core among `steering`'s and its id
+    /// among `fleet`'s; `None` for a server of one core outside a fleet (and for a client).
+    pub fn routing(&self) -> Option<crate::steering::Steering> {
+        match &self.fleet {
+            None => self.steering,
+            Some(f) => self.steering.or(crate::steering::Steering::new(0, 1))?.in_fleet(f.server, f.servers),
+        }
     }
 
     /// Transport parameters announcing this configuration (§8).

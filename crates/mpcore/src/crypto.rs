@@ -230,6 +230,24 @@ fn expand(prk: &hkdf::Prk, label: &[u8], out: &mut [u8]) {
     }
 }
 
+/// A key every server of a fleet derives alike from the fleet's secret (PROTOCOL.md §2.1):
+/// HKDF-Expand(HKDF-Extract(salt = none, secret), label), 32 bytes.
+pub fn fleet_key(secret: &[u8; 32], label: &[u8]) -> [u8; 32] {
+    let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, &[]).extract(secret);
+    let mut out = [0u8; 32];
+    expand(&prk, label, &mut out);
+    out
+}
+
+/// The stateless reset token of CID `cid` (PROTOCOL.md §3.4): the first 16 bytes of
+/// HMAC-SHA256(key = the fleet's reset key, msg = the CID's 8 bytes).
+pub fn reset_token(key: &[u8; 32], cid: &[u8; 8]) -> [u8; 16] {
+    let tag = hmac::sign(&hmac::Key::new(hmac::HMAC_SHA256, key), cid);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&tag.as_ref()[..16]);
+    out
+}
+
 /// The connection's master secret (§4.2). The server seals it into its cookie.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Master(pub [u8; 32]);

@@ -407,6 +407,15 @@ impl ServerKeys {
     pub fn new(rng: &mut Rng) -> Result<Self, crypto::CryptoError> {
         Ok(Self { cookie: CookieKey::from_bytes(1, &rng.key()?), retry: RetryTokenKey::from_bytes(&rng.key()?) })
     }
+
+    /// A fleet's: every server derives the same keys from the fleet's secret (§2.1), so a
+    /// RETRY token or a cookie one server issued opens on another.
+    pub fn of_fleet(secret: &[u8; 32]) -> Self {
+        Self {
+            cookie: CookieKey::from_bytes(1, &crypto::fleet_key(secret, b"mpudp fleet cookie")),
+            retry: RetryTokenKey::from_bytes(&crypto::fleet_key(secret, b"mpudp fleet retry")),
+        }
+    }
 }
 
 /// A ticket the server opened for a resuming INITIAL: its PSK, its suite, when it was issued.
@@ -502,9 +511,10 @@ pub fn answer_initial(
     let key_share = *share.public();
     let shared = share.agree(&i.key_share).map_err(|_| DropReason::Malformed)?;
     // Pick a server CID whose key gives a token unused here (§4.3) and, on a server spread
-    // over cores, owned by this core (`steering`): the CID is in TH, so each draw derives
+    // over cores or in a fleet, owned by this core of this server (`steering`): the CID is in TH, so each draw derives
     // another Key-S (a hash, not a key agreement).
-    let tries = 8 * u32::from(config.steering.map_or(1, |s| s.cores()));
+    let routing = config.routing();
+    let tries = 8 * routing.map_or(1, |s| u32::from(s.cores()) * u32::from(s.servers()));
     for _ in 0..tries {
         let mut scid = config.issue_cid(rng);
         while cid_taken(&scid) {
@@ -532,7 +542,7 @@ pub fn answer_initial(
         };
         let secrets = master.secrets(suite);
         let token = crypto::token(secrets.key_server);
-        if token_taken(token) || config.steering.is_some_and(|s| !s.owns_token(token)) {
+        if token_taken(token) || routing.is_some_and(|s| !s.owns_token(token)) {
             continue;
         }
         let cookie = seal_cookie(now, remote, keys, &master, suite, psk.is_some(), (&scid, &i.scid), i.params)?;

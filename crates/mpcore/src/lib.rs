@@ -37,7 +37,7 @@ pub mod ticket;
 #[allow(missing_docs)]
 pub mod wire;
 
-pub use config::{Config, ConfigError, Faults, PathManager, Resumption, SchedulerFactory};
+pub use config::{Config, ConfigError, Faults, Fleet, PathManager, Resumption, SchedulerFactory};
 pub use conn::cc::CongestionControl;
 pub use conn::{
     CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowState,

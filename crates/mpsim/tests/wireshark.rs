@@ -119,6 +119,10 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
                     "INITIAL"
                 }
             }
+            Ok(Header::Reset(r)) => {
+                assert_eq!((form, ptype, version), ("long", "6", v(r.version).as_str()), "{line}");
+                "STATELESS_RESET"
+            }
             Ok(Header::Retry(r)) => {
                 assert_eq!((form, ptype, version), ("long", "1", v(r.version).as_str()), "{line}");
                 "RETRY"

@@ -50,6 +50,10 @@ pub enum CloseReason {
     TokenCollision,
     /// Every subflow closed, and the connection has no idle timeout to wait for a new one.
     NoSubflow,
+    /// The server answered with a stateless reset on every subflow (PROTOCOL.md §3.4): it
+    /// does not know the connection (it restarted, or the fleet's balancer sent the packets
+    /// to another server because the connection's is gone). Connect again.
+    Reset,
 }
 
 impl std::fmt::Display for CloseReason {
@@ -78,6 +82,9 @@ impl std::fmt::Display for CloseReason {
             CloseReason::VersionMismatch => write!(f, "the server speaks none of our versions"),
             CloseReason::TokenCollision => write!(f, "token collision (connect again)"),
             CloseReason::NoSubflow => write!(f, "every subflow closed"),
+            CloseReason::Reset => {
+                write!(f, "the server does not know the connection any more (stateless reset): connect again")
+            }
         }
     }
 }

@@ -257,6 +257,7 @@ impl Connection {
             Frame::Extension { ty: NEW_TICKET, body } => self.on_new_ticket(now, body),
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
+            Frame::ResetToken(t) => self.on_reset_token(i, t),
             Frame::PathChallenge(d) => self.subflows[i].on_path_challenge(d),
             Frame::PathResponse(d) => self.subflows[i].on_path_response(&d),
             Frame::Dss(d) => self.on_dss(now, i, &d),

@@ -21,6 +21,7 @@ mod paths;
 pub(crate) mod qlog;
 mod recovery;
 mod recv;
+mod reset;
 mod sched;
 mod send;
 mod subflow;
@@ -55,6 +56,7 @@ pub use events::{
     CloseReason, ConnCounters, ConnStats, EndpointEvent, Event, ReadError, Side, SubflowCounters, SubflowStats,
     WriteError,
 };
+pub(crate) use reset::RESET_LABEL;
 pub use subflow::SubflowState;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,6 +246,9 @@ impl Connection {
         let backup = self.paths.get(usize::from(path.0)).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
         sf.set_up(self.addr_id(path), self.mss(), now);
+        if self.side == Side::Server && self.config.fleet.is_some() && state != SubflowState::Closed {
+            sf.send_reset_token();
+        }
         if self.qlog.is_some() {
             sf.log_losses();
         }

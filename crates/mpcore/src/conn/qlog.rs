@@ -436,6 +436,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::FastClose { .. } => "mp_fastclose",
         Frame::SubflowReset { .. } => "subflow_reset",
         Frame::Rto { .. } => "rto",
+        Frame::ResetToken(_) => "reset_token",
         Frame::TransportParams(_) => "transport_parameters",
         Frame::Cookie(_) => "cookie",
         Frame::HandshakeDone => "handshake_done",
@@ -457,6 +458,7 @@ fn close_name(r: CloseReason) -> &'static str {
         CloseReason::VersionMismatch => "version_mismatch",
         CloseReason::TokenCollision => "token_collision",
         CloseReason::NoSubflow => "no_subflow",
+        CloseReason::Reset => "stateless_reset",
     }
 }
 

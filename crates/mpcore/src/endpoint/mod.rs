@@ -7,6 +7,7 @@ mod accept;
 mod local_paths;
 mod oracle_periods;
 mod prewarm;
+mod reset;
 mod tickets;
 
 use crate::activity::Activity;
@@ -95,6 +96,11 @@ pub struct HandshakeCounters {
     pub resumption_declined: u64,
     /// Of those resumed, whose 0-RTT data was taken (the connection made at the INITIAL).
     pub early_accepted: u64,
+    /// A fleet's server: STATELESS_RESETs sent, for short headers of connections unknown here
+    /// (PROTOCOL.md §3.4).
+    pub resets_sent: u64,
+    /// A client: STATELESS_RESETs that named one of its connections.
+    pub resets_received: u64,
 }
 
 /// The sans-IO endpoint: its local paths, connections, stateless handshake answers and the oracle; datagrams in with `handle_datagram`, out with `poll_transmit`.
@@ -111,6 +117,8 @@ pub struct Endpoint {
     stateless: VecDeque<(PathId, SocketAddr, Vec<u8>)>,
     /// HANDSHAKEs the server may still answer before it asks for RETRYs (`retry_above`).
     hs_bucket: TokenBucket,
+    /// A fleet's server: its reset key and budget.
+    resetter: Option<reset::Resetter>,
     handshakes: HandshakeCounters,
     /// INITIALs answered per source and second (`Config::initials_per_source`).
     limiter: SourceLimiter,
@@ -170,8 +178,12 @@ impl Endpoint {
             return Err(ConfigError("an endpoint has at most 255 local paths".into()));
         }
         let mut rng = Rng::new(config.seed());
-        let keys = ServerKeys::new(&mut rng).map_err(|_| ConfigError("no system randomness".into()))?;
-        let tickets = if server { tickets::Issuer::new(&config.resumption, &mut rng) } else { None };
+        let keys = match &config.fleet {
+            Some(f) => ServerKeys::of_fleet(&f.secret),
+            None => ServerKeys::new(&mut rng).map_err(|_| ConfigError("no system randomness".into()))?,
+        };
+        let tickets =
+            if server { tickets::Issuer::new(&config.resumption, config.fleet.as_ref(), &mut rng) } else { None };
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
             path_down: vec![false; paths.len()],
@@ -191,6 +203,7 @@ impl Endpoint {
             rng,
             stateless: VecDeque::new(),
             hs_bucket: TokenBucket::full(Self::hs_burst(f64::from(config.retry_above)), 0),
+            resetter: reset::Resetter::new(config.fleet.as_ref()),
             handshakes: HandshakeCounters::default(),
             // Keyed without drawing from `rng`, so a seeded run's other draws stay as they were.
             limiter: SourceLimiter::new(
@@ -487,6 +500,10 @@ impl Endpoint {
                 return;
             }
             Header::Early(e) => self.routes.cid(&e.dcid),
+            Header::Reset(r) => {
+                self.on_reset(now, &r.token);
+                return;
+            }
             Header::Retry(r) => self.routes.cid(&r.dcid),
             Header::Handshake(h) => self.routes.cid(&h.dcid),
             Header::VersionNegotiation { dcid, versions, .. } => {
@@ -519,7 +536,10 @@ impl Endpoint {
             }
         };
         let Some(idx) = idx else {
-            self.drops.unknown_cid += 1;
+            match p.header {
+                Header::Short(s) => self.unknown_short(now, path, remote, &s.dcid, len),
+                _ => self.drops.unknown_cid += 1,
+            }
             return;
         };
         let Some(c) = self.conns.get_mut(idx) else {
@@ -555,7 +575,7 @@ impl Endpoint {
         };
         self.now = self.now.max(now);
         let Some((idx, c)) = self.routes.cid(&dcid).and_then(|i| Some((i, self.conns.get_mut(i)?))) else {
-            self.drops.unknown_cid += 1;
+            self.unknown_short(now, path, remote, &dcid, data.len());
             return;
         };
         // The header, copied out of `data`, which is opened where it lies.

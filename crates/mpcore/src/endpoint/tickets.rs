@@ -21,11 +21,12 @@ pub(super) struct Issuer {
 impl Issuer {
     /// The issuer `r` configures: its secret, or one drawn from `rng` (this endpoint's own:
     /// every core of a server, every server of a fleet, must be given the same one).
-    pub(super) fn new(r: &Resumption, rng: &mut Rng) -> Option<Self> {
+    pub(super) fn new(r: &Resumption, fleet: Option<&crate::config::Fleet>, rng: &mut Rng) -> Option<Self> {
         if !r.issue {
             return None;
         }
-        let secret = match r.secret {
+        let of_fleet = fleet.map(|f| crate::crypto::fleet_key(&f.secret, b"mpudp fleet tickets"));
+        let secret = match r.secret.or(of_fleet) {
             Some(s) => s,
             None => {
                 let mut s = [0u8; 32];

@@ -30,6 +30,7 @@ pub mod ty {
     pub const MP_FASTCLOSE: u64 = 0x1b;
     pub const SUBFLOW_RESET: u64 = 0x1c;
     pub const RTO: u64 = 0x1d;
+    pub const RESET_TOKEN: u64 = 0x1e;
     pub const TRANSPORT_PARAMS: u64 = 0x30;
     pub const COOKIE: u64 = 0x31;
     pub const HANDSHAKE_DONE: u64 = 0x32;
@@ -52,6 +53,8 @@ pub mod reason {
     pub const GRACEFUL: u8 = 0x07;
     pub const FAST_JOIN_REJECTED: u8 = 0x08;
     pub const IDLE_TIMEOUT: u8 = 0x09;
+    /// Local only, never sent: the server's STATELESS_RESET named the subflow (§3.4).
+    pub const STATELESS_RESET: u8 = 0x0a;
 }
 
 /// An ACK frame (§5.3). Parsed ranges stay in wire form and are walked by [`Ack::ranges`].
@@ -419,6 +422,8 @@ pub enum Frame<'a> {
         request: bool,
         rto_ms: Option<u64>,
     },
+    /// The stateless reset token of the CID the sender receives this subflow on (§5.20).
+    ResetToken([u8; super::packet::RESET_TOKEN_LEN]),
     /// Raw transport parameters; see [`super::params::TransportParams::parse`].
     TransportParams(&'a [u8]),
     Cookie(&'a [u8]),
@@ -542,6 +547,7 @@ impl<'a> Frame<'a> {
                 let rto_ms = if flags & 0x02 != 0 { Some(r.varint()?) } else { None };
                 Frame::Rto { request: flags & 0x01 != 0, rto_ms }
             }
+            ty::RESET_TOKEN => Frame::ResetToken(r.array()?),
             ty::TRANSPORT_PARAMS => Frame::TransportParams(r.length_prefixed()?),
             ty::COOKIE => {
                 let c = r.length_prefixed()?;
@@ -577,6 +583,7 @@ impl<'a> Frame<'a> {
             Frame::FastClose { .. } => ty::MP_FASTCLOSE,
             Frame::SubflowReset { .. } => ty::SUBFLOW_RESET,
             Frame::Rto { .. } => ty::RTO,
+            Frame::ResetToken(_) => ty::RESET_TOKEN,
             Frame::TransportParams(_) => ty::TRANSPORT_PARAMS,
             Frame::Cookie(_) => ty::COOKIE,
             Frame::HandshakeDone => ty::HANDSHAKE_DONE,
@@ -678,6 +685,7 @@ impl<'a> Frame<'a> {
                     w.varint(v)?;
                 }
             }
+            Frame::ResetToken(t) => w.bytes(&t)?,
             Frame::TransportParams(p) => w.length_prefixed(p)?,
             Frame::Cookie(c) => {
                 if c.is_empty() {

@@ -66,6 +66,7 @@ pub enum LongType {
     Confirm = 3,
     Join = 4,
     Early = 5,
+    Reset = 6,
 }
 
 impl LongType {
@@ -77,6 +78,7 @@ impl LongType {
             3 => LongType::Confirm,
             4 => LongType::Join,
             5 => LongType::Early,
+            6 => LongType::Reset,
             _ => return Err(Error::Malformed("reserved long packet type")),
         })
     }
@@ -319,6 +321,29 @@ impl Early {
     }
 }
 
+/// STATELESS_RESET (§3.4): a server that does not know a short header's connection proves
+/// that it may end it, with the token the connection's server gave for that CID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reset {
+    pub version: u32,
+    pub token: [u8; RESET_TOKEN_LEN],
+}
+
+/// Bytes of a stateless reset token (§3.4).
+pub const RESET_TOKEN_LEN: usize = 16;
+
+impl Reset {
+    /// The whole packet: smaller than any short-header packet that may trigger it.
+    pub const LEN: usize = 1 + 4 + RESET_TOKEN_LEN;
+
+    pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
+        w.u8(LongType::Reset.first_byte())?;
+        w.u32(self.version)?;
+        w.bytes(&self.token)?;
+        Ok(w.len())
+    }
+}
+
 /// Short header (§3.2) before header protection is removed: only the CID is readable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Short {
@@ -369,6 +394,7 @@ pub enum Header<'a> {
     Confirm(Confirm<'a>),
     Join(Join),
     Early(Early),
+    Reset(Reset),
     Short(Short),
 }
 
@@ -503,6 +529,7 @@ impl<'a> Packet<'a> {
                 Header::Join(Join { version, token: r.u32()?, scid: cid(&mut r)?, subflow: r.u32()?, pn: r.u32()? })
             }
             LongType::Early => Header::Early(Early { version, dcid: cid(&mut r)?, scid: cid(&mut r)?, pn: r.u32()? }),
+            LongType::Reset => Header::Reset(Reset { version, token: r.array()? }),
         };
         let header_len = r.position();
         let payload = r.rest();
@@ -510,6 +537,11 @@ impl<'a> Packet<'a> {
             Header::Initial(_) => {
                 if datagram.len() < MIN_INITIAL_SIZE {
                     return Err(Error::Malformed("INITIAL below 1200 bytes"));
+                }
+            }
+            Header::Reset(_) => {
+                if !payload.is_empty() {
+                    return Err(Error::Malformed("bytes after a STATELESS_RESET"));
                 }
             }
             _ => {

@@ -89,7 +89,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         v6,
         (opts.socket_buffer, opts.send_buffer),
         opts.config.max_datagram_size,
-        opts.config.steering,
+        opts.config.routing(),
     );
     if opts.interfaces.is_empty() {
         let any: SocketAddr = if v6 { "[::]:0" } else { "0.0.0.0:0" }.parse().expect("a literal address");
@@ -152,7 +152,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
         armed: None,
         monitor: opts.monitor_interval.map(|every| (epoch + every, every)),
-        steering: opts.config.steering,
+        steering: opts.config.routing(),
         outbox: Vec::new(),
     };
     tokio::spawn(driver);
@@ -309,7 +309,7 @@ impl Driver {
                     let stride = if m.stride == 0 { m.len } else { m.stride };
                     for d in data.chunks_mut(stride.max(1)) {
                         st.count(i, now, false, 1, d.len());
-                        let owner = steering.and_then(|s| Steering::core_of(d, s.cores()).filter(|&k| k != s.core()));
+                        let owner = steering.and_then(|s| s.core_of(d).filter(|&k| k != s.core()));
                         if let Some(k) = owner.filter(|_| !st.peers.is_empty() && outbox.len() < INBOX) {
                             outbox.push((k, PathId(i as u8), unmap(m.addr), d.to_vec()));
                             st.paths[i].io.forwarded += 1;

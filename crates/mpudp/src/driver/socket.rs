@@ -128,7 +128,7 @@ fn open_socket(
     }
     s.bind(&addr.into()).map_err(|e| io_err(e, "binding"))?;
     if let Some(st) = steering.filter(|st| st.core() == 0) {
-        super::reuseport::attach(&s, st.cores()).map_err(|e| io_err(e, "loading the steering program"))?;
+        super::reuseport::attach(&s, st).map_err(|e| io_err(e, "loading the steering program"))?;
     }
     s.set_nonblocking(true).map_err(|e| io_err(e, "setting non-blocking mode"))?;
     let std: std::net::UdpSocket = s.into();

@@ -36,6 +36,22 @@ impl Subflow {
         self.signals |= FrameSet::HS_DONE;
     }
 
+    /// A fleet's server: the stateless reset token of this subflow's CID goes to the client.
+    pub fn send_reset_token(&mut self) {
+        self.signals |= FrameSet::RESET_TOKEN;
+    }
+
+    /// Client: the server's stateless reset token for the CID we send this subflow to.
+    pub fn set_peer_reset(&mut self, token: [u8; crate::wire::packet::RESET_TOKEN_LEN]) {
+        self.peer_reset = Some(token);
+    }
+
+    /// Whether `token` is the reset token of this subflow, while it is open (a closed one's
+    /// CID may have been retired by the server, which then resets it).
+    pub fn is_reset_by(&self, token: &[u8; crate::wire::packet::RESET_TOKEN_LEN]) -> bool {
+        self.is_open() && self.peer_reset.is_some_and(|t| crate::crypto::ct_eq(&t, token))
+    }
+
     /// The connection is aborted: MP_FASTCLOSE on this subflow.
     pub fn send_fast_close(&mut self) {
         self.signals |= FrameSet::FASTCLOSE;

@@ -35,6 +35,8 @@ impl FrameSet {
     pub const FJ_REPLY: Self = Self(1 << 15);
     /// NEW_TICKET (the connection's, carried by one subflow).
     pub const TICKET: Self = Self(1 << 16);
+    /// RESET_TOKEN (a fleet server's, for the CID it receives the subflow on; §5.20).
+    pub const RESET_TOKEN: Self = Self(1 << 17);
 
     /// Frames that are sent again when the packet carrying them is lost.
     pub const RETRANSMITTABLE: Self = Self(
@@ -49,7 +51,8 @@ impl FrameSet {
             | Self::ADDR_ECHO.0
             | Self::REMOVE_ADDR.0
             | Self::CHALLENGE.0
-            | Self::TICKET.0,
+            | Self::TICKET.0
+            | Self::RESET_TOKEN.0,
     );
     /// The join's frames.
     pub const JOINING: Self = Self(Self::JOIN.0 | Self::SYNACK.0 | Self::JOIN_ACK.0 | Self::FJ_REPLY.0);

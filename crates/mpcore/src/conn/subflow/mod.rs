@@ -291,6 +291,8 @@ pub struct Subflow {
     /// A copy of a segment the redundant scheduler put on this subflow too.
     copy: Option<DataRef>,
     reset_reason: u8,
+    /// Client: the stateless reset token the server gave for the CID we send to (§3.4).
+    peer_reset: Option<[u8; crate::wire::packet::RESET_TOKEN_LEN]>,
     /// We closed it and told the peer: late packets are answered with the reset again.
     sent_reset: bool,
     /// When a packet last arrived on it (authenticated), for the subflow idle timeout.
@@ -373,6 +375,7 @@ impl Subflow {
             carry: FrameSet::EMPTY,
             copy: None,
             reset_reason: 0,
+            peer_reset: None,
             sent_reset: false,
             last_rx: now,
             idle_probe: None,

@@ -1,0 +1,123 @@
+//! Issue 38 in the simulator: a server of a fleet names itself in the routing byte of every
+//! CID and JOIN token it issues (PROTOCOL.md §2.1), and another server of the fleet that gets
+//! the connection's packets (its own died; the balancer sent its id elsewhere) answers each
+//! with a STATELESS_RESET (§3.4): the client ends the connection within about two RTTs of its
+//! next packet, where it would otherwise wait out its timeouts.
+#![allow(clippy::unwrap_used)]
+
+use mpcore::{CloseReason, Config, Endpoint, Event, Fleet, Iface, LocalPath, Steering};
+use mpsim::{ms, multimob_paths, server_addr, Dir, Sim};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+const SECRET: [u8; 32] = [7; 32];
+
+fn member(server: u8, secret: [u8; 32]) -> Config {
+    Config { fleet: Some(Fleet { server, servers: 3, secret }), ..Config::default() }
+}
+
+/// A connection to server 2 of 3 with both paths joined and data exchanged; every datagram the
+/// client sends, kept.
+fn connected(seed: u64) -> (Sim, mpcore::ConnHandle, Rc<RefCell<Vec<Vec<u8>>>>) {
+    let mut sim = Sim::new(seed, Config::default(), member(2, SECRET), multimob_paths()).unwrap();
+    let sent = Rc::new(RefCell::new(Vec::new()));
+    let log = sent.clone();
+    sim.tap = Some(Box::new(move |_, _, dir, d: &[u8]| {
+        if dir == Dir::Up {
+            log.borrow_mut().push(d.to_vec());
+        }
+    }));
+    let c = sim.connect();
+    sim.run_until(ms(1_000), |_| None);
+    sim.client.conn_mut(c).unwrap().write(b"hello").unwrap();
+    sim.run_until(ms(2_000), |_| None);
+    let st = sim.client.stats(c).unwrap();
+    assert!(
+        st.established && st.subflows.iter().filter(|s| s.state == mpcore::SubflowState::Established).count() == 2,
+        "{st:?}"
+    );
+    (sim, c, sent)
+}
+
+#[test]
+fn every_datagram_after_the_initial_names_the_server_in_the_routing_byte() {
+    for seed in 1..=5 {
+        let (_sim, _, sent) = connected(seed);
+        let sent = sent.borrow();
+        let (mut short, mut joins) = (0, 0);
+        for d in sent.iter() {
+            let server = if d[0] & 0x80 == 0 {
+                short += 1;
+                d[1]
+            } else {
+                match (d[0] >> 3) & 7 {
+                    0 | 5 => continue, // INITIAL, EARLY: the client's random DCID, hashed
+                    4 => {
+                        joins += 1;
+                        d[5]
+                    }
+                    _ => d[5],
+                }
+            };
+            assert_eq!(Steering::server_of(server, 3), 2, "seed {seed}: {d:02x?}");
+        }
+        assert!(short >= 2 && joins >= 1, "seed {seed}: {short} short, {joins} joins");
+    }
+}
+
+fn reset_after_move(seed: u64, secret: [u8; 32]) -> (Option<(u64, CloseReason)>, u64, u64) {
+    let (mut sim, c, _) = connected(seed);
+    // The server dies; the balancer sends its id to server 0, which never heard of it.
+    let paths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];
+    let mut other = member(0, secret);
+    other.rng_seed = Some(seed);
+    sim.server = Endpoint::new(other, paths, true).unwrap();
+    let asked = sim.now;
+    sim.client.conn_mut(c).unwrap().write(b"are you there?").unwrap();
+    let mut closed = None;
+    sim.run_until(asked + ms(5_000), |s| {
+        while let Some((_, e)) = s.client.poll_event() {
+            if let (Event::Closed { reason }, None) = (e, closed) {
+                closed = Some((s.now - asked, reason));
+            }
+        }
+        None
+    });
+    let sent = sim.server.handshake_counters().resets_sent;
+    (closed, sent, sim.client.handshake_counters().resets_received)
+}
+
+#[test]
+fn a_server_of_the_fleet_that_does_not_know_the_connection_resets_it_within_two_rtts() {
+    for seed in 1..=5 {
+        let (closed, sent, received) = reset_after_move(seed, SECRET);
+        let (after, reason) = closed.expect("the client gave up");
+        eprintln!("seed {seed}: closed {} ms after the write", after / 1000);
+        assert_eq!(reason, CloseReason::Reset, "seed {seed}");
+        // Both subflows are reset: the WiFi one at its next packet (RTT 15 ms), the cellular
+        // one when the data moves there (RTT 25 ms), with the loss detection in between.
+        assert!(after < ms(400), "seed {seed}: closed {after} us after the write");
+        assert!(sent >= 2 && received >= 2, "seed {seed}: {sent} sent, {received} received");
+    }
+}
+
+#[test]
+fn a_reset_without_the_fleets_secret_is_ignored() {
+    let (closed, sent, received) = reset_after_move(3, [8; 32]);
+    assert!(sent > 0, "the other server answers with its own token");
+    assert_eq!(received, 0, "no token of the client's matches");
+    assert!(closed.is_none_or(|(t, r)| r != CloseReason::Reset && t > ms(1_000)), "{closed:?}");
+}
+
+#[test]
+fn a_server_outside_a_fleet_sends_no_reset() {
+    let mut sim = Sim::new(4, Config::default(), Config::default(), multimob_paths()).unwrap();
+    let c = sim.connect();
+    sim.run_until(ms(1_000), |_| None);
+    let paths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];
+    sim.server = Endpoint::new(Config { rng_seed: Some(4), ..Config::default() }, paths, true).unwrap();
+    sim.client.conn_mut(c).unwrap().write(b"x").unwrap();
+    sim.run_until(ms(3_000), |_| None);
+    assert_eq!(sim.server.handshake_counters().resets_sent, 0);
+    assert!(sim.server.drops().unknown_cid > 0);
+}
