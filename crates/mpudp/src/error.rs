@@ -125,7 +125,9 @@ impl From<Error> for io::Error {
             Error::Unreachable { .. } => io::ErrorKind::TimedOut,
             Error::Config(_) | Error::NoServerKey => io::ErrorKind::InvalidInput,
             Error::ServerNotAuthenticated { .. } => io::ErrorKind::PermissionDenied,
-            Error::Closed(CloseReason::Aborted | CloseReason::PeerAborted) => io::ErrorKind::ConnectionReset,
+            Error::Closed(CloseReason::Aborted | CloseReason::PeerAborted | CloseReason::Reset) => {
+                io::ErrorKind::ConnectionReset
+            }
             Error::Closed(CloseReason::PeerUnresponsive { .. } | CloseReason::IdleTimeout) => io::ErrorKind::TimedOut,
             Error::Closed(_) | Error::EndpointClosed => io::ErrorKind::ConnectionAborted,
             Error::Io { source, .. } => source.kind(),

@@ -61,6 +61,7 @@ mod driver;
 mod endpoint;
 mod error;
 mod events;
+pub mod fleet;
 mod iface;
 mod listener;
 #[cfg(target_os = "linux")]

@@ -27,6 +27,8 @@ pub(crate) struct TxBatch {
     seg: usize,
     count: usize,
     remote: SocketAddr,
+    /// The routing byte of its datagrams (`routing_byte`).
+    key: Option<u8>,
     /// The socket said WouldBlock: wait for its write readiness.
     blocked: bool,
     /// What the endpoint was last told of `blocked` (`Endpoint::set_path_writable`).
@@ -41,15 +43,18 @@ impl TxBatch {
             seg: 0,
             count: 0,
             remote: SocketAddr::from(([0, 0, 0, 0], 0)),
+            key: None,
             blocked: false,
             announced: false,
         }
     }
 
-    /// Whether a datagram of `len` bytes to `remote` can join this batch.
-    fn accepts(&self, remote: SocketAddr, len: usize, max: usize) -> bool {
+    /// Whether a datagram of `len` bytes to `remote` with routing byte `key` can join this
+    /// batch.
+    fn accepts(&self, remote: SocketAddr, len: usize, key: Option<u8>, max: usize) -> bool {
         self.count == 0
             || (remote == self.remote
+                && key == self.key
                 && self.count < max
                 && len <= self.seg
                 && self.len + len <= GSO_BYTES
@@ -58,7 +63,12 @@ impl TxBatch {
 
     fn push(&mut self, remote: SocketAddr, d: &[u8]) {
         self.buf[self.len..self.len + d.len()].copy_from_slice(d);
-        self.commit(remote, d.len());
+        self.commit(remote, d.len(), routing_byte(d));
+    }
+
+    /// The routing byte of the datagram of `len` bytes written at the batch's end.
+    fn tail_key(&self, len: usize) -> Option<u8> {
+        routing_byte(&self.buf[self.len..self.len + len])
     }
 
     /// The free end of the batch, where the next datagram may be written in place, if it has
@@ -68,10 +78,11 @@ impl TxBatch {
     }
 
     /// Takes the `len` bytes written at the batch's end as its next datagram.
-    fn commit(&mut self, remote: SocketAddr, len: usize) {
+    fn commit(&mut self, remote: SocketAddr, len: usize, key: Option<u8>) {
         if self.count == 0 {
             self.remote = remote;
             self.seg = len;
+            self.key = key;
         }
         self.len += len;
         self.count += 1;
@@ -82,6 +93,16 @@ impl TxBatch {
         self.count = 0;
         self.blocked = false;
     }
+}
+
+/// The byte of a datagram that a fleet's balancer and a server's kernel read to find its server
+/// and core (`mpcore::steering`): byte 1 of a short header, byte 5 of a long one. A GSO batch
+/// crosses a software balancer (and a veth) as one packet whose first datagram's byte sends
+/// the whole batch, so datagrams of different connections (one client socket carries
+/// several, of several servers) never share a batch.
+fn routing_byte(d: &[u8]) -> Option<u8> {
+    let first = *d.first()?;
+    d.get(if first & 0x80 == 0 { 1 } else { 5 }).copied()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,15 +192,16 @@ impl Io {
             let p = usize::from(t.path.0);
             self.guess = p;
             let Some(max) = self.sockets.get(p).and_then(|s| s.as_ref()).map(|s| s.max_segments) else { continue };
-            if in_place && p == guess && self.tx[p].accepts(t.remote, t.len, max) {
-                self.tx[p].commit(t.remote, t.len);
+            let key = if in_place && p == guess { self.tx[p].tail_key(t.len) } else { None };
+            if in_place && p == guess && self.tx[p].accepts(t.remote, t.len, key, max) {
+                self.tx[p].commit(t.remote, t.len, key);
             } else {
                 if in_place {
                     // Another path's, or one that cannot join this batch: to the scratch buffer.
                     let (b, at) = (&self.tx[guess], self.tx[guess].len);
                     self.scratch[..t.len].copy_from_slice(&b.buf[at..at + t.len]);
                 }
-                if !self.tx[p].accepts(t.remote, t.len, max) {
+                if !self.tx[p].accepts(t.remote, t.len, routing_byte(&self.scratch[..t.len]), max) {
                     // The batch leaves first, without the lock.
                     let blocked = self.tx[p].blocked || {
                         drop(st);

@@ -1,0 +1,180 @@
+//! A fleet of servers behind a stateless load balancer (issue 38; PROTOCOL.md §2.1): the
+//! balancer is the Linux kernel's own packet path, an nftables ruleset this module writes.
+//!
+//! Every datagram a client sends carries one *routing byte* that names its server: byte 1 of a
+//! short header (the first byte of the DCID), byte 5 of a CONFIRM (its DCID) or of a JOIN (its
+//! token's first byte), `r mod servers`. An INITIAL or EARLY packet carries the client's random
+//! original DCID there instead: the balancer spreads those over the servers that take new
+//! connections, by the same byte (the repeats of an INITIAL, and its EARLY packets, keep it).
+//!
+//! The rules rewrite the destination address, stateless, in the prerouting hook at the raw
+//! priority, with connection tracking off for the service's traffic (`notrack`): conntrack
+//! would pin a client's address and port to the first server it chose, and one client socket
+//! carries several connections (a phone's endpoint does), each of its own server. The
+//! servers' answers come back through the balancer (its address is their route) and get the
+//! service's address as their source. Draining a server (no new connection, the old ones
+//! finish) or taking a dead one out (its id then goes to a live server, which answers every
+//! packet of its connections with a stateless reset) is one atomic `nft -f` of a new ruleset.
+
+use std::fmt::Write;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// A server of the fleet, as the balancer knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backend {
+    /// Its id in the fleet's routing byte (`mpcore::Fleet::server`).
+    pub id: u8,
+    /// Where the balancer sends its datagrams (the port is the service's).
+    pub addr: Ipv4Addr,
+    /// Takes new connections (false: drained, its connections finish).
+    pub accepting: bool,
+    /// Alive (false: its id goes to a live server, which resets its connections).
+    pub alive: bool,
+}
+
+/// The balancer's configuration.
+#[derive(Clone, Debug)]
+pub struct Balancer {
+    /// The service's address, which clients connect to.
+    pub service: SocketAddrV4,
+    /// The fleet's number of ids (`mpcore::Fleet::servers`).
+    pub servers: u8,
+    /// The servers, by id.
+    pub backends: Vec<Backend>,
+    /// The nftables table's name.
+    pub table: String,
+}
+
+impl Balancer {
+    /// Checks what the ruleset needs: at least one live server that takes connections, ids
+    /// below `servers`, none twice.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.servers == 0 {
+            return Err("the fleet needs at least one server id".into());
+        }
+        let mut seen = [false; 256];
+        for b in &self.backends {
+            if b.id >= self.servers || std::mem::replace(&mut seen[usize::from(b.id)], true) {
+                return Err(format!("server id {} is out of range (fleet of {}) or given twice", b.id, self.servers));
+            }
+        }
+        if !self.backends.iter().any(|b| b.alive && b.accepting) {
+            return Err("no live server takes new connections".into());
+        }
+        Ok(())
+    }
+
+    /// Where each routing byte's packets go: server `r mod servers`; an id no live server
+    /// has goes to a live one (which resets the connections it does not know).
+    pub fn by_routing_byte(&self) -> Vec<Ipv4Addr> {
+        let live: Vec<&Backend> = self.backends.iter().filter(|b| b.alive).collect();
+        (0..=255u8)
+            .map(|r| {
+                let id = mpcore::Steering::server_of(r, self.servers);
+                match live.iter().find(|b| b.id == id) {
+                    Some(b) => b.addr,
+                    None => live[usize::from(r) % live.len().max(1)].addr,
+                }
+            })
+            .collect()
+    }
+
+    /// Where each first byte of an INITIAL's random DCID goes: the live servers that take
+    /// new connections, in turn.
+    pub fn by_initial_byte(&self) -> Vec<Ipv4Addr> {
+        let open: Vec<Ipv4Addr> = self.backends.iter().filter(|b| b.alive && b.accepting).map(|b| b.addr).collect();
+        (0..=255usize).map(|r| open[r % open.len().max(1)]).collect()
+    }
+
+    /// The ruleset, for `nft -f`: it replaces the table atomically.
+    pub fn nft_ruleset(&self) -> Result<String, String> {
+        self.validate()?;
+        let (vip, port, t) = (self.service.ip(), self.service.port(), &self.table);
+        let map = |to: Vec<Ipv4Addr>| {
+            let items: Vec<String> = to.iter().enumerate().map(|(r, a)| format!("{r} : {a}")).collect();
+            format!("{{ {} }}", items.join(", "))
+        };
+        let backends: Vec<String> = self.backends.iter().map(|b| b.addr.to_string()).collect();
+        let mut s = String::new();
+        let _ = writeln!(s, "# mpudp fleet balancer: {} server ids, service {}", self.servers, self.service);
+        for b in &self.backends {
+            let state = match (b.alive, b.accepting) {
+                (false, _) => "dead: its id goes to a live server",
+                (true, false) => "drained: no new connection",
+                (true, true) => "in service",
+            };
+            let _ = writeln!(s, "#   server {} at {}: {state}", b.id, b.addr);
+        }
+        let _ = writeln!(s, "table ip {t}\ndelete table ip {t}\ntable ip {t} {{");
+        let _ = writeln!(s, "  chain prerouting {{\n    type filter hook prerouting priority raw; policy accept;");
+        let _ = writeln!(s, "    # No connection tracking: one client socket carries connections of several servers.");
+        let _ = writeln!(s, "    ip daddr {vip} udp dport {port} notrack");
+        let _ = writeln!(s, "    ip saddr {{ {} }} udp sport {port} notrack", backends.join(", "));
+        let _ = writeln!(s, "    # The payload starts at bit 64 of the transport header (after UDP's 8 bytes).");
+        let _ = writeln!(s, "    # Short header (first bit 0): byte 1, the DCID's routing byte.");
+        let _ = writeln!(
+            s,
+            "    ip daddr {vip} udp dport {port} @th,64,1 0 ip daddr set @th,72,8 map {}",
+            map(self.by_routing_byte())
+        );
+        let _ = writeln!(
+            s,
+            "    # INITIAL (type 0) and EARLY (5): byte 5, the client's random DCID, over the open servers."
+        );
+        let _ = writeln!(
+            s,
+            "    ip daddr {vip} udp dport {port} @th,64,1 1 @th,66,3 {{ 0, 5 }} ip daddr set @th,104,8 map {}",
+            map(self.by_initial_byte())
+        );
+        let _ = writeln!(s, "    # CONFIRM and JOIN: byte 5, the server's CID or its token.");
+        let _ = writeln!(
+            s,
+            "    ip daddr {vip} udp dport {port} @th,64,1 1 ip daddr set @th,104,8 map {}",
+            map(self.by_routing_byte())
+        );
+        let _ = writeln!(s, "    # The servers' answers leave from the service's address.");
+        let _ = writeln!(s, "    ip saddr {{ {} }} udp sport {port} ip saddr set {vip}", backends.join(", "));
+        let _ = writeln!(s, "  }}\n}}");
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fleet() -> Balancer {
+        let b = |id, last| Backend { id, addr: Ipv4Addr::new(10, 0, id, last), accepting: true, alive: true };
+        Balancer {
+            service: "10.9.9.9:443".parse().unwrap(),
+            servers: 3,
+            backends: vec![b(0, 2), b(1, 2), b(2, 2)],
+            table: "mpudp".into(),
+        }
+    }
+
+    #[test]
+    fn bytes_go_to_their_server_and_a_dead_ones_to_a_live_one() {
+        let mut f = fleet();
+        let by = f.by_routing_byte();
+        assert!((0..=255usize).all(|r| by[r] == Ipv4Addr::new(10, 0, (r % 3) as u8, 2)));
+        f.backends[1].accepting = false;
+        let initial = f.by_initial_byte();
+        assert!(!initial.contains(&Ipv4Addr::new(10, 0, 1, 2)), "drained: no INITIAL");
+        assert_eq!(f.by_routing_byte(), by, "drained: its connections still reach it");
+        f.backends[1].alive = false;
+        let by = f.by_routing_byte();
+        assert!(!by.contains(&Ipv4Addr::new(10, 0, 1, 2)), "dead: nothing goes there");
+        assert_eq!(by[0], Ipv4Addr::new(10, 0, 0, 2));
+        let text = f.nft_ruleset().unwrap();
+        assert!(
+            text.contains("notrack") && text.contains("@th,104,8 map") && text.contains("drained")
+                || text.contains("dead")
+        );
+        f.backends[0].accepting = false;
+        f.backends[2].alive = false;
+        assert!(f.nft_ruleset().is_err(), "no server takes connections");
+        f.backends.push(Backend { id: 3, addr: Ipv4Addr::LOCALHOST, accepting: true, alive: true });
+        assert!(f.validate().is_err(), "id 3 of 3");
+    }
+}
