@@ -6,7 +6,7 @@
 -- What it shows without keys: the long headers whole (INITIAL with its key share, transport
 -- parameters and resumption offer, RETRY, HANDSHAKE with the suite and signature or PSK proof,
 -- CONFIRM with its cookie, EARLY (0-RTT data) with its CIDs, JOIN with
--- the receiver's token and the subflow number), VERSION_NEGOTIATION, WARM, and the short
+-- the receiver's token and the subflow number, STATELESS_RESET with its token), VERSION_NEGOTIATION, WARM, and the short
 -- header's DCID; the AEAD-sealed payloads and the short header's protected bits stay opaque.
 -- It does not decrypt: Wireshark's Lua API (4.0) has no AES-GCM, ChaCha20-Poly1305 or
 -- header-protection primitive, and a key log would take keys out of the process for a tool
@@ -22,7 +22,10 @@ local VERSION = 0x6d700002
 
 local p = Proto("mpudp", "mpudp (Multipath TCP's logic over UDP)")
 
-local types = { [0] = "INITIAL", [1] = "RETRY", [2] = "HANDSHAKE", [3] = "CONFIRM", [4] = "JOIN", [5] = "EARLY" }
+local types = {
+    [0] = "INITIAL", [1] = "RETRY", [2] = "HANDSHAKE", [3] = "CONFIRM", [4] = "JOIN", [5] = "EARLY",
+    [6] = "STATELESS_RESET",
+}
 local suites = { [1] = "ChaCha20-Poly1305", [2] = "AES-128-GCM" }
 local params = {
     [1] = "max_datagram_size", [2] = "initial_window", [3] = "max_ack_delay", [4] = "idle_timeout",
@@ -58,6 +61,7 @@ local f = {
     cookie_len = ProtoField.uint32("mpudp.cookie_length", "Cookie length"),
     cookie = ProtoField.bytes("mpudp.cookie", "Cookie"),
     join_token = ProtoField.uint32("mpudp.join_token", "Receiver's token", base.HEX),
+    reset_token = ProtoField.bytes("mpudp.reset_token", "Stateless reset token"),
     subflow = ProtoField.uint32("mpudp.subflow", "Subflow number", base.HEX),
     opener = ProtoField.string("mpudp.opener", "Opened by"),
     supported = ProtoField.uint32("mpudp.supported_version", "Supported version", base.HEX),
@@ -165,6 +169,12 @@ local function dissect_long(tvb, pinfo, tree)
     pinfo.cols.info:set(name)
     if not types[t] then return bad(tree, "reserved packet type") end
     local off = 5
+    -- STATELESS_RESET (§3.4): the token and nothing after.
+    if t == 6 then
+        if tvb:len() ~= 21 then return bad(tree, "a STATELESS_RESET is 21 bytes") end
+        tree:add(f.reset_token, tvb(off, 16))
+        return
+    end
     if t == 4 then
         if not need(tvb, tree, off, 20, "JOIN header") then return end
         tree:add(f.join_token, tvb(off, 4))

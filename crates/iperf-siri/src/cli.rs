@@ -37,6 +37,10 @@ pub enum Command {
     /// Write a key pair for a server to FILE (PEM, readable by its owner only) and print its
     /// public key, one base64 line, for the clients (`-c HOST --server-key KEY`).
     Keygen(KeygenArgs),
+    /// Print the nftables ruleset of a stateless balancer in front of a fleet of servers
+    /// (`-s --fleet ID/IDS`), for `nft -f`: datagrams go to their connection's server by
+    /// the routing byte, INITIALs to the servers that take new connections.
+    FleetRules(crate::fleet::FleetRulesArgs),
     /// Draw a connection's qlog (`--qlog DIR` wrote it) as a timeline: one lane per subflow
     /// (packets sent, received, lost; what happened to it), the transport's decisions and the
     /// cellular radio's state.
@@ -141,6 +145,14 @@ pub struct RunArgs {
     /// makes one at start and prints its public key.
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
+    /// Server: one of a fleet behind a balancer (`iperf-siri fleet-rules`): its id and the
+    /// fleet's number of ids, as `1/3`. Every server of the fleet takes the same `--key`.
+    #[arg(long, value_name = "ID/IDS", value_parser = crate::fleet::parse_member, requires = "fleet_secret")]
+    pub fleet: Option<(u8, u8)>,
+    /// Server: the fleet's shared secret, 64 hex digits in FILE (its RETRY, cookie, ticket and
+    /// stateless reset keys derive from it).
+    #[arg(long, value_name = "FILE", requires = "fleet")]
+    pub fleet_secret: Option<PathBuf>,
     /// Client: the server's public key (base64, as the server or `keygen` prints it); may be
     /// repeated (a server rotating its key). A server that cannot prove it is refused.
     #[arg(long = "server-key", value_name = "KEY", value_parser = parse_public_key)]
@@ -440,7 +452,9 @@ impl RunArgs {
         if let Some(dir) = self.qlog_dir() {
             o = o.qlog_dir(dir);
         }
+        let fleet = if client { None } else { crate::fleet::member(self.fleet, self.fleet_secret.as_ref())? };
         let c = o.config_mut();
+        c.fleet = fleet;
         c.congestion = mpudp::CongestionControl::from_name(&self.cc).unwrap_or_default();
         c.oracle.period = self.oracle_period.as_micros().max(1) as u64;
         c.oracle.loss_threshold = self.sloss;

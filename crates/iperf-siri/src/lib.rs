@@ -16,6 +16,7 @@ pub mod context;
 pub mod demo;
 pub mod demo_resume;
 pub mod events;
+pub mod fleet;
 pub mod out;
 pub mod plot;
 pub mod proto;
@@ -320,6 +321,13 @@ async fn refuse_busy(stream: MpStream) {
 /// The first line of a clap error, without its "error: " prefix.
 pub fn one_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or("invalid arguments");
-    first.strip_prefix("error: ").unwrap_or(first).to_string()
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // What clap lists under it (the required arguments not given) belongs to the line.
+    for more in lines.take_while(|l| l.starts_with("  ")) {
+        line.push(' ');
+        line.push_str(more.trim());
+    }
+    line
 }

@@ -69,6 +69,7 @@ fn main() -> ExitCode {
             Some(Command::Demo(d)) => iperf_siri::demo::run(d).await,
             Some(Command::Keygen(k)) => iperf_siri::keygen(&k.file),
             Some(Command::Timeline(t)) => iperf_siri::timeline_command(t),
+            Some(Command::FleetRules(f)) => iperf_siri::fleet::rules(f),
             None if cli.run.server => iperf_siri::server(&cli.run).await,
             None if cli.run.client.is_some() => iperf_siri::client(&cli.run).await,
             None => Err("say -s (server), -c HOST (client) or `demo`; see --help".into()),

@@ -612,3 +612,46 @@ fn a_squatter_does_not_keep_others_out() {
     // The next test measures paths on this machine: let the dying server's traffic pass.
     std::thread::sleep(Duration::from_secs(2));
 }
+
+#[test]
+fn fleet_rules_print_a_ruleset_and_mistakes_are_one_line() {
+    let svc = ["fleet-rules", "--service", "10.0.0.1:443", "--ids", "3"];
+    let with = |extra: &[&str]| run(&[&svc[..], extra].concat());
+    let out = with(&["--server", "0=10.0.0.2", "--server", "1=10.0.0.3,drained", "--server", "2=10.0.0.4,dead"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Byte 5 is server 2's id (5 mod 3), dead: it goes to a live server, never to 10.0.0.4.
+    assert!(text.contains("notrack") && text.contains("server 1 at 10.0.0.3: drained"), "{text}");
+    assert!(!text.contains(": 10.0.0.4") && text.contains("1 : 10.0.0.3"), "{text}");
+    // The kernel takes it (`nft -c`: checked, not loaded), where nft is installed and root.
+    let nft = Command::new("nft").arg("--version").output().is_ok_and(|o| o.status.success());
+    let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:\t0")));
+    if nft && root {
+        let mut c =
+            Command::new("nft").args(["-c", "-f", "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        std::io::Write::write_all(&mut c.stdin.take().unwrap(), text.as_bytes()).unwrap();
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "nft -c: {}", String::from_utf8_lossy(&o.stderr));
+    } else {
+        println!("SKIPPED: nft -c (needs nftables and root)");
+    }
+    for (args, expect) in [
+        (&["--server", "0=10.0.0.2,asleep"][..], "ID=ADDR"),
+        (&["--server", "0=10.0.0.2,drained"], "no live server takes new connections"),
+        (&["--server", "3=10.0.0.2"], "server id 3 is out of range"),
+    ] {
+        let e = stderr_line(&with(args));
+        assert!(e.contains(expect), "{args:?}: {e}");
+    }
+    for (args, expect) in [
+        (&["-s", "--fleet", "1/3"][..], "--fleet-secret"),
+        (&["-s", "--fleet", "3/3", "--fleet-secret", "/x"], "ID/IDS"),
+        (
+            &["-s", "-p", "0", "--fleet", "1/3", "--fleet-secret", "/nonexistent/secret"],
+            "--fleet-secret /nonexistent/secret",
+        ),
+    ] {
+        let e = stderr_line(&run(args));
+        assert!(e.contains(expect), "{args:?}: {e}");
+    }
+}

@@ -121,3 +121,52 @@ fn a_server_outside_a_fleet_sends_no_reset() {
     assert_eq!(sim.server.handshake_counters().resets_sent, 0);
     assert!(sim.server.drops().unknown_cid > 0);
 }
+
+/// Puts `config`'s endpoint in the server's place (another server of the fleet, which never
+/// saw the connection, gets its next packets).
+fn swap_in(sim: &mut Sim, config: Config) {
+    let paths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];
+    sim.server = Endpoint::new(config, paths, true).unwrap();
+}
+
+#[test]
+fn a_fleets_servers_open_each_others_retry_tokens_cookies_and_tickets() {
+    // Server 2 asks for a RETRY, then answers the repeat with a HANDSHAKE and its cookie;
+    // server 0 (the same identity, as a fleet's servers have) gets the client's next packet:
+    // the repeated INITIAL with the token, or the CONFIRM with the cookie.
+    for (what, after_retries, after_answers) in [("RETRY token", 1, 0), ("cookie", 1, 1)] {
+        let retry = |k| Config { require_retry: true, ..member(k, SECRET) };
+        let mut sim = Sim::new(8, Config::default(), retry(2), multimob_paths()).unwrap();
+        let identity = sim.server.config().identity.clone();
+        let c = sim.connect();
+        let mut swapped = false;
+        sim.run_until(ms(1_000), |s| {
+            let h = s.server.handshake_counters();
+            if !swapped && (h.retries, h.answered) == (after_retries, after_answers) {
+                swapped = true;
+                swap_in(s, Config { identity: identity.clone(), rng_seed: Some(9), ..retry(0) });
+            }
+            None
+        });
+        let h = sim.server.handshake_counters();
+        assert!(swapped && sim.client.stats(c).is_some_and(|s| s.established), "{what}: {h:?}");
+        assert_eq!(h.retries, 0, "{what}: server 0 took it, and asked for no second RETRY");
+        assert_eq!(h.answered, 1 - after_answers, "{what}");
+    }
+    // A ticket server 2 issued resumes on server 0.
+    let issuing =
+        |k| Config { resumption: mpcore::Resumption { issue: true, ..Default::default() }, ..member(k, SECRET) };
+    let client = Config { resumption: mpcore::Resumption { accept: true, ..Default::default() }, ..Config::default() };
+    let mut sim = Sim::new(9, client, issuing(2), multimob_paths()).unwrap();
+    sim.client.set_unix_time(0, 1_700_000_000_000);
+    sim.server.set_unix_time(0, 1_700_000_000_000);
+    let c = sim.connect();
+    sim.run_until(ms(500), |_| None);
+    let ticket = sim.client.take_ticket(c).expect("a ticket");
+    let identity = sim.server.config().identity.clone();
+    swap_in(&mut sim, Config { identity, rng_seed: Some(10), ..issuing(0) });
+    sim.server.set_unix_time(sim.now, 1_700_000_000_000 + sim.now / 1000);
+    let r = sim.client.connect_resuming(sim.now, mpcore::PathId(0), server_addr(), &ticket).unwrap();
+    sim.run_until(ms(1_000), |_| None);
+    assert!(sim.client.stats(r).is_some_and(|s| s.established && s.resumed), "{:?}", sim.server.handshake_counters());
+}

@@ -49,6 +49,8 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     let server = Config {
         require_retry: true,
         resumption: Resumption { issue: true, early_data: true, ..Resumption::default() },
+        // One of a fleet: RESET_TOKENs, and at the end another server's STATELESS_RESET.
+        fleet: Some(mpcore::Fleet { server: 2, servers: 3, secret: [3; 32] }),
         ..mpsim::multimob_server()
     };
     let mut sim = Sim::new(21, client, server, multimob_backup_paths()).unwrap();
@@ -72,6 +74,17 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     sim.client.conn_mut(resumed).unwrap().write_early(&[1; 3_000]).unwrap();
     sim.run_until(ms(6_000), |_| None);
     assert!(sim.client.stats(resumed).is_some_and(|s| s.resumed && s.established));
+    // The server dies; the fleet's server 0 gets the connection's next packets and resets it.
+    let other = Config {
+        fleet: Some(mpcore::Fleet { server: 0, servers: 3, secret: [3; 32] }),
+        rng_seed: Some(21),
+        ..Config::default()
+    };
+    let paths = vec![mpcore::LocalPath { addr: server, iface: mpcore::Iface::Wired, backup: false }];
+    sim.server = mpcore::Endpoint::new(other, paths, true).unwrap();
+    sim.client.conn_mut(resumed).unwrap().write(&[2; 100]).unwrap();
+    sim.run_until(ms(6_500), |_| None);
+    assert!(sim.client.handshake_counters().resets_received > 0);
     let pcap = sim.capture.take().unwrap();
     let file = std::env::temp_dir().join(format!("mpudp-dissector-{}.pcap", std::process::id()));
     std::fs::write(&file, pcap.bytes()).unwrap();
@@ -83,6 +96,7 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
         .args(["-e", "mpudp.version", "-e", "mpudp.pn", "-e", "mpudp.subflow", "-e", "mpudp.join_token"])
         .args(["-e", "mpudp.dcid", "-e", "mpudp.signed", "-e", "mpudp.supported_version", "-e", "_ws.expert"])
         .args(["-e", "_ws.malformed", "-e", "mpudp.resume", "-e", "mpudp.ticket", "-e", "mpudp.psk"])
+        .args(["-e", "mpudp.reset_token"])
         .output()
         .unwrap();
     let _ = std::fs::remove_file(&file);
@@ -94,7 +108,7 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     let mut seen = std::collections::BTreeMap::<&str, usize>::new();
     for (line, bytes) in lines.iter().zip(&sent) {
         let col: Vec<&str> = line.split('|').collect();
-        let [_, proto, form, ptype, version, pn, subflow, token, dcid, signed, supported, expert, malformed, resume, ticket, psk] =
+        let [_, proto, form, ptype, version, pn, subflow, token, dcid, signed, supported, expert, malformed, resume, ticket, psk, reset] =
             col[..]
         else {
             panic!("{line}")
@@ -121,6 +135,7 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
             }
             Ok(Header::Reset(r)) => {
                 assert_eq!((form, ptype, version), ("long", "6", v(r.version).as_str()), "{line}");
+                assert_eq!(reset, hex(&r.token), "{line}");
                 "STATELESS_RESET"
             }
             Ok(Header::Retry(r)) => {
@@ -184,6 +199,7 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
         "WARM",
         "VERSION_NEGOTIATION",
         "other version",
+        "STATELESS_RESET",
     ] {
         assert!(seen.contains_key(kind), "no {kind} in the capture: {seen:?}");
     }

@@ -25,100 +25,23 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::Ipv4Addr;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
-use testbed::{ip, Reap};
+use testbed::fleet::{nft_missing, FleetBed};
+use testbed::Reap;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 const SERVICE: &str = "10.93.9.1:5201";
 const SECRET: [u8; 32] = [0x5e; 32];
 const CONNECTIONS: usize = 100;
 
-/// The namespaces, deleted on drop.
-struct Bed {
-    names: Vec<String>,
-}
-
-impl Drop for Bed {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = ip(&format!("netns del {n}"));
-        }
-    }
-}
-
-impl Bed {
-    fn ns(&self, k: usize) -> &str {
-        &self.names[k]
-    }
-
-    fn new() -> Result<Self, String> {
-        let pid = std::process::id();
-        let names: Vec<String> = ["c", "lb", "b0", "b1", "b2"].iter().map(|n| format!("fl{n}-{pid}")).collect();
-        let bed = Self { names };
-        let (c, lb) = (bed.ns(0).to_string(), bed.ns(1).to_string());
-        for n in &bed.names {
-            ip(&format!("netns add {n}"))?;
-            ip(&format!("-n {n} link set lo up"))?;
-        }
-        for k in 0..2 {
-            let (a, b) = (format!("c{k}"), format!("l{k}-{pid}"));
-            ip(&format!("link add {a} netns {c} type veth peer name {b} netns {lb}"))?;
-            ip(&format!("-n {c} addr add 10.93.{}.1/24 dev {a}", k + 1))?;
-            ip(&format!("-n {lb} addr add 10.93.{}.2/24 dev {b}", k + 1))?;
-            ip(&format!("-n {c} link set {a} up"))?;
-            ip(&format!("-n {lb} link set {b} up"))?;
-            ip(&format!("-n {c} route add 10.93.9.1/32 via 10.93.{}.2 dev {a} metric {}", k + 1, 10 * (k + 1)))?;
-        }
-        for k in 0..3 {
-            let ns = bed.ns(2 + k).to_string();
-            let (a, b) = (format!("b{k}"), format!("lb{k}"));
-            ip(&format!("link add {a} netns {ns} type veth peer name {b} netns {lb}"))?;
-            ip(&format!("-n {ns} addr add 10.93.1{k}.2/24 dev {a}"))?;
-            ip(&format!("-n {lb} addr add 10.93.1{k}.1/24 dev {b}"))?;
-            ip(&format!("-n {ns} link set {a} up"))?;
-            ip(&format!("-n {lb} link set {b} up"))?;
-            ip(&format!("-n {ns} route add default via 10.93.1{k}.1"))?;
-        }
-        sh(&["ip", "netns", "exec", &lb, "sysctl", "-qw", "net.ipv4.ip_forward=1"], None)?;
-        Ok(bed)
-    }
-
-    /// Loads the balancer's ruleset (one atomic `nft -f`).
-    fn balance(&self, backends: &[Backend]) -> Result<(), String> {
-        let b = Balancer {
-            service: SERVICE.parse().unwrap(),
-            servers: 3,
-            backends: backends.to_vec(),
-            table: "mpudp_fleet".into(),
-        };
-        sh(&["ip", "netns", "exec", self.ns(1), "nft", "-f", "-"], Some(&b.nft_ruleset()?))
-    }
-}
-
-fn sh(args: &[&str], stdin: Option<&str>) -> Result<(), String> {
-    let mut child = Command::new(args[0])
-        .args(&args[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
-    if let Some(text) = stdin {
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("{}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
-    }
-}
-
-fn nft_missing() -> Option<&'static str> {
-    let missing = Command::new("nft").arg("--version").output().is_err();
-    if missing && std::env::var_os("MPUDP_REQUIRE_NETNS").is_some() {
-        panic!("MPUDP_REQUIRE_NETNS is set, and nftables' `nft` is not installed");
-    }
-    missing.then_some("nftables' `nft` is not installed")
+/// Loads the balancer's ruleset for `backends` (one atomic `nft -f`).
+fn balance(bed: &FleetBed, backends: &[Backend]) -> Result<(), String> {
+    let b = Balancer {
+        service: SERVICE.parse().unwrap(),
+        servers: 3,
+        backends: backends.to_vec(),
+        table: "mpudp_fleet".into(),
+    };
+    bed.balance(&b.nft_ruleset()?)
 }
 
 /// A helper process: this test binary in namespace `ns` with `MPUDP_FLEET_ROLE=role`.
@@ -185,12 +108,12 @@ fn a_fleet_of_three_behind_the_kernels_balancer() {
         eprintln!("skipped: {why}");
         return;
     }
-    let bed = Bed::new().expect("setting up the namespaces");
+    let bed = FleetBed::new("fl", 93, 3).expect("setting up the namespaces");
     let backend = |k: u8| Backend { id: k, addr: Ipv4Addr::new(10, 93, 10 + k, 2), accepting: true, alive: true };
     let mut fleet = vec![backend(0), backend(1), backend(2)];
-    bed.balance(&fleet).expect("loading the ruleset");
-    let mut servers: Vec<Peer> = (0..3).map(|k| Peer::start(bed.ns(2 + k), &format!("server{k}"))).collect();
-    let mut client = Peer::start(bed.ns(0), "client");
+    balance(&bed, &fleet).expect("loading the ruleset");
+    let mut servers: Vec<Peer> = (0..3).map(|k| Peer::start(bed.backend(k), &format!("server{k}"))).collect();
+    let mut client = Peer::start(bed.client(), "client");
 
     // 100 connections from one client endpoint, each joined from the cellular address.
     let lines = client.ask(&format!("connect {CONNECTIONS}"));
@@ -214,19 +137,15 @@ fn a_fleet_of_three_behind_the_kernels_balancer() {
     assert_eq!(misrouted, 0, "JOINs that reached a server not owning their token");
 
     // WiFi fails: every connection's next request goes on over cellular.
-    sh(&["ip", "-n", bed.ns(0), "link", "set", "c0", "down"], None).unwrap();
+    bed.set_link(0, false).unwrap();
     let l = client.ask("requests");
     assert_eq!(servers_of(&l), owner, "each answered by its own server over cellular");
-    sh(&["ip", "-n", bed.ns(0), "link", "set", "c0", "up"], None).unwrap();
-    sh(
-        &["ip", "-n", bed.ns(0), "route", "replace", "10.93.9.1/32", "via", "10.93.1.2", "dev", "c0", "metric", "10"],
-        None,
-    )
-    .unwrap();
+    bed.set_link(0, true).unwrap();
+    bed.route(0).unwrap();
 
     // Server 2 drained: its connections go on, new ones go elsewhere.
     fleet[2].accepting = false;
-    bed.balance(&fleet).unwrap();
+    balance(&bed, &fleet).unwrap();
     let l = client.ask("requests");
     assert_eq!(servers_of(&l), owner, "the drained server's connections go on");
     let l = client.ask("connect 20");
@@ -237,7 +156,7 @@ fn a_fleet_of_three_behind_the_kernels_balancer() {
     // Server 1 killed; the ruleset gives its id to a live server.
     drop(servers.remove(1));
     fleet[1].alive = false;
-    bed.balance(&fleet).unwrap();
+    balance(&bed, &fleet).unwrap();
     let l = client.ask("requests");
     let answered = servers_of(&l);
     let reset: Vec<(usize, u64)> =
@@ -253,6 +172,10 @@ fn a_fleet_of_three_behind_the_kernels_balancer() {
     // They connect again, to the others.
     let l = client.ask(&format!("connect {}", of_1.len()));
     assert!(servers_of(&l).iter().all(|o| o.1 == 0), "server 2 is drained and 1 dead: {l:?}");
+    let mut us: Vec<u64> =
+        l.iter().filter(|w| w.len() >= 6 && w[4] == "answered_us").map(|w| w[5].parse().unwrap()).collect();
+    us.sort_unstable();
+    eprintln!("connected again and answered in {} us (median of {})", us[us.len() / 2], us.len());
     client.ask("quit");
 }
 
@@ -344,7 +267,12 @@ async fn client() {
         match words.as_slice() {
             ["connect", n] => {
                 for _ in 0..n.parse::<usize>().unwrap() {
+                    let t = Instant::now();
                     let mut s = ep.connect(SERVICE.parse().unwrap()).await.unwrap();
+                    // Connected and answered: the time a client that lost its server waits
+                    // after the reset.
+                    request(&mut s).await.unwrap();
+                    let answered = t.elapsed().as_micros();
                     let deadline = Instant::now() + Duration::from_secs(5);
                     while !s.stats().is_some_and(|st| {
                         st.subflows.iter().any(|f| f.path.0 == 1 && f.state == mpcore::SubflowState::Established)
@@ -354,7 +282,7 @@ async fn client() {
                     }
                     // The first request: the server counts the join it has seen.
                     let id = request(&mut s).await.unwrap();
-                    println!("conn {} server {id}", conns.len());
+                    println!("conn {} server {id} answered_us {answered}", conns.len());
                     conns.push(Some(s));
                 }
             }

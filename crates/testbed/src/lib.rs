@@ -11,6 +11,8 @@
 //! preferred); a socket bound to a device takes the route through that device. Each test
 //! picks its own `N` and the namespaces carry the process id, so tests can run in parallel.
 
+pub mod fleet;
+
 use std::process::{Child, Command};
 
 /// Why the namespace tests cannot run here, if they cannot (the test then says so and skips).

@@ -1,0 +1,143 @@
+//! A fleet behind a balancer (issue 38): a client namespace with two links to a balancer
+//! namespace, and `n` backend namespaces behind it, each on a link of its own. The balancer
+//! forwards (its address is the backends' route) and runs whatever nftables ruleset it is
+//! given; the service's address is on no interface: only the balancer's rules make it
+//! reachable.
+//!
+//! ```text
+//!  client ns                    balancer ns                      backend ns k
+//!  c0 10.N.1.1 <--veth--> 10.N.1.2
+//!  c1 10.N.2.1 <--veth--> 10.N.2.2   10.N.(10+k).1 <--veth--> 10.N.(10+k).2
+//!                  service 10.N.9.1 (rewritten by the ruleset)
+//! ```
+
+use crate::ip;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// The namespaces, deleted on drop: `names[0]` the client, `[1]` the balancer, `[2 + k]`
+/// backend `k`.
+#[derive(Debug)]
+pub struct FleetBed {
+    pub names: Vec<String>,
+    net: u8,
+}
+
+impl Drop for FleetBed {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = ip(&format!("netns del {n}"));
+        }
+    }
+}
+
+impl FleetBed {
+    /// Namespaces `{tag}{role}-{pid}` on the addresses `10.{net}.*`, with `backends` (1..=100)
+    /// backends.
+    pub fn new(tag: &str, net: u8, backends: usize) -> Result<Self, String> {
+        let pid = std::process::id();
+        let mut names = vec![format!("{tag}c-{pid}"), format!("{tag}lb-{pid}")];
+        names.extend((0..backends).map(|k| format!("{tag}b{k}-{pid}")));
+        let bed = Self { names, net };
+        for n in &bed.names {
+            ip(&format!("netns add {n}"))?;
+            ip(&format!("-n {n} link set lo up"))?;
+        }
+        let (c, lb) = (bed.client(), bed.balancer());
+        for k in 0..2 {
+            let (a, b) = (format!("c{k}"), format!("l{k}"));
+            ip(&format!("link add {a} netns {c} type veth peer name {b} netns {lb}"))?;
+            ip(&format!("-n {c} addr add 10.{net}.{}.1/24 dev {a}", k + 1))?;
+            ip(&format!("-n {lb} addr add 10.{net}.{}.2/24 dev {b}", k + 1))?;
+            ip(&format!("-n {c} link set {a} up"))?;
+            ip(&format!("-n {lb} link set {b} up"))?;
+            bed.route(k)?;
+        }
+        for k in 0..backends {
+            let ns = bed.backend(k);
+            let (a, b) = (format!("b{k}"), format!("lb{k}"));
+            ip(&format!("link add {a} netns {ns} type veth peer name {b} netns {lb}"))?;
+            ip(&format!("-n {ns} addr add {}/24 dev {a}", bed.backend_ip(k)))?;
+            ip(&format!("-n {lb} addr add 10.{net}.{}.1/24 dev {b}", 10 + k))?;
+            ip(&format!("-n {ns} link set {a} up"))?;
+            ip(&format!("-n {lb} link set {b} up"))?;
+            ip(&format!("-n {ns} route add default via 10.{net}.{}.1", 10 + k))?;
+        }
+        run(&["ip", "netns", "exec", lb, "sysctl", "-qw", "net.ipv4.ip_forward=1"], None)?;
+        Ok(bed)
+    }
+
+    pub fn client(&self) -> &str {
+        &self.names[0]
+    }
+
+    pub fn balancer(&self) -> &str {
+        &self.names[1]
+    }
+
+    pub fn backend(&self, k: usize) -> &str {
+        &self.names[2 + k]
+    }
+
+    /// Backend `k`'s address.
+    pub fn backend_ip(&self, k: usize) -> String {
+        format!("10.{}.{}.2", self.net, 10 + k)
+    }
+
+    /// The service's address (on no interface).
+    pub fn service_ip(&self) -> String {
+        format!("10.{}.9.1", self.net)
+    }
+
+    /// (Re)installs the client's route to the service through `c{k}` (`c0` preferred), as
+    /// DHCP would after a link comes back.
+    pub fn route(&self, k: usize) -> Result<(), String> {
+        let (c, net) = (self.client(), self.net);
+        ip(&format!(
+            "-n {c} route replace {}/32 via 10.{net}.{}.2 dev c{k} metric {}",
+            self.service_ip(),
+            k + 1,
+            10 * (k + 1)
+        ))
+    }
+
+    /// Takes the client's link `c{k}` down or up.
+    pub fn set_link(&self, k: usize, up: bool) -> Result<(), String> {
+        ip(&format!("-n {} link set c{k} {}", self.client(), if up { "up" } else { "down" }))
+    }
+
+    /// Loads `ruleset` into the balancer (`nft -f -`: one transaction).
+    pub fn balance(&self, ruleset: &str) -> Result<(), String> {
+        run(&["ip", "netns", "exec", self.balancer(), "nft", "-f", "-"], Some(ruleset))
+    }
+}
+
+/// Why the fleet tests cannot run here (no `nft`), if they cannot; where they must
+/// (`MPUDP_REQUIRE_NETNS`), this panics instead.
+pub fn nft_missing() -> Option<&'static str> {
+    let missing = Command::new("nft").arg("--version").output().is_err();
+    if missing && std::env::var_os("MPUDP_REQUIRE_NETNS").is_some() {
+        panic!("MPUDP_REQUIRE_NETNS is set, and nftables' `nft` is not installed");
+    }
+    missing.then_some("nftables' `nft` is not installed")
+}
+
+/// Runs `args` with `stdin` given; its stderr on failure.
+pub fn run(args: &[&str], stdin: Option<&str>) -> Result<(), String> {
+    let mut child = Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if let (Some(text), Some(mut to)) = (stdin, child.stdin.take()) {
+        to.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
