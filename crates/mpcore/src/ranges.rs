@@ -1,8 +1,13 @@
 //! A small set of disjoint half-open `u64` ranges, kept sorted, with a bounded number of ranges.
 //! Used for received packet numbers (ACK ranges, duplicate detection) and received data
-//! sequence numbers (reassembly). The vector grows with the ranges actually held (an idle set
-//! holds no memory) and its capacity is then reused, so steady-state inserts do not allocate;
-//! `shrink` gives it back when the set is idle.
+//! sequence numbers (reassembly). An idle set holds no memory; the first growth reserves room
+//! for the bound (a set of at most 64 ranges: all of them, and the one an insert holds before
+//! the lowest is forgotten) or for 64 ranges, so that a burst of losses in a transfer's steady
+//! state, with more holes than any before, does not grow it in steps; beyond 64 the vector
+//! doubles and its capacity is reused. `shrink` gives it back when the set is idle.
+
+/// Ranges a set reserves when it first grows (at most its bound and one).
+const FIRST_ROOM: usize = 64;
 
 /// Disjoint, non-adjacent, sorted half-open ranges `[start, end)`.
 #[derive(Debug, Clone, Default)]
@@ -99,6 +104,11 @@ impl RangeSet {
             i += 1;
         }
         let added = (end - start) - covered;
+        // About to grow below the room it should have: all of that room at once.
+        let room = self.max_ranges.saturating_add(1).min(FIRST_ROOM);
+        if self.ranges.len() == self.ranges.capacity() && self.ranges.capacity() < room {
+            self.ranges.reserve_exact(room - self.ranges.len());
+        }
         if first < i {
             self.ranges[first] = (new_start, new_end);
             self.ranges.drain(first + 1..i);
@@ -192,6 +202,30 @@ mod tests {
         assert!(s.contains(40) && !s.contains(41) && !s.contains(9));
         assert_eq!(s.insert(0, 5), 5);
         assert_eq!(s.iter_desc().collect::<Vec<_>>(), vec![(10, 40), (0, 4)]);
+    }
+
+    #[test]
+    fn the_first_range_reserves_the_bound_so_losses_do_not_grow_the_set() {
+        // A subflow's received packet numbers: at most 32 ranges, each hole a loss.
+        let mut s = RangeSet::new(32);
+        assert_eq!(s.capacity_bytes(), 0, "idle: no memory");
+        s.insert(0, 1);
+        let room = s.capacity_bytes();
+        for k in 1..100 {
+            s.insert(2 * k, 2 * k + 1);
+        }
+        assert_eq!(s.len(), 32);
+        assert_eq!(s.capacity_bytes(), room, "grown while the holes came");
+        // Idle, trimmed to its last range: the next losses take the room back in one step.
+        s.keep_last();
+        s.shrink();
+        assert_eq!(s.len(), 1);
+        s.insert(1_000, 1_001);
+        assert_eq!(s.capacity_bytes(), room);
+        // A set of many ranges (reassembly) reserves 64 at first.
+        let mut r = RangeSet::new(10_000);
+        r.insert(0, 1);
+        assert_eq!(r.capacity_bytes(), 64 * 16);
     }
 
     #[test]

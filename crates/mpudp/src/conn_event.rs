@@ -8,6 +8,12 @@ use std::time::Instant;
 /// counted in [`Events::lost`](crate::Events::lost)).
 pub(crate) const QUEUE: usize = 1024;
 
+/// Events a connection keeps while nobody reads them (no `Events` was made): the last ones,
+/// for a reader that starts late (the connection's first events, as a rule). Reserved at the
+/// first event, so that a connection whose events nobody reads (most servers') neither grows
+/// its queue in the middle of a transfer nor holds more than this.
+pub(crate) const UNREAD: usize = 8;
+
 /// One event of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnEvent {

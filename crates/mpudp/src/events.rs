@@ -20,7 +20,10 @@ pub struct Events {
 
 impl Events {
     pub(crate) fn new(shared: &Arc<Shared>, h: ConnHandle) -> Self {
-        shared.lock().attach_slot(h);
+        let mut st = shared.lock();
+        st.attach_slot(h);
+        st.slot(h).events_read = true;
+        drop(st);
         Self { shared: driver::attach(shared), h }
     }
 
@@ -29,7 +32,9 @@ impl Events {
         poll_fn(|cx| self.poll_event(cx)).await
     }
 
-    /// Events dropped because the queue was full (the reader fell more than 1,024 behind).
+    /// Events dropped because the queue was full: the reader fell more than 1,024 behind, or
+    /// more than 8 came before any `Events` of the connection was made (those kept are the
+    /// last 8).
     pub fn lost(&self) -> u64 {
         let mut st = self.shared.lock();
         st.slot(self.h).events_lost

@@ -258,9 +258,11 @@ impl MpStream {
         self.conn.stats()
     }
 
-    /// The connection's events as they happen, from its start (the driver keeps the last
-    /// 1,024 until they are read): subflows joined, failed, recovered and closed, the oracle's
-    /// verdicts, fail-backs, and the close, after which the stream ends.
+    /// The connection's events as they happen: subflows joined, failed, recovered and
+    /// closed, the oracle's verdicts, fail-backs, and the close, after which the stream ends.
+    /// Until the first `events()` of a connection the driver keeps only its last 8 (its
+    /// first ones, for a stream taken right after connecting); from then on, up to 1,024
+    /// waiting to be read ([`Events::lost`](crate::Events::lost) counts the others).
     ///
     /// ```no_run
     /// # async fn f(s: mpudp::MpStream) {

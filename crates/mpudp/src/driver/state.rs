@@ -112,9 +112,12 @@ pub(crate) struct Slot {
     pub(crate) close: Option<Waker>,
     pub(crate) connected: bool,
     pub(crate) closed: Option<CloseReason>,
-    /// Events not yet read by `MpStream::events` (at most `conn_event::QUEUE`).
+    /// Events not yet read by `MpStream::events` (at most `conn_event::QUEUE` once it is
+    /// read, `conn_event::UNREAD` before).
     pub(crate) events: std::collections::VecDeque<crate::conn_event::ConnEvent>,
     pub(crate) events_lost: u64,
+    /// Someone reads the events (`Events` was made).
+    pub(crate) events_read: bool,
     pub(crate) events_waker: Option<Waker>,
     /// Every handle of the stream was dropped: bytes that arrive now are never read.
     pub(crate) orphaned: bool,
@@ -345,9 +348,16 @@ impl State {
                 continue;
             }
             if ev != Event::Readable {
-                if slot.events.len() >= crate::conn_event::QUEUE {
+                use crate::conn_event::{QUEUE, UNREAD};
+                let bound = if slot.events_read { QUEUE } else { UNREAD };
+                if slot.events.len() >= bound {
                     slot.events.pop_front();
                     slot.events_lost += 1;
+                }
+                // Unread, the queue takes its whole (small) room at its first event: it never
+                // grows afterwards, in a transfer's steady state or ever.
+                if slot.events.capacity() < UNREAD {
+                    slot.events.reserve_exact(UNREAD - slot.events.len());
                 }
                 slot.events.push_back(crate::conn_event::ConnEvent { at: Instant::now(), event: ev, path });
                 wake(&mut slot.events_waker);
