@@ -95,8 +95,8 @@ fn a_server_of_the_fleet_that_does_not_know_the_connection_resets_it_within_two_
         eprintln!("seed {seed}: closed {} ms after the write", after / 1000);
         assert_eq!(reason, CloseReason::Reset, "seed {seed}");
         // Both subflows are reset: the WiFi one at its next packet (RTT 15 ms), the cellular
-        // one when the data moves there (RTT 25 ms), with the loss detection in between.
-        assert!(after < ms(400), "seed {seed}: closed {after} us after the write");
+        // one when the data moves there (RTT 25 ms). The goal: two RTTs (of each path).
+        assert!(after <= ms(2 * (15 + 25)), "seed {seed}: closed {after} us after the write");
         assert!(sent >= 2 && received >= 2, "seed {seed}: {sent} sent, {received} received");
     }
 }

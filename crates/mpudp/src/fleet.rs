@@ -15,6 +15,12 @@
 //! service's address as their source. Draining a server (no new connection, the old ones
 //! finish) or taking a dead one out (its id then goes to a live server, which answers every
 //! packet of its connections with a stateless reset) is one atomic `nft -f` of a new ruleset.
+//!
+//! Why nftables and not IPVS: IPVS schedules by addresses and ports, or by a firewall mark
+//! that nftables would have to set from the same byte anyway, and it keeps a connection table
+//! of its own that pins a client's address and port to one server, as conntrack does. nftables
+//! alone reads the byte and rewrites the address with no state: a balancer that restarts, or
+//! a second one beside it, routes every packet the same way.
 
 use std::fmt::Write;
 use std::net::{Ipv4Addr, SocketAddrV4};
