@@ -19,7 +19,14 @@ fn member(server: u8, secret: [u8; 32]) -> Config {
 /// A connection to server 2 of 3 with both paths joined and data exchanged; every datagram the
 /// client sends, kept.
 fn connected(seed: u64) -> (Sim, mpcore::ConnHandle, Rc<RefCell<Vec<Vec<u8>>>>) {
-    let mut sim = Sim::new(seed, Config::default(), member(2, SECRET), multimob_paths()).unwrap();
+    connected_with(seed, false)
+}
+
+/// `connected`, the second path joined with FAST_JOIN if `fast`.
+fn connected_with(seed: u64, fast: bool) -> (Sim, mpcore::ConnHandle, Rc<RefCell<Vec<Vec<u8>>>>) {
+    let client = Config { fast_join: fast, ..Config::default() };
+    let server = Config { fast_join: fast, ..member(2, SECRET) };
+    let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
     let sent = Rc::new(RefCell::new(Vec::new()));
     let log = sent.clone();
     sim.tap = Some(Box::new(move |_, _, dir, d: &[u8]| {
@@ -41,8 +48,8 @@ fn connected(seed: u64) -> (Sim, mpcore::ConnHandle, Rc<RefCell<Vec<Vec<u8>>>>) 
 
 #[test]
 fn every_datagram_after_the_initial_names_the_server_in_the_routing_byte() {
-    for seed in 1..=5 {
-        let (_sim, _, sent) = connected(seed);
+    for (seed, fast) in (1..=5).flat_map(|s| [(s, false), (s, true)]) {
+        let (_sim, _, sent) = connected_with(seed, fast);
         let sent = sent.borrow();
         let (mut short, mut joins) = (0, 0);
         for d in sent.iter() {

@@ -10,8 +10,8 @@
 //! ```
 //!
 //! What it shows: 100 connections spread over the three (none above 45 %); every join from
-//! the cellular address reaches the server that owns the connection (no JOIN with a token its
-//! server does not know); a WiFi failover goes on over cellular as with one server; a drained
+//! the cellular address, MP_JOIN for half of them and FAST_JOIN for the others, reaches the
+//! server that owns the connection (no JOIN with a token its server does not know); a WiFi failover goes on over cellular as with one server; a drained
 //! server gets no new connection while its own go on; a killed server's clients learn it at
 //! their next request (a stateless reset from the server that now has its id) and connect
 //! again to the others, and the others' connections do not notice.
@@ -192,10 +192,10 @@ fn fleet_peer() {
     }
 }
 
-/// Server `k`: answers each one-byte request with its id; `stats` prints what it accepted,
+/// Server `k` (it takes fast joins too): answers each one-byte request with its id; `stats` prints what it accepted,
 /// the JOINs whose token it did not know, and the joins it took.
 async fn server(k: u8) {
-    let mut opts = Options::new().identity(common::identity());
+    let mut opts = Options::new().identity(common::identity()).fast_join(true);
     opts.config_mut().fleet = Some(mpcore::Fleet { server: k, servers: 3, secret: SECRET });
     let l = std::sync::Arc::new(MpListener::bind("0.0.0.0:5201".parse().unwrap(), opts).unwrap());
     let accepted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -251,14 +251,18 @@ async fn request(s: &mut MpStream) -> Result<u8, (std::io::Error, u64)> {
     }
 }
 
-/// The client: one endpoint on c0 (WiFi) and c1 (cellular); `connect N` opens N connections
-/// and waits for each to join c1; `requests` asks every live one once.
+/// The client: two endpoints on c0 (WiFi) and c1 (cellular), one joining with MP_JOIN and one
+/// with FAST_JOIN; `connect N` opens N connections, from each in turn, and waits for each to
+/// join c1; `requests` asks every live one once.
 async fn client() {
-    let opts = common::client_options()
-        .interface(Interface::new("c0").kind(Iface::Wifi))
-        .interface(Interface::new("c1").kind(Iface::Cellular))
-        .monitor_interval(Duration::from_millis(50));
-    let ep = MpEndpoint::client(opts).unwrap();
+    let opts = |fast: bool| {
+        common::client_options()
+            .interface(Interface::new("c0").kind(Iface::Wifi))
+            .interface(Interface::new("c1").kind(Iface::Cellular))
+            .monitor_interval(Duration::from_millis(50))
+            .fast_join(fast)
+    };
+    let eps = [MpEndpoint::client(opts(false)).unwrap(), MpEndpoint::client(opts(true)).unwrap()];
     let mut conns: Vec<Option<MpStream>> = Vec::new();
     println!("ready");
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -268,6 +272,7 @@ async fn client() {
             ["connect", n] => {
                 for _ in 0..n.parse::<usize>().unwrap() {
                     let t = Instant::now();
+                    let ep = &eps[conns.len() % 2];
                     let mut s = ep.connect(SERVICE.parse().unwrap()).await.unwrap();
                     // Connected and answered: the time a client that lost its server waits
                     // after the reset.
