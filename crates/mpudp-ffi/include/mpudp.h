@@ -69,6 +69,10 @@
 // The peer answered nothing while our data awaited it, for the peer timeout.
 #define MPU_CLOSE_PEER_UNRESPONSIVE 5
 
+// The server no longer knows the connection (a stateless reset: the server died or
+// restarted, and the fleet's balancer sent the packets to another): connect again at once.
+#define MPU_CLOSE_RESET 6
+
 // The handshake completed. (`MPU_EVENT_*` are the kinds of `MpuEvent`.)
 #define MPU_EVENT_CONNECTED 1
 

@@ -156,6 +156,9 @@ pub const MPU_CLOSE_IDLE_TIMEOUT: u32 = 3;
 pub const MPU_CLOSE_OTHER: u32 = 4;
 /// The peer answered nothing while our data awaited it, for the peer timeout.
 pub const MPU_CLOSE_PEER_UNRESPONSIVE: u32 = 5;
+/// The server no longer knows the connection (a stateless reset: the server died or
+/// restarted, and the fleet's balancer sent the packets to another): connect again at once.
+pub const MPU_CLOSE_RESET: u32 = 6;
 
 fn close_code(r: CloseReason) -> u32 {
     match r {
@@ -164,6 +167,7 @@ fn close_code(r: CloseReason) -> u32 {
         CloseReason::PeerAborted => MPU_CLOSE_PEER_ABORTED,
         CloseReason::IdleTimeout => MPU_CLOSE_IDLE_TIMEOUT,
         CloseReason::PeerUnresponsive { .. } => MPU_CLOSE_PEER_UNRESPONSIVE,
+        CloseReason::Reset => MPU_CLOSE_RESET,
         _ => MPU_CLOSE_OTHER,
     }
 }
@@ -418,4 +422,16 @@ pub unsafe extern "C" fn mpu_subflow_stats(conn: u64, index: u32, out: *mut MpuS
         unsafe { put(out, v, "out") }?;
         Ok(MPU_OK)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reset_has_its_own_close_code_so_that_an_app_connects_again() {
+        assert_eq!(close_code(CloseReason::Reset), MPU_CLOSE_RESET);
+        assert_eq!(close_code(CloseReason::Graceful), MPU_CLOSE_GRACEFUL);
+        assert_eq!(close_code(CloseReason::NoSubflow), MPU_CLOSE_OTHER);
+    }
 }

@@ -297,7 +297,7 @@ class Connection internal constructor(private val handle: Long) : java.io.Closea
     fun shutdown() { check(lib.mpu_shutdown(handle)) }
     fun abort() { check(lib.mpu_abort(handle)) }
 
-    /** Waits for the close; its reason (`MPU_CLOSE_*`: 0 graceful). */
+    /** Waits for the close; its reason (`MPU_CLOSE_*`: 0 graceful, 6 reset: connect again). */
     fun waitClosed(timeoutMs: Int = -1): Int {
         val r = IntByReference()
         check(lib.mpu_wait_closed(handle, timeoutMs, r))
