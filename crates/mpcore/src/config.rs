@@ -17,7 +17,7 @@ pub struct Fleet {
     /// some; a drained or dead server's id is mapped to another server).
     pub servers: u8,
     /// The secret every server of the fleet shares: the keys that must open on any server
-    /// derive from it (`crypto::fleet_key`).
+    /// derive from it (`crypto::fleet_key`, one label per `crypto::FleetKey`).
     pub secret: [u8; 32],
 }
 

@@ -230,12 +230,37 @@ fn expand(prk: &hkdf::Prk, label: &[u8], out: &mut [u8]) {
     }
 }
 
-/// A key every server of a fleet derives alike from the fleet's secret (PROTOCOL.md §2.1):
-/// HKDF-Expand(HKDF-Extract(salt = none, secret), label), 32 bytes.
-pub fn fleet_key(secret: &[u8; 32], label: &[u8]) -> [u8; 32] {
+/// The keys every server of a fleet derives alike from the fleet's secret (PROTOCOL.md §2.1),
+/// each under its own label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FleetKey {
+    /// The cookie key (§4.4).
+    Cookie,
+    /// The retry token key (§4.5).
+    Retry,
+    /// The ticket secret (§4.7), unless the resumption configuration names its own.
+    Tickets,
+    /// The stateless reset key (§3.4).
+    Reset,
+}
+
+impl FleetKey {
+    fn label(self) -> &'static [u8] {
+        match self {
+            FleetKey::Cookie => b"mpudp fleet cookie",
+            FleetKey::Retry => b"mpudp fleet retry",
+            FleetKey::Tickets => b"mpudp fleet tickets",
+            FleetKey::Reset => b"mpudp fleet reset",
+        }
+    }
+}
+
+/// Key `which` of the fleet's `secret`: HKDF-Expand(HKDF-Extract(salt = none, secret), label),
+/// 32 bytes.
+pub fn fleet_key(secret: &[u8; 32], which: FleetKey) -> [u8; 32] {
     let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, &[]).extract(secret);
     let mut out = [0u8; 32];
-    expand(&prk, label, &mut out);
+    expand(&prk, which.label(), &mut out);
     out
 }
 

@@ -412,8 +412,8 @@ impl ServerKeys {
     /// RETRY token or a cookie one server issued opens on another.
     pub fn of_fleet(secret: &[u8; 32]) -> Self {
         Self {
-            cookie: CookieKey::from_bytes(1, &crypto::fleet_key(secret, b"mpudp fleet cookie")),
-            retry: RetryTokenKey::from_bytes(&crypto::fleet_key(secret, b"mpudp fleet retry")),
+            cookie: CookieKey::from_bytes(1, &crypto::fleet_key(secret, crypto::FleetKey::Cookie)),
+            retry: RetryTokenKey::from_bytes(&crypto::fleet_key(secret, crypto::FleetKey::Retry)),
         }
     }
 }

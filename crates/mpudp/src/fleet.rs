@@ -101,6 +101,7 @@ impl Balancer {
             format!("{{ {} }}", items.join(", "))
         };
         let backends: Vec<String> = self.backends.iter().map(|b| b.addr.to_string()).collect();
+        let by_routing_byte = map(self.by_routing_byte());
         let mut s = String::new();
         let _ = writeln!(s, "# mpudp fleet balancer: {} server ids, service {}", self.servers, self.service);
         for b in &self.backends {
@@ -118,11 +119,8 @@ impl Balancer {
         let _ = writeln!(s, "    ip saddr {{ {} }} udp sport {port} notrack", backends.join(", "));
         let _ = writeln!(s, "    # The payload starts at bit 64 of the transport header (after UDP's 8 bytes).");
         let _ = writeln!(s, "    # Short header (first bit 0): byte 1, the DCID's routing byte.");
-        let _ = writeln!(
-            s,
-            "    ip daddr {vip} udp dport {port} @th,64,1 0 ip daddr set @th,72,8 map {}",
-            map(self.by_routing_byte())
-        );
+        let _ =
+            writeln!(s, "    ip daddr {vip} udp dport {port} @th,64,1 0 ip daddr set @th,72,8 map {by_routing_byte}");
         let _ = writeln!(
             s,
             "    # INITIAL (type 0) and EARLY (5): byte 5, the client's random DCID, over the open servers."
@@ -133,11 +131,8 @@ impl Balancer {
             map(self.by_initial_byte())
         );
         let _ = writeln!(s, "    # CONFIRM and JOIN: byte 5, the server's CID or its token.");
-        let _ = writeln!(
-            s,
-            "    ip daddr {vip} udp dport {port} @th,64,1 1 ip daddr set @th,104,8 map {}",
-            map(self.by_routing_byte())
-        );
+        let _ =
+            writeln!(s, "    ip daddr {vip} udp dport {port} @th,64,1 1 ip daddr set @th,104,8 map {by_routing_byte}");
         let _ = writeln!(s, "    # The servers' answers leave from the service's address.");
         let _ = writeln!(s, "    ip saddr {{ {} }} udp sport {port} ip saddr set {vip}", backends.join(", "));
         let _ = writeln!(s, "  }}\n}}");

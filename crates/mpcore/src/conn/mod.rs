@@ -56,7 +56,6 @@ pub use events::{
     CloseReason, ConnCounters, ConnStats, EndpointEvent, Event, ReadError, Side, SubflowCounters, SubflowStats,
     WriteError,
 };
-pub(crate) use reset::RESET_LABEL;
 pub use subflow::SubflowState;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

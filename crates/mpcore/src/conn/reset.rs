@@ -13,9 +13,6 @@ use crate::wire::packet::RESET_TOKEN_LEN;
 use crate::wire::Frame;
 use crate::{crypto, CloseReason, Time};
 
-/// The label of the reset key among the fleet's keys (`crypto::fleet_key`).
-pub(crate) const RESET_LABEL: &[u8] = b"mpudp fleet reset";
-
 impl Connection {
     /// Writes subflow `i`'s RESET_TOKEN if pending (a fleet's server only pends it).
     pub(super) fn write_reset_token(&self, i: usize, b: &mut PacketBuilder<'_>) {
@@ -24,7 +21,7 @@ impl Connection {
             return;
         }
         if let Some(f) = self.config.fleet.as_ref() {
-            let key = crypto::fleet_key(&f.secret, RESET_LABEL);
+            let key = crypto::fleet_key(&f.secret, crypto::FleetKey::Reset);
             b.control(FrameSet::RESET_TOKEN, Frame::ResetToken(crypto::reset_token(&key, &sf.local_cid().0)));
         }
     }

@@ -24,7 +24,7 @@ pub(super) struct Resetter {
 
 impl Resetter {
     pub(super) fn new(fleet: Option<&crate::Fleet>) -> Option<Self> {
-        let key = crypto::fleet_key(&fleet?.secret, crate::conn::RESET_LABEL);
+        let key = crypto::fleet_key(&fleet?.secret, crypto::FleetKey::Reset);
         Some(Self { key, bucket: TokenBucket::full(RESET_BURST, 0) })
     }
 }

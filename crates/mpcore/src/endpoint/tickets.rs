@@ -25,7 +25,7 @@ impl Issuer {
         if !r.issue {
             return None;
         }
-        let of_fleet = fleet.map(|f| crate::crypto::fleet_key(&f.secret, b"mpudp fleet tickets"));
+        let of_fleet = fleet.map(|f| crate::crypto::fleet_key(&f.secret, crate::crypto::FleetKey::Tickets));
         let secret = match r.secret.or(of_fleet) {
             Some(s) => s,
             None => {

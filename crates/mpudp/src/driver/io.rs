@@ -49,12 +49,12 @@ impl TxBatch {
         }
     }
 
-    /// Whether a datagram of `len` bytes to `remote` with routing byte `key` can join this
-    /// batch.
-    fn accepts(&self, remote: SocketAddr, len: usize, key: Option<u8>, max: usize) -> bool {
+    /// Whether datagram `d` to `remote` can join this batch.
+    fn accepts(&self, remote: SocketAddr, d: &[u8], max: usize) -> bool {
+        let len = d.len();
         self.count == 0
             || (remote == self.remote
-                && key == self.key
+                && routing_byte(d) == self.key
                 && self.count < max
                 && len <= self.seg
                 && self.len + len <= GSO_BYTES
@@ -63,12 +63,12 @@ impl TxBatch {
 
     fn push(&mut self, remote: SocketAddr, d: &[u8]) {
         self.buf[self.len..self.len + d.len()].copy_from_slice(d);
-        self.commit(remote, d.len(), routing_byte(d));
+        self.commit(remote, d.len());
     }
 
-    /// The routing byte of the datagram of `len` bytes written at the batch's end.
-    fn tail_key(&self, len: usize) -> Option<u8> {
-        routing_byte(&self.buf[self.len..self.len + len])
+    /// The `len` bytes written at the batch's end (a datagram not yet taken).
+    fn written(&self, len: usize) -> &[u8] {
+        &self.buf[self.len..self.len + len]
     }
 
     /// The free end of the batch, where the next datagram may be written in place, if it has
@@ -78,11 +78,11 @@ impl TxBatch {
     }
 
     /// Takes the `len` bytes written at the batch's end as its next datagram.
-    fn commit(&mut self, remote: SocketAddr, len: usize, key: Option<u8>) {
+    fn commit(&mut self, remote: SocketAddr, len: usize) {
         if self.count == 0 {
             self.remote = remote;
             self.seg = len;
-            self.key = key;
+            self.key = routing_byte(self.written(len));
         }
         self.len += len;
         self.count += 1;
@@ -192,16 +192,15 @@ impl Io {
             let p = usize::from(t.path.0);
             self.guess = p;
             let Some(max) = self.sockets.get(p).and_then(|s| s.as_ref()).map(|s| s.max_segments) else { continue };
-            let key = if in_place && p == guess { self.tx[p].tail_key(t.len) } else { None };
-            if in_place && p == guess && self.tx[p].accepts(t.remote, t.len, key, max) {
-                self.tx[p].commit(t.remote, t.len, key);
+            if in_place && p == guess && self.tx[p].accepts(t.remote, self.tx[p].written(t.len), max) {
+                self.tx[p].commit(t.remote, t.len);
             } else {
                 if in_place {
                     // Another path's, or one that cannot join this batch: to the scratch buffer.
                     let (b, at) = (&self.tx[guess], self.tx[guess].len);
                     self.scratch[..t.len].copy_from_slice(&b.buf[at..at + t.len]);
                 }
-                if !self.tx[p].accepts(t.remote, t.len, routing_byte(&self.scratch[..t.len]), max) {
+                if !self.tx[p].accepts(t.remote, &self.scratch[..t.len], max) {
                     // The batch leaves first, without the lock.
                     let blocked = self.tx[p].blocked || {
                         drop(st);
