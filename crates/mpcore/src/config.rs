@@ -161,6 +161,13 @@ pub struct Config {
     pub cookie_lifetime: u64,
     /// Give up a handshake or a join after this many unanswered sends.
     pub max_handshake_attempts: u32,
+    /// Client: when the first INITIAL has gone this long (µs) without an answer on the path
+    /// the connection was opened on, the same INITIAL goes on every other local path that
+    /// reaches the server, and each repeat goes on all of them (PROTOCOL.md §4.10). 250 ms
+    /// by default: RFC 8305's Connection Attempt Delay, longer than the round trip of the
+    /// paths this library targets (WiFi and LTE) and short beside the INITIAL's 1 s repeat
+    /// timer. `None`: only that path (a network that drops UDP then fails the connection).
+    pub other_paths_after: Option<u64>,
     /// A server closes a subflow it has heard nothing on for this long while another subflow
     /// of the connection was heard more recently, after a PING it sent there went unanswered
     /// (PROTOCOL.md §7; 0: never). The connection's last subflow is left to `idle_timeout`.
@@ -298,6 +305,7 @@ impl Default for Config {
             cid_len: 4,
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
+            other_paths_after: Some(250_000),
             subflow_idle_timeout: 30_000_000,
             #[cfg(feature = "test-hooks")]
             rng_seed: None,

@@ -207,6 +207,12 @@ impl Client {
         self.early.as_deref().filter(|_| self.attempts > 0)
     }
 
+    /// The current INITIAL datagram, as [`Client::poll_initial`] writes it (its copies on
+    /// other paths are the same bytes, PROTOCOL.md §4.10).
+    pub fn initial_datagram(&self) -> &[u8] {
+        &self.initial
+    }
+
     /// The INITIAL's destination CID (EARLY packets carry it).
     pub fn odcid(&self) -> Cid {
         self.odcid

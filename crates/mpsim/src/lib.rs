@@ -144,6 +144,10 @@ pub enum PathEvent {
     /// The phone's OS tells the client something of this path's link quality
     /// ([`Endpoint::path_hint`] on every local path over it).
     Hint(mpcore::LinkHint),
+    /// A firewall on the path drops every UDP datagram, both directions, from now (`true`)
+    /// until `Firewall(false)`; the interface stays up (a hotel network that blocks UDP). What
+    /// was in flight still arrives.
+    Firewall(bool),
 }
 
 /// Direction of a datagram on a path.
@@ -163,6 +167,8 @@ pub enum Verdict {
     Lost,
     /// Dropped because the path was down.
     Outage,
+    /// Dropped by a firewall that blocks UDP (`PathEvent::Firewall`).
+    Firewalled,
     /// Dropped: larger than the path's MTU.
     TooBig,
     /// Dropped by the full queue.
@@ -187,6 +193,8 @@ pub struct LogEntry {
 struct PathState {
     cfg: PathConfig,
     up: bool,
+    /// A firewall drops UDP (`PathEvent::Firewall`).
+    udp_blocked: bool,
     nat: Option<SocketAddr>,
     /// When each direction's bottleneck finishes serialising what it holds.
     busy_until: [Time; 2],
@@ -346,6 +354,7 @@ impl Sim {
                 .map(|(cfg, radio)| PathState {
                     cfg,
                     up: true,
+                    udp_blocked: false,
                     nat: None,
                     busy_until: [0; 2],
                     log: Vec::new(),
@@ -381,6 +390,7 @@ impl Sim {
         match ev {
             PathEvent::Down => p.up = false,
             PathEvent::Up => p.up = true,
+            PathEvent::Firewall(on) => p.udp_blocked = on,
             PathEvent::Loss(l) => p.cfg.loss = l,
             PathEvent::Delay(d) => p.cfg.delay = d,
             PathEvent::UplinkDelay(d) => p.cfg.uplink_extra = d,
@@ -521,6 +531,8 @@ impl Sim {
             let p = &mut self.paths[k];
             if !p.up {
                 Verdict::Outage
+            } else if p.udp_blocked {
+                Verdict::Firewalled
             } else if size > p.cfg.mtu {
                 Verdict::TooBig
             } else if self.rng.chance(p.cfg.loss) {

@@ -111,8 +111,10 @@ fn attempt(sim: &mut Sim, attacker: &mut Attacker, until: u64) -> (ConnHandle, V
 fn a_man_in_the_middle_with_its_own_key_share_is_refused_and_gets_nothing() {
     let mut sim = Sim::new(1, Config::default(), Config::default(), multimob_paths()).unwrap();
     let mut attacker = Attacker::on(&mut sim);
-    // Everything the client sends is the attacker's: the real server hears nothing.
+    // Everything the client sends is the attacker's: the real server hears nothing (on the
+    // cellular path, where the INITIAL goes too after 250 ms, nothing passes).
     sim.at(0, 0, PathEvent::Loss(1.0));
+    sim.at(0, 1, PathEvent::Loss(1.0));
     let (_, events) = attempt(&mut sim, &mut attacker, ms(30_000));
     let closed = events.iter().find_map(|(t, e)| match e {
         Event::Closed { reason } => Some((*t, *reason)),
@@ -130,6 +132,37 @@ fn a_man_in_the_middle_with_its_own_key_share_is_refused_and_gets_nothing() {
     assert!(attacker.kinds().iter().all(|k| *k == "INITIAL"), "{:?}", attacker.kinds());
     assert!(sim.server.accept().is_none());
     assert_eq!(sim.server.handles().count(), 0);
+}
+
+#[test]
+fn a_man_in_the_middle_on_one_path_does_not_stop_the_connection_on_the_other() {
+    // The attacker owns WiFi (it answers, the server hears nothing there). Its answer is
+    // refused; the INITIAL's copy on cellular after 250 ms (PROTOCOL.md §4.10) reaches the
+    // real server, whose answer authenticates: the connection is the server's.
+    let mut sim = Sim::new(1, Config::default(), Config::default(), multimob_paths()).unwrap();
+    let mut attacker = Attacker::on(&mut sim);
+    sim.at(0, 0, PathEvent::Loss(1.0));
+    let h = sim.connect();
+    let mut connected = None;
+    sim.run(ms(5_000), |s| {
+        attacker.step(s);
+        while let Some((_, e)) = s.client.poll_event() {
+            if e == Event::Connected {
+                connected = Some(s.now);
+            }
+        }
+        mpsim::Flow::Wake(None)
+    });
+    let at = connected.expect("connected over cellular");
+    assert!(at < ms(400), "connected at {at} us");
+    assert!(sim.client.drops().bad_signature >= 1, "{:?}", sim.client.drops());
+    let st = sim.client.stats(h).unwrap();
+    assert_eq!(st.counters.handshakes_elsewhere, 1);
+    // The real server made the connection (the attacker's endpoint never hears a CONFIRM).
+    assert_eq!(sim.server.handles().count(), 1);
+    // WiFi saw the INITIAL, then only the connection's sealed JOINs towards the first path:
+    // no CONFIRM (the attacker's answer got none).
+    assert!(!attacker.kinds().contains(&"CONFIRM"), "{:?}", attacker.kinds());
 }
 
 #[test]
@@ -288,6 +321,7 @@ fn an_answer_that_claims_the_ticket_without_its_psk_is_refused() {
     let before = sim.client.drops().bad_signature;
     let now = sim.now;
     sim.at(now, 0, PathEvent::Loss(1.0));
+    sim.at(now, 1, PathEvent::Loss(1.0));
     let (_, events) = resume_attempt(&mut sim, &mut attacker, &t, now + ms(5_000));
     assert!(!events.contains(&Event::Connected), "{events:?}");
     assert!(events.contains(&Event::Closed { reason: CloseReason::ServerAuthFailed }), "{events:?}");

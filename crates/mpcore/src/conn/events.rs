@@ -214,6 +214,9 @@ pub struct ConnCounters {
     /// Segments not stored because they would have opened more out-of-order ranges than the
     /// receive buffer tracks.
     pub reassembly_refused: u64,
+    /// Client: 1 if the first handshake came through another local path than the one the
+    /// connection was opened on (its INITIAL went unanswered there, PROTOCOL.md §4.10).
+    pub handshakes_elsewhere: u64,
 }
 
 /// A snapshot of a connection.

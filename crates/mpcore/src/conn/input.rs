@@ -50,19 +50,25 @@ impl Connection {
     pub(crate) fn handle_handshake(
         &mut self,
         now: Time,
+        path: PathId,
         remote: SocketAddr,
         p: &Packet<'_>,
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
         let hs = self.hs.as_mut().filter(|_| self.state == State::Initial).ok_or(DropReason::Unexpected)?;
         let agreed = hs.on_handshake(now, remote, p, scratch, &self.config, &mut self.rng)?;
+        // An answer on the first path to its only INITIAL times the round trip; one through
+        // another path answers a copy sent later (§4.10).
+        let first = self.subflows[0].local_path() == path;
+        let rtt_sample = agreed.rtt_sample.filter(|_| first);
+        self.handshake_via(path);
         self.install_keys(agreed.secrets);
         self.set_peer_params(agreed.params);
         self.set_resumed(agreed.resumed);
         self.set_server_key(agreed.server_key);
         self.on_early_answer(now, agreed.resumed, agreed.early_accepted);
         let sf = &mut self.subflows[0];
-        sf.on_handshake(agreed.server_cid, agreed.rtt_sample, now);
+        sf.on_handshake(agreed.server_cid, rtt_sample, now);
         self.state = State::Confirm;
         self.last_rx = now;
         Ok(())
@@ -247,6 +253,7 @@ impl Connection {
         if self.state == State::Established && !self.pm_ran && self.side == Side::Client {
             self.pm_ran = true;
             self.run_path_manager(now);
+            self.join_first_path(now);
         }
         self.check_fail_back(now);
         self.check_close(now);

@@ -24,6 +24,7 @@ mod recv;
 mod reset;
 mod sched;
 mod send;
+mod spread;
 mod subflow;
 mod tickets;
 mod timer_table;
@@ -144,6 +145,8 @@ pub struct Connection {
     tickets: tickets::Tickets,
     /// 0-RTT data: what the client may send early, what the server took.
     early: early::Early,
+    /// Client: the first handshake's INITIAL on the other paths (§4.10).
+    spread: spread::Spread,
 }
 
 impl std::fmt::Debug for Connection {
@@ -208,6 +211,7 @@ impl Connection {
             held_back: false,
             tickets: tickets::Tickets::default(),
             early: early::Early::default(),
+            spread: spread::Spread::default(),
             qlog: config.qlog.then(|| Box::new(qlog::Qlog::new(now, side))),
         }
     }

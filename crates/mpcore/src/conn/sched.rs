@@ -36,9 +36,14 @@ impl Connection {
         }
         if self.state == State::Initial {
             let Some(len) = self.hs.as_mut()?.poll_initial(now, self.config.initial_rto, buf) else {
-                // After the INITIAL, its 0-RTT data (PROTOCOL.md §4.9).
+                // After the INITIAL, its copies on the other paths once they are due (§4.10),
+                // then its 0-RTT data (§4.9).
+                if let Some(t) = self.poll_initial_copy(buf) {
+                    return Some(t);
+                }
                 return self.build_early(now, buf);
             };
+            self.on_initial_sent(now);
             let sf = &self.subflows[0];
             return Some(Transmit { path: sf.local_path(), remote: sf.remote(), len });
         }

@@ -46,7 +46,9 @@ impl Connection {
         t.set(timer::DRAIN, self.drain_until);
         t.set(timer::TRIM, self.trim_at);
         if self.state == State::Initial {
-            t.set(timer::HANDSHAKE, self.hs.as_ref().and_then(|hs| hs.deadline()));
+            let repeat = self.hs.as_ref().and_then(|hs| hs.deadline());
+            let first = [repeat, self.spread_deadline()].into_iter().flatten().min();
+            t.set(timer::HANDSHAKE, first);
         }
         if !self.is_closed() {
             let idle = self.idle_timeout();
@@ -226,8 +228,11 @@ impl Connection {
             return;
         }
         if t.expired(timer::HANDSHAKE, now) {
+            // The bound for the other paths (§4.10), or the INITIAL's own repeat timer.
+            self.on_spread_timeout(now);
             let max = self.config.max_handshake_attempts;
-            if !self.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
+            let repeat_due = self.hs.as_ref().is_some_and(|hs| hs.deadline().is_some_and(|d| d <= now));
+            if repeat_due && !self.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
                 let auth = self.hs.as_ref().is_some_and(|hs| hs.auth_failed());
                 self.enter_closed(
                     now,

@@ -552,7 +552,7 @@ impl Endpoint {
         scratch.copy_from_slice(data);
         let r = match p.header {
             Header::Retry(_) => c.handle_retry(now, remote, &p, data),
-            Header::Handshake(_) => c.handle_handshake(now, remote, &p, scratch),
+            Header::Handshake(_) => c.handle_handshake(now, path, remote, &p, scratch),
             _ => c.handle_sealed(now, path, remote, p.header, p.header_len, scratch),
         };
         self.after_datagram(idx, now, remote, len, r);

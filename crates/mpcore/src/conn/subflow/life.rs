@@ -99,6 +99,12 @@ impl Subflow {
         self.failover = true;
     }
 
+    /// Subflow 0, before its handshake is answered: the answer came on local path `path` (the
+    /// INITIAL went there too, PROTOCOL.md §4.10), so the subflow lives there.
+    pub fn handshake_on(&mut self, path: PathId) {
+        self.local_path = path;
+    }
+
     /// The endpoint renamed our CID before the subflow sent anything.
     pub fn rename_local_cid(&mut self, fresh: Cid) {
         self.local_cid = fresh;
