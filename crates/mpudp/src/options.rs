@@ -445,6 +445,15 @@ impl Options {
         self
     }
 
+    /// How long the first handshake waits for an answer on the first interface before its
+    /// INITIAL goes on every other interface too (PROTOCOL.md §4.10; default 250 ms, RFC
+    /// 8305's Connection Attempt Delay; `None`: the first interface only). A network that
+    /// drops UDP then costs a connection this long, not the connect timeout.
+    pub fn other_paths_after(mut self, d: Option<Duration>) -> Self {
+        self.config.other_paths_after = d.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
+        self
+    }
+
     /// Interfaces named by device take their IPv6 address rather than their IPv4 one (for
     /// [`MpEndpoint::client`](crate::MpEndpoint::client); `MpStream::connect` follows the
     /// peer's family).

@@ -138,6 +138,24 @@ impl Testbed {
     pub fn set_link(&self, k: usize, up: bool) -> Result<(), String> {
         ip(&format!("-n {} link set c{k} {}", self.client, if up { "up" } else { "down" }))
     }
+
+    /// A firewall in the client's namespace drops every UDP datagram in and out of `c{k}`
+    /// (`true`), as a hotel or enterprise network that blocks UDP does, or lets them pass
+    /// again (`false`); TCP and the link are untouched. nftables, one transaction each.
+    pub fn block_udp(&self, k: usize, on: bool) -> Result<(), String> {
+        let table = format!("mpudp_block_c{k}");
+        let ruleset = if on {
+            format!(
+                "table inet {table} {{\n\
+                 \tchain out {{ type filter hook output priority 0; oifname \"c{k}\" meta l4proto udp drop; }}\n\
+                 \tchain in {{ type filter hook input priority 0; iifname \"c{k}\" meta l4proto udp drop; }}\n\
+                 }}\n"
+            )
+        } else {
+            format!("delete table inet {table}\n")
+        };
+        fleet::run(&["ip", "netns", "exec", &self.client, "nft", "-f", "-"], Some(&ruleset))
+    }
 }
 
 impl Drop for Testbed {

@@ -126,7 +126,9 @@ impl Connection {
     }
 
     /// The connection is up on another path than its first: it joins the first (unless a
-    /// path manager that joins every path does so anyway).
+    /// path manager that joins every path does so anyway), with MP_JOIN: that path left the
+    /// INITIAL unanswered, and a FAST_JOIN's data would wait there for its retransmission
+    /// timer (a second, the first time) before going on the path that works.
     pub(super) fn join_first_path(&mut self, now: Time) {
         let Some(first) = self.spread.rejoin_first.take() else { return };
         if self.side != Side::Client || self.state != State::Established || self.is_closed() {
@@ -138,8 +140,8 @@ impl Connection {
             return;
         }
         let backup = self.paths.get(usize::from(first.0)).is_some_and(|lp| lp.backup);
-        if let Some(remote) = self.remote_for(first) {
-            self.open(now, first, remote, backup);
+        if let Some(k) = self.remote_for(first).and_then(|remote| self.open(now, first, remote, backup)) {
+            self.subflows[k].plain_join();
         }
     }
 }

@@ -20,6 +20,15 @@ impl Subflow {
         }
     }
 
+    /// Before its first packet: the four-packet MP_JOIN even where FAST_JOIN was negotiated,
+    /// so that no data rides on the join before the path answers (a path that just left an
+    /// INITIAL unanswered, PROTOCOL.md §4.10).
+    pub fn plain_join(&mut self) {
+        if self.join.kind == JoinKind::FastInitiator {
+            self.join.kind = JoinKind::Regular;
+        }
+    }
+
     /// The peer's JOIN of kind `kind` opened it (`JoinReceived`, or established for a fast
     /// join). A regular join answers with a SYNACK binding both nonces; a fast one with the
     /// reply, at once and in every packet until acknowledged (§5.9, §5.10); its completion
