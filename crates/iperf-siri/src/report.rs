@@ -115,6 +115,10 @@ pub struct ConnectionReport {
     pub reinjections: u64,
     pub bytes_reinjected: u64,
     pub reassembly_refused: u64,
+    /// Client: the local path (interface index) the first handshake came through when its
+    /// first interface left the INITIAL unanswered (PROTOCOL.md §4.10: UDP blocked there).
+    #[serde(default)]
+    pub handshake_via_path: Option<u8>,
     pub subflows: Vec<SubflowReport>,
 }
 
@@ -124,6 +128,9 @@ impl From<&ConnStats> for ConnectionReport {
             reinjections: s.counters.reinjections,
             bytes_reinjected: s.counters.bytes_reinjected,
             reassembly_refused: s.counters.reassembly_refused,
+            handshake_via_path: (s.counters.handshakes_elsewhere > 0)
+                .then(|| s.subflows.iter().find(|f| f.id == 0).map(|f| f.path.0))
+                .flatten(),
             subflows: s
                 .subflows
                 .iter()
@@ -503,6 +510,14 @@ pub fn summary(r: &Report) -> String {
             i.packets_received,
             bytes(i.bytes_received),
             i.first_packet_s.map_or("-".into(), |t| format!("{t:.3} s"))
+        );
+    }
+    if let Some(p) = r.side.connection.as_ref().and_then(|c| c.handshake_via_path) {
+        let name = |k: usize| r.side.interfaces.get(k).map_or(format!("path {k}"), |i| i.name.clone());
+        let _ = writeln!(
+            s,
+            "Handshake: connected through {}: the first interface left the INITIAL unanswered (UDP blocked or lost there)",
+            name(usize::from(p))
         );
     }
     for i in r.side.interfaces.iter().filter(|i| i.radio.is_some()) {

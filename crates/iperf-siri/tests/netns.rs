@@ -37,23 +37,7 @@ fn two_interfaces_in_namespaces_survive_wifi_failing() {
         return;
     }
     let bed = Testbed::new("isiri", 93).expect("setting up the namespaces");
-    // The server listens on the wildcard address: its answers must leave from the address
-    // the client wrote to (10.93.9.1), not from the outgoing link's (10.93.1.2).
-    let mut server = Reap(spawn(&bed.server, &["-s", "-1", "-i", "0", "--scheduler", "last-received"]));
-    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
-    assert!(
-        lines.by_ref().map_while(Result::ok).any(|l| l.starts_with("Server listening on 5201")),
-        "the server did not start"
-    );
-    std::thread::spawn(move || for _ in lines {});
-    // It made a key pair at start and printed the public key, as a user would copy it.
-    let mut err = BufReader::new(server.0.stderr.take().unwrap()).lines();
-    let key = err
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("server key: ").map(|k| k.split_whitespace().next().unwrap_or("").to_string()))
-        .expect("the server prints its key");
-    std::thread::spawn(move || for _ in err {});
+    let (mut server, key) = one_off_server(&bed);
 
     let started = Instant::now();
     let client = spawn(
@@ -98,6 +82,56 @@ fn two_interfaces_in_namespaces_survive_wifi_failing() {
     assert!(first > failed_at - 0.3, "c1's first packet at {first:.3} s, WiFi failed at {failed_at:.3} s");
     assert!(end["cellular"]["energy_j"].as_f64().unwrap() > 0.0);
     assert!(exits_ok(&mut server.0), "the one-off server exits after the test");
+}
+
+#[test]
+fn wifi_that_drops_udp_is_reported_and_the_requests_go_over_cellular() {
+    if let Some(why) = testbed::unavailable().or_else(testbed::fleet::nft_missing) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let bed = Testbed::new("isiri-blk", 96).expect("setting up the namespaces");
+    bed.block_udp(0, true).unwrap();
+    let (mut server, key) = one_off_server(&bed);
+    let args = ["--server-key", &key, "-c", "10.96.9.1", "-m", "c0@wifi,c1@cellular", "--requests", "2"];
+    let client = spawn(&bed.client, &[&args[..], &["--wait", "0.2s", "-J", "-i", "0"]].concat());
+    let out = client.wait_with_output().unwrap();
+    assert!(out.status.success(), "client: {}", String::from_utf8_lossy(&out.stderr));
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let end = &j["end"];
+    assert_eq!(end["delay"]["requests_answered"], 2, "{end}");
+    assert_eq!(end["connection"]["handshake_via_path"], 1, "{}", end["connection"]);
+    assert!(exits_ok(&mut server.0), "the one-off server exits after the test");
+    // The text report says so too.
+    let (mut server, key) = one_off_server(&bed);
+    let args = ["--server-key", &key, "-c", "10.96.9.1", "-m", "c0@wifi,c1@cellular", "--requests", "1"];
+    let out = spawn(&bed.client, &[&args[..], &["--wait", "0.2s", "-i", "0"]].concat()).wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "client: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("Handshake: connected through c1"), "{text}");
+    assert!(exits_ok(&mut server.0));
+}
+
+/// A one-off server (`-1`) in the server namespace, once it listens; and its key.
+fn one_off_server(bed: &Testbed) -> (Reap, String) {
+    // The server listens on the wildcard address: its answers must leave from the address
+    // the client wrote to (10.N.9.1), not from the outgoing link's (10.N.1.2).
+    let mut server = Reap(spawn(&bed.server, &["-s", "-1", "-i", "0", "--scheduler", "last-received"]));
+    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
+    assert!(
+        lines.by_ref().map_while(Result::ok).any(|l| l.starts_with("Server listening on 5201")),
+        "the server did not start"
+    );
+    std::thread::spawn(move || for _ in lines {});
+    // It made a key pair at start and printed the public key, as a user would copy it.
+    let mut err = BufReader::new(server.0.stderr.take().unwrap()).lines();
+    let key = err
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("server key: ").map(|k| k.split_whitespace().next().unwrap_or("").to_string()))
+        .expect("the server prints its key");
+    std::thread::spawn(move || for _ in err {});
+    (server, key)
 }
 
 /// Whether the process exits, successfully, within 10 s.
