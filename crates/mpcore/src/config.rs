@@ -168,6 +168,13 @@ pub struct Config {
     /// paths this library targets (WiFi and LTE) and short beside the INITIAL's 1 s repeat
     /// timer. `None`: only that path (a network that drops UDP then fails the connection).
     pub other_paths_after: Option<u64>,
+    /// Client: when the first INITIAL has gone this long (µs) without an answer on any path,
+    /// it goes once over TCP on every path (PROTOCOL.md §4.11), and a JOIN over UDP
+    /// unanswered this long is raced by a JOIN over TCP on its path. 1 s (the INITIAL's first
+    /// repeat) where set: a waking LTE radio (0.26 s) and a slow path answer within it.
+    /// `None` by default: the `mpudp` driver does not open TCP carriers yet, and drops what
+    /// the endpoint would send over one.
+    pub tcp_after: Option<u64>,
     /// A server closes a subflow it has heard nothing on for this long while another subflow
     /// of the connection was heard more recently, after a PING it sent there went unanswered
     /// (PROTOCOL.md §7; 0: never). The connection's last subflow is left to `idle_timeout`.
@@ -306,6 +313,7 @@ impl Default for Config {
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
             other_paths_after: Some(250_000),
+            tcp_after: None,
             subflow_idle_timeout: 30_000_000,
             #[cfg(feature = "test-hooks")]
             rng_seed: None,

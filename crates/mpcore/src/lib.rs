@@ -91,7 +91,20 @@ pub struct LocalPath {
     pub backup: bool,
 }
 
-/// A datagram `poll_transmit` wrote: send `buf[..len]` from local path `path` to `remote`.
+/// What carries a subflow's datagrams on its path (PROTOCOL.md §4.11): a UDP socket, or,
+/// where a network drops UDP, a TCP connection on the same path to the same address and
+/// port, each datagram prefixed with its length (RFC 4571).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Carrier {
+    /// A UDP datagram.
+    #[default]
+    Udp,
+    /// A record of a TCP connection's stream: two bytes of length, then the datagram.
+    Tcp,
+}
+
+/// A datagram `poll_transmit` wrote: send `buf[..len]` from local path `path` to `remote`,
+/// over `carrier`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transmit {
     /// The local path to send from.
@@ -100,4 +113,7 @@ pub struct Transmit {
     pub remote: SocketAddr,
     /// The datagram's length in the caller's buffer.
     pub len: usize,
+    /// UDP, or the TCP connection from `path` to `remote` (opened by a client when it has
+    /// none; a server sends only on one its peer opened).
+    pub carrier: Carrier,
 }

@@ -19,8 +19,9 @@ pub mod pcap;
 pub mod qlog;
 pub mod radio;
 pub mod scenarios;
+mod tcp;
 
-use mpcore::{Config, ConfigError, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
+use mpcore::{Carrier, Config, ConfigError, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::SocketAddr;
@@ -198,6 +199,8 @@ struct PathState {
     nat: Option<SocketAddr>,
     /// When each direction's bottleneck finishes serialising what it holds.
     busy_until: [Time; 2],
+    /// When the path's TCP carrier last delivered, each direction (`tcp`: in order).
+    tcp_last: [Time; 2],
     log: Vec<LogEntry>,
     /// The client's local path whose socket this path's full local queue blocks.
     blocked: Option<PathId>,
@@ -231,6 +234,8 @@ pub(crate) struct Delivery {
     local: PathId,
     from: SocketAddr,
     bytes: Vec<u8>,
+    /// UDP, or the path's TCP connection (`tcp`).
+    carrier: Carrier,
 }
 
 /// The simulated network and its two endpoints.
@@ -357,6 +362,7 @@ impl Sim {
                     udp_blocked: false,
                     nat: None,
                     busy_until: [0; 2],
+                    tcp_last: [0; 2],
                     log: Vec::new(),
                     blocked: None,
                     radio,
@@ -474,7 +480,14 @@ impl Sim {
         self.client.connect(now, PathId(0), addr).expect("path 0 exists")
     }
 
-    fn route(&mut self, from_client: bool, path_hint: usize, src: SocketAddr, dst: SocketAddr, bytes: Vec<u8>) {
+    fn route(
+        &mut self,
+        from_client: bool,
+        path_hint: usize,
+        (src, dst): (SocketAddr, SocketAddr),
+        carrier: Carrier,
+        bytes: Vec<u8>,
+    ) {
         let now = self.now;
         let k = if from_client {
             path_hint
@@ -504,30 +517,40 @@ impl Sim {
         };
         let bytes = if from_client {
             let mut held = Some(bytes);
-            if !self.radio_uplink(k, src, dst, &mut held) {
+            if !self.radio_uplink(k, (src, dst), carrier, &mut held) {
                 return;
             }
             held.unwrap_or_default()
         } else {
             bytes
         };
-        self.enter_path(from_client, k, src, dst, bytes);
+        self.enter_path(from_client, k, (src, dst), carrier, bytes);
     }
 
     /// A datagram enters path `k` (towards the server if `from_client`): the tap, the
     /// path's verdict, the queue, the log.
-    fn enter_path(&mut self, from_client: bool, k: usize, src: SocketAddr, dst: SocketAddr, bytes: Vec<u8>) {
+    fn enter_path(
+        &mut self,
+        from_client: bool,
+        k: usize,
+        (src, dst): (SocketAddr, SocketAddr),
+        carrier: Carrier,
+        bytes: Vec<u8>,
+    ) {
         let now = self.now;
         let dir = if from_client { Dir::Up } else { Dir::Down };
         if let Some(tap) = self.tap.as_mut() {
             tap(now, k, dir, &bytes);
         }
-        if let Some(c) = self.capture.as_mut() {
+        if let (Some(c), Carrier::Udp) = (self.capture.as_mut(), carrier) {
+            // The capture is of UDP (a TCP carrier's records would need a TCP stream).
             c.push(now, src, dst, &bytes);
         }
         let size = bytes.len();
         let d = if dir == Dir::Up { 0 } else { 1 };
-        let verdict = {
+        let verdict = if carrier == Carrier::Tcp {
+            self.enter_tcp(from_client, k, (src, dst), bytes)
+        } else {
             let p = &mut self.paths[k];
             if !p.up {
                 Verdict::Outage
@@ -563,11 +586,21 @@ impl Sim {
                             local,
                             from,
                             bytes: bytes.clone(),
+                            carrier,
                         };
                         self.queue.push(Reverse(copy));
                     }
                     self.seq += 1;
-                    self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, local, from, bytes }));
+                    self.queue.push(Reverse(Delivery {
+                        at,
+                        seq: self.seq,
+                        to_server,
+                        path: k,
+                        local,
+                        from,
+                        bytes,
+                        carrier,
+                    }));
                     if dup {
                         Verdict::Duplicate
                     } else {
@@ -588,7 +621,7 @@ impl Sim {
         while let Some(t) = self.client.poll_transmit(now, &mut buf) {
             let src = self.client.paths()[usize::from(t.path.0)].addr;
             let k = self.link_of(t.path);
-            self.route(true, k, src, t.remote, buf[..t.len].to_vec());
+            self.route(true, k, (src, t.remote), t.carrier, buf[..t.len].to_vec());
             // A full local queue blocks the socket: no room for another full datagram.
             let p = &mut self.paths[k];
             if p.cfg.local_uplink_queue && p.cfg.rate_bps > 0 && p.backlog(0, now) + 1500 > p.cfg.queue_bytes {
@@ -598,7 +631,7 @@ impl Sim {
         }
         while let Some(t) = self.server.poll_transmit(now, &mut buf) {
             let src = self.server.paths()[usize::from(t.path.0)].addr;
-            self.route(false, 0, src, t.remote, buf[..t.len].to_vec());
+            self.route(false, 0, (src, t.remote), t.carrier, buf[..t.len].to_vec());
         }
         self.buf = buf;
         self.qlogs.collect(&mut self.client, &mut self.server);
@@ -664,9 +697,9 @@ impl Sim {
     fn deliver(&mut self, mut d: Delivery) {
         let now = self.now;
         if d.to_server {
-            self.server.handle_datagram_in_place(now, PathId(0), d.from, &mut d.bytes);
+            self.server.handle_carried_in_place(now, PathId(0), d.from, d.carrier, &mut d.bytes);
         } else {
-            self.client.handle_datagram_in_place(now, d.local, d.from, &mut d.bytes);
+            self.client.handle_carried_in_place(now, d.local, d.from, d.carrier, &mut d.bytes);
         }
     }
 
@@ -695,7 +728,8 @@ impl Sim {
                 let to = if to_server { self.server_addr } else { self.paths[k].cfg.client_addr };
                 c.push(now, from, to, &bytes);
             }
-            self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, local, from, bytes }));
+            let carrier = Carrier::Udp;
+            self.queue.push(Reverse(Delivery { at, seq: self.seq, to_server, path: k, local, from, bytes, carrier }));
         }
         while self.queue.peek().is_some_and(|d| d.0.at <= now) {
             let Some(Reverse(d)) = self.queue.pop() else { break };

@@ -31,6 +31,7 @@ pub struct AirEntry {
 pub(crate) struct HeldUp {
     src: SocketAddr,
     dst: SocketAddr,
+    carrier: mpcore::Carrier,
     bytes: Vec<u8>,
     state: RrcState,
 }
@@ -99,8 +100,8 @@ impl Sim {
     pub(crate) fn radio_uplink(
         &mut self,
         k: usize,
-        src: SocketAddr,
-        dst: SocketAddr,
+        (src, dst): (SocketAddr, SocketAddr),
+        carrier: mpcore::Carrier,
         bytes: &mut Option<Vec<u8>>,
     ) -> bool {
         let now = self.now;
@@ -111,7 +112,7 @@ impl Sim {
                 let state = r.radio.state_at(now);
                 if r.radio.uplink(now) > now {
                     let bytes = bytes.take().unwrap_or_default();
-                    r.held_up.push(HeldUp { src, dst, bytes, state });
+                    r.held_up.push(HeldUp { src, dst, carrier, bytes, state });
                     return false;
                 }
                 r.radio.carried(now, true, size);
@@ -160,7 +161,7 @@ impl Sim {
                     r.radio.carried(now, true, size);
                 }
                 self.log_air(k, now, true, size, h.state);
-                self.enter_path(true, k, h.src, h.dst, h.bytes);
+                self.enter_path(true, k, (h.src, h.dst), h.carrier, h.bytes);
             }
             for (state, d) in down {
                 let size = d.bytes.len();

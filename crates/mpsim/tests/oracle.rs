@@ -71,7 +71,12 @@ fn b_one_connection_meets_losses_and_the_others_react() {
     );
     let opened = app.events.iter().find(|e| e.1 && matches!(e.2, Event::SubflowEstablished { id: 1, .. }));
     let oracle = sim.client.oracle().unwrap();
-    let np = oracle::Netpath { src: mpsim::client_addr(WIFI).ip(), dst: mpsim::server_addr().ip(), iface: WIFI as u8 };
+    let np = oracle::Netpath {
+        src: mpsim::client_addr(WIFI).ip(),
+        dst: mpsim::server_addr().ip(),
+        iface: WIFI as u8,
+        tcp: false,
+    };
     println!(
         "(b) loss from {} ms; interactive connection's backup up at {:?} ms; next request at {} ms; netpath {:?}",
         loss_at / 1000,

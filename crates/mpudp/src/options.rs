@@ -477,6 +477,11 @@ impl Options {
         if self.interfaces.len() > 64 {
             return Err(Error::Config("at most 64 interfaces".into()));
         }
+        if self.config.tcp_after.is_some() {
+            return Err(Error::Config(
+                "tcp_after: this driver does not open TCP carriers yet (PROTOCOL.md §4.11)".into(),
+            ));
+        }
         Ok(())
     }
 }

@@ -45,7 +45,7 @@ use crate::vema::Vema;
 use crate::Time;
 use std::net::IpAddr;
 
-/// (source IP, destination IP, interface): what the oracle aggregates over.
+/// (source IP, destination IP, interface, carrier): what the oracle aggregates over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Netpath {
     /// The local address.
@@ -54,6 +54,9 @@ pub struct Netpath {
     pub dst: IpAddr,
     /// The local interface (the endpoint's path index).
     pub iface: u8,
+    /// Its TCP carrier (a subflow over TCP where the network drops UDP): judged apart from
+    /// the UDP datagrams on the same addresses, whose losses say nothing of it.
+    pub tcp: bool,
 }
 
 /// The oracle's parameters. Times in microseconds.
@@ -516,7 +519,7 @@ mod tests {
     use super::*;
 
     fn np(i: u8) -> Netpath {
-        Netpath { src: [10, 0, i, 2].into(), dst: [10, 0, 0, 1].into(), iface: i }
+        Netpath { src: [10, 0, i, 2].into(), dst: [10, 0, 0, 1].into(), iface: i, tcp: false }
     }
 
     fn period(o: &mut Oracle, now: &mut Time, samples: &[(Netpath, Sample)]) -> Vec<Action> {

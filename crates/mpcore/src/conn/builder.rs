@@ -88,7 +88,7 @@ impl Connection {
         };
         self.on_built(now, i, seg, len, PacketBuilt { pn, sent, eliciting, ack_sent, injected, kind, data });
         let sf = &self.subflows[i];
-        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len })
+        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() })
     }
 
     /// Subflow `i`'s packet header: a JOIN while our join is unanswered, a CONFIRM while the
@@ -331,7 +331,7 @@ impl Connection {
             carried_ack: false,
             mtu_probe: true,
         });
-        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len })
+        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() })
     }
 }
 

@@ -179,7 +179,7 @@ impl Connection {
             PacketBuilt { pn, sent, eliciting: true, ack_sent: false, injected: false, kind: PacketKind::Early, data };
         self.on_built(now, 0, seg, len, built);
         let sf = &self.subflows[0];
-        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len })
+        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() })
     }
 
     /// Client: the HANDSHAKE came; `accepted`: the server took the early data. If it did

@@ -12,7 +12,7 @@ use crate::wire::frame::reason;
 use crate::wire::new_ticket::{NewTicket, NEW_TICKET};
 use crate::wire::packet::decode_pn;
 use crate::wire::{Dss, Frame, FrameList, Header, Packet};
-use crate::{PathId, Time};
+use crate::{Carrier, PathId, Time};
 use std::net::SocketAddr;
 
 /// What one look at a packet's frames found, before any of them acts.
@@ -50,7 +50,7 @@ impl Connection {
     pub(crate) fn handle_handshake(
         &mut self,
         now: Time,
-        path: PathId,
+        (path, carrier): (PathId, Carrier),
         remote: SocketAddr,
         p: &Packet<'_>,
         scratch: &mut [u8],
@@ -59,9 +59,9 @@ impl Connection {
         let agreed = hs.on_handshake(now, remote, p, scratch, &self.config, &mut self.rng)?;
         // An answer on the first path to its only INITIAL times the round trip; one through
         // another path answers a copy sent later (§4.10).
-        let first = self.subflows[0].local_path() == path;
+        let first = self.subflows[0].local_path() == path && carrier == Carrier::Udp;
         let rtt_sample = agreed.rtt_sample.filter(|_| first);
-        self.handshake_via(path);
+        self.handshake_via(path, carrier);
         self.install_keys(agreed.secrets);
         self.set_peer_params(agreed.params);
         self.set_resumed(agreed.resumed);
@@ -80,7 +80,7 @@ impl Connection {
     pub(crate) fn handle_sealed(
         &mut self,
         now: Time,
-        path: PathId,
+        (path, carrier): (PathId, Carrier),
         remote: SocketAddr,
         header: Header<'_>,
         header_len: usize,
@@ -111,10 +111,15 @@ impl Connection {
             }
             Header::Join(j) => match self.subflows.by_number(j.subflow) {
                 Some(i) => (i, u64::from(j.pn), header_len, true),
-                None => return self.handle_new_join(now, path, remote, j, header_len, scratch),
+                None => return self.handle_new_join(now, (path, carrier), remote, j, header_len, scratch),
             },
             _ => return Err(DropReason::Unexpected),
         };
+        // A subflow's carrier is fixed when it opens (§4.11): a packet of it over the other
+        // carrier is no migration.
+        if self.subflows[i].carrier() != carrier {
+            return Err(DropReason::Unexpected);
+        }
         let id = self.subflows[i].id();
         let plain = keys.recv.open(id, pn, scratch, hl).map_err(|_| DropReason::DecryptFailed)?;
         let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;

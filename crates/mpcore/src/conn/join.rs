@@ -14,7 +14,7 @@ use crate::drops::DropReason;
 use crate::wire::frame::{reason, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
 use crate::wire::packet::Join;
 use crate::wire::{Cid, Dss, Frame, FrameList};
-use crate::{PathId, Time};
+use crate::{Carrier, PathId, Time};
 use fastjoin::{Refusal, Verdict};
 use std::net::SocketAddr;
 
@@ -40,8 +40,13 @@ impl Connection {
         let cid = self.new_cid();
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
         sf.start_join(self.rng.u32(), self.fast_join_negotiated(), backup);
+        let carrier = self.join_carrier(path);
+        sf.set_carrier(carrier);
         let slot = self.subflows.insert(sf)?;
         self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
+        if carrier == Carrier::Udp {
+            self.on_udp_join_opened(now, slot, path);
+        }
         Some(slot)
     }
 
@@ -86,7 +91,7 @@ impl Connection {
     pub(super) fn handle_new_join(
         &mut self,
         now: Time,
-        path: PathId,
+        (path, carrier): (PathId, Carrier),
         remote: SocketAddr,
         j: Join,
         header_len: usize,
@@ -136,7 +141,7 @@ impl Connection {
                     Verdict::Refuse(r) => {
                         let reason =
                             if r == Refusal::NoData { reason::MPTCP_ERROR } else { reason::FAST_JOIN_REJECTED };
-                        self.refuse_join(now, path, remote, &j, len, reason);
+                        self.refuse_join(now, (path, carrier), remote, &j, len, reason);
                         return Err(DropReason::Refused);
                     }
                 }
@@ -154,6 +159,7 @@ impl Connection {
         let fast = join != JoinKind::Regular;
         let state = if fast { SubflowState::Established } else { SubflowState::JoinReceived };
         let mut sf = self.new_subflow(now, j.subflow, state, path, remote, cid);
+        sf.set_carrier(carrier);
         sf.on_join_received(j.scid, backup, addr_id, len);
         sf.on_packet_received(now, u64::from(j.pn), true, self.config.max_ack_delay);
         // A fast join is complete on our side: it replies at once (§5.9, §5.10).
@@ -194,9 +200,18 @@ impl Connection {
     /// answers the JOIN's repeats while it drains. The JOIN is not acknowledged: its data was
     /// not taken, and an acknowledged packet's data is held (§6), so the initiator sends it
     /// again elsewhere.
-    pub(super) fn refuse_join(&mut self, now: Time, path: PathId, remote: SocketAddr, j: &Join, len: u64, reason: u8) {
+    pub(super) fn refuse_join(
+        &mut self,
+        now: Time,
+        (path, carrier): (PathId, Carrier),
+        remote: SocketAddr,
+        j: &Join,
+        len: u64,
+        reason: u8,
+    ) {
         let cid = self.new_cid();
         let mut sf = self.new_subflow(now, j.subflow, SubflowState::Closed, path, remote, cid);
+        sf.set_carrier(carrier);
         sf.refuse_join(now, reason, j.scid, len);
         self.subflows.insert(sf);
     }
@@ -234,6 +249,7 @@ impl Connection {
         sf.on_fast_join_reply(now, Cid(r.cid), r.addr_id, r.backup);
         let ev = Event::SubflowEstablished { id: sf.id(), path: sf.local_path(), backup: sf.backup() };
         self.emit(now, ev);
+        self.on_carrier_established(now, i);
     }
 
     pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20]) {

@@ -288,7 +288,7 @@ impl Connection {
         now: Time,
         config: &Arc<Config>,
         paths: &[LocalPath],
-        path: PathId,
+        (path, carrier): (PathId, crate::Carrier),
         remote: SocketAddr,
         secrets: crypto::Secrets,
         client_params: TransportParams,
@@ -301,6 +301,7 @@ impl Connection {
         c.set_resumed(resumed);
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
+        sf.set_carrier(carrier);
         sf.accept_handshake(client_cid, now);
         c.subflows.insert(sf);
         c.endpoint_events.push_back(EndpointEvent::NewCid(server_cid));

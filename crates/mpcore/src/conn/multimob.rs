@@ -136,7 +136,8 @@ impl Connection {
     pub(super) fn netpath(&self, i: usize) -> Option<oracle::Netpath> {
         let sf = self.subflows.get(i)?;
         let lp = self.paths.get(usize::from(sf.local_path().0))?;
-        Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote().ip(), iface: sf.local_path().0 })
+        let tcp = sf.carrier() == crate::Carrier::Tcp;
+        Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote().ip(), iface: sf.local_path().0, tcp })
     }
 
     /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.

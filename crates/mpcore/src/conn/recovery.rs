@@ -42,6 +42,7 @@ impl Connection {
             let sf = &self.subflows[i];
             let ev = Event::SubflowEstablished { id, path: sf.local_path(), backup: sf.backup() };
             self.emit(now, ev);
+            self.on_carrier_established(now, i);
         }
         // Coupled: the working subflows that used their window within the last RTO, and this
         // one (see `cc`'s module documentation).

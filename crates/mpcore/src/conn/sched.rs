@@ -45,7 +45,7 @@ impl Connection {
             };
             self.on_initial_sent(now);
             let sf = &self.subflows[0];
-            return Some(Transmit { path: sf.local_path(), remote: sf.remote(), len });
+            return Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() });
         }
         let orphans = self.addrs.take_orphans();
         if !orphans.is_empty() {

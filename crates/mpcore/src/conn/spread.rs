@@ -1,9 +1,16 @@
-//! The first handshake on every path (PROTOCOL.md §4.10): a client whose INITIAL goes
-//! unanswered on its first path for [`Config::other_paths_after`] sends the same INITIAL on
-//! each of its other local paths that reach the server, and repeats it on all of them from
-//! then on. The connection is made on the path whose HANDSHAKE comes first; subflow 0 moves
-//! there, and the client joins its first path afterwards, so that it returns there when that
-//! network carries the protocol again.
+//! Every path, and TCP where UDP gets no answer (PROTOCOL.md §4.10, §4.11).
+//!
+//! The first handshake: a client whose INITIAL goes unanswered on its first path for
+//! [`Config::other_paths_after`] sends the same INITIAL on each of its other local paths that
+//! reach the server, and repeats it on all of them from then on; after
+//! [`Config::tcp_after`] it sends it once more over TCP on every path. The connection is made
+//! on the path (and carrier) whose HANDSHAKE comes first; subflow 0 moves there, and the
+//! client joins its first path afterwards, so that it returns there when that network carries
+//! the protocol again.
+//!
+//! Joins: a client's JOIN over UDP unanswered for `tcp_after` races a JOIN over TCP on the
+//! same path; whichever opens carries the path, and a UDP subflow that opens after the TCP
+//! one replaces it (the path moves back to UDP).
 //!
 //! RFC 8305 §5 (Happy Eyeballs) tells the client to start the next attempt after a
 //! "Connection Attempt Delay" of 250 ms by default when the first has not succeeded. A
@@ -12,63 +19,96 @@
 //! cellular path that works.
 //!
 //! [`Config::other_paths_after`]: crate::Config::other_paths_after
+//! [`Config::tcp_after`]: crate::Config::tcp_after
 
 use super::events::Side;
 use super::{Connection, State};
 use crate::config::PathManager;
-use crate::{PathId, Time, Transmit};
+use crate::wire::frame::reason;
+use crate::{Carrier, PathId, PathSet, Time, Transmit};
 
-/// Where the client's INITIAL goes besides its first path.
+/// Where the client's INITIAL goes besides its first path, and the paths found silent to UDP.
 #[derive(Debug, Default)]
 pub(super) struct Spread {
     /// When the other paths start (none: not before the first INITIAL left, or no more).
     at: Option<Time>,
     /// The other paths take every INITIAL from now on.
     on: bool,
-    /// Local paths still owed a copy of the INITIAL that went last (at most 256; a bitmap).
-    owed: crate::PathSet,
+    /// When the INITIAL goes over TCP on every path (once).
+    tcp_at: Option<Time>,
+    tcp_on: bool,
+    /// Local paths still owed a copy of the INITIAL that went last, over UDP and over TCP.
+    owed: PathSet,
+    owed_tcp: PathSet,
     /// Whether any copy went: the round trip of the answer is then unknown (Karn's rule).
     pub(super) copied: bool,
     /// The path the connection first tried, when the handshake came through another: it is
     /// joined once the connection is up.
     pub(super) rejoin_first: Option<PathId>,
+    /// Paths whose UDP went unanswered (an INITIAL or a JOIN, for `tcp_after`): the client's
+    /// joins there go over TCP.
+    udp_silent: PathSet,
+    /// Client's UDP joins on trial: (slot, path, when a TCP join races it if still unanswered).
+    trials: Vec<(usize, PathId, Time)>,
 }
 
 impl Connection {
     /// The other local paths that reach the server's address, up and not in use by subflow 0.
     fn other_handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
         let first = self.subflows.get(0).map(|s| s.local_path());
+        self.handshake_paths().filter(move |&p| Some(p) != first)
+    }
+
+    /// Every local path that is up and reaches the server's address.
+    fn handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
         (0..self.paths.len().min(256)).map(|p| PathId(p as u8)).filter(move |&p| {
-            Some(p) != first
-                && !self.path_down.get(usize::from(p.0)).is_none_or(|&d| d)
-                && self.remote_for(p) == Some(self.peer_addr)
+            !self.path_down.get(usize::from(p.0)).is_none_or(|&d| d) && self.remote_for(p) == Some(self.peer_addr)
         })
     }
 
-    /// When the other paths are due a copy of the INITIAL (the `HANDSHAKE` timer's other
-    /// half).
+    /// When the handshake's other paths or its TCP copies are due, or a UDP join's trial
+    /// ends (the connection's `CARRIER` timer).
     pub(super) fn spread_deadline(&self) -> Option<Time> {
-        self.spread.at.filter(|_| !self.spread.on)
+        let udp = self.spread.at.filter(|_| !self.spread.on);
+        let tcp = self.spread.tcp_at.filter(|_| !self.spread.tcp_on);
+        let trial = self.spread.trials.iter().map(|t| t.2).min();
+        [udp, tcp, trial].into_iter().flatten().min()
     }
 
-    /// The first INITIAL left at `now`: the other paths start after the bound.
+    /// The first INITIAL left at `now`: the other paths start after the bound, TCP later.
     fn arm_spread(&mut self, now: Time) {
-        if let (Some(after), None, false) = (self.config.other_paths_after, self.spread.at, self.spread.on) {
+        if self.spread.at.is_some() || self.spread.tcp_at.is_some() {
+            return;
+        }
+        if let Some(after) = self.config.other_paths_after {
             if self.other_handshake_paths().next().is_some() {
                 self.spread.at = Some(now.saturating_add(after));
             }
         }
+        self.spread.tcp_at = self.config.tcp_after.map(|after| now.saturating_add(after));
     }
 
-    /// The bound passed without an answer: every other path is owed the INITIAL now, and
-    /// each repeat from now on.
+    /// A bound passed: before the handshake, the other paths (or TCP on every path) are owed
+    /// the INITIAL; after it, a UDP join still unanswered is raced over TCP.
     pub(super) fn on_spread_timeout(&mut self, now: Time) {
-        if self.spread.on || self.spread.at.is_none_or(|at| at > now) {
+        if self.state == State::Initial {
+            if !self.spread.on && self.spread.at.is_some_and(|at| at <= now) {
+                self.spread.on = true;
+                self.owe_copies();
+                tracing::debug!("no answer on the first path: the INITIAL goes on every path");
+            }
+            if !self.spread.tcp_on && self.spread.tcp_at.is_some_and(|at| at <= now) {
+                self.spread.tcp_on = true;
+                let mut owed = self.spread.owed_tcp;
+                for p in self.handshake_paths() {
+                    owed.set(p, true);
+                }
+                self.spread.owed_tcp = owed;
+                tracing::debug!("no answer over UDP: the INITIAL goes over TCP on every path");
+            }
             return;
         }
-        self.spread.on = true;
-        self.owe_copies();
-        tracing::debug!("no answer on the first path: the INITIAL goes on every path");
+        self.end_join_trials(now);
     }
 
     fn owe_copies(&mut self) {
@@ -88,27 +128,50 @@ impl Connection {
         }
     }
 
-    /// A copy of the INITIAL owed to another path, written into `buf`.
+    /// A copy of the INITIAL owed to another path (UDP first, then TCP), written into `buf`.
     pub(super) fn poll_initial_copy(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         let initial = self.hs.as_ref()?.initial_datagram();
-        let p = (0..=255u8).map(PathId).find(|&p| self.spread.owed.contains(p))?;
-        self.spread.owed.set(p, false);
+        let first_owed = |set: &PathSet| (0..=255u8).map(PathId).find(|&p| set.contains(p));
+        let (p, carrier) = match first_owed(&self.spread.owed) {
+            Some(p) => (p, Carrier::Udp),
+            None => (first_owed(&self.spread.owed_tcp)?, Carrier::Tcp),
+        };
+        match carrier {
+            Carrier::Udp => self.spread.owed.set(p, false),
+            Carrier::Tcp => self.spread.owed_tcp.set(p, false),
+        }
         if buf.len() < initial.len() || self.unwritable.contains(p) {
             // Its socket is full: this copy is skipped; the next repeat carries one.
             return None;
         }
         buf[..initial.len()].copy_from_slice(initial);
         self.spread.copied = true;
-        Some(Transmit { path: p, remote: self.peer_addr, len: initial.len() })
+        Some(Transmit { path: p, remote: self.peer_addr, len: initial.len(), carrier })
     }
 
-    /// The HANDSHAKE came on local path `path`. If that is not subflow 0's, subflow 0 moves
-    /// there before it sends its CONFIRM, and the address ids follow it (RFC 8684 §3.4.1: the
-    /// initial subflow's address has id 0); the first path is joined once the connection is
-    /// up.
-    pub(super) fn handshake_via(&mut self, path: PathId) {
+    /// The HANDSHAKE came on local path `path` over `carrier`. If that is not subflow 0's,
+    /// subflow 0 moves there before it sends its CONFIRM, and the address ids follow it (RFC
+    /// 8684 §3.4.1: the initial subflow's address has id 0); the first path is joined once
+    /// the connection is up. An answer over TCP says that UDP was silent on every path.
+    pub(super) fn handshake_via(&mut self, path: PathId, carrier: Carrier) {
+        // The handshake is over: no more copies.
+        let (copied, trials) = (self.spread.copied, std::mem::take(&mut self.spread.trials));
+        self.spread = Spread { copied, trials, ..Spread::default() };
         let first = self.subflows[0].local_path();
-        if path == first || usize::from(path.0) >= self.paths.len() {
+        if usize::from(path.0) >= self.paths.len() || (path == first && carrier == Carrier::Udp) {
+            return;
+        }
+        self.subflows[0].set_carrier(carrier);
+        if carrier == Carrier::Tcp {
+            let mut silent = self.spread.udp_silent;
+            for p in self.handshake_paths() {
+                silent.set(p, true);
+            }
+            self.spread.udp_silent = silent;
+        }
+        self.counters.handshakes_elsewhere += 1;
+        tracing::debug!(from = first.0, to = path.0, ?carrier, "the handshake came through another path or carrier");
+        if path == first {
             return;
         }
         self.subflows[0].handshake_on(path);
@@ -121,8 +184,6 @@ impl Connection {
             *id = super::paths::initial_addr_id(PathId(p as u8), path);
         }
         self.spread.rejoin_first = Some(first);
-        self.counters.handshakes_elsewhere += 1;
-        tracing::debug!(from = first.0, to = path.0, "the handshake came through another path");
     }
 
     /// The connection is up on another path than its first: it joins the first (unless a
@@ -142,6 +203,73 @@ impl Connection {
         let backup = self.paths.get(usize::from(first.0)).is_some_and(|lp| lp.backup);
         if let Some(k) = self.remote_for(first).and_then(|remote| self.open(now, first, remote, backup)) {
             self.subflows[k].plain_join();
+        }
+    }
+
+    /// The carrier a client's join from `path` takes: TCP where UDP was found silent.
+    pub(super) fn join_carrier(&self, path: PathId) -> Carrier {
+        if self.spread.udp_silent.contains(path) {
+            Carrier::Tcp
+        } else {
+            Carrier::Udp
+        }
+    }
+
+    /// A client opened a join over UDP in slot `k` on `path`: if it is still unanswered after
+    /// `tcp_after`, a join over TCP races it.
+    pub(super) fn on_udp_join_opened(&mut self, now: Time, k: usize, path: PathId) {
+        if let (Some(after), Side::Client) = (self.config.tcp_after, self.side) {
+            if self.spread.trials.len() < 64 {
+                self.spread.trials.push((k, path, now.saturating_add(after)));
+            }
+        }
+    }
+
+    /// The UDP joins whose trial ended: those unanswered race a TCP join on their path.
+    fn end_join_trials(&mut self, now: Time) {
+        let mut i = 0;
+        while i < self.spread.trials.len() {
+            let (k, path, at) = self.spread.trials[i];
+            if at > now {
+                i += 1;
+                continue;
+            }
+            self.spread.trials.swap_remove(i);
+            let Some(sf) = self.subflows.get(k) else { continue };
+            if sf.established() || !sf.is_open() || sf.local_path() != path || sf.carrier() != Carrier::Udp {
+                continue;
+            }
+            let tcp_open =
+                self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open());
+            self.spread.udp_silent.set(path, true);
+            if tcp_open || self.is_closed() {
+                continue;
+            }
+            let (remote, backup) = (sf.remote(), sf.backup());
+            if let Some(t) = self.open(now, path, remote, backup) {
+                self.subflows[t].plain_join();
+                tracing::debug!(path = path.0, "a UDP join unanswered: racing it over TCP");
+            }
+        }
+    }
+
+    /// Subflow `i` was established. Over UDP on a path that had a TCP subflow (a UDP join
+    /// that lost the race, answered later): UDP passes there again, and the TCP subflow
+    /// closes, its data moving to the others (RFC 8684 §3.3.6).
+    pub(super) fn on_carrier_established(&mut self, now: Time, i: usize) {
+        let Some(sf) = self.subflows.get(i) else { return };
+        let path = sf.local_path();
+        if sf.carrier() != Carrier::Udp || self.side != Side::Client {
+            return;
+        }
+        self.spread.udp_silent.set(path, false);
+        for k in 0..self.subflows.slot_bound() {
+            let Some(s) = self.subflows.get(k) else { continue };
+            if k != i && s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open() {
+                let id = s.id();
+                self.close_subflow(now, id, reason::UNSPECIFIED);
+                tracing::debug!(path = path.0, "UDP passes again: the TCP subflow closes");
+            }
         }
     }
 }

@@ -31,7 +31,10 @@ pub mod timer {
     pub const TRIM: usize = 5;
     /// Our data awaits acknowledgement and the peer has been silent for the peer timeout.
     pub const PEER: usize = 6;
-    pub const COUNT: usize = 7;
+    /// Client: the first handshake's other paths or TCP copies are due, or a UDP join's
+    /// trial ends (`spread`).
+    pub const CARRIER: usize = 7;
+    pub const COUNT: usize = 8;
 }
 
 /// How long a connection moves no data before its buffers are given back (issue 19: an idle
@@ -45,10 +48,11 @@ impl Connection {
         let mut t = TimerTable::default();
         t.set(timer::DRAIN, self.drain_until);
         t.set(timer::TRIM, self.trim_at);
+        if !self.is_closed() {
+            t.set(timer::CARRIER, self.spread_deadline());
+        }
         if self.state == State::Initial {
-            let repeat = self.hs.as_ref().and_then(|hs| hs.deadline());
-            let first = [repeat, self.spread_deadline()].into_iter().flatten().min();
-            t.set(timer::HANDSHAKE, first);
+            t.set(timer::HANDSHAKE, self.hs.as_ref().and_then(|hs| hs.deadline()));
         }
         if !self.is_closed() {
             let idle = self.idle_timeout();
@@ -227,12 +231,13 @@ impl Connection {
             self.set_drained();
             return;
         }
-        if t.expired(timer::HANDSHAKE, now) {
-            // The bound for the other paths (§4.10), or the INITIAL's own repeat timer.
+        if t.expired(timer::CARRIER, now) {
+            // The bound for the other paths or for TCP (§4.10, §4.11).
             self.on_spread_timeout(now);
+        }
+        if t.expired(timer::HANDSHAKE, now) {
             let max = self.config.max_handshake_attempts;
-            let repeat_due = self.hs.as_ref().is_some_and(|hs| hs.deadline().is_some_and(|d| d <= now));
-            if repeat_due && !self.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
+            if !self.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
                 let auth = self.hs.as_ref().is_some_and(|hs| hs.auth_failed());
                 self.enter_closed(
                     now,

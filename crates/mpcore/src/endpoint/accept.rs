@@ -98,7 +98,7 @@ impl Endpoint {
                 if let Some(e) = a.early {
                     self.accept_early(now, path, remote, e, &a.datagram, dgram);
                 }
-                self.stateless.push_back((path, remote, a.datagram));
+                self.stateless.push_back((path, remote, a.datagram, self.rx_carrier));
             }
             Err(r) => self.drops.count(r),
         }
@@ -130,7 +130,7 @@ impl Endpoint {
         // The connection is kept only if the CONFIRM's own payload authenticates and applies.
         let scratch = &mut self.scratch[..dgram.len()];
         scratch.copy_from_slice(dgram);
-        if let Err(r) = conn.handle_sealed(now, path, remote, p.header, p.header_len, scratch) {
+        if let Err(r) = conn.handle_sealed(now, (path, self.rx_carrier), remote, p.header, p.header_len, scratch) {
             self.drops.count(r);
             return;
         }
@@ -154,7 +154,7 @@ impl Endpoint {
             now,
             &self.config,
             &self.paths,
-            path,
+            (path, self.rx_carrier),
             remote,
             secrets,
             client_params,
@@ -233,7 +233,7 @@ impl Endpoint {
         let hash = crate::crypto::sha256(dgram);
         let again = self.conns.get_mut(idx).and_then(|c| c.handshake_again(remote, &i.dcid, &hash, dgram.len() as u64));
         match again {
-            Some(hs) => self.stateless.push_back((path, remote, hs)),
+            Some(hs) => self.stateless.push_back((path, remote, hs, self.rx_carrier)),
             None => self.drops.unexpected += 1,
         }
     }

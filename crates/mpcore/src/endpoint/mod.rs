@@ -22,7 +22,7 @@ use crate::slab::Slab;
 use crate::wire::packet;
 use crate::wire::packet::Short;
 use crate::wire::{Cid, Header, Packet, Writer};
-use crate::{LocalPath, PathId, PathSet, Time, Transmit};
+use crate::{Carrier, LocalPath, PathId, PathSet, Time, Transmit};
 use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
@@ -114,7 +114,9 @@ pub struct Endpoint {
     /// The stateless server's cookie and retry-token keys.
     keys: ServerKeys,
     rng: Rng,
-    stateless: VecDeque<(PathId, SocketAddr, Vec<u8>)>,
+    stateless: VecDeque<(PathId, SocketAddr, Vec<u8>, Carrier)>,
+    /// What carried the datagram being handled (its stateless answer goes back the same way).
+    rx_carrier: Carrier,
     /// HANDSHAKEs the server may still answer before it asks for RETRYs (`retry_above`).
     hs_bucket: TokenBucket,
     /// A fleet's server: its reset key and budget.
@@ -202,6 +204,7 @@ impl Endpoint {
             keys,
             rng,
             stateless: VecDeque::new(),
+            rx_carrier: Carrier::Udp,
             hs_bucket: TokenBucket::full(Self::hs_burst(f64::from(config.retry_above)), 0),
             resetter: reset::Resetter::new(config.fleet.as_ref()),
             handshakes: HandshakeCounters::default(),
@@ -445,8 +448,16 @@ impl Endpoint {
     }
 
     /// Processes one received datagram. `path` is the local path it arrived on, `remote` its
-    /// source address.
+    /// source address; it came over UDP.
     pub fn handle_datagram(&mut self, now: Time, path: PathId, remote: SocketAddr, data: &[u8]) {
+        self.handle_carried(now, path, remote, Carrier::Udp, data);
+    }
+
+    /// [`Endpoint::handle_datagram`] for a datagram that came over `carrier`: a TCP
+    /// connection's (§4.11) is one length-prefixed record of its stream, `remote` the
+    /// connection's peer address.
+    pub fn handle_carried(&mut self, now: Time, path: PathId, remote: SocketAddr, carrier: Carrier, data: &[u8]) {
+        self.rx_carrier = carrier;
         self.now = self.now.max(now);
         self.wake_oracle(now);
         if data.len() > self.config.max_receive_size || data.len() > self.scratch.len() {
@@ -529,7 +540,7 @@ impl Endpoint {
                     if packet::emit_version_negotiation(dcid, scid, &packet::SUPPORTED_VERSIONS, &mut w).is_ok() {
                         let n = w.len();
                         out.truncate(n);
-                        self.stateless.push_back((path, remote, out));
+                        self.stateless.push_back((path, remote, out, self.rx_carrier));
                     }
                 }
                 return;
@@ -552,8 +563,8 @@ impl Endpoint {
         scratch.copy_from_slice(data);
         let r = match p.header {
             Header::Retry(_) => c.handle_retry(now, remote, &p, data),
-            Header::Handshake(_) => c.handle_handshake(now, path, remote, &p, scratch),
-            _ => c.handle_sealed(now, path, remote, p.header, p.header_len, scratch),
+            Header::Handshake(_) => c.handle_handshake(now, (path, self.rx_carrier), remote, &p, scratch),
+            _ => c.handle_sealed(now, (path, self.rx_carrier), remote, p.header, p.header_len, scratch),
         };
         self.after_datagram(idx, now, remote, len, r);
     }
@@ -563,15 +574,28 @@ impl Endpoint {
     /// `handle_datagram` makes; any other goes to `handle_datagram`. What `data` holds
     /// afterwards is unspecified.
     pub fn handle_datagram_in_place(&mut self, now: Time, path: PathId, remote: SocketAddr, data: &mut [u8]) {
+        self.handle_carried_in_place(now, path, remote, Carrier::Udp, data);
+    }
+
+    /// [`Endpoint::handle_datagram_in_place`] for a datagram that came over `carrier`.
+    pub fn handle_carried_in_place(
+        &mut self,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        carrier: Carrier,
+        data: &mut [u8],
+    ) {
         let short = data.first().is_some_and(|b| b & 0x80 == 0);
         if !short || data.len() > self.config.max_receive_size || self.path(path).is_none() {
-            return self.handle_datagram(now, path, remote, data);
+            return self.handle_carried(now, path, remote, carrier, data);
         }
+        self.rx_carrier = carrier;
         self.wake_oracle(now);
         let (dcid, header_len) = match Packet::parse(data, usize::from(self.config.cid_len)) {
             Ok(Packet { header: Header::Short(s), header_len, .. }) => (s.dcid, header_len),
             // Malformed: counted there.
-            _ => return self.handle_datagram(now, path, remote, data),
+            _ => return self.handle_carried(now, path, remote, carrier, data),
         };
         self.now = self.now.max(now);
         let Some((idx, c)) = self.routes.cid(&dcid).and_then(|i| Some((i, self.conns.get_mut(i)?))) else {
@@ -580,7 +604,7 @@ impl Endpoint {
         };
         // The header, copied out of `data`, which is opened where it lies.
         let len = data.len();
-        let r = c.handle_sealed(now, path, remote, Header::Short(Short { dcid }), header_len, data);
+        let r = c.handle_sealed(now, (path, carrier), remote, Header::Short(Short { dcid }), header_len, data);
         self.after_datagram(idx, now, remote, len, r);
     }
 
@@ -641,10 +665,10 @@ impl Endpoint {
 
     /// The next datagram to send, written into `buf` (at least the configured datagram size).
     pub fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
-        if let Some((path, remote, d)) = self.stateless.pop_front() {
+        if let Some((path, remote, d, carrier)) = self.stateless.pop_front() {
             if buf.len() >= d.len() {
                 buf[..d.len()].copy_from_slice(&d);
-                return Some(Transmit { path, remote, len: d.len() });
+                return Some(Transmit { path, remote, len: d.len(), carrier });
             }
         }
         self.now = self.now.max(now);

@@ -103,7 +103,7 @@ impl Endpoint {
             }
             self.warmer.warmed[p] = Some(now);
             self.warmer.sent += 1;
-            self.stateless.push_back((path, remote, WARM.to_vec()));
+            self.stateless.push_back((path, remote, WARM.to_vec(), crate::Carrier::Udp));
             tracing::debug!(path = p, "pre-warming the cellular radio");
         }
     }

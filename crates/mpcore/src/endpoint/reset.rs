@@ -47,7 +47,7 @@ impl Endpoint {
         let mut out = vec![0u8; Reset::LEN];
         if (Reset { version: packet::VERSION_2, token }).emit(&mut Writer::new(&mut out)).is_ok() {
             self.handshakes.resets_sent += 1;
-            self.stateless.push_back((path, remote, out));
+            self.stateless.push_back((path, remote, out, self.rx_carrier));
         }
     }
 

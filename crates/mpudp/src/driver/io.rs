@@ -189,6 +189,11 @@ impl Io {
             let in_place = tail.is_some();
             let Some(t) = st.ep.poll_transmit(now, tail.unwrap_or(&mut self.scratch)) else { break };
             progress = true;
+            if t.carrier != mpcore::Carrier::Udp {
+                // No TCP carriers here yet (`Options::validate` refuses `tcp_after`); a server
+                // never has one to answer on. Left unwritten, as a loss.
+                continue;
+            }
             let p = usize::from(t.path.0);
             self.guess = p;
             let Some(max) = self.sockets.get(p).and_then(|s| s.as_ref()).map(|s| s.max_segments) else { continue };

@@ -5,7 +5,7 @@ use super::pmtu::Pmtu;
 use super::recovery::Recovery;
 use super::{AckState, DataRef, JoinState, Subflow, SubflowState, Validation};
 use crate::wire::Cid;
-use crate::{PathId, Time};
+use crate::{Carrier, PathId, Time};
 use std::net::SocketAddr;
 
 impl Subflow {
@@ -23,6 +23,16 @@ impl Subflow {
 
     pub fn remote(&self) -> SocketAddr {
         self.remote
+    }
+
+    /// What carries its datagrams (§4.11).
+    pub fn carrier(&self) -> Carrier {
+        self.carrier
+    }
+
+    /// Before it opens: its datagrams go over `carrier`.
+    pub fn set_carrier(&mut self, carrier: Carrier) {
+        self.carrier = carrier;
     }
 
     pub fn local_addr_id(&self) -> u8 {

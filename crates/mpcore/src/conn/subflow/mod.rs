@@ -21,7 +21,7 @@ use super::cc::Cc;
 use super::timer_table::TimerTable;
 use crate::ranges::RangeSet;
 use crate::wire::Cid;
-use crate::{PathId, Time};
+use crate::{Carrier, PathId, Time};
 use recovery::{Recovery, Rtt};
 use std::net::SocketAddr;
 
@@ -138,6 +138,8 @@ pub struct SubflowStats {
     pub path: PathId,
     /// The peer's address.
     pub remote: SocketAddr,
+    /// UDP, or a TCP connection where the path's network drops UDP (PROTOCOL.md §4.11).
+    pub carrier: Carrier,
     /// Where it is in its life.
     pub state: SubflowState,
     /// A backup subflow.
@@ -264,6 +266,8 @@ pub struct Subflow {
     state: SubflowState,
     local_path: PathId,
     remote: SocketAddr,
+    /// UDP, or a TCP connection on its path (§4.11): fixed when it opens.
+    carrier: Carrier,
     local_addr_id: u8,
     remote_addr_id: u8,
     local_cid: Cid,
@@ -351,6 +355,7 @@ impl Subflow {
             state,
             local_path,
             remote,
+            carrier: Carrier::Udp,
             local_addr_id: local_path.0,
             remote_addr_id: 0,
             local_cid,
@@ -402,6 +407,7 @@ impl Subflow {
             id: self.id,
             path: self.local_path,
             remote: self.remote,
+            carrier: self.carrier,
             state: self.state,
             backup: self.backup,
             potentially_failed: self.pf(),
