@@ -98,3 +98,26 @@ fn paths_that_answer_over_udp_never_open_tcp() {
         assert!(st.subflows.iter().all(|s| s.carrier == Carrier::Udp), "seed {seed}: {st:?}");
     }
 }
+
+#[test]
+fn over_tcp_the_subflow_leaves_loss_repair_to_tcp() {
+    // One path, 1% loss, UDP blocked: every subflow runs over TCP, which repairs each loss in
+    // its RTO and a round trip (the simulator's 200 ms + 15 ms). A subflow that also ran its
+    // tail loss probe and 200 ms RTOs would fire during each repair, queue a duplicate behind
+    // it and collapse its window: requests then waited over 2 s (PROTOCOL.md §4.11).
+    for seed in 1..=5 {
+        let paths: Vec<mpsim::PathConfig> = multimob_paths().into_iter().take(1).collect();
+        let client = Config { tcp_after: Some(ms(1_000)), ..multimob_client(oracle::Config::default()) };
+        let mut sim = Sim::new(seed, client, multimob_server(), paths).unwrap();
+        sim.at(0, WIFI, PathEvent::Loss(0.01));
+        sim.at(0, WIFI, PathEvent::Firewall(true));
+        let mut app = Siri::new(SiriConfig { requests: 10, start: ms(2_000), ..SiriConfig::default() }, seed);
+        assert!(sim.run(ms(300_000), |s| app.drive(s)));
+        let st = sim.client.stats(app.client.unwrap()).unwrap();
+        assert!(st.subflows.iter().all(|s| s.carrier == Carrier::Tcp && s.counters.tlp_count == 0), "{st:?}");
+        for r in &app.results {
+            let worst = r.max_burst_delay().unwrap();
+            assert!(worst < ms(500), "seed {seed}: a request waited {worst} us");
+        }
+    }
+}

@@ -6,6 +6,11 @@ use super::recovery::Recovery;
 use super::{AckState, DataRef, JoinState, Subflow, SubflowState, Validation};
 use crate::wire::Cid;
 use crate::{Carrier, PathId, Time};
+
+/// The least RTO of a subflow over TCP (µs): TCP repairs a loss within its own RTO (at least
+/// 200 ms in Linux) and a round trip; 1 s, RFC 6298's own minimum, covers that on the paths
+/// this library targets.
+pub const RELIABLE_MIN_RTO: Time = 1_000_000;
 use std::net::SocketAddr;
 
 impl Subflow {
@@ -30,9 +35,16 @@ impl Subflow {
         self.carrier
     }
 
-    /// Before it opens: its datagrams go over `carrier`.
+    /// Before it opens: its datagrams go over `carrier`. Over TCP (PROTOCOL.md §4.11) the
+    /// carrier repairs its own losses: no tail loss probe, and no RTO shorter than
+    /// [`RELIABLE_MIN_RTO`], which would fire while TCP repairs a loss and queue a duplicate
+    /// behind the repair.
     pub fn set_carrier(&mut self, carrier: Carrier) {
         self.carrier = carrier;
+        self.rec.reliable = carrier == Carrier::Tcp;
+        if self.rec.reliable {
+            self.rec.rtt.raise_min_rto(RELIABLE_MIN_RTO);
+        }
     }
 
     pub fn local_addr_id(&self) -> u8 {

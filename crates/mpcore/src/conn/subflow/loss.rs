@@ -215,7 +215,12 @@ impl Subflow {
     /// with exponential backoff. A join that goes unanswered `max_attempts` times is given up.
     pub fn on_retransmission_timer(&mut self, now: Time, max_attempts: u32) -> Expiry {
         let r = &mut self.rec;
-        if !r.tlp_sent && r.rto_backoff == 0 && r.rtt.has_sample && self.state == SubflowState::Established {
+        if !r.tlp_sent
+            && r.rto_backoff == 0
+            && r.rtt.has_sample
+            && self.state == SubflowState::Established
+            && !r.reliable
+        {
             r.tlp_sent = true;
             r.probe = Some(Probe::Tail);
             r.rto_start = now;

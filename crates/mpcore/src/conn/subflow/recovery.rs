@@ -92,6 +92,11 @@ impl Rtt {
         adjusted
     }
 
+    /// Over a reliable carrier (§4.11): the RTO is at least `floor` (at most the maximum).
+    pub fn raise_min_rto(&mut self, floor: u64) {
+        self.min_rto = self.min_rto.max(floor).min(self.max_rto);
+    }
+
     /// RTO = SRTT + max(G, 4 * RTTVAR) (§2.3), at least the configured minimum (§2.4 says
     /// 1 s; Linux and this crate default to 200 ms), at most the maximum (§2.5).
     pub fn rto(&self) -> u64 {
@@ -233,6 +238,9 @@ pub enum Probe {
 /// the retransmission timer and the potentially-failed state.
 #[derive(Debug)]
 pub struct Recovery {
+    /// The subflow runs over TCP (PROTOCOL.md §4.11): no tail loss probe, and an RTO of at
+    /// least `RELIABLE_MIN_RTO`.
+    pub reliable: bool,
     pub next_pn: u64,
     pub largest_acked: Option<u64>,
     pub sent: SentRing,
@@ -303,6 +311,7 @@ pub struct Acked {
 impl Recovery {
     pub fn new(rtt: Rtt, cc: Cc, now: Time) -> Self {
         Self {
+            reliable: false,
             next_pn: 0,
             largest_acked: None,
             sent: SentRing::default(),
@@ -368,7 +377,7 @@ impl Recovery {
         }
         let rto = self.rtt.rto();
         let full = self.rto_start.saturating_add((rto << self.rto_backoff.min(10)).min(self.rtt.max_rto()));
-        if !self.tlp_sent && self.rto_backoff == 0 && self.rtt.has_sample {
+        if !self.tlp_sent && self.rto_backoff == 0 && self.rtt.has_sample && !self.reliable {
             // RFC 8985 §7.2: PTO = 2 * SRTT, plus the peer's delayed-ACK allowance when only
             // one packet is outstanding. When the last packet carried a PING, which the peer
             // acknowledges at once (§5.2), no ACK is delayed: RFC 9002 §6.2.1's PTO without
