@@ -138,6 +138,10 @@ pub struct RunArgs {
     /// multimob: the smoothed loss rate that declares a path bad (sloss).
     #[arg(long, value_name = "RATE", default_value_t = 0.25, value_parser = parse_rate, allow_hyphen_values = true)]
     pub sloss: f64,
+    /// Client: where UDP gets no answer for this long, use TCP on that interface (the first
+    /// handshake, and joins; PROTOCOL.md §4.11), e.g. `1s`. A server accepts TCP always.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub tcp_fallback: Option<Duration>,
     /// Seconds to wait for the server's answer before giving up.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub connect_timeout: Duration,
@@ -447,6 +451,7 @@ impl RunArgs {
         let mut o = base
             .scheduler(&self.scheduler(client))
             .connect_timeout(self.connect_timeout)
+            .tcp_fallback(self.tcp_fallback.filter(|_| client))
             // A server accepts fast joins; a client offers them under multimob or when asked.
             .fast_join(!client || multimob || self.fast_join);
         if let Some(dir) = self.qlog_dir() {

@@ -108,6 +108,13 @@ pub struct SubflowReport {
     /// Stream bytes this side sent on the subflow (first copies, retransmissions, reinjections).
     #[serde(default)]
     pub data_bytes_sent: u64,
+    /// `udp`, or `tcp` where the path's network drops UDP (PROTOCOL.md §4.11).
+    #[serde(default = "udp")]
+    pub carrier: String,
+}
+
+fn udp() -> String {
+    "udp".into()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,6 +142,7 @@ impl From<&ConnStats> for ConnectionReport {
                 .subflows
                 .iter()
                 .map(|f| SubflowReport {
+                    carrier: format!("{:?}", f.carrier).to_lowercase(),
                     id: f.id,
                     path: f.path.0,
                     remote: f.remote.to_string(),
@@ -512,13 +520,23 @@ pub fn summary(r: &Report) -> String {
             i.first_packet_s.map_or("-".into(), |t| format!("{t:.3} s"))
         );
     }
-    if let Some(p) = r.side.connection.as_ref().and_then(|c| c.handshake_via_path) {
-        let name = |k: usize| r.side.interfaces.get(k).map_or(format!("path {k}"), |i| i.name.clone());
-        let _ = writeln!(
-            s,
-            "Handshake: connected through {}: the first interface left the INITIAL unanswered (UDP blocked or lost there)",
-            name(usize::from(p))
-        );
+    let name = |k: usize| r.side.interfaces.get(k).map_or(format!("path {k}"), |i| i.name.clone());
+    if let Some(c) = r.side.connection.as_ref() {
+        if let Some(p) = c.handshake_via_path {
+            let tcp = c.subflows.iter().any(|f| f.id == 0 && f.carrier == "tcp");
+            let _ = writeln!(
+                s,
+                "Handshake: connected through {}{}: UDP got no answer on the first interface (blocked or lost there)",
+                name(usize::from(p)),
+                if tcp { " over TCP" } else { "" }
+            );
+        }
+        let mut tcp: Vec<String> =
+            c.subflows.iter().filter(|f| f.carrier == "tcp").map(|f| name(usize::from(f.path))).collect();
+        tcp.dedup();
+        if !tcp.is_empty() {
+            let _ = writeln!(s, "Over TCP (UDP dropped there): {}", tcp.join(", "));
+        }
     }
     for i in r.side.interfaces.iter().filter(|i| i.radio.is_some()) {
         let e = i.radio.as_ref().expect("filtered");

@@ -110,6 +110,19 @@ fn wifi_that_drops_udp_is_reported_and_the_requests_go_over_cellular() {
     assert!(out.status.success(), "client: {}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("Handshake: connected through c1"), "{text}");
     assert!(exits_ok(&mut server.0));
+    // UDP dropped on both: with --tcp-fallback the run goes over TCP, and says so.
+    bed.block_udp(1, true).unwrap();
+    let (mut server, key) = one_off_server(&bed);
+    let args = ["--server-key", &key, "-c", "10.96.9.1", "-m", "c0@wifi,c1@cellular", "--requests", "2"];
+    let tail = ["--tcp-fallback", "1s", "--wait", "0.2s", "-J", "-i", "0"];
+    let out = spawn(&bed.client, &[&args[..], &tail].concat()).wait_with_output().unwrap();
+    assert!(out.status.success(), "client: {}", String::from_utf8_lossy(&out.stderr));
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let end = &j["end"];
+    assert_eq!(end["delay"]["requests_answered"], 2, "{end}");
+    let subflows = end["connection"]["subflows"].as_array().unwrap();
+    assert!(!subflows.is_empty() && subflows.iter().all(|f| f["carrier"] == "tcp"), "{}", end["connection"]);
+    assert!(exits_ok(&mut server.0));
 }
 
 /// A one-off server (`-1`) in the server namespace, once it listens; and its key.

@@ -79,9 +79,10 @@ pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInf
 pub use listener::MpListener;
 pub use mpcore::crypto::Suite;
 pub use mpcore::{
-    CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, Fleet, HandshakeCounters,
-    Iface, KeyError, LinkHint, Mask, PathId, PathManager, Pick, Prewarm, PublicKey, ResumptionTicket, Scheduler,
-    SchedulerFactory, Segment, ServerIdentity, Side, SubflowCounters, SubflowInfo, SubflowState, SubflowStats,
+    Carrier, CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, Fleet,
+    HandshakeCounters, Iface, KeyError, LinkHint, Mask, PathId, PathManager, Pick, Prewarm, PublicKey,
+    ResumptionTicket, Scheduler, SchedulerFactory, Segment, ServerIdentity, Side, SubflowCounters, SubflowInfo,
+    SubflowState, SubflowStats,
 };
 pub use options::{Interface, Options};
 pub use oracle::energy::Energy as RadioEnergy;

@@ -124,6 +124,8 @@ pub(crate) struct Io {
     pub(crate) log: SendLog,
     /// The endpoint's clock's origin (the sends' times for the radio model).
     pub(crate) epoch: std::time::Instant,
+    /// The TCP carriers (PROTOCOL.md §4.11).
+    pub(crate) tcp: super::tcp::Tcp,
 }
 
 impl Io {
@@ -135,6 +137,7 @@ impl Io {
             self.log.errors.resize(p + 1, (0, 0));
         }
         self.tx[p].clear();
+        self.tcp.install(p, sock.local_addr(), sock.device.as_deref());
         self.sockets[p] = Some(sock);
     }
 
@@ -144,6 +147,7 @@ impl Io {
             *s = None;
             self.tx[p].clear();
         }
+        self.tcp.close_path(p);
     }
 }
 
@@ -189,9 +193,13 @@ impl Io {
             let in_place = tail.is_some();
             let Some(t) = st.ep.poll_transmit(now, tail.unwrap_or(&mut self.scratch)) else { break };
             progress = true;
-            if t.carrier != mpcore::Carrier::Udp {
-                // No TCP carriers here yet (`Options::validate` refuses `tcp_after`); a server
-                // never has one to answer on. Left unwritten, as a loss.
+            if t.carrier == mpcore::Carrier::Tcp {
+                // A record for the path's TCP carrier, queued (written without the lock).
+                let p = usize::from(t.path.0);
+                let d = if in_place { self.tx[guess].written(t.len) } else { &self.scratch[..t.len] };
+                self.tcp.queue(p, t.remote, d);
+                st.count(p, now, true, 1, t.len);
+                self.announce(&mut st, p);
                 continue;
             }
             let p = usize::from(t.path.0);
@@ -257,6 +265,14 @@ impl Io {
                 *e = (0, 0);
             }
         }
+        for (p, e) in self.tcp.events.iter_mut().enumerate() {
+            if let Some(io) = st.paths.get_mut(p).map(|i| &mut i.io) {
+                io.tcp_opened += std::mem::take(&mut e.opened);
+                io.tcp_refused += std::mem::take(&mut e.refused);
+                io.tcp_closed += std::mem::take(&mut e.closed);
+                io.queue_drops += std::mem::take(&mut e.dropped);
+            }
+        }
         for p in 0..self.tx.len() {
             self.announce(st, p);
         }
@@ -266,10 +282,12 @@ impl Io {
     /// a datagram the socket refused would be a loss we inflicted on ourselves) and when it
     /// drains.
     fn announce(&mut self, st: &mut State, p: usize) {
-        let b = &mut self.tx[p];
-        if b.announced != b.blocked {
-            b.announced = b.blocked;
-            st.ep.set_path_writable(mpcore::PathId(p as u8), !b.blocked);
+        let full = self.tcp.full(p);
+        let Some(b) = self.tx.get_mut(p) else { return };
+        let blocked = b.blocked || full;
+        if b.announced != blocked {
+            b.announced = blocked;
+            st.ep.set_path_writable(mpcore::PathId(p as u8), !blocked);
         }
     }
 

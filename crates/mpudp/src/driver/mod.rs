@@ -21,6 +21,7 @@ mod qlog;
 mod reuseport;
 mod socket;
 mod state;
+mod tcp;
 
 use state::State;
 pub(crate) use state::{store, Command, Shared};
@@ -106,6 +107,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         guess: 0,
         log: io::SendLog::new(),
         epoch,
+        tcp: tcp::Tcp::new(server),
     };
     let (paths, infos) = ifaces.open_initial(&mut io)?;
     let mut config = opts.config.clone();
@@ -212,6 +214,8 @@ impl Driver {
                 (now, progress)
             };
             progress |= self.receive(cx, shared, now);
+            progress |= self.io.tcp.poll(cx);
+            progress |= self.io.tcp.deliver(shared, now);
             {
                 let mut st = shared.lock();
                 if st.ep.poll_timeout().is_some_and(|t| t <= now) {
@@ -222,6 +226,8 @@ impl Driver {
                 progress |= self.follow_interfaces(cx, &mut st, now);
             }
             progress |= self.io.transmit(cx, shared, now);
+            // What the sends queued for TCP carriers is written now.
+            progress |= self.io.tcp.poll(cx);
             let mut st = shared.lock();
             st.dispatch();
             if st.refs == 0 && st.ep.live_connections() == 0 {
@@ -232,8 +238,12 @@ impl Driver {
             }
             let monitor = self.monitor.map(|(next, _)| next);
             let timeout = st.ep.poll_timeout().map(|t| st.instant(t));
-            let deadline =
-                [monitor, timeout].into_iter().flatten().min().unwrap_or(st.instant(now) + Duration::from_secs(3600));
+            let idle = self.io.tcp.next_idle();
+            let deadline = [monitor, timeout, idle]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(st.instant(now) + Duration::from_secs(3600));
             if self.armed != Some(deadline) {
                 self.timer.as_mut().reset(deadline.into());
                 self.armed = Some(deadline);

@@ -21,6 +21,8 @@ pub(crate) struct PathSocket {
     pub(crate) max_segments: usize,
     /// A socket on the wildcard address answers each peer from the address the peer wrote to.
     pub(crate) replies: Option<ReplyFrom>,
+    /// The device it is bound to, if any (its TCP carriers are too).
+    pub(crate) device: Option<String>,
 }
 
 impl PathSocket {
@@ -38,7 +40,8 @@ impl PathSocket {
             io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
         let max_segments = state.max_gso_segments().clamp(1, GSO_BYTES / max_datagram.max(1200));
         let replies = local.ip().is_unspecified().then(ReplyFrom::new);
-        Ok(Self { io, state, max_segments, replies })
+        let device = if i.adopted().is_some() { None } else { i.device.clone() };
+        Ok(Self { io, state, max_segments, replies, device })
     }
 
     /// One sendmsg: `contents` to `remote`, as one datagram or (with `segment_size`) as a GSO

@@ -41,6 +41,13 @@ pub struct IoCounters {
     /// datagram, but a GRO batch, or a GSO batch over loopback, goes whole to the core of its
     /// first datagram), handed to that core.
     pub forwarded: u64,
+    /// TCP carriers (PROTOCOL.md §4.11) opened (a client's) or accepted (a server's) on this
+    /// path.
+    pub tcp_opened: u64,
+    /// TCP carriers refused: a connect that failed, a server's limit, a stream not ours.
+    pub tcp_refused: u64,
+    /// TCP carriers closed: ended by the peer, failed, or idle for a minute.
+    pub tcp_closed: u64,
 }
 
 /// One local path as the driver sees it.

@@ -1,0 +1,421 @@
+//! TCP carriers (PROTOCOL.md §4.11): where a network drops UDP, a subflow's datagrams travel
+//! over a TCP connection on the same path to the same address and port, each record two
+//! bytes of length and the datagram (RFC 4571). The opener (a client) sends the 4-byte
+//! preamble `MPU\x02` first; the acceptor (a server, listening on its UDP port number)
+//! closes a connection whose first bytes differ.
+//!
+//! A client opens a carrier when the endpoint first sends over TCP from a path to an address;
+//! a server sends only on carriers its peers opened. Records are queued under the endpoint's
+//! lock and written without it, as UDP batches are; a carrier whose queue passes
+//! `HIGH_WATER` makes its path unwritable for the endpoint until it drains (back-pressure:
+//! the subflow over TCP sees no loss, so nothing else would bound its window). A carrier
+//! idle for `IDLE` (nothing read or written) is closed, as is one that fails or ends.
+
+use super::state::Shared;
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+/// What the opener writes before its first record.
+pub(crate) const PREAMBLE: [u8; 4] = *b"MPU\x02";
+/// Queued bytes past which the carrier's path is unwritable for the endpoint.
+const HIGH_WATER: usize = 256 * 1024;
+/// Queued bytes past which records are dropped (the endpoint was told the path is full).
+const MAX_QUEUE: usize = 4 << 20;
+/// A carrier with nothing read or written for this long is closed.
+const IDLE: Duration = Duration::from_secs(60);
+/// Carriers a server keeps at most, and per peer address.
+const MAX_CARRIERS: usize = 4096;
+const PER_SOURCE: usize = 64;
+/// The kernel's send buffer of a carrier: small, so that what waits, waits in our queue, where
+/// back-pressure sees it (a large one hides seconds of data from the subflow's RTT).
+const SNDBUF: u32 = 256 * 1024;
+/// The largest record (a datagram).
+const MAX_RECORD: usize = 65_535;
+/// A carrier's read buffer (it grows for a larger record).
+const READ_BUF: usize = 32 * 1024;
+
+type Connecting = Pin<Box<dyn Future<Output = io::Result<TcpStream>> + Send>>;
+
+enum Link {
+    Connecting(Connecting),
+    Open(TcpStream),
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Link::Connecting(_) => "connecting",
+            Link::Open(_) => "open",
+        })
+    }
+}
+
+/// One TCP connection carrying records between a local path and a peer address.
+#[derive(Debug)]
+struct Carrier {
+    link: Link,
+    /// Bytes to write (`out[sent..]`).
+    out: Vec<u8>,
+    sent: usize,
+    /// Bytes read (`inb[..have]`) and not yet taken as records; room for `READ_BUF` or the
+    /// record being read, whichever is larger.
+    inb: Vec<u8>,
+    have: usize,
+    /// An accepted carrier whose preamble has not been read yet.
+    expect_preamble: bool,
+    last_active: Instant,
+    failed: bool,
+}
+
+impl Carrier {
+    fn new(link: Link, opener: bool) -> Self {
+        let out = if opener { PREAMBLE.to_vec() } else { Vec::new() };
+        Self {
+            link,
+            out,
+            sent: 0,
+            inb: vec![0; READ_BUF],
+            have: 0,
+            expect_preamble: !opener,
+            last_active: Instant::now(),
+            failed: false,
+        }
+    }
+
+    fn queued(&self) -> usize {
+        self.out.len() - self.sent
+    }
+}
+
+/// Per path: a client's means to open carriers (its address and device), a server's listener.
+#[derive(Debug, Default)]
+struct PathTcp {
+    local: Option<SocketAddr>,
+    device: Option<String>,
+    listener: Option<TcpListener>,
+}
+
+/// What happened to carriers, for the path's counters.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TcpEvents {
+    pub(crate) opened: u64,
+    pub(crate) refused: u64,
+    pub(crate) closed: u64,
+    pub(crate) dropped: u64,
+}
+
+/// Every carrier of the endpoint, by (path, peer).
+#[derive(Debug, Default)]
+pub(crate) struct Tcp {
+    server: bool,
+    paths: Vec<PathTcp>,
+    carriers: HashMap<(usize, SocketAddr), Carrier>,
+    /// Per path, what happened since the counters were last updated.
+    pub(crate) events: Vec<TcpEvents>,
+}
+
+impl Tcp {
+    pub(crate) fn new(server: bool) -> Self {
+        Self { server, ..Self::default() }
+    }
+
+    /// Path `p` has a socket on `local` (through `device`): a server listens there for TCP
+    /// too (the same port number); a client opens its carriers from its address.
+    pub(crate) fn install(&mut self, p: usize, local: SocketAddr, device: Option<&str>) {
+        if self.paths.len() <= p {
+            self.paths.resize_with(p + 1, PathTcp::default);
+            self.events.resize(p + 1, TcpEvents::default());
+        }
+        self.close_path(p);
+        let listener = if self.server {
+            listen(local, device)
+                .map_err(|e| tracing::warn!(path = p, %local, error = %e, "no TCP listener: no TCP carriers here"))
+                .ok()
+        } else {
+            None
+        };
+        self.paths[p] = PathTcp { local: Some(local), device: device.map(str::to_string), listener };
+    }
+
+    /// Path `p` is gone: its listener and carriers close.
+    pub(crate) fn close_path(&mut self, p: usize) {
+        if let Some(pt) = self.paths.get_mut(p) {
+            *pt = PathTcp::default();
+        }
+        self.carriers.retain(|k, _| k.0 != p);
+    }
+
+    /// Whether path `p` has a carrier with more queued than `HIGH_WATER`.
+    pub(crate) fn full(&self, p: usize) -> bool {
+        self.carriers.iter().any(|(k, c)| k.0 == p && c.queued() > HIGH_WATER)
+    }
+
+    /// Queues datagram `d` for `remote` from path `p`, opening the carrier if this is a
+    /// client without one (a server drops it: only its peer opens).
+    pub(crate) fn queue(&mut self, p: usize, remote: SocketAddr, d: &[u8]) {
+        if !self.carriers.contains_key(&(p, remote)) {
+            if self.server {
+                self.count(p, |e| e.dropped += 1);
+                return;
+            }
+            match self.connect(p, remote) {
+                Ok(c) => {
+                    self.carriers.insert((p, remote), c);
+                    self.count(p, |e| e.opened += 1);
+                }
+                Err(e) => {
+                    tracing::debug!(path = p, %remote, error = %e, "cannot open a TCP carrier");
+                    self.count(p, |e| e.refused += 1);
+                    return;
+                }
+            }
+        }
+        let Some(c) = self.carriers.get_mut(&(p, remote)) else { return };
+        if c.queued() + d.len() + 2 > MAX_QUEUE || d.len() > MAX_RECORD {
+            self.count(p, |e| e.dropped += 1);
+            return;
+        }
+        if c.sent > 0 && c.sent == c.out.len() {
+            c.out.clear();
+            c.sent = 0;
+        }
+        c.out.extend_from_slice(&(d.len() as u16).to_be_bytes());
+        c.out.extend_from_slice(d);
+    }
+
+    fn connect(&self, p: usize, remote: SocketAddr) -> io::Result<Carrier> {
+        let pt = self.paths.get(p).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such path"))?;
+        let s = if remote.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(d) = &pt.device {
+            s.bind_device(Some(d.as_bytes()))?;
+        }
+        if let Some(local) = pt.local.filter(|l| !l.ip().is_unspecified() && l.is_ipv4() == remote.is_ipv4()) {
+            s.bind(SocketAddr::new(local.ip(), 0))?;
+        }
+        s.set_nodelay(true)?;
+        let _ = s.set_send_buffer_size(SNDBUF);
+        Ok(Carrier::new(Link::Connecting(Box::pin(s.connect(remote))), true))
+    }
+
+    fn count(&mut self, p: usize, f: impl FnOnce(&mut TcpEvents)) {
+        if let Some(e) = self.events.get_mut(p) {
+            f(e);
+        }
+    }
+
+    /// Accepts, connects, writes and reads what it can without blocking (the records read wait
+    /// in each carrier for `deliver`). Returns whether anything moved. Never called with the
+    /// endpoint's lock held.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut progress = self.accept(cx);
+        let now = Instant::now();
+        for (&(p, remote), c) in self.carriers.iter_mut() {
+            if let Link::Connecting(f) = &mut c.link {
+                match f.as_mut().poll(cx) {
+                    Poll::Pending => continue,
+                    Poll::Ready(Ok(s)) => {
+                        c.link = Link::Open(s);
+                        progress = true;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        tracing::debug!(path = p, %remote, error = %e, "TCP carrier failed to connect");
+                        c.failed = true;
+                        continue;
+                    }
+                }
+            }
+            let Link::Open(s) = &c.link else { continue };
+            // Write what is queued.
+            while c.queued() > 0 {
+                match s.poll_write_ready(cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(Err(_)) => {
+                        c.failed = true;
+                        break;
+                    }
+                    Poll::Ready(Ok(())) => {}
+                }
+                match s.try_write(&c.out[c.sent..]) {
+                    Ok(n) => {
+                        c.sent += n;
+                        c.last_active = now;
+                        progress = true;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(_) => {
+                        c.failed = true;
+                        break;
+                    }
+                }
+            }
+            if c.queued() == 0 && !c.out.is_empty() {
+                c.out.clear();
+                c.sent = 0;
+            }
+            // Read what came (while room is left: `deliver` takes the records and makes room).
+            while c.have < c.inb.len() {
+                match s.poll_read_ready(cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(Err(_)) => {
+                        c.failed = true;
+                        break;
+                    }
+                    Poll::Ready(Ok(())) => {}
+                }
+                let n = match s.try_read(&mut c.inb[c.have..]) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(_) => {
+                        c.failed = true;
+                        break;
+                    }
+                };
+                if n == 0 {
+                    // The peer closed.
+                    c.failed = true;
+                    break;
+                }
+                c.have += n;
+                c.last_active = now;
+                progress = true;
+                if !check_stream(&mut c.inb, &mut c.have, &mut c.expect_preamble) {
+                    c.failed = true;
+                    break;
+                }
+            }
+        }
+        let before = self.carriers.len();
+        let events = &mut self.events;
+        self.carriers.retain(|&(p, _), c| {
+            let keep = !c.failed && now.duration_since(c.last_active) < IDLE;
+            if !keep {
+                if let Some(e) = events.get_mut(p) {
+                    if c.expect_preamble && c.failed {
+                        e.refused += 1;
+                    } else {
+                        e.closed += 1;
+                    }
+                }
+            }
+            keep
+        });
+        progress || self.carriers.len() != before
+    }
+
+    /// A server takes the connections waiting at its listeners, within its limits.
+    fn accept(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut progress = false;
+        for p in 0..self.paths.len() {
+            while let Some(l) = self.paths[p].listener.as_ref() {
+                let (s, peer) = match l.poll_accept(cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(Err(e)) => {
+                        tracing::debug!(path = p, error = %e, "accept failed");
+                        break;
+                    }
+                    Poll::Ready(Ok(x)) => x,
+                };
+                progress = true;
+                let peer = super::unmap(peer);
+                let from_peer = self.carriers.keys().filter(|k| k.1.ip() == peer.ip()).count();
+                if self.carriers.len() >= MAX_CARRIERS || from_peer >= PER_SOURCE {
+                    self.count(p, |e| e.refused += 1);
+                    continue;
+                }
+                let _ = s.set_nodelay(true);
+                self.carriers.insert((p, peer), Carrier::new(Link::Open(s), false));
+                self.count(p, |e| e.opened += 1);
+            }
+        }
+        progress
+    }
+
+    /// When the next carrier goes idle, if any.
+    pub(crate) fn next_idle(&self) -> Option<Instant> {
+        self.carriers.values().map(|c| c.last_active + IDLE).min()
+    }
+}
+
+/// Checks what an accepted carrier read first: the preamble (then dropped from the buffer);
+/// `false` if the stream is not ours (an HTTP request, a TLS ClientHello, a scanner).
+fn check_stream(inb: &mut [u8], have: &mut usize, expect_preamble: &mut bool) -> bool {
+    if !*expect_preamble {
+        return true;
+    }
+    let n = (*have).min(PREAMBLE.len());
+    if inb[..n] != PREAMBLE[..n] {
+        return false;
+    }
+    if *have >= PREAMBLE.len() {
+        inb.copy_within(PREAMBLE.len()..*have, 0);
+        *have -= PREAMBLE.len();
+        *expect_preamble = false;
+    }
+    true
+}
+
+/// A TCP listener on `local` (through `device`), beside the UDP socket of the same port.
+fn listen(local: SocketAddr, device: Option<&str>) -> io::Result<TcpListener> {
+    let s = if local.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    s.set_reuseaddr(true)?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(d) = device {
+        s.bind_device(Some(d.as_bytes()))?;
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = device;
+    if local.is_ipv6() {
+        // As the UDP socket: IPv6 only (an IPv4 listener on the same port serves IPv4).
+        socket2::SockRef::from(&s).set_only_v6(true)?;
+    }
+    s.bind(local)?;
+    s.listen(1024)
+}
+
+impl Tcp {
+    /// Hands the complete records every carrier read to the endpoint (opened where they lie,
+    /// no copy), under its lock, counting them on their path; a carrier whose stream is not
+    /// records (an empty one) is marked failed. Returns whether any was handed.
+    pub(crate) fn deliver(&mut self, shared: &Shared, now: mpcore::Time) -> bool {
+        if !self.carriers.values().any(|c| c.have >= 2 && !c.expect_preamble) {
+            return false;
+        }
+        let mut st = shared.lock();
+        for (&(p, remote), c) in self.carriers.iter_mut() {
+            if c.expect_preamble {
+                continue;
+            }
+            let mut at = 0;
+            while c.have >= at + 2 {
+                let len = usize::from(u16::from_be_bytes([c.inb[at], c.inb[at + 1]]));
+                if len == 0 {
+                    c.failed = true;
+                    break;
+                }
+                if c.have < at + 2 + len {
+                    if c.inb.len() < 2 + len {
+                        // A record larger than the buffer: room for it (once per size).
+                        c.inb.resize(2 + len, 0);
+                    }
+                    break;
+                }
+                let d = &mut c.inb[at + 2..at + 2 + len];
+                st.count(p, now, false, 1, len);
+                st.ep.handle_carried_in_place(now, mpcore::PathId(p as u8), remote, mpcore::Carrier::Tcp, d);
+                at += 2 + len;
+            }
+            if at > 0 {
+                c.inb.copy_within(at..c.have, 0);
+                c.have -= at;
+            }
+        }
+        true
+    }
+}
