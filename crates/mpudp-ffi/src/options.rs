@@ -279,6 +279,15 @@ pub extern "C" fn mpu_options_connect_timeout(options: u64, ms: u32) -> i32 {
     guard(|| with(options, |o| Ok(o.connect_timeout(std::time::Duration::from_millis(u64::from(ms))))))
 }
 
+/// Where UDP gets no answer for `ms` milliseconds, use TCP on that interface (PROTOCOL.md
+/// §4.11: the first handshake, and joins); 0: UDP only (the default). 1000 is the value the
+/// project's figures use.
+#[no_mangle]
+pub extern "C" fn mpu_options_tcp_fallback(options: u64, ms: u32) -> i32 {
+    let d = (ms > 0).then(|| std::time::Duration::from_millis(u64::from(ms)));
+    guard(|| with(options, |o| Ok(o.tcp_fallback(d))))
+}
+
 /// The public key of the options' server identity (base64, what clients are given),
 /// NUL-terminated into `buf`; `MPU_ERR_CONFIG` if the options have none.
 ///

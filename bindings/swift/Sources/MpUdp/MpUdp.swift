@@ -66,6 +66,10 @@ public final class Options {
     @discardableResult public func socket(_ fd: Int32, label: String, kind: Iface, backup: Bool = false) throws -> Options {
         try check(mpu_options_add_fd(handle, fd, label, kind.rawValue, backup)); return self
     }
+    /// Where UDP gets no answer for `ms` milliseconds, use TCP on that network (0: UDP only).
+    @discardableResult public func tcpFallback(ms: UInt32) throws -> Options {
+        try check(mpu_options_tcp_fallback(handle, ms)); return self
+    }
     @discardableResult public func serverKey(_ base64: String) throws -> Options {
         try check(mpu_options_server_key(handle, base64)); return self
     }

@@ -81,6 +81,7 @@ interface MpuLib : Library {
     fun mpu_options_identity_seed(options: Long, seed: ByteArray): Int
     fun mpu_options_public_key(options: Long, buf: ByteArray, len: SizeT): Int
     fun mpu_options_scheduler(options: Long, name: String): Int
+    fun mpu_options_tcp_fallback(options: Long, ms: Int): Int
     fun mpu_options_tickets(options: Long, saved: ByteArray?, len: SizeT): Int
     fun mpu_options_issue_tickets(options: Long, earlyData: Boolean): Int
     fun mpu_client_new(options: Long, out: LongByReference): Int
@@ -183,6 +184,8 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
         check(lib.mpu_options_identity_seed(handle, seed))
     }
     fun scheduler(name: String) = apply { check(lib.mpu_options_scheduler(handle, name)) }
+    /** Where UDP gets no answer for [ms] milliseconds, use TCP on that network (0: UDP only). */
+    fun tcpFallback(ms: Int) = apply { check(lib.mpu_options_tcp_fallback(handle, ms)) }
     /**
      * Resume connections with resumption tickets, starting from [saved] (what
      * [Endpoint.tickets] returned in an earlier run; null: none yet). Store them as the app's
