@@ -121,3 +121,53 @@ fn over_tcp_the_subflow_leaves_loss_repair_to_tcp() {
         }
     }
 }
+
+/// How long after now the client's connection `h` connected, running the simulation until it
+/// did (for at most `within`).
+fn run_until_connected(sim: &mut Sim, h: mpcore::ConnHandle, within: u64) -> Option<u64> {
+    let start = sim.now;
+    let deadline = start + within;
+    let mut at = None;
+    sim.run(deadline, |s| {
+        while let Some((ch, e)) = s.client.poll_event() {
+            if ch == h && e == Event::Connected {
+                at = Some(s.now - start);
+            }
+        }
+        while s.server.accept().is_some() {}
+        if at.is_some() {
+            mpsim::Flow::Done
+        } else {
+            mpsim::Flow::Wake(None)
+        }
+    });
+    at
+}
+
+#[test]
+fn the_endpoint_remembers_a_network_that_drops_udp_for_its_next_connections() {
+    // UDP dropped everywhere: the first connection waits for the 1 s bound; the next one
+    // from the same endpoint tries TCP with its first INITIAL and connects in round trips.
+    let mut sim = phone(8);
+    sim.change(WIFI, PathEvent::Firewall(true));
+    sim.change(CELL, PathEvent::Firewall(true));
+    let first = sim.connect();
+    let t1 = run_until_connected(&mut sim, first, ms(10_000)).unwrap();
+    assert!(t1 > ms(1_000), "first connection at {t1} us");
+    let second = sim.connect();
+    let t2 = run_until_connected(&mut sim, second, ms(10_000)).unwrap();
+    assert!(t2 < ms(100), "second connection at {t2} us");
+    let st = sim.client.stats(second).unwrap();
+    assert!(st.subflows.iter().all(|s| s.carrier == Carrier::Tcp), "{st:?}");
+    // UDP dropped on WiFi only: the next connection tries cellular with its first INITIAL.
+    let mut sim = phone(9);
+    sim.change(WIFI, PathEvent::Firewall(true));
+    let first = sim.connect();
+    run_until_connected(&mut sim, first, ms(10_000)).unwrap();
+    // Until the join race tells the endpoint (1 s after the connection).
+    let later = sim.now + ms(2_000);
+    sim.run_until(later, |_| None);
+    let second = sim.connect();
+    let t2 = run_until_connected(&mut sim, second, ms(10_000)).unwrap();
+    assert!(t2 < ms(100), "second connection at {t2} us");
+}

@@ -258,6 +258,14 @@ pub enum EndpointEvent {
     NetpathFailed(oracle::Netpath),
     /// A frame was rejected and ignored (the rest of its packet was processed): count it.
     Rejected(DropReason),
+    /// Client: UDP went unanswered from this local path (`silent`), or was answered there
+    /// (PROTOCOL.md §4.11): the endpoint keeps the verdict for its next connections.
+    UdpVerdict {
+        /// The local path.
+        path: PathId,
+        /// UDP went unanswered there (`false`: it was answered).
+        silent: bool,
+    },
     /// Closed and drained: the connection may be forgotten.
     Drained,
 }

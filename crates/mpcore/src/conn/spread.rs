@@ -75,17 +75,34 @@ impl Connection {
         [udp, tcp, trial].into_iter().flatten().min()
     }
 
-    /// The first INITIAL left at `now`: the other paths start after the bound, TCP later.
+    /// The first INITIAL left at `now`: the other paths start after the bound, TCP later; at
+    /// once both where the endpoint found the first path's network dropping UDP.
     fn arm_spread(&mut self, now: Time) {
         if self.spread.at.is_some() || self.spread.tcp_at.is_some() {
             return;
         }
+        let known_silent = self.subflows.get(0).is_some_and(|s| self.spread.udp_silent.contains(s.local_path()));
+        let bound = |after: u64| if known_silent { now } else { now.saturating_add(after) };
         if let Some(after) = self.config.other_paths_after {
             if self.other_handshake_paths().next().is_some() {
-                self.spread.at = Some(now.saturating_add(after));
+                self.spread.at = Some(bound(after));
             }
         }
-        self.spread.tcp_at = self.config.tcp_after.map(|after| now.saturating_add(after));
+        self.spread.tcp_at = self.config.tcp_after.map(bound);
+    }
+
+    /// Client, before its first INITIAL: the endpoint's word on the paths whose network was
+    /// found to drop UDP (§4.11). Their joins go over TCP, and if the first path is one, the
+    /// other paths and TCP are tried with the first INITIAL.
+    pub(crate) fn assume_udp_silent(&mut self, paths: PathSet) {
+        if self.side == Side::Client && self.state == State::Initial && self.config.tcp_after.is_some() {
+            self.spread.udp_silent = paths;
+        }
+    }
+
+    /// Tells the endpoint what was found of UDP on `path`.
+    fn udp_verdict(&mut self, path: PathId, silent: bool) {
+        self.endpoint_events.push_back(super::events::EndpointEvent::UdpVerdict { path, silent });
     }
 
     /// A bound passed: before the handshake, the other paths (or TCP on every path) are owed
@@ -155,8 +172,13 @@ impl Connection {
     /// the connection is up. An answer over TCP says that UDP was silent on every path.
     pub(super) fn handshake_via(&mut self, path: PathId, carrier: Carrier) {
         // The handshake is over: no more copies.
-        let (copied, trials) = (self.spread.copied, std::mem::take(&mut self.spread.trials));
-        self.spread = Spread { copied, trials, ..Spread::default() };
+        let (copied, trials, silent) =
+            (self.spread.copied, std::mem::take(&mut self.spread.trials), self.spread.udp_silent);
+        self.spread = Spread { copied, trials, udp_silent: silent, ..Spread::default() };
+        if carrier == Carrier::Udp {
+            self.spread.udp_silent.set(path, false);
+            self.udp_verdict(path, false);
+        }
         let first = self.subflows[0].local_path();
         if usize::from(path.0) >= self.paths.len() || (path == first && carrier == Carrier::Udp) {
             return;
@@ -168,6 +190,9 @@ impl Connection {
                 silent.set(p, true);
             }
             self.spread.udp_silent = silent;
+            for p in (0..=255u8).map(PathId).filter(|&p| silent.contains(p)) {
+                self.udp_verdict(p, true);
+            }
         }
         self.counters.handshakes_elsewhere += 1;
         tracing::debug!(from = first.0, to = path.0, ?carrier, "the handshake came through another path or carrier");
@@ -241,11 +266,12 @@ impl Connection {
             }
             let tcp_open =
                 self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open());
+            let (remote, backup) = (sf.remote(), sf.backup());
             self.spread.udp_silent.set(path, true);
+            self.udp_verdict(path, true);
             if tcp_open || self.is_closed() {
                 continue;
             }
-            let (remote, backup) = (sf.remote(), sf.backup());
             if let Some(t) = self.open(now, path, remote, backup) {
                 self.subflows[t].plain_join();
                 tracing::debug!(path = path.0, "a UDP join unanswered: racing it over TCP");
@@ -263,6 +289,7 @@ impl Connection {
             return;
         }
         self.spread.udp_silent.set(path, false);
+        self.udp_verdict(path, false);
         for k in 0..self.subflows.slot_bound() {
             let Some(s) = self.subflows.get(k) else { continue };
             if k != i && s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open() {

@@ -3,9 +3,34 @@
 
 use super::Endpoint;
 use crate::config::ConfigError;
-use crate::{LocalPath, PathId, Time};
+use crate::{LocalPath, PathId, PathSet, Time};
+
+/// How long a connection's finding that a local path's network drops UDP holds for the
+/// endpoint's next connections (PROTOCOL.md §4.11): a network's firewall rarely changes
+/// within minutes, and an address change (a new network) forgets it at once.
+pub(super) const UDP_VERDICT: Time = 600_000_000;
 
 impl Endpoint {
+    /// A connection found UDP silent on `path` (or answered there).
+    pub(super) fn note_udp(&mut self, now: Time, path: PathId, silent: bool) {
+        let p = usize::from(path.0);
+        if self.udp_silent.len() <= p {
+            self.udp_silent.resize(p + 1, None);
+        }
+        self.udp_silent[p] = silent.then_some(now);
+    }
+
+    /// The local paths whose network was found to drop UDP within `UDP_VERDICT`.
+    pub(super) fn udp_silent_paths(&self, now: Time) -> PathSet {
+        let mut set = PathSet::default();
+        for (p, at) in self.udp_silent.iter().enumerate().take(256) {
+            if at.is_some_and(|t| now < t.saturating_add(UDP_VERDICT)) {
+                set.set(PathId(p as u8), true);
+            }
+        }
+        set
+    }
+
     /// Every local path slot, indexed by `PathId`; a removed path's slot keeps its last
     /// address until `add_path` reuses it (see [`Endpoint::path`]).
     pub fn paths(&self) -> &[LocalPath] {
@@ -36,6 +61,10 @@ impl Endpoint {
         self.paths[p] = lp;
         self.path_down[p] = false;
         self.removed[p] = false;
+        // Another network (or address): what was found of UDP on the old one does not hold.
+        if let Some(v) = self.udp_silent.get_mut(p) {
+            *v = None;
+        }
         let path = PathId(p as u8);
         // A new socket: writable.
         self.set_path_writable(path, true);

@@ -139,6 +139,8 @@ pub struct Endpoint {
     oracle_actions: Vec<oracle::Action>,
     /// Per local path: reported down by the driver.
     path_down: Vec<bool>,
+    /// Per local path: when a connection found UDP silent there (kept `UDP_VERDICT`).
+    udp_silent: Vec<Option<Time>>,
     /// Per local path: removed (`remove_path`); the slot is reused by `add_path`.
     removed: Vec<bool>,
     /// Local paths whose socket is full (`set_path_writable`): no connection sends there.
@@ -189,6 +191,7 @@ impl Endpoint {
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
             path_down: vec![false; paths.len()],
+            udp_silent: vec![None; paths.len()],
             removed: vec![false; paths.len()],
             unwritable: PathSet::default(),
             write_waiters: Vec::new(),
@@ -299,8 +302,9 @@ impl Endpoint {
         }
         let cid = self.fresh_cid();
         let rng = self.rng.fork();
-        let c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid, rng, offer)
+        let mut c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid, rng, offer)
             .map_err(|_| ConnectError::Crypto)?;
+        c.assume_udp_silent(self.udp_silent_paths(now));
         if let Some(o) = self.oracle.as_mut() {
             o.start(now);
         }
@@ -376,6 +380,7 @@ impl Endpoint {
                 }
                 EndpointEvent::NetpathFailed(np) => failed = Some(np),
                 EndpointEvent::Rejected(r) => self.drops.count(r),
+                EndpointEvent::UdpVerdict { path, silent } => self.note_udp(now, path, silent),
                 EndpointEvent::Drained => drained = true,
             }
         }
