@@ -178,6 +178,10 @@ typedef struct {
   uint64_t data_bytes_sent;
   // UDP payload bytes received on it.
   uint64_t bytes_received;
+  // 1 if it runs over TCP (its network drops UDP, PROTOCOL.md §4.11), 0 over UDP.
+  uint32_t tcp;
+  // 0 (room for what comes next).
+  uint32_t reserved;
 } MpuSubflowStats;
 
 #ifdef __cplusplus

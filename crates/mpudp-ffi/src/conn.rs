@@ -356,6 +356,10 @@ pub struct MpuSubflowStats {
     pub data_bytes_sent: u64,
     /// UDP payload bytes received on it.
     pub bytes_received: u64,
+    /// 1 if it runs over TCP (its network drops UDP, PROTOCOL.md §4.11), 0 over UDP.
+    pub tcp: u32,
+    /// 0 (room for what comes next).
+    pub reserved: u32,
 }
 
 /// The connection's statistics, into `*out`; `MPU_ERR_CLOSED` once it is forgotten.
@@ -417,6 +421,8 @@ pub unsafe extern "C" fn mpu_subflow_stats(conn: u64, index: u32, out: *mut MpuS
             srtt_us: f.srtt_us,
             data_bytes_sent: f.counters.data_bytes_sent,
             bytes_received: f.counters.bytes_received,
+            tcp: u32::from(f.carrier == mpudp::Carrier::Tcp),
+            reserved: 0,
         };
         // SAFETY: the caller's promise.
         unsafe { put(out, v, "out") }?;

@@ -135,7 +135,13 @@ impl Tcp {
         self.close_path(p);
         let listener = if self.server {
             listen(local, device)
-                .map_err(|e| tracing::warn!(path = p, %local, error = %e, "no TCP listener: no TCP carriers here"))
+                .map_err(|e| match e.kind() {
+                    // A server spread over cores: another core's listener has the port.
+                    io::ErrorKind::AddrInUse => {
+                        tracing::debug!(path = p, %local, "TCP carriers served by another listener")
+                    }
+                    _ => tracing::warn!(path = p, %local, error = %e, "no TCP listener: no TCP carriers here"),
+                })
                 .ok()
         } else {
             None

@@ -49,7 +49,7 @@ class MpuStats : Structure() {
     @JvmField var srttUs: Long = 0
 }
 
-@Structure.FieldOrder("id", "path", "open", "backup", "srttUs", "dataBytesSent", "bytesReceived")
+@Structure.FieldOrder("id", "path", "open", "backup", "srttUs", "dataBytesSent", "bytesReceived", "tcp", "reserved")
 class MpuSubflowStats : Structure() {
     @JvmField var id: Int = 0
     @JvmField var path: Int = 0
@@ -58,6 +58,8 @@ class MpuSubflowStats : Structure() {
     @JvmField var srttUs: Long = 0
     @JvmField var dataBytesSent: Long = 0
     @JvmField var bytesReceived: Long = 0
+    @JvmField var tcp: Int = 0
+    @JvmField var reserved: Int = 0
 }
 
 /** The C functions, one for one. */
@@ -218,7 +220,7 @@ data class Event(val kind: Int, val path: Int, val subflow: Long, val value: Int
     }
 }
 
-data class SubflowStats(val id: Int, val path: Int, val open: Boolean, val backup: Boolean, val srttUs: Long, val dataBytesSent: Long)
+data class SubflowStats(val id: Int, val path: Int, val open: Boolean, val backup: Boolean, val srttUs: Long, val dataBytesSent: Long, val tcp: Boolean = false)
 
 class Endpoint private constructor(private val handle: Long) : java.io.Closeable {
     companion object {
@@ -337,7 +339,7 @@ class Connection internal constructor(private val handle: Long) : java.io.Closea
         val s = MpuSubflowStats()
         var i = 0
         while (lib.mpu_subflow_stats(handle, i, s) == 0) {
-            out.add(SubflowStats(s.id, s.path, s.open != 0, s.backup != 0, s.srttUs, s.dataBytesSent))
+            out.add(SubflowStats(s.id, s.path, s.open != 0, s.backup != 0, s.srttUs, s.dataBytesSent, s.tcp != 0))
             i++
         }
         return out
