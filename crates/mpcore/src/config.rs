@@ -172,8 +172,8 @@ pub struct Config {
     /// it goes once over TCP on every path (PROTOCOL.md §4.11), and a JOIN over UDP
     /// unanswered this long is raced by a JOIN over TCP on its path. 1 s (the INITIAL's first
     /// repeat) where set: a waking LTE radio (0.26 s) and a slow path answer within it.
-    /// `None` by default: the `mpudp` driver does not open TCP carriers yet, and drops what
-    /// the endpoint would send over one.
+    /// `None` by default for now (PROTOCOL.md §4.11 says why): turn it on with
+    /// `mpudp::Options::tcp_fallback`. A server accepts TCP carriers whatever this says.
     pub tcp_after: Option<u64>,
     /// A server closes a subflow it has heard nothing on for this long while another subflow
     /// of the connection was heard more recently, after a PING it sent there went unanswered

@@ -120,7 +120,9 @@ fn udp_blocked_everywhere() {
     bed.block_udp(1, true).unwrap();
     let r = run(&bed, "client-all", |_, _| {});
     let ms = r.connected_ms.unwrap();
-    assert_eq!(r.via.as_deref(), Some("c0/Tcp"), "{r:?}");
+    // Over TCP on either link: both veths are alike, and the INITIAL goes over TCP on both at
+    // once.
+    assert!(r.via.as_deref().is_some_and(|v| v.ends_with("/Tcp")), "{r:?}");
     // The bound (1 s), a TCP handshake and ours, on a veth.
     assert!((1_000.0..1_500.0).contains(&ms), "connected after {ms} ms");
     assert_eq!(r.answered, 10, "{r:?}");

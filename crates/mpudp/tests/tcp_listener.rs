@@ -75,3 +75,27 @@ async fn a_stream_with_the_preamble_and_a_bad_record_is_dropped_as_a_datagram() 
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partial_record_does_not_keep_the_driver_busy() {
+    // The preamble and a record's length (16), then nothing: the driver waits
+    // for the rest (the kernel wakes it), it does not poll the carrier round after round.
+    let l = listener();
+    let addr = l.local_addr();
+    tokio::task::spawn_blocking(move || {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"MPU\x02\x00\x10").unwrap();
+        wait_for(&l, |io| io.tcp_opened >= 1);
+        std::thread::sleep(Duration::from_millis(100));
+        let before = l.endpoint().driver_wakeups();
+        std::thread::sleep(Duration::from_millis(500));
+        let woke = l.endpoint().driver_wakeups() - before;
+        assert!(woke < 20, "the driver woke {woke} times in 0.5 s over a partial record");
+        // The rest comes: 16 bytes, no packet of ours, dropped as a datagram.
+        s.write_all(&[0x55; 16]).unwrap();
+        let io = wait_for(&l, |io| io.datagrams_received >= 1);
+        assert_eq!(io.datagrams_received, 1, "{io:?}");
+    })
+    .await
+    .unwrap();
+}

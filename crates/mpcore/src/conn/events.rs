@@ -215,7 +215,8 @@ pub struct ConnCounters {
     /// receive buffer tracks.
     pub reassembly_refused: u64,
     /// Client: 1 if the first handshake came through another local path than the one the
-    /// connection was opened on (its INITIAL went unanswered there, PROTOCOL.md §4.10).
+    /// connection was opened on, or over TCP (its INITIAL went unanswered over UDP there,
+    /// PROTOCOL.md §4.10-4.11).
     pub handshakes_elsewhere: u64,
 }
 

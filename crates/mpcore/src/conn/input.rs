@@ -37,12 +37,17 @@ impl Connection {
     pub(crate) fn handle_retry(
         &mut self,
         now: Time,
+        (path, carrier): (PathId, Carrier),
         remote: SocketAddr,
         p: &Packet<'_>,
         dgram: &[u8],
     ) -> Result<(), DropReason> {
         let hs = self.hs.as_mut().filter(|_| self.state == State::Initial).ok_or(DropReason::Unexpected)?;
-        hs.on_retry(now, remote, p, dgram, &self.config)
+        hs.on_retry(now, remote, p, dgram, &self.config)?;
+        // The token binds the address the RETRY answered: over TCP, the carrier's. The INITIAL
+        // with it goes back the same way (§4.11).
+        self.initial_again_on(path, carrier);
+        Ok(())
     }
 
     /// HANDSHAKE for the client (§4.1-4.2): the keys are agreed, subflow 0 is up, and the
@@ -257,8 +262,10 @@ impl Connection {
         self.settle_early();
         if self.state == State::Established && !self.pm_ran && self.side == Side::Client {
             self.pm_ran = true;
-            self.run_path_manager(now);
+            // The first path first: with MP_JOIN (§4.10), before a path manager that joins
+            // every path opens it with FAST_JOIN.
             self.join_first_path(now);
+            self.run_path_manager(now);
         }
         self.check_fail_back(now);
         self.check_close(now);

@@ -22,6 +22,7 @@
 //! [`Config::tcp_after`]: crate::Config::tcp_after
 
 use super::events::Side;
+use super::subflow::SubflowState;
 use super::{Connection, State};
 use crate::config::PathManager;
 use crate::wire::frame::reason;
@@ -40,16 +41,15 @@ pub(super) struct Spread {
     /// Local paths still owed a copy of the INITIAL that went last, over UDP and over TCP.
     owed: PathSet,
     owed_tcp: PathSet,
-    /// Whether any copy went: the round trip of the answer is then unknown (Karn's rule).
-    pub(super) copied: bool,
     /// The path the connection first tried, when the handshake came through another: it is
     /// joined once the connection is up.
     pub(super) rejoin_first: Option<PathId>,
     /// Paths whose UDP went unanswered (an INITIAL or a JOIN, for `tcp_after`): the client's
     /// joins there go over TCP.
     udp_silent: PathSet,
-    /// Client's UDP joins on trial: (slot, path, when a TCP join races it if still unanswered).
-    trials: Vec<(usize, PathId, Time)>,
+    /// Client's UDP joins on trial: (slot, subflow number, path, when a TCP join races it if
+    /// still unanswered).
+    trials: Vec<(usize, u32, PathId, Time)>,
 }
 
 impl Connection {
@@ -71,7 +71,7 @@ impl Connection {
     pub(super) fn spread_deadline(&self) -> Option<Time> {
         let udp = self.spread.at.filter(|_| !self.spread.on);
         let tcp = self.spread.tcp_at.filter(|_| !self.spread.tcp_on);
-        let trial = self.spread.trials.iter().map(|t| t.2).min();
+        let trial = self.spread.trials.iter().map(|t| t.3).min();
         [udp, tcp, trial].into_iter().flatten().min()
     }
 
@@ -145,24 +145,33 @@ impl Connection {
         }
     }
 
+    /// A RETRY came on `path` over `carrier`: the INITIAL with its token goes there too (a
+    /// UDP one goes with the repeat already; a TCP one is owed once more).
+    pub(super) fn initial_again_on(&mut self, path: PathId, carrier: Carrier) {
+        if carrier == Carrier::Tcp {
+            self.spread.owed_tcp.set(path, true);
+        }
+    }
+
     /// A copy of the INITIAL owed to another path (UDP first, then TCP), written into `buf`.
+    /// A path whose socket is full keeps its copy owed for later.
     pub(super) fn poll_initial_copy(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         let initial = self.hs.as_ref()?.initial_datagram();
-        let first_owed = |set: &PathSet| (0..=255u8).map(PathId).find(|&p| set.contains(p));
-        let (p, carrier) = match first_owed(&self.spread.owed) {
+        if buf.len() < initial.len() {
+            return None;
+        }
+        let sendable = |set: &PathSet, unwritable: &PathSet| {
+            (0..=255u8).map(PathId).find(|&p| set.contains(p) && !unwritable.contains(p))
+        };
+        let (p, carrier) = match sendable(&self.spread.owed, &self.unwritable) {
             Some(p) => (p, Carrier::Udp),
-            None => (first_owed(&self.spread.owed_tcp)?, Carrier::Tcp),
+            None => (sendable(&self.spread.owed_tcp, &self.unwritable)?, Carrier::Tcp),
         };
         match carrier {
             Carrier::Udp => self.spread.owed.set(p, false),
             Carrier::Tcp => self.spread.owed_tcp.set(p, false),
         }
-        if buf.len() < initial.len() || self.unwritable.contains(p) {
-            // Its socket is full: this copy is skipped; the next repeat carries one.
-            return None;
-        }
         buf[..initial.len()].copy_from_slice(initial);
-        self.spread.copied = true;
         Some(Transmit { path: p, remote: self.peer_addr, len: initial.len(), carrier })
     }
 
@@ -172,9 +181,8 @@ impl Connection {
     /// the connection is up. An answer over TCP says that UDP was silent on every path.
     pub(super) fn handshake_via(&mut self, path: PathId, carrier: Carrier) {
         // The handshake is over: no more copies.
-        let (copied, trials, silent) =
-            (self.spread.copied, std::mem::take(&mut self.spread.trials), self.spread.udp_silent);
-        self.spread = Spread { copied, trials, udp_silent: silent, ..Spread::default() };
+        let (trials, silent) = (std::mem::take(&mut self.spread.trials), self.spread.udp_silent);
+        self.spread = Spread { trials, udp_silent: silent, ..Spread::default() };
         if carrier == Carrier::Udp {
             self.spread.udp_silent.set(path, false);
             self.udp_verdict(path, false);
@@ -243,9 +251,9 @@ impl Connection {
     /// A client opened a join over UDP in slot `k` on `path`: if it is still unanswered after
     /// `tcp_after`, a join over TCP races it.
     pub(super) fn on_udp_join_opened(&mut self, now: Time, k: usize, path: PathId) {
-        if let (Some(after), Side::Client) = (self.config.tcp_after, self.side) {
+        if let (Some(after), Side::Client, Some(sf)) = (self.config.tcp_after, self.side, self.subflows.get(k)) {
             if self.spread.trials.len() < 64 {
-                self.spread.trials.push((k, path, now.saturating_add(after)));
+                self.spread.trials.push((k, sf.id(), path, now.saturating_add(after)));
             }
         }
     }
@@ -254,14 +262,16 @@ impl Connection {
     fn end_join_trials(&mut self, now: Time) {
         let mut i = 0;
         while i < self.spread.trials.len() {
-            let (k, path, at) = self.spread.trials[i];
+            let (k, id, path, at) = self.spread.trials[i];
             if at > now {
                 i += 1;
                 continue;
             }
             self.spread.trials.swap_remove(i);
-            let Some(sf) = self.subflows.get(k) else { continue };
-            if sf.established() || !sf.is_open() || sf.local_path() != path || sf.carrier() != Carrier::Udp {
+            let Some(sf) = self.subflows.get(k).filter(|s| s.id() == id) else { continue };
+            // Unanswered: no SYNACK (or fast-join reply) came. One answered whose last packet
+            // is not yet acknowledged passes UDP.
+            if sf.state() != SubflowState::JoinSent || sf.local_path() != path || sf.carrier() != Carrier::Udp {
                 continue;
             }
             let tcp_open =

@@ -567,7 +567,7 @@ impl Endpoint {
         let scratch = &mut self.scratch[..len];
         scratch.copy_from_slice(data);
         let r = match p.header {
-            Header::Retry(_) => c.handle_retry(now, remote, &p, data),
+            Header::Retry(_) => c.handle_retry(now, (path, self.rx_carrier), remote, &p, data),
             Header::Handshake(_) => c.handle_handshake(now, (path, self.rx_carrier), remote, &p, scratch),
             _ => c.handle_sealed(now, (path, self.rx_carrier), remote, p.header, p.header_len, scratch),
         };

@@ -34,6 +34,7 @@ use io::Io;
 use mpcore::{Endpoint, PathId, Steering, Time};
 use paths::Interfaces;
 use quinn_udp::RecvMeta;
+use socket::unmap;
 use std::future::Future;
 use std::io::IoSliceMut;
 use std::net::SocketAddr;
@@ -216,6 +217,7 @@ impl Driver {
             progress |= self.receive(cx, shared, now);
             progress |= self.io.tcp.poll(cx);
             progress |= self.io.tcp.deliver(shared, now);
+            progress |= self.io.tcp.reap();
             {
                 let mut st = shared.lock();
                 if st.ep.poll_timeout().is_some_and(|t| t <= now) {
@@ -366,17 +368,6 @@ impl Driver {
             self.ifaces.sync(st, &mut self.io, now);
         }
         due
-    }
-}
-
-/// IPv4 peers on an IPv6 socket appear as `::ffff:a.b.c.d`; the endpoint sees them as IPv4.
-fn unmap(a: SocketAddr) -> SocketAddr {
-    match a {
-        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
-            None => a,
-        },
-        a => a,
     }
 }
 

@@ -173,3 +173,14 @@ fn bind_device(s: &socket2::Socket, device: &str, addr: SocketAddr) -> io::Resul
 fn bind_device(_s: &socket2::Socket, _device: &str, _addr: SocketAddr) -> io::Result<()> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "binding a socket to a device"))
 }
+
+/// IPv4 peers on an IPv6 socket appear as `::ffff:a.b.c.d`; the endpoint sees them as IPv4.
+pub(crate) fn unmap(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
+            None => a,
+        },
+        a => a,
+    }
+}

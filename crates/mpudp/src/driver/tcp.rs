@@ -91,6 +91,13 @@ impl Carrier {
     fn queued(&self) -> usize {
         self.out.len() - self.sent
     }
+
+    /// Gives back the written front of `out`: at once when all is written, else once it is
+    /// half the buffer and 64 KiB (a queue held near `HIGH_WATER` by back-pressure would
+    /// otherwise keep every byte it ever sent).
+    fn compact(&mut self) {
+        compact(&mut self.out, &mut self.sent);
+    }
 }
 
 /// Per path: a client's means to open carriers (its address and device), a server's listener.
@@ -157,9 +164,12 @@ impl Tcp {
         self.carriers.retain(|k, _| k.0 != p);
     }
 
-    /// Whether path `p` has a carrier with more queued than `HIGH_WATER`.
+    /// Client: whether path `p` has a carrier with more queued than `HIGH_WATER` (the path is
+    /// then unwritable for the endpoint). A server's path is every client's: one carrier that
+    /// stalls (a zero window, a phone gone) must not stop the others, so a server's carriers
+    /// only drop past `MAX_QUEUE`, which the subflow over it sees as a stall.
     pub(crate) fn full(&self, p: usize) -> bool {
-        self.carriers.iter().any(|(k, c)| k.0 == p && c.queued() > HIGH_WATER)
+        !self.server && self.carriers.iter().any(|(k, c)| k.0 == p && c.queued() > HIGH_WATER)
     }
 
     /// Queues datagram `d` for `remote` from path `p`, opening the carrier if this is a
@@ -187,10 +197,7 @@ impl Tcp {
             self.count(p, |e| e.dropped += 1);
             return;
         }
-        if c.sent > 0 && c.sent == c.out.len() {
-            c.out.clear();
-            c.sent = 0;
-        }
+        c.compact();
         c.out.extend_from_slice(&(d.len() as u16).to_be_bytes());
         c.out.extend_from_slice(d);
     }
@@ -261,10 +268,7 @@ impl Tcp {
                     }
                 }
             }
-            if c.queued() == 0 && !c.out.is_empty() {
-                c.out.clear();
-                c.sent = 0;
-            }
+            compact(&mut c.out, &mut c.sent);
             // Read what came (while room is left: `deliver` takes the records and makes room).
             while c.have < c.inb.len() {
                 match s.poll_read_ready(cx) {
@@ -297,6 +301,13 @@ impl Tcp {
                 }
             }
         }
+        progress
+    }
+
+    /// Closes the carriers that failed, ended or went idle (after `deliver` took what they
+    /// read: the records that came with a FIN are not lost). Returns whether any closed.
+    pub(crate) fn reap(&mut self) -> bool {
+        let now = Instant::now();
         let before = self.carriers.len();
         let events = &mut self.events;
         self.carriers.retain(|&(p, _), c| {
@@ -312,7 +323,7 @@ impl Tcp {
             }
             keep
         });
-        progress || self.carriers.len() != before
+        self.carriers.len() != before
     }
 
     /// A server takes the connections waiting at its listeners, within its limits.
@@ -329,13 +340,14 @@ impl Tcp {
                     Poll::Ready(Ok(x)) => x,
                 };
                 progress = true;
-                let peer = super::unmap(peer);
+                let peer = super::socket::unmap(peer);
                 let from_peer = self.carriers.keys().filter(|k| k.1.ip() == peer.ip()).count();
                 if self.carriers.len() >= MAX_CARRIERS || from_peer >= PER_SOURCE {
                     self.count(p, |e| e.refused += 1);
                     continue;
                 }
                 let _ = s.set_nodelay(true);
+                let _ = socket2::SockRef::from(&s).set_send_buffer_size(SNDBUF as usize);
                 self.carriers.insert((p, peer), Carrier::new(Link::Open(s), false));
                 self.count(p, |e| e.opened += 1);
             }
@@ -346,6 +358,17 @@ impl Tcp {
     /// When the next carrier goes idle, if any.
     pub(crate) fn next_idle(&self) -> Option<Instant> {
         self.carriers.values().map(|c| c.last_active + IDLE).min()
+    }
+}
+
+/// `Carrier::compact` on the carrier's fields (callable while its stream is borrowed).
+fn compact(out: &mut Vec<u8>, sent: &mut usize) {
+    if *sent == out.len() {
+        out.clear();
+        *sent = 0;
+    } else if *sent >= 64 * 1024 && *sent * 2 >= out.len() {
+        out.drain(..*sent);
+        *sent = 0;
     }
 }
 
@@ -388,12 +411,14 @@ fn listen(local: SocketAddr, device: Option<&str>) -> io::Result<TcpListener> {
 impl Tcp {
     /// Hands the complete records every carrier read to the endpoint (opened where they lie,
     /// no copy), under its lock, counting them on their path; a carrier whose stream is not
-    /// records (an empty one) is marked failed. Returns whether any was handed.
+    /// records (an empty one) is marked failed. Returns whether any was handed or failed (a
+    /// partial record waiting for its rest is no progress: the driver must not spin on it).
     pub(crate) fn deliver(&mut self, shared: &Shared, now: mpcore::Time) -> bool {
         if !self.carriers.values().any(|c| c.have >= 2 && !c.expect_preamble) {
             return false;
         }
         let mut st = shared.lock();
+        let mut handed = false;
         for (&(p, remote), c) in self.carriers.iter_mut() {
             if c.expect_preamble {
                 continue;
@@ -403,6 +428,7 @@ impl Tcp {
                 let len = usize::from(u16::from_be_bytes([c.inb[at], c.inb[at + 1]]));
                 if len == 0 {
                     c.failed = true;
+                    handed = true;
                     break;
                 }
                 if c.have < at + 2 + len {
@@ -416,12 +442,13 @@ impl Tcp {
                 st.count(p, now, false, 1, len);
                 st.ep.handle_carried_in_place(now, mpcore::PathId(p as u8), remote, mpcore::Carrier::Tcp, d);
                 at += 2 + len;
+                handed = true;
             }
             if at > 0 {
                 c.inb.copy_within(at..c.have, 0);
                 c.have -= at;
             }
         }
-        true
+        handed
     }
 }
