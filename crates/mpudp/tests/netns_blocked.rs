@@ -108,29 +108,8 @@ async fn server() {
         MpListener::bind(format!("10.{NET}.9.1:5201").parse().unwrap(), Options::server().identity(common::identity()))
             .unwrap();
     println!("listening");
-    let (mut s, _) = l.accept().await.unwrap();
-    let mut req = [0u8; 2004];
-    loop {
-        s.read_exact(&mut req).await.unwrap();
-        let r = usize::from(req[0]);
-        if r == 0 {
-            break;
-        }
-        let resp: Vec<u8> = (0..20_000).map(|i| common::byte_at(r, i)).collect();
-        s.write_all(&resp).await.unwrap();
-    }
-    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = s.read(&mut buf).await.unwrap();
-        if n == 0 {
-            break;
-        }
-        hash.update(&buf[..n]);
-    }
-    s.write_all(hash.finish().as_ref()).await.unwrap();
-    s.shutdown().await.unwrap();
-    s.closed().await;
+    let (s, _) = l.accept().await.unwrap();
+    common::answer_then_hash(s).await;
 }
 
 async fn client() {

@@ -11,7 +11,8 @@
 //! - `wifi_over_tcp_beside_cellular_over_udp`: UDP dropped on WiFi. The connection opens on
 //!   cellular; the client's UDP join of WiFi gets no answer for 1 s and a TCP join on WiFi
 //!   takes the path; Siri-like requests are answered over WiFi (TCP). WiFi's link goes down:
-//!   the requests go on over cellular. It comes back: WiFi carries them again, over TCP.
+//!   the requests go on over cellular. It comes back: WiFi carries them again, over TCP. A
+//!   10 MB upload ends the run, its SHA-256 checked by the server.
 //! - `udp_blocked_everywhere`: UDP dropped on both links. The connection opens over TCP at
 //!   the 1 s bound, answers the requests and takes a 10 MB upload, whose SHA-256 the server
 //!   checks.
@@ -107,6 +108,8 @@ fn wifi_over_tcp_beside_cellular_over_udp() {
     let (tcp_after, _) = mark("end");
     assert!(tcp_before > 20_000, "WiFi over TCP carried requests before the failure: {r:?}");
     assert!(tcp_after > tcp_down + 20_000, "WiFi over TCP carried requests again after it came back: {r:?}");
+    let (a, b) = r.hashes.clone().unwrap();
+    assert_eq!(a, b, "the upload (over WiFi's TCP and cellular's UDP) arrived intact");
     println!("WiFi drops UDP: connected over cellular in {:.1} ms; WiFi then over TCP", r.connected_ms.unwrap());
 }
 
@@ -143,7 +146,7 @@ fn tcp_peer() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     match role.as_str() {
         "server" => rt.block_on(server()),
-        "client-wifi" => rt.block_on(client("10.97.9.1:5201", 60, true, false)),
+        "client-wifi" => rt.block_on(client("10.97.9.1:5201", 60, true, true)),
         "client-all" => rt.block_on(client("10.98.9.1:5201", 10, false, true)),
         other => panic!("unknown role {other}"),
     }
@@ -154,33 +157,8 @@ fn tcp_peer() {
 async fn server() {
     let l = MpListener::bind("0.0.0.0:5201".parse().unwrap(), Options::server().identity(common::identity())).unwrap();
     println!("listening");
-    let (mut s, _) = l.accept().await.unwrap();
-    let mut req = [0u8; 2004];
-    loop {
-        if s.read_exact(&mut req).await.is_err() {
-            s.shutdown().await.unwrap();
-            s.closed().await;
-            return;
-        }
-        let r = usize::from(req[0]);
-        if r == 0 {
-            break;
-        }
-        let resp: Vec<u8> = (0..20_000).map(|i| common::byte_at(r, i)).collect();
-        s.write_all(&resp).await.unwrap();
-    }
-    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = s.read(&mut buf).await.unwrap();
-        if n == 0 {
-            break;
-        }
-        hash.update(&buf[..n]);
-    }
-    s.write_all(hash.finish().as_ref()).await.unwrap();
-    s.shutdown().await.unwrap();
-    s.closed().await;
+    let (s, _) = l.accept().await.unwrap();
+    common::answer_then_hash(s).await;
 }
 
 /// Data bytes the client sent on WiFi (local path 0) over TCP and over UDP.

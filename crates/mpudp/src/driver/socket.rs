@@ -154,13 +154,13 @@ fn adopt(s: &std::net::UdpSocket) -> Result<(tokio::net::UdpSocket, UdpSocketSta
 
 /// `SO_BINDTODEVICE`: the socket's packets leave through the device whatever the routes say.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn bind_device(s: &socket2::Socket, device: &str, _addr: SocketAddr) -> io::Result<()> {
+pub(crate) fn bind_device(s: &socket2::Socket, device: &str, _addr: SocketAddr) -> io::Result<()> {
     s.bind_device(Some(device.as_bytes()))
 }
 
 /// `IP_BOUND_IF` / `IPV6_BOUND_IF` by the device's index: Apple's equivalent.
 #[cfg(any(target_os = "macos", target_os = "ios"))]
-fn bind_device(s: &socket2::Socket, device: &str, addr: SocketAddr) -> io::Result<()> {
+pub(crate) fn bind_device(s: &socket2::Socket, device: &str, addr: SocketAddr) -> io::Result<()> {
     let index = crate::iface::index_of(device).and_then(std::num::NonZeroU32::new);
     let index = index.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such device"))?;
     match addr {
@@ -170,7 +170,7 @@ fn bind_device(s: &socket2::Socket, device: &str, addr: SocketAddr) -> io::Resul
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios")))]
-fn bind_device(_s: &socket2::Socket, _device: &str, _addr: SocketAddr) -> io::Result<()> {
+pub(crate) fn bind_device(_s: &socket2::Socket, _device: &str, _addr: SocketAddr) -> io::Result<()> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "binding a socket to a device"))
 }
 

@@ -205,9 +205,9 @@ impl Tcp {
     fn connect(&self, p: usize, remote: SocketAddr) -> io::Result<Carrier> {
         let pt = self.paths.get(p).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such path"))?;
         let s = if remote.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-        #[cfg(any(target_os = "linux", target_os = "android"))]
         if let Some(d) = &pt.device {
-            s.bind_device(Some(d.as_bytes()))?;
+            // As the path's UDP socket: SO_BINDTODEVICE, or IP_BOUND_IF on Apple's systems.
+            super::socket::bind_device(&socket2::SockRef::from(&s), d, remote)?;
         }
         if let Some(local) = pt.local.filter(|l| !l.ip().is_unspecified() && l.is_ipv4() == remote.is_ipv4()) {
             s.bind(SocketAddr::new(local.ip(), 0))?;
@@ -394,12 +394,9 @@ fn check_stream(inb: &mut [u8], have: &mut usize, expect_preamble: &mut bool) ->
 fn listen(local: SocketAddr, device: Option<&str>) -> io::Result<TcpListener> {
     let s = if local.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
     s.set_reuseaddr(true)?;
-    #[cfg(any(target_os = "linux", target_os = "android"))]
     if let Some(d) = device {
-        s.bind_device(Some(d.as_bytes()))?;
+        super::socket::bind_device(&socket2::SockRef::from(&s), d, local)?;
     }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let _ = device;
     if local.is_ipv6() {
         // As the UDP socket: IPv6 only (an IPv4 listener on the same port serves IPv4).
         socket2::SockRef::from(&s).set_only_v6(true)?;

@@ -67,7 +67,12 @@ pub fn client_options() -> Options {
 pub async fn hashing_server(addr: SocketAddr, opts: Options) {
     let l = MpListener::bind(addr, opts.identity(identity())).unwrap();
     println!("listening");
-    let (mut s, _) = l.accept().await.unwrap();
+    let (s, _) = l.accept().await.unwrap();
+    hash_to_end(s).await;
+}
+
+/// Reads `s` to its end, answers with the SHA-256 of what it read, and closes.
+async fn hash_to_end(mut s: mpudp::MpStream) {
     let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -93,11 +98,33 @@ pub async fn answer_requests(mut s: mpudp::MpStream) {
     let mut req = [0u8; 2004];
     while s.read_exact(&mut req).await.is_ok() {
         let r = usize::from(req[0]);
-        let resp: Vec<u8> = (0..20_000).map(|i| byte_at(r, i)).collect();
-        s.write_all(&resp).await.unwrap();
+        s.write_all(&response(r)).await.unwrap();
     }
     s.shutdown().await.unwrap();
     s.closed().await;
+}
+
+/// The answer to request `r`: 20,000 bytes.
+fn response(r: usize) -> Vec<u8> {
+    (0..20_000).map(|i| byte_at(r, i)).collect()
+}
+
+/// `answer_requests` until a request numbered 0; then reads an upload to its end and answers
+/// with its SHA-256 (`hashing_server`'s part).
+pub async fn answer_then_hash(mut s: mpudp::MpStream) {
+    let mut req = [0u8; 2004];
+    loop {
+        if s.read_exact(&mut req).await.is_err() {
+            s.shutdown().await.unwrap();
+            s.closed().await;
+            return;
+        }
+        match usize::from(req[0]) {
+            0 => break,
+            r => s.write_all(&response(r)).await.unwrap(),
+        }
+    }
+    hash_to_end(s).await;
 }
 
 /// Fills `chunk` with the next pseudo-random bytes of the upload (xorshift, state `x`).
