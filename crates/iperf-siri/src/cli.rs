@@ -139,9 +139,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "RATE", default_value_t = 0.25, value_parser = parse_rate, allow_hyphen_values = true)]
     pub sloss: f64,
     /// Client: where UDP gets no answer for this long, use TCP on that interface (the first
-    /// handshake, and joins; PROTOCOL.md §4.11), e.g. `1s`. A server accepts TCP always.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub tcp_fallback: Option<Duration>,
+    /// handshake, and joins; PROTOCOL.md §4.11); `off`: UDP only. A server accepts TCP always.
+    #[arg(long, value_name = "DURATION|off", default_value = "1s", value_parser = parse_fallback)]
+    pub tcp_fallback: Fallback,
     /// Seconds to wait for the server's answer before giving up.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub connect_timeout: Duration,
@@ -289,6 +289,17 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
 }
 
 /// A duration with a unit: `300ms`, `5s`, `1.5s`, `250us`; a bare number is seconds.
+/// `--tcp-fallback`: a bound, or none (`off`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fallback(pub Option<Duration>);
+
+fn parse_fallback(s: &str) -> Result<Fallback, String> {
+    match s {
+        "off" => Ok(Fallback(None)),
+        s => parse_duration(s).map(|d| Fallback(Some(d))),
+    }
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
@@ -451,7 +462,7 @@ impl RunArgs {
         let mut o = base
             .scheduler(&self.scheduler(client))
             .connect_timeout(self.connect_timeout)
-            .tcp_fallback(self.tcp_fallback.filter(|_| client))
+            .tcp_fallback(self.tcp_fallback.0.filter(|_| client))
             // A server accepts fast joins; a client offers them under multimob or when asked.
             .fast_join(!client || multimob || self.fast_join);
         if let Some(dir) = self.qlog_dir() {
@@ -612,6 +623,10 @@ mod tests {
         assert!(o.config().unauthenticated_server && o.config().server_keys.is_empty());
         assert_eq!((o.config().scheduler.as_str(), o.config().fast_join, o.config().mp_idle), ("priority", true, true));
         assert_eq!(o.config().keep_alive, mpudp::Config::phone().keep_alive);
+        // TCP where UDP gets no answer: after 1 s by default, off on request.
+        assert_eq!(o.config().tcp_after, Some(1_000_000));
+        let udp_only = parse(&["-c", "h", "--insecure", "--tcp-fallback", "off"]).expect("parses").run;
+        assert_eq!(udp_only.options(true).expect("valid").config().tcp_after, None);
         let server = parse(&["-s"]).expect("parses").run;
         assert_eq!(server.options(false).expect("valid").config().scheduler, "last-received");
     }
@@ -660,6 +675,9 @@ mod tests {
         assert_eq!(parse_bytes("64K"), Ok(65_536));
         assert_eq!(parse_bytes("1.5m"), Ok(1_572_864));
         assert_eq!(parse_duration("300ms"), Ok(Duration::from_millis(300)));
+        assert_eq!(parse_fallback("off"), Ok(Fallback(None)));
+        assert_eq!(parse_fallback("2s"), Ok(Fallback(Some(Duration::from_secs(2)))));
+        assert!(parse_fallback("sometimes").is_err());
         assert_eq!(parse_seconds("2"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_seconds("250ms"), Ok(Duration::from_millis(250)));
         assert!(parse_duration("nan").is_err());

@@ -110,7 +110,8 @@ fn wifi_that_drops_udp_is_reported_and_the_requests_go_over_cellular() {
     assert!(out.status.success(), "client: {}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("Handshake: connected through c1"), "{text}");
     assert!(exits_ok(&mut server.0));
-    // UDP dropped on both: with --tcp-fallback the run goes over TCP, and says so.
+    // UDP dropped on both: the run goes over TCP (`--tcp-fallback`, 1 s by default), and says
+    // so.
     bed.block_udp(1, true).unwrap();
     let (mut server, key) = one_off_server(&bed);
     let args = ["--server-key", &key, "-c", "10.96.9.1", "-m", "c0@wifi,c1@cellular", "--requests", "2"];

@@ -171,9 +171,8 @@ pub struct Config {
     /// Client: when the first INITIAL has gone this long (µs) without an answer on any path,
     /// it goes once over TCP on every path (PROTOCOL.md §4.11), and a JOIN over UDP
     /// unanswered this long is raced by a JOIN over TCP on its path. 1 s (the INITIAL's first
-    /// repeat) where set: a waking LTE radio (0.26 s) and a slow path answer within it.
-    /// `None` by default for now (PROTOCOL.md §4.11 says why): turn it on with
-    /// `mpudp::Options::tcp_fallback`. A server accepts TCP carriers whatever this says.
+    /// repeat) by default: a waking LTE radio (0.26 s) and a slow path answer within it.
+    /// `None`: UDP only. A server accepts TCP carriers whatever this says.
     pub tcp_after: Option<u64>,
     /// A server closes a subflow it has heard nothing on for this long while another subflow
     /// of the connection was heard more recently, after a PING it sent there went unanswered
@@ -313,7 +312,7 @@ impl Default for Config {
             cookie_lifetime: 10_000_000,
             max_handshake_attempts: 6,
             other_paths_after: Some(250_000),
-            tcp_after: None,
+            tcp_after: Some(1_000_000),
             subflow_idle_timeout: 30_000_000,
             #[cfg(feature = "test-hooks")]
             rng_seed: None,

@@ -29,8 +29,9 @@ fn tap_initials(sim: &mut Sim) -> Initials {
     seen
 }
 
+/// The MultiMob phone, over UDP only (the TCP carrier's tests are `tcp_carrier.rs`).
 fn phone(other_paths_after: Option<u64>) -> Sim {
-    let client = Config { other_paths_after, ..multimob_client(oracle::Config::default()) };
+    let client = Config { other_paths_after, tcp_after: None, ..multimob_client(oracle::Config::default()) };
     Sim::new(3, client, multimob_server(), multimob_paths()).unwrap()
 }
 

@@ -280,8 +280,7 @@ pub extern "C" fn mpu_options_connect_timeout(options: u64, ms: u32) -> i32 {
 }
 
 /// Where UDP gets no answer for `ms` milliseconds, use TCP on that interface (PROTOCOL.md
-/// §4.11: the first handshake, and joins); 0: UDP only (the default). 1000 is the value the
-/// project's figures use.
+/// §4.11: the first handshake, and joins; 1000 by default); 0: UDP only.
 #[no_mangle]
 pub extern "C" fn mpu_options_tcp_fallback(options: u64, ms: u32) -> i32 {
     let d = (ms > 0).then(|| std::time::Duration::from_millis(u64::from(ms)));

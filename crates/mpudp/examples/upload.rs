@@ -55,9 +55,9 @@ struct Cli {
     #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
     /// Client: where UDP gets no answer for this many milliseconds, use TCP (PROTOCOL.md
-    /// §4.11; `benches/carrier.sh` measures a TCP-carried path against UDP).
-    #[arg(long, global = true)]
-    tcp_fallback_ms: Option<u64>,
+    /// §4.11; 0: UDP only; `benches/carrier.sh` measures a TCP-carried path against UDP).
+    #[arg(long, global = true, default_value_t = 1000)]
+    tcp_fallback_ms: u64,
 }
 
 #[derive(Subcommand, Debug)]
@@ -107,7 +107,7 @@ fn options(cli: &Cli) -> Result<Options, String> {
     let mut o = Options::new().scheduler(&cli.scheduler);
     o.config_mut().recv_window = cli.window;
     o.config_mut().max_datagram_size = cli.max_datagram;
-    o.config_mut().tcp_after = cli.tcp_fallback_ms.map(|ms| ms * 1000);
+    o.config_mut().tcp_after = (cli.tcp_fallback_ms > 0).then(|| cli.tcp_fallback_ms * 1000);
     o.config_mut().congestion = CongestionControl::from_name(&cli.cc)
         .ok_or_else(|| format!("unknown congestion control {:?} (lia, olia, cubic, reno)", cli.cc))?;
     Ok(o)

@@ -457,8 +457,7 @@ impl Options {
     /// Where UDP gets no answer for `d`, use TCP (PROTOCOL.md §4.11): the first handshake's
     /// INITIAL goes once over TCP on every interface, and a join over UDP unanswered that long
     /// is raced by one over TCP on its interface (a server accepts TCP on its UDP port number
-    /// whatever this says). `None` (the default for now): UDP only. 1 s is the value the
-    /// simulator's and the namespace tests' figures use.
+    /// whatever this says). 1 s by default; `None`: UDP only.
     pub fn tcp_fallback(mut self, d: Option<Duration>) -> Self {
         self.config.tcp_after = d.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
         self

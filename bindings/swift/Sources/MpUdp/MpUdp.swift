@@ -66,7 +66,8 @@ public final class Options {
     @discardableResult public func socket(_ fd: Int32, label: String, kind: Iface, backup: Bool = false) throws -> Options {
         try check(mpu_options_add_fd(handle, fd, label, kind.rawValue, backup)); return self
     }
-    /// Where UDP gets no answer for `ms` milliseconds, use TCP on that network (0: UDP only).
+    /// Where UDP gets no answer for `ms` milliseconds (1000 by default), use TCP on that
+    /// network (0: UDP only).
     @discardableResult public func tcpFallback(ms: UInt32) throws -> Options {
         try check(mpu_options_tcp_fallback(handle, ms)); return self
     }

@@ -24,8 +24,21 @@ impl Connection {
         self.open(now, path, remote, backup).map(|i| self.subflows[i].id())
     }
 
-    /// Opens a subflow (see [`Connection::open_subflow`]); returns its slot.
+    /// Opens a subflow (see [`Connection::open_subflow`]) over the carrier its path takes
+    /// (`join_carrier`); returns its slot.
     pub(super) fn open(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<usize> {
+        let carrier = self.join_carrier(path);
+        self.open_over(now, (path, carrier), remote, backup)
+    }
+
+    /// Opens a subflow from `path` over `carrier`; returns its slot.
+    pub(super) fn open_over(
+        &mut self,
+        now: Time,
+        (path, carrier): (PathId, Carrier),
+        remote: SocketAddr,
+        backup: bool,
+    ) -> Option<usize> {
         if self.state != State::Established || self.keys.is_none() {
             return None;
         }
@@ -40,7 +53,6 @@ impl Connection {
         let cid = self.new_cid();
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
         sf.start_join(self.rng.u32(), self.fast_join_negotiated(), backup);
-        let carrier = self.join_carrier(path);
         sf.set_carrier(carrier);
         let slot = self.subflows.insert(sf)?;
         self.endpoint_events.push_back(EndpointEvent::NewCid(cid));

@@ -9,8 +9,9 @@
 //! the protocol again.
 //!
 //! Joins: a client's JOIN over UDP unanswered for `tcp_after` races a JOIN over TCP on the
-//! same path; whichever opens carries the path, and a UDP subflow that opens after the TCP
-//! one replaces it (the path moves back to UDP).
+//! same path; whichever opens carries the path (a TCP join that opens while the UDP one is
+//! unanswered marks the path silent to UDP: its later joins go over TCP), and a UDP subflow
+//! that opens after the TCP one replaces it (the path moves back to UDP).
 //!
 //! RFC 8305 §5 (Happy Eyeballs) tells the client to start the next attempt after a
 //! "Connection Attempt Delay" of 250 ms by default when the first has not succeeded. A
@@ -44,8 +45,9 @@ pub(super) struct Spread {
     /// The path the connection first tried, when the handshake came through another: it is
     /// joined once the connection is up.
     pub(super) rejoin_first: Option<PathId>,
-    /// Paths whose UDP went unanswered (an INITIAL or a JOIN, for `tcp_after`): the client's
-    /// joins there go over TCP.
+    /// Paths whose UDP went unanswered while TCP was answered there (the handshake over TCP,
+    /// or a TCP join that won its race), or that the endpoint remembers so: the client's joins
+    /// there go over TCP.
     udp_silent: PathSet,
     /// Client's UDP joins on trial: (slot, subflow number, path, when a TCP join races it if
     /// still unanswered).
@@ -276,26 +278,42 @@ impl Connection {
             }
             let tcp_open =
                 self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open());
-            let (remote, backup) = (sf.remote(), sf.backup());
-            self.spread.udp_silent.set(path, true);
-            self.udp_verdict(path, true);
+            let (remote, backup, rejoin) = (sf.remote(), sf.backup(), sf.rejoin());
             if tcp_open || self.is_closed() {
                 continue;
             }
-            if let Some(t) = self.open(now, path, remote, backup) {
+            // Raced only: the path is judged silent to UDP once the TCP join opens while the
+            // UDP one is still unanswered (a path in an outage answers neither).
+            if let Some(t) = self.open_over(now, (path, Carrier::Tcp), remote, backup) {
                 self.subflows[t].plain_join();
+                if rejoin {
+                    // It replaces a silent subflow as the UDP join does: given up, the path is
+                    // joined again (the UDP join, given up first, left that to it).
+                    self.subflows[t].mark_rejoin();
+                }
                 tracing::debug!(path = path.0, "a UDP join unanswered: racing it over TCP");
             }
         }
     }
 
-    /// Subflow `i` was established. Over UDP on a path that had a TCP subflow (a UDP join
-    /// that lost the race, answered later): UDP passes there again, and the TCP subflow
-    /// closes, its data moving to the others (RFC 8684 §3.3.6).
+    /// Client: subflow `i` was established. Over TCP while no UDP subflow works on its path
+    /// (the UDP join it raced is unanswered): the path's network drops UDP, and its later
+    /// joins go over TCP. Over UDP on a path that had a TCP subflow (a UDP join that lost the
+    /// race, answered later): UDP passes there again, and the TCP subflow closes, its data
+    /// moving to the others (RFC 8684 §3.3.6).
     pub(super) fn on_carrier_established(&mut self, now: Time, i: usize) {
         let Some(sf) = self.subflows.get(i) else { return };
         let path = sf.local_path();
-        if sf.carrier() != Carrier::Udp || self.side != Side::Client {
+        if self.side != Side::Client {
+            return;
+        }
+        if sf.carrier() == Carrier::Tcp {
+            let udp_works =
+                self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Udp && s.established());
+            if !udp_works {
+                self.spread.udp_silent.set(path, true);
+                self.udp_verdict(path, true);
+            }
             return;
         }
         self.spread.udp_silent.set(path, false);

@@ -186,7 +186,7 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
         check(lib.mpu_options_identity_seed(handle, seed))
     }
     fun scheduler(name: String) = apply { check(lib.mpu_options_scheduler(handle, name)) }
-    /** Where UDP gets no answer for [ms] milliseconds, use TCP on that network (0: UDP only). */
+    /** Where UDP gets no answer for [ms] milliseconds (1000 by default), use TCP on that network (0: UDP only). */
     fun tcpFallback(ms: Int) = apply { check(lib.mpu_options_tcp_fallback(handle, ms)) }
     /**
      * Resume connections with resumption tickets, starting from [saved] (what
