@@ -494,8 +494,7 @@ int32_t mpu_options_scheduler(uint64_t options, const char *name);
 int32_t mpu_options_connect_timeout(uint64_t options, uint32_t ms);
 
 // Where UDP gets no answer for `ms` milliseconds, use TCP on that interface (PROTOCOL.md
-// §4.11: the first handshake, and joins); 0: UDP only (the default). 1000 is the value the
-// project's figures use.
+// §4.11: the first handshake, and joins; 1000 by default); 0: UDP only.
 int32_t mpu_options_tcp_fallback(uint64_t options, uint32_t ms);
 
 // The public key of the options' server identity (base64, what clients are given),
