@@ -124,16 +124,9 @@ async fn client() {
     let sf0 = st.subflows.iter().find(|f| f.id == 0).unwrap();
     let device = ["c0", "c1"][usize::from(sf0.path.0)];
     println!("connected {:.2} {device}", took.as_secs_f64() * 1e3);
-    let mut resp = vec![0u8; 20_000];
     let mut wifi_at_unblock = None;
     for r in 1..=REQUESTS {
-        let mut req = vec![0u8; 2004];
-        req[0] = r as u8;
-        let t = Instant::now();
-        s.write_all(&req).await.unwrap();
-        tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut resp)).await.unwrap().unwrap();
-        assert!(resp.iter().enumerate().all(|(i, &b)| b == common::byte_at(r, i)), "response {r} intact");
-        println!("answered {r} {:.2}", t.elapsed().as_secs_f64() * 1e3);
+        common::request(&mut s, r).await;
         if r == 10 {
             wifi_at_unblock = Some(wifi_bytes(&s));
         }

@@ -186,15 +186,8 @@ async fn client(server: &str, requests: usize, fail_wifi: bool, upload: bool) {
     let st = s.stats().unwrap();
     let sf0 = st.subflows.iter().find(|f| f.id == 0).unwrap();
     println!("connected {:.2} {}/{:?}", took.as_secs_f64() * 1e3, ["c0", "c1"][usize::from(sf0.path.0)], sf0.carrier);
-    let mut resp = vec![0u8; 20_000];
     for r in 1..=requests {
-        let mut req = vec![0u8; 2004];
-        req[0] = r as u8;
-        let t = Instant::now();
-        s.write_all(&req).await.unwrap();
-        tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut resp)).await.unwrap().unwrap();
-        assert!(resp.iter().enumerate().all(|(i, &b)| b == common::byte_at(r, i)), "response {r} intact");
-        println!("answered {r} {:.2}", t.elapsed().as_secs_f64() * 1e3);
+        common::request(&mut s, r).await;
         if fail_wifi && (r == 20 || r == 40) {
             let (tcp, udp) = wifi_bytes(&s);
             println!("mark {} {tcp} {udp}", if r == 20 { "before-down" } else { "while-down" });

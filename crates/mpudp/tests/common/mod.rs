@@ -109,6 +109,19 @@ fn response(r: usize) -> Vec<u8> {
     (0..20_000).map(|i| byte_at(r, i)).collect()
 }
 
+/// Sends request `r` (1 to 255) on `s`, reads its answer (within 10 s), checks every byte and
+/// prints `answered R MS`, as the namespace tests' clients do.
+pub async fn request(s: &mut mpudp::MpStream, r: usize) {
+    let mut req = vec![0u8; 2004];
+    req[0] = r as u8;
+    let t = std::time::Instant::now();
+    s.write_all(&req).await.unwrap();
+    let mut resp = vec![0u8; 20_000];
+    tokio::time::timeout(std::time::Duration::from_secs(10), s.read_exact(&mut resp)).await.unwrap().unwrap();
+    assert!(resp.iter().enumerate().all(|(i, &b)| b == byte_at(r, i)), "response {r} intact");
+    println!("answered {r} {:.2}", t.elapsed().as_secs_f64() * 1e3);
+}
+
 /// `answer_requests` until a request numbered 0; then reads an upload to its end and answers
 /// with its SHA-256 (`hashing_server`'s part).
 pub async fn answer_then_hash(mut s: mpudp::MpStream) {
