@@ -119,6 +119,14 @@ impl Activity {
         }
     }
 
+    /// Connection `idx` may have something to send, and goes first (it is in the middle of
+    /// its turn: `Endpoint::poll_transmit`).
+    pub(crate) fn mark_ready_front(&mut self, idx: usize) {
+        if self.mark(idx, READY) {
+            self.ready.push_front(idx);
+        }
+    }
+
     /// Connection `idx` may have an event for the application.
     pub(crate) fn mark_eventful(&mut self, idx: usize) {
         if self.mark(idx, EVENTFUL) {

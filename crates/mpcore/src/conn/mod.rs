@@ -502,6 +502,13 @@ impl Connection {
         room > 0 && room >= self.send.unacked() / 2
     }
 
+    /// Bytes written and never sent yet. A driver need not be woken for a write made while
+    /// some are: it is already sending them, or waits for what lets it (an acknowledgement, a
+    /// timer, a socket's room), and the new bytes go after them.
+    pub fn unsent(&self) -> u64 {
+        self.send.queued()
+    }
+
     /// Bytes written and not yet acknowledged at data level.
     pub fn unacked(&self) -> usize {
         self.send.unacked()
