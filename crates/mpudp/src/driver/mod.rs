@@ -52,8 +52,12 @@ const CHUNK: usize = 65_536;
 /// recvmmsg calls on one socket before the others get their turn.
 const RECV_ROUNDS: usize = 2;
 /// Datagrams handled between two sends (the ACKs they elicit leave without waiting for the
-/// rest of a receive batch).
-const ACK_EVERY: usize = 16;
+/// rest of a receive batch). At low rates a receive batch holds a few datagrams and each batch
+/// is answered at its end; only a fast sender fills batches, and then an ACK per 128 datagrams
+/// (about 180 KB, three GRO super-datagrams) is its ACK frequency. Each ACK is a `sendmsg`, and
+/// on a veth the kernel runs the peer's receive and wakes its thread inside it: at 16 (one ACK
+/// per 23 KB) the receiver spent 35-60 % more CPU per gigabit (benches/net.sh, issue 40).
+const ACK_EVERY: usize = 128;
 /// Rounds per poll before the task yields to the runtime.
 const ROUNDS: usize = 16;
 
