@@ -428,11 +428,13 @@ impl Options {
         self
     }
 
-    /// The socket send buffer asked from the kernel (default 256 KiB). It is the queue in
-    /// front of the interface: a qdisc counts a GSO batch as one packet, so its own limit does
-    /// not bound the bytes queued, and a large buffer here only adds delay (the kernel holds up
-    /// to twice this much). A full socket makes the driver queue one more batch per path,
-    /// then drop, which the congestion control sees as loss.
+    /// The most a socket's send buffer may be (default 256 KiB; the kernel holds up to twice
+    /// this much). It is the queue in front of the interface: a qdisc counts a GSO batch as one
+    /// packet, so its own limit does not bound the bytes queued, and everything else sent on
+    /// the link (another connection's request, an ACK) waits behind it. So the driver sizes
+    /// each socket's buffer to about 1 ms of the rate it drains at (2 ms once the kernel
+    /// doubles it) and its GSO batches to about 1 ms, within this bound, as Linux sizes a TCP
+    /// socket's queue. A full socket stops the path's sends until it drains.
     pub fn send_buffer(mut self, bytes: usize) -> Self {
         self.send_buffer = bytes;
         self

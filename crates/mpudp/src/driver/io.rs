@@ -234,7 +234,7 @@ impl Io {
             }
             let p = usize::from(t.path.0);
             self.guess = p;
-            let Some(max) = self.sockets.get(p).and_then(|s| s.as_ref()).map(|s| s.max_segments) else { continue };
+            let Some(max) = self.sockets.get(p).and_then(|s| s.as_ref()).map(|s| s.segments(t.len)) else { continue };
             if in_place && p == guess && self.tx[p].accepts(t.remote, self.tx[p].written(t.len), max) {
                 self.tx[p].commit(t.remote, t.len);
             } else {
@@ -266,7 +266,7 @@ impl Io {
             }
             // A full batch, or one ended by a short datagram, leaves at once.
             let b = &self.tx[p];
-            if !b.blocked && (b.count == max || t.len < b.seg) {
+            if !b.blocked && (b.count >= max || t.len < b.seg) {
                 drop(st);
                 self.flush(cx, p);
                 st = shared.lock();
@@ -345,6 +345,7 @@ impl Io {
             match sock.send(tx.remote, &tx.buf[..tx.len], (tx.count > 1).then_some(tx.seg)) {
                 Ok(()) => {
                     self.log.sent.push((p, now(), tx.count, tx.len));
+                    sock.on_sent(tx.len);
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,

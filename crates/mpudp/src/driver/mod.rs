@@ -18,6 +18,7 @@
 mod io;
 mod paths;
 mod qlog;
+mod queue;
 mod reuseport;
 mod socket;
 mod state;

@@ -23,6 +23,8 @@ pub(crate) struct PathSocket {
     pub(crate) replies: Option<ReplyFrom>,
     /// The device it is bound to, if any (its TCP carriers are too).
     pub(crate) device: Option<String>,
+    /// Its send buffer and GSO batches, sized to the rate it drains at.
+    pub(crate) queue: super::queue::LocalQueue,
 }
 
 impl PathSocket {
@@ -41,7 +43,7 @@ impl PathSocket {
         let max_segments = state.max_gso_segments().clamp(1, GSO_BYTES / max_datagram.max(1200));
         let replies = local.ip().is_unspecified().then(ReplyFrom::new);
         let device = if i.adopted().is_some() { None } else { i.device.clone() };
-        Ok(Self { io, state, max_segments, replies, device })
+        Ok(Self { io, state, max_segments, replies, device, queue: super::queue::LocalQueue::new(bufs.1) })
     }
 
     /// One sendmsg: `contents` to `remote`, as one datagram or (with `segment_size`) as a GSO
@@ -55,6 +57,19 @@ impl PathSocket {
             src_ip: self.replies.as_ref().and_then(|r| r.source(remote)),
         };
         self.io.try_io(Interest::WRITABLE, || self.state.try_send((&self.io).into(), &t))
+    }
+
+    /// Datagrams of `seg` bytes in one GSO batch now (`queue`).
+    pub(crate) fn segments(&self, seg: usize) -> usize {
+        self.queue.segments(seg, self.max_segments)
+    }
+
+    /// The socket took a send of `bytes`: the queue's sizes follow the rate.
+    pub(crate) fn on_sent(&mut self, bytes: usize) {
+        if let Some(b) = self.queue.on_sent(std::time::Instant::now(), bytes) {
+            // Best effort, as at opening: the kernel caps it at its own maximum.
+            let _ = socket2::SockRef::from(&self.io).set_send_buffer_size(b);
+        }
     }
 
     pub(crate) fn local_addr(&self) -> SocketAddr {
