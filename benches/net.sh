@@ -36,8 +36,11 @@ for tool in iperf3 mptcpize; do
 done
 command -v tc >/dev/null || { echo "tc (iproute2) is missing" >&2; exit 1; }
 
-cargo build -q --release -p mpudp --example upload
+cargo build -q --release -p mpudp --example upload --example udp_limit
+cargo build -q --release -p iperf-siri
 UPLOAD=${CARGO_TARGET_DIR:-target}/release/examples/upload
+UDP_LIMIT=${CARGO_TARGET_DIR:-target}/release/examples/udp_limit
+SIRI=${CARGO_TARGET_DIR:-target}/release/iperf-siri
 # quinn with its defaults, one unidirectional stream (benches/quinn-bulk, outside the workspace).
 cargo build -q --release --manifest-path benches/quinn-bulk/Cargo.toml
 QUINN=${CARGO_TARGET_DIR:-benches/quinn-bulk/target}/release/quinn-bulk
@@ -109,22 +112,76 @@ cpu() { # the CPU seconds of a `timed` run's output
     sed -n 's/^cpu \([0-9.]*\) \([0-9.]*\)$/\1 \2/p' <<<"$1" | awk '{ print $1 + $2 }' | head -1 | grep . || echo "n/a"
 }
 
-ours() { # $1: tokio worker threads, $2: bytes, $3..: client interface flags; prints goodput and wire Mbit/s, client and server CPU s
-    local threads=$1 bytes=$2
-    shift 2
+ours() { # $1: tokio worker threads, $2: bytes, $3: streams, $4..: client interface flags; prints goodput and wire Mbit/s, client and server CPU s
+    local threads=$1 bytes=$2 streams=$3
+    shift 3
     local srvout
     srvout=$(mktemp)
-    timed $S $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest server $SERVER:5300 --once --key "$KEYFILE" >"$srvout" 2>&1 &
+    timed $S $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest server $SERVER:5300 --uploads "$streams" --key "$KEYFILE" >"$srvout" 2>&1 &
     local srv=$!
     sleep 0.5
     local out
-    out=$(timed $C $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" "$@" 2>&1 || true)
+    out=$(timed $C $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" --streams "$streams" "$@" 2>&1 || true)
     wait $srv 2>/dev/null || true
     local goodput wire
     goodput=$(sed -n 's/^sent .*: \([0-9.]*\) Mbit\/s$/\1/p' <<<"$out" | head -1 | grep . || echo "n/a")
     wire=$(sed -n 's/^wire \([0-9.]*\) Mbit\/s.*$/\1/p' <<<"$out" | head -1 | grep . || echo "n/a")
     echo "$goodput $wire $(cpu "$out") $(cpu "$(cat "$srvout")")"
     rm -f "$srvout"
+}
+
+# A server on $1 cores (MpListener::bind_cores) receiving two uploads of $2 bytes each at once,
+# from two client processes; prints the server's goodput (Mbit/s) and CPU s.
+cores() {
+    local srvout
+    srvout=$(mktemp)
+    timed $S $UPLOAD --threads 1 --max-datagram 1472 --no-digest server $SERVER:5300 --uploads 2 --cores "$1" --key "$KEYFILE" >"$srvout" 2>&1 &
+    local srv=$!
+    sleep 0.5
+    for _ in 1 2; do
+        ip netns exec $C $UPLOAD --threads 1 --max-datagram 1472 --no-digest client $SERVER:5300 --server-key "$KEY" --bytes "$2" -i c0 >/dev/null 2>&1 &
+    done
+    wait $srv 2>/dev/null || true
+    wait
+    local goodput
+    goodput=$(sed -n 's/^received .* from 2 uploads in .* (\([0-9.]*\) Mbit\/s)$/\1/p' "$srvout" | head -1 | grep . || echo "n/a")
+    echo "$goodput $(cpu "$(cat "$srvout")")"
+    rm -f "$srvout"
+}
+
+# UDP alone (examples/udp_limit): GSO batches sent for $T s, received with GRO ($1 "") or
+# every datagram read by itself ($1 --no-gro); prints the receiver's Mbit/s.
+udp() {
+    local out
+    out=$(mktemp)
+    ip netns exec $S $UDP_LIMIT recv $SERVER:5500 $1 >"$out" 2>&1 &
+    local srv=$!
+    sleep 0.3
+    ip netns exec $C $UDP_LIMIT send $SERVER:5500 --secs "$T" >/dev/null 2>&1 || true
+    wait $srv 2>/dev/null || true
+    sed -n 's/^received .*: \([0-9.]*\) Mbit\/s$/\1/p' "$out" | head -1 | grep . || echo "n/a"
+    rm -f "$out"
+}
+
+# The Siri workload (iperf-siri, 20 requests of 3 bursts 100 ms apart, 100 ms between
+# requests) on a connection of its own over both links, alone ($1 "") or beside an mpudp
+# upload of $2 bytes ($1 "upload"); prints the requests' delay p50 and p99 in ms.
+siri() {
+    ip netns exec $S $SIRI -s -1 -p 5201 -B $SERVER >/dev/null 2>&1 &
+    local srv=$! up=""
+    if [ "$1" = upload ]; then
+        ip netns exec $S $UPLOAD --threads 1 --max-datagram 1472 --no-digest server $SERVER:5300 --once --key "$KEYFILE" >/dev/null 2>&1 &
+        up=$!
+        sleep 0.3
+        ip netns exec $C $UPLOAD --threads 1 --max-datagram 1472 --no-digest client $SERVER:5300 --server-key "$KEY" --bytes "$2" -i c0 -i c1 >/dev/null 2>&1 &
+        sleep 1
+    fi
+    sleep 0.3
+    local out
+    out=$(ip netns exec $C $SIRI -c $SERVER -p 5201 --insecure -m c0,c1 --requests 20 --bursts 3 --burst-gap 100ms --wait 100ms -i 0 2>&1 || true)
+    wait $srv 2>/dev/null || true
+    [ -z "$up" ] || { ip netns pids $C | xargs -r kill 2>/dev/null; kill $up 2>/dev/null; wait 2>/dev/null || true; }
+    sed -n 's/.*Delay (ms): p50 \([0-9.]*\) .* p99 \([0-9.]*\) .*/\1 \2/p' <<<"$out" | head -1 | grep . || echo "n/a n/a"
 }
 
 quinn() { # $1: bytes; prints goodput Mbit/s (as the receiver saw it), client and server CPU s
@@ -161,22 +218,49 @@ measure() {
     shift 3
     setup "$links" "$rate"
     local t=() m=() o=() o2=() w=() oc=() os=() q=() qc=() qs=()
+    local o4=() o24=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=()
     for k in $(seq 1 "$RUNS"); do
         echo "  round $k of $RUNS" >&2
         t+=("$(iperf "")")
         m+=("$(iperf "mptcpize run")")
-        read -r g wi c sv <<<"$(ours 1 "$bytes" "$@")"
+        read -r g wi c sv <<<"$(ours 1 "$bytes" 1 "$@")"
         o+=("$g") w+=("$wi") oc+=("$c") os+=("$sv")
-        read -r g wi c sv <<<"$(ours 2 "$bytes" "$@")"
+        read -r g wi c sv <<<"$(ours 2 "$bytes" 1 "$@")"
         o2+=("$g")
         read -r g c sv <<<"$(quinn "$bytes")"
         q+=("$g") qc+=("$c") qs+=("$sv")
+        if [ "$links" = 1 ]; then # issue 40's rows
+            read -r g _ <<<"$(ours 1 "$bytes" 4 "$@")"
+            o4+=("$g")
+            read -r g _ <<<"$(ours 2 "$bytes" 4 "$@")"
+            o24+=("$g")
+            ug+=("$(udp "")") un+=("$(udp --no-gro)")
+            read -r g sv <<<"$(cores 1 $((bytes / 2)))"
+            c1+=("$g") c1s+=("$sv")
+            read -r g sv <<<"$(cores 2 $((bytes / 2)))"
+            c2+=("$g") c2s+=("$sv")
+        else
+            read -r p50 p99 <<<"$(siri "" 0)"
+            sa50+=("$p50") sa99+=("$p99")
+            read -r p50 p99 <<<"$(siri upload $((bytes * 4)))"
+            su50+=("$p50") su99+=("$p99")
+        fi
     done
     tcp=$(median "${t[@]}") mptcp=$(median "${m[@]}") ours=$(median "${o[@]}") wire=$(median "${w[@]}")
     ours2=$(median "${o2[@]}") quinn=$(median "${q[@]}")
     ours_cpu="$(per_gbit "$(median "${oc[@]}")" "$bytes") / $(per_gbit "$(median "${os[@]}")" "$bytes")"
     quinn_cpu="$(per_gbit "$(median "${qc[@]}")" "$bytes") / $(per_gbit "$(median "${qs[@]}")" "$bytes")"
     echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; mpudp on 2 threads ${o2[*]}; quinn ${q[*]}" >&2
+    if [ "$links" = 1 ]; then
+        ours4=$(median "${o4[@]}") ours24=$(median "${o24[@]}") udp_gro=$(median "${ug[@]}") udp_nogro=$(median "${un[@]}")
+        core1=$(median "${c1[@]}") core2=$(median "${c2[@]}")
+        core1_cpu=$(per_gbit "$(median "${c1s[@]}")" "$bytes") core2_cpu=$(per_gbit "$(median "${c2s[@]}")" "$bytes")
+        echo "  runs: 4 streams ${o4[*]}; 4 streams on 2 threads ${o24[*]}; UDP with GRO ${ug[*]}, without ${un[*]}; server on 1 core ${c1[*]}, on 2 ${c2[*]}" >&2
+    else
+        siri_alone="$(median "${sa50[@]}") / $(median "${sa99[@]}")"
+        siri_beside="$(median "${su50[@]}") / $(median "${su99[@]}")"
+        echo "  runs: Siri p50 alone ${sa50[*]}, beside the upload ${su50[*]}; p99 alone ${sa99[*]}, beside ${su99[*]}" >&2
+    fi
 }
 
 na=(n/a n/a n/a n/a n/a "n/a / n/a" "n/a / n/a" n/a)
@@ -209,3 +293,23 @@ row "A: one unlimited veth (Mbit/s)" "${a[@]}"
 row "B: two veths, 100 Mbit/s each (Mbit/s)" "${b[@]}"
 printf '\nTargets (issue 23): A, mpudp >= 1.5x quinn (now %s); B, goodput >= 95%% of 200 Mbit/s (now %s, wire %s).\n' \
     "$(ratio_x "${a[2]}" "${a[4]}")" "$(ratio "${b[2]}" 200)" "$(ratio "${b[3]}" 200)"
+
+# Issue 40's rows: the UDP path's own limits, threads, streams and cores (setup A); a Siri
+# request beside an upload (setup B).
+if [[ " $SETUPS " == *" A "* ]]; then
+    printf '\nSetup A, what limits mpudp (Mbit/s, medians of the same rounds). UDP alone: GSO batches of 44 datagrams,\n'
+    printf 'received with GRO or one datagram at a time. Threads: mpudp on a current-thread runtime against a two-thread one,\n'
+    printf 'one stream, then four (four connections of one client endpoint). Cores: a server on 1 or 2 cores (bind_cores)\n'
+    printf 'receiving two uploads from two client processes at once (all of it on this machine'"'"'s %s cores).\n\n' "$(nproc)"
+    printf '| UDP, GRO | UDP, no GRO | mpudp, 1 stream | 1 stream, 2 threads | 4 streams | 4 streams, 2 threads | server 1 core, 2 uploads | server 2 cores | CPU ms/Gbit server 1 / 2 cores |\n'
+    printf '|---|---|---|---|---|---|---|---|---|\n'
+    printf '| %s | %s | %s | %s (%s) | %s | %s (%s) | %s | %s (%s) | %s / %s |\n' "$udp_gro" "$udp_nogro" "${a[2]}" "${a[7]}" \
+        "$(ratio_x "${a[7]}" "${a[2]}")" "$ours4" "$ours24" "$(ratio_x "$ours24" "$ours4")" "$core1" "$core2" \
+        "$(ratio_x "$core2" "$core1")" "$core1_cpu" "$core2_cpu"
+    printf '\nTargets (issue 40): mpudp >= 0.8x kernel TCP (now %s); 2 threads >= 0.95x 1 (now %s, %s with 4 streams); 2 cores >= 1.7x 1 (now %s).\n' \
+        "$(ratio_x "${a[2]}" "${a[0]}")" "$(ratio_x "${a[7]}" "${a[2]}")" "$(ratio_x "$ours24" "$ours4")" "$(ratio_x "$core2" "$core1")"
+fi
+if [[ " $SETUPS " == *" B "* ]]; then
+    printf '\nSetup B, a Siri request (iperf-siri, its own connection over both links) alone and beside the upload:\n'
+    printf 'delay p50 / p99 in ms, medians of the rounds: alone %s; beside the upload %s.\n' "$siri_alone" "$siri_beside"
+fi

@@ -54,6 +54,10 @@ struct Cli {
     /// throughput. `local` runs two endpoints and defaults to 2.
     #[arg(long, global = true, value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+    /// Each socket's send buffer (`Options::send_buffer`; the kernel doubles it): the queue
+    /// towards the link.
+    #[arg(long, global = true)]
+    send_buffer: Option<usize>,
     /// Client: where UDP gets no answer for this many milliseconds, use TCP (PROTOCOL.md
     /// §4.11; 0: UDP only; `benches/carrier.sh` measures a TCP-carried path against UDP).
     #[arg(long, global = true, default_value_t = 1000)]
@@ -115,6 +119,9 @@ enum Role {
 
 fn options(cli: &Cli) -> Result<Options, String> {
     let mut o = Options::new().scheduler(&cli.scheduler);
+    if let Some(b) = cli.send_buffer {
+        o = o.send_buffer(b);
+    }
     o.config_mut().recv_window = cli.window;
     o.config_mut().max_datagram_size = cli.max_datagram;
     o.config_mut().tcp_after = (cli.tcp_fallback_ms > 0).then(|| cli.tcp_fallback_ms * 1000);
