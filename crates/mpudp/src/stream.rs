@@ -2,6 +2,7 @@
 
 use crate::driver::{self, store, PathInfo, Shared};
 use crate::error::Error;
+use bytes::Bytes;
 use mpcore::{CloseReason, ConnHandle, ConnStats, PathId, ReadError, WriteError};
 use std::future::poll_fn;
 use std::io;
@@ -99,6 +100,19 @@ impl ConnRef {
     }
 
     fn poll_write(&self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        self.poll_write_with(cx, |c| c.write(data))
+    }
+
+    /// Writes the front of `data` by reference (split off it).
+    fn poll_write_bytes(&self, cx: &mut Context<'_>, data: &mut Bytes) -> Poll<io::Result<usize>> {
+        self.poll_write_with(cx, |c| c.write_bytes(data))
+    }
+
+    fn poll_write_with(
+        &self,
+        cx: &mut Context<'_>,
+        write: impl FnOnce(&mut mpcore::Connection) -> Result<usize, WriteError>,
+    ) -> Poll<io::Result<usize>> {
         let mut st = self.shared.lock();
         let Some(c) = st.ep.conn_mut(self.h) else {
             let r = st.slot(self.h).closed.unwrap_or(CloseReason::NoSubflow);
@@ -109,7 +123,7 @@ impl ConnRef {
         // socket's room), and these bytes go after the others. On a multi-thread runtime a
         // wake-up per write costs the driver's thread a futex call and often a context switch.
         let idle = c.unsent() == 0;
-        match c.write(data) {
+        match write(c) {
             Ok(n) => {
                 if idle {
                     st.wake_driver();
@@ -401,6 +415,37 @@ impl StreamControl {
         self.conn.shared.lock().path_infos()
     }
 }
+
+/// `write_chunk` for a type with a `conn: Arc<ConnRef>`.
+macro_rules! write_chunk {
+    ($t:ty) => {
+        impl $t {
+            /// Writes all of `data` without copying it into the send buffer: the stream keeps
+            /// it by reference until the peer acknowledges it, and its bytes are copied once,
+            /// into the packets that seal them (`AsyncWrite` copies them into the send buffer
+            /// first). Returns once all of it is in the send buffer (waiting for room as
+            /// `write_all` does), with `write_all`'s errors. The buffer's memory is held until
+            /// then: a small `Bytes` cut from a large allocation keeps all of it.
+            ///
+            /// ```no_run
+            /// # async fn f(mut s: mpudp::MpStream) -> std::io::Result<()> {
+            /// let body = bytes::Bytes::from(vec![7u8; 1 << 20]);
+            /// s.write_chunk(body.clone()).await?; // the same bytes again: no copy either
+            /// s.write_chunk(body).await?;
+            /// # Ok(()) }
+            /// ```
+            pub async fn write_chunk(&mut self, mut data: Bytes) -> io::Result<()> {
+                while !data.is_empty() {
+                    poll_fn(|cx| self.conn.poll_write_bytes(cx, &mut data)).await?;
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+write_chunk!(MpStream);
+write_chunk!(OwnedWriteHalf);
 
 /// `AsyncRead` for a type with a `conn: Arc<ConnRef>`.
 macro_rules! async_read {

@@ -1,4 +1,5 @@
-//! A steady bulk transfer through the driver allocates nothing per packet: every allocation on
+//! A steady bulk transfer through the driver allocates nothing per packet, written through
+//! `AsyncWrite` or handed over with `write_chunk`: every allocation on
 //! the thread that runs everything (a current-thread runtime with both endpoints' drivers, the
 //! sockets' I/O, the protocol, the application's reads and writes) is counted while 16 MiB flow over two loopback paths, after a warm-up
 //! that lets buffers reach their working size.
@@ -72,13 +73,23 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// The application's chunk for `write_chunk`: a static buffer, so that handing it over again
+/// and again allocates nothing (as clones of a shared `Bytes` do not).
+static CHUNK: [u8; 64 << 10] = [0x42; 64 << 10];
+
+/// With `AsyncWrite` (a copy into the send buffer), then with `write_chunk` (the application's
+/// buffers kept by reference): one after the other, as the counters are the process's.
 #[test]
 fn steady_bulk_transfer_allocates_nothing_per_packet() {
-    // A thread of its own, with room on the stack for a backtrace taken inside the allocator.
-    std::thread::Builder::new().stack_size(64 << 20).spawn(measure).unwrap().join().unwrap();
+    for chunked in [false, true] {
+        // A thread of its own, with room on the stack for a backtrace taken inside the allocator.
+        std::thread::Builder::new().stack_size(64 << 20).spawn(move || measure(chunked)).unwrap().join().unwrap();
+    }
 }
 
-fn measure() {
+fn measure(chunked: bool) {
+    ALLOCS.store(0, Ordering::Relaxed);
+    READS_MEASURED.store(0, Ordering::Relaxed);
     TRACE.store(std::env::var_os("MPUDP_ALLOC_TRACE").is_some(), Ordering::Relaxed);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     MEASURED.with(|m| m.set(true));
@@ -116,10 +127,14 @@ fn measure() {
             .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()))
             .interface(Interface::unbound("127.0.0.2:0".parse().unwrap()));
         let mut c = MpStream::connect(addr, opts).await.unwrap();
-        let chunk = vec![0x42u8; 64 << 10];
+        let chunk = bytes::Bytes::from_static(&CHUNK);
         let mut sent = 0;
         while sent < WARM + MEASURED + (4 << 20) {
-            c.write_all(&chunk).await.unwrap();
+            if chunked {
+                c.write_chunk(chunk.clone()).await.unwrap();
+            } else {
+                c.write_all(&chunk).await.unwrap();
+            }
             sent += chunk.len();
         }
         c.shutdown().await.unwrap();
@@ -128,7 +143,8 @@ fn measure() {
         let packets: u64 = paths.iter().map(|p| p.io.datagrams_received).sum();
         let allocs = ALLOCS.load(Ordering::Relaxed);
         println!(
-            "{allocs} allocations while {} MiB moved ({packets} datagrams received by the server in all)",
+            "{}: {allocs} allocations while {} MiB moved ({packets} datagrams received by the server in all)",
+            if chunked { "write_chunk" } else { "AsyncWrite" },
             MEASURED >> 20
         );
         assert!(READS_MEASURED.load(Ordering::Relaxed) > 100, "the measured window saw the transfer");

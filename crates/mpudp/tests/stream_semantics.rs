@@ -132,3 +132,32 @@ async fn the_control_handle_takes_a_path_down_and_up() {
     assert!(control.set_path_down("nope").is_err(), "an unknown interface is refused");
     drop(owned.await.unwrap());
 }
+
+/// Issue 40: `write_chunk` hands buffers over by reference, mixed with `AsyncWrite`'s copies
+/// and larger than the send buffer (it waits for room as `write_all` does): the peer reads the
+/// stream as written. A chunk written after `shutdown` is a broken pipe, as a write is.
+#[tokio::test]
+async fn write_chunk_and_write_all_mix_in_order() {
+    let (mut c, mut s, _l) = pair().await;
+    let stream: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let all = bytes::Bytes::from(stream.clone());
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        got
+    });
+    // 1 MB copied, 1.5 MB handed over in one chunk (several send buffers' worth), 100 bytes
+    // copied, the rest in small chunks cut from the same buffer.
+    c.write_all(&stream[..1_000_000]).await.unwrap();
+    c.write_chunk(all.slice(1_000_000..2_500_000)).await.unwrap();
+    c.write_all(&stream[2_500_000..2_500_100]).await.unwrap();
+    for k in (2_500_100..3_000_000).step_by(7_777) {
+        c.write_chunk(all.slice(k..(k + 7_777).min(3_000_000))).await.unwrap();
+    }
+    c.write_chunk(bytes::Bytes::new()).await.unwrap();
+    c.shutdown().await.unwrap();
+    let got = reader.await.unwrap();
+    assert!(got == stream, "the stream as written ({} of {} bytes)", got.len(), stream.len());
+    let e = c.write_chunk(bytes::Bytes::from_static(b"x")).await.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+}

@@ -24,6 +24,7 @@ mod recv;
 mod reset;
 mod sched;
 mod send;
+mod send_buf;
 mod spread;
 mod subflow;
 mod tickets;
@@ -473,15 +474,36 @@ impl Connection {
         self.write_stream(data)
     }
 
+    /// Queues the front of `data` by reference, as much as the send buffer has room for, and
+    /// splits it off `data`; returns how many bytes were taken. The bytes stay in the
+    /// application's buffer until the peer acknowledges them and are copied once, into the
+    /// packet that seals them (`write` copies them into the send buffer first).
+    pub fn write_bytes(&mut self, data: &mut bytes::Bytes) -> Result<usize, WriteError> {
+        self.close_early_prefix();
+        self.check_writable()?;
+        let n = self.send.write_bytes(data);
+        self.wrote(n, data.is_empty())
+    }
+
     fn write_stream(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        self.check_writable()?;
+        let n = self.send.write(data);
+        self.wrote(n, n == data.len())
+    }
+
+    fn check_writable(&self) -> Result<(), WriteError> {
         if let State::Closed(r) = self.state {
             return Err(WriteError::Closed(r));
         }
         if self.send.is_finished() {
             return Err(WriteError::Finished);
         }
-        let n = self.send.write(data);
-        if n == 0 && !data.is_empty() {
+        Ok(())
+    }
+
+    /// `n` bytes were taken; `all` if nothing of the write is left.
+    fn wrote(&mut self, n: usize, all: bool) -> Result<usize, WriteError> {
+        if n == 0 && !all {
             return Err(WriteError::Blocked);
         }
         self.counters.bytes_written += n as u64;

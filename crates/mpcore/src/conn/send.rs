@@ -9,11 +9,10 @@
 //! reaches its working size and then writes, sends and acknowledges without allocating.
 
 use super::dsn::Dsn;
+use super::send_buf::SendBuf;
 use super::subflow::DataRef;
+use bytes::Bytes;
 use std::collections::VecDeque;
-
-/// The buffer's first size.
-const MIN_BUF: usize = 4096;
 
 /// The retransmission queue holds a chunk per this many bytes of the send buffer's capacity
 /// (about a full packet's payload: 24 bytes of queue per 1,200 of buffer, 2%).
@@ -22,73 +21,6 @@ const RETRANS_BYTES_PER_CHUNK: usize = 1_200;
 /// A full data packet carries at least this much of the stream (a 1,200-byte datagram carries
 /// about 1,130): the bound on the packets the send buffer can have in flight on one subflow.
 const PAYLOAD_FLOOR: usize = 1_000;
-
-/// Bytes written by the application and not yet acknowledged at data level.
-#[derive(Debug)]
-struct SendBuf {
-    buf: VecDeque<u8>,
-    /// Offset of `buf[0]`: the lowest unacknowledged byte.
-    una: u64,
-    capacity: usize,
-}
-
-impl SendBuf {
-    fn new(capacity: usize) -> Self {
-        Self { buf: VecDeque::new(), una: 0, capacity }
-    }
-
-    fn end(&self) -> u64 {
-        self.una + self.buf.len() as u64
-    }
-
-    fn room(&self) -> usize {
-        self.capacity - self.buf.len()
-    }
-
-    fn write(&mut self, data: &[u8]) -> usize {
-        let n = data.len().min(self.room());
-        let need = self.buf.len() + n;
-        if need > self.buf.capacity() {
-            // Doubling from 4 KiB, never beyond the send buffer's size.
-            let to = need.max(self.buf.capacity() * 2).max(MIN_BUF).min(self.capacity);
-            self.buf.reserve_exact(to - self.buf.len());
-        }
-        self.buf.extend(&data[..n]);
-        n
-    }
-
-    /// Drops the bytes below `off`; returns how many were dropped.
-    fn ack(&mut self, off: u64) -> u64 {
-        let n = off.saturating_sub(self.una);
-        if n == 0 || n > self.buf.len() as u64 {
-            return 0;
-        }
-        self.buf.drain(..n as usize);
-        self.una = off;
-        n
-    }
-
-    /// Copies `out.len()` bytes from offset `off`; false if the range is not held.
-    fn copy_out(&self, off: u64, out: &mut [u8]) -> bool {
-        let Some(start) = off.checked_sub(self.una).map(|s| s as usize) else { return false };
-        if start.checked_add(out.len()).is_none_or(|e| e > self.buf.len()) {
-            return false;
-        }
-        let (a, b) = self.buf.as_slices();
-        let mut done = 0;
-        if start < a.len() {
-            let n = (a.len() - start).min(out.len());
-            out[..n].copy_from_slice(&a[start..start + n]);
-            done = n;
-        }
-        if done < out.len() {
-            let boff = start + done - a.len();
-            let n = out.len() - done;
-            out[done..].copy_from_slice(&b[boff..boff + n]);
-        }
-        true
-    }
-}
 
 /// Data to be sent again: lost, or left on a subflow that failed or closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,7 +137,7 @@ impl SendSide {
 
     /// Bytes written and not yet acknowledged.
     pub fn unacked(&self) -> usize {
-        self.buf.buf.len()
+        self.buf.len()
     }
 
     pub fn room(&self) -> usize {
@@ -220,9 +152,7 @@ impl SendSide {
     /// Gives back the buffers' memory when they hold nothing (everything written was
     /// acknowledged, nothing waits to be sent again).
     pub fn trim(&mut self) {
-        if self.buf.buf.is_empty() {
-            self.buf.buf = VecDeque::new();
-        }
+        self.buf.trim();
         if self.retrans.is_empty() {
             self.retrans = VecDeque::new();
         }
@@ -230,13 +160,13 @@ impl SendSide {
 
     /// Bytes of buffer held (for the memory figures and tests).
     pub fn buffer_bytes(&self) -> usize {
-        self.buf.buf.capacity() + self.retrans.capacity() * std::mem::size_of::<Chunk>()
+        self.buf.buffer_bytes() + self.retrans.capacity() * std::mem::size_of::<Chunk>()
     }
 
     /// How many full packets the buffer can have in flight at once: a subflow's sent-packet
     /// ring is given that much room when it sends data.
     pub fn packets_bound(&self) -> usize {
-        self.buf.buf.capacity() / PAYLOAD_FLOOR
+        self.buf.span() / PAYLOAD_FLOOR
     }
 
     /// Chunks waiting in the retransmission queue.
@@ -252,20 +182,32 @@ impl SendSide {
         self.fin_acked
     }
 
-    /// Appends what fits of `data`; returns the count.
+    /// Appends what fits of `data` (a copy); returns the count.
     pub fn write(&mut self, data: &[u8]) -> usize {
-        let before = self.buf.buf.capacity();
+        let before = self.buf.span();
         let n = self.buf.write(data);
-        let cap = self.buf.buf.capacity();
-        if cap != before {
-            // The retransmission queue grows with the buffer, not when a timeout queues all in
-            // flight at once (up to one chunk per packet the buffer holds): a steady transfer
-            // allocates nothing per packet even when a subflow times out. The trim gives both
-            // back together.
-            let chunks = cap / RETRANS_BYTES_PER_CHUNK;
+        self.grown(before);
+        n
+    }
+
+    /// Takes what fits of `data` by reference, split off its front; returns the count.
+    pub fn write_bytes(&mut self, data: &mut Bytes) -> usize {
+        let before = self.buf.span();
+        let n = self.buf.write_bytes(data);
+        self.grown(before);
+        n
+    }
+
+    /// The retransmission queue grows with the buffer, not when a timeout queues all in
+    /// flight at once (up to one chunk per packet the buffer holds): a steady transfer
+    /// allocates nothing per packet even when a subflow times out. The trim gives both back
+    /// together.
+    fn grown(&mut self, before: usize) {
+        let span = self.buf.span();
+        if span > before {
+            let chunks = span / RETRANS_BYTES_PER_CHUNK;
             self.retrans.reserve(chunks.saturating_sub(self.retrans.len()));
         }
-        n
     }
 
     /// The application ends the stream: DATA_FIN after everything written so far.
@@ -441,6 +383,7 @@ impl SendSide {
 
 #[cfg(test)]
 mod tests {
+    use super::super::send_buf::MIN_BUF;
     use super::*;
 
     fn side(start: u64, data: usize) -> SendSide {
