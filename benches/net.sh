@@ -16,7 +16,12 @@
 # mpudp's upload example runs with --no-digest, as quinn-bulk and iperf3 compute no hash of the
 # bytes (its SHA-256 takes a fifth of a core at 2 Gbit/s). Both mpudp and quinn-bulk run on a
 # current-thread tokio runtime (one thread per side: the comparison "on one core" of issue 23);
-# mpudp runs a second time on a two-thread runtime, reported in its own column.
+# mpudp runs a second time on a two-thread runtime, reported in its own column. mpudp hands its
+# bytes over with write_chunk (issue 40); a run with --copy writes them through AsyncWrite.
+# Issue 40's rows come after the main table: UDP alone (examples/udp_limit: GSO, with and
+# without GRO), mpudp with 1 and 4 streams on 1 and 2 threads, a server on 1 and 2 cores
+# receiving two uploads (setup A); a Siri request's delay (iperf-siri) alone and beside the
+# upload (setup B).
 # Installs iperf3 and mptcpd (for mptcpize) with apt when missing. Honours CARGO_TARGET_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -218,7 +223,7 @@ measure() {
     shift 3
     setup "$links" "$rate"
     local t=() m=() o=() o2=() w=() oc=() os=() q=() qc=() qs=()
-    local o4=() o24=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=()
+    local o4=() o24=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=() oa=() oac=()
     for k in $(seq 1 "$RUNS"); do
         echo "  round $k of $RUNS" >&2
         t+=("$(iperf "")")
@@ -230,6 +235,8 @@ measure() {
         read -r g c sv <<<"$(quinn "$bytes")"
         q+=("$g") qc+=("$c") qs+=("$sv")
         if [ "$links" = 1 ]; then # issue 40's rows
+            read -r g _ c _ <<<"$(ours 1 "$bytes" 1 "$@" --copy)"
+            oa+=("$g") oac+=("$c")
             read -r g _ <<<"$(ours 1 "$bytes" 4 "$@")"
             o4+=("$g")
             read -r g _ <<<"$(ours 2 "$bytes" 4 "$@")"
@@ -255,7 +262,8 @@ measure() {
         ours4=$(median "${o4[@]}") ours24=$(median "${o24[@]}") udp_gro=$(median "${ug[@]}") udp_nogro=$(median "${un[@]}")
         core1=$(median "${c1[@]}") core2=$(median "${c2[@]}")
         core1_cpu=$(per_gbit "$(median "${c1s[@]}")" "$bytes") core2_cpu=$(per_gbit "$(median "${c2s[@]}")" "$bytes")
-        echo "  runs: 4 streams ${o4[*]}; 4 streams on 2 threads ${o24[*]}; UDP with GRO ${ug[*]}, without ${un[*]}; server on 1 core ${c1[*]}, on 2 ${c2[*]}" >&2
+        ours_copy=$(median "${oa[@]}") sender_cpu="$(per_gbit "$(median "${oc[@]}")" "$bytes") / $(per_gbit "$(median "${oac[@]}")" "$bytes")"
+        echo "  runs: AsyncWrite ${oa[*]}; 4 streams ${o4[*]}; 4 streams on 2 threads ${o24[*]}; UDP with GRO ${ug[*]}, without ${un[*]}; server on 1 core ${c1[*]}, on 2 ${c2[*]}" >&2
     else
         siri_alone="$(median "${sa50[@]}") / $(median "${sa99[@]}")"
         siri_beside="$(median "${su50[@]}") / $(median "${su99[@]}")"
@@ -300,12 +308,14 @@ if [[ " $SETUPS " == *" A "* ]]; then
     printf '\nSetup A, what limits mpudp (Mbit/s, medians of the same rounds). UDP alone: GSO batches of 44 datagrams,\n'
     printf 'received with GRO or one datagram at a time. Threads: mpudp on a current-thread runtime against a two-thread one,\n'
     printf 'one stream, then four (four connections of one client endpoint). Cores: a server on 1 or 2 cores (bind_cores)\n'
-    printf 'receiving two uploads from two client processes at once (all of it on this machine'"'"'s %s cores).\n\n' "$(nproc)"
-    printf '| UDP, GRO | UDP, no GRO | mpudp, 1 stream | 1 stream, 2 threads | 4 streams | 4 streams, 2 threads | server 1 core, 2 uploads | server 2 cores | CPU ms/Gbit server 1 / 2 cores |\n'
-    printf '|---|---|---|---|---|---|---|---|---|\n'
-    printf '| %s | %s | %s | %s (%s) | %s | %s (%s) | %s | %s (%s) | %s / %s |\n' "$udp_gro" "$udp_nogro" "${a[2]}" "${a[7]}" \
-        "$(ratio_x "${a[7]}" "${a[2]}")" "$ours4" "$ours24" "$(ratio_x "$ours24" "$ours4")" "$core1" "$core2" \
-        "$(ratio_x "$core2" "$core1")" "$core1_cpu" "$core2_cpu"
+    printf 'receiving two uploads from two client processes at once (all of it on this machine'"'"'s %s cores).\n' "$(nproc)"
+    printf 'mpudp writes with write_chunk (the bytes copied once, into the packets); "AsyncWrite" copies them into the send\n'
+    printf 'buffer first (sender CPU ms/Gbit: write_chunk / AsyncWrite).\n\n'
+    printf '| UDP, GRO | UDP, no GRO | mpudp, 1 stream | AsyncWrite | sender CPU | 1 stream, 2 threads | 4 streams | 4 streams, 2 threads | server 1 core, 2 uploads | server 2 cores | CPU ms/Gbit server 1 / 2 cores |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+    printf '| %s | %s | %s | %s | %s | %s (%s) | %s | %s (%s) | %s | %s (%s) | %s / %s |\n' "$udp_gro" "$udp_nogro" "${a[2]}" \
+        "$ours_copy" "$sender_cpu" "${a[7]}" "$(ratio_x "${a[7]}" "${a[2]}")" "$ours4" "$ours24" "$(ratio_x "$ours24" "$ours4")" \
+        "$core1" "$core2" "$(ratio_x "$core2" "$core1")" "$core1_cpu" "$core2_cpu"
     printf '\nTargets (issue 40): mpudp >= 0.8x kernel TCP (now %s); 2 threads >= 0.95x 1 (now %s, %s with 4 streams); 2 cores >= 1.7x 1 (now %s).\n' \
         "$(ratio_x "${a[2]}" "${a[0]}")" "$(ratio_x "${a[7]}" "${a[2]}")" "$(ratio_x "$ours24" "$ours4")" "$(ratio_x "$core2" "$core1")"
 fi
