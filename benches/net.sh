@@ -27,6 +27,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 T=${SECONDS_PER_RUN:-5}
+# A server whose client failed would wait for it forever: each gives up after this.
+TMO=$((T * 8 + 60))
 SETUPS=${SETUPS:-A B}
 RUNS=${RUNS:-3}
 C=mpb-c$$
@@ -122,7 +124,7 @@ ours() { # $1: tokio worker threads, $2: bytes, $3: streams, $4..: client interf
     shift 3
     local srvout
     srvout=$(mktemp)
-    timed $S $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest server $SERVER:5300 --uploads "$streams" --key "$KEYFILE" >"$srvout" 2>&1 &
+    timed $S timeout $TMO $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest server $SERVER:5300 --uploads "$streams" --key "$KEYFILE" >"$srvout" 2>&1 &
     local srv=$!
     sleep 0.5
     local out
@@ -140,7 +142,7 @@ ours() { # $1: tokio worker threads, $2: bytes, $3: streams, $4..: client interf
 cores() {
     local srvout
     srvout=$(mktemp)
-    timed $S $UPLOAD --threads 1 --max-datagram 1472 --no-digest server $SERVER:5300 --uploads 2 --cores "$1" --key "$KEYFILE" >"$srvout" 2>&1 &
+    timed $S timeout $TMO $UPLOAD --threads 1 --max-datagram 1472 --no-digest server $SERVER:5300 --uploads 2 --cores "$1" --key "$KEYFILE" >"$srvout" 2>&1 &
     local srv=$!
     sleep 0.5
     for _ in 1 2; do
@@ -172,10 +174,10 @@ udp() {
 # requests) on a connection of its own over both links, alone ($1 "") or beside an mpudp
 # upload of $2 bytes ($1 "upload"); prints the requests' delay p50 and p99 in ms.
 siri() {
-    ip netns exec $S $SIRI -s -1 -p 5201 -B $SERVER >/dev/null 2>&1 &
+    ip netns exec $S timeout $TMO $SIRI -s -1 -p 5201 -B $SERVER >/dev/null 2>&1 &
     local srv=$! up=""
     if [ "$1" = upload ]; then
-        ip netns exec $S $UPLOAD --threads 1 --max-datagram 1472 --no-digest server $SERVER:5300 --once --key "$KEYFILE" >/dev/null 2>&1 &
+        ip netns exec $S timeout $TMO $UPLOAD --threads 1 --max-datagram 1472 --no-digest server $SERVER:5300 --once --key "$KEYFILE" >/dev/null 2>&1 &
         up=$!
         sleep 0.3
         ip netns exec $C $UPLOAD --threads 1 --max-datagram 1472 --no-digest client $SERVER:5300 --server-key "$KEY" --bytes "$2" -i c0 -i c1 >/dev/null 2>&1 &

@@ -6,9 +6,10 @@
 //!   entered is kept beside it; a heap entry that no longer matches is stale and skipped when
 //!   it comes up (lazy deletion), and the heap is rebuilt when stale entries outnumber live
 //!   ones. A wake-up costs O(due + log n).
-//! - **Ready**: connections that may have a datagram to send, each once, in turn (round
-//!   robin): one is queued when something happened to it (a datagram, a timer, the
-//!   application), and leaves the queue when it has nothing more to send.
+//! - **Ready**: connections that may have a datagram to send, in turn (round robin, a turn
+//!   being up to `Endpoint`'s `SEND_TURN` datagrams): one is queued when something happened
+//!   to it (a datagram, a timer, the application), and leaves the queue when it has nothing
+//!   more to send.
 //! - **Eventful**: connections that may have an event for the application.
 //! - **Dirty**: connections the application changed (`Endpoint::conn_mut`) since the endpoint
 //!   last looked; their deadline and readiness are brought up to date before the next poll.

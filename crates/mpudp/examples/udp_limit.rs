@@ -57,7 +57,7 @@ mod linux {
 
     fn socket(bind: SocketAddr) -> Result<(UdpSocket, UdpSocketState), Box<dyn std::error::Error>> {
         let s = socket2::Socket::new(socket2::Domain::for_address(bind), socket2::Type::DGRAM, None)?;
-        // As mpudp's server sockets (driver::socket).
+        // Room for bursts at tens of gigabits per second (mpudp's receive buffer is as large).
         let _ = s.set_recv_buffer_size(4 << 20);
         let _ = s.set_send_buffer_size(4 << 20);
         s.bind(&bind.into())?;

@@ -59,8 +59,8 @@ struct Cli {
     /// of `MpStream::write_chunk` (kept by reference, copied once into the packets).
     #[arg(long, global = true)]
     copy: bool,
-    /// Each socket's send buffer (`Options::send_buffer`; the kernel doubles it): the queue
-    /// towards the link.
+    /// The most each socket's send buffer may be (`Options::send_buffer`; the driver sizes it
+    /// to the rate within this, and the kernel doubles it): the queue towards the link.
     #[arg(long, global = true)]
     send_buffer: Option<usize>,
     /// Client: where UDP gets no answer for this many milliseconds, use TCP (PROTOCOL.md

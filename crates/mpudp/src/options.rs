@@ -432,9 +432,10 @@ impl Options {
     /// this much). It is the queue in front of the interface: a qdisc counts a GSO batch as one
     /// packet, so its own limit does not bound the bytes queued, and everything else sent on
     /// the link (another connection's request, an ACK) waits behind it. So the driver sizes
-    /// each socket's buffer to about 1 ms of the rate it drains at (2 ms once the kernel
+    /// each socket's buffer to about 2 ms of the rate it drains at (4 ms once the kernel
     /// doubles it) and its GSO batches to about 1 ms, within this bound, as Linux sizes a TCP
-    /// socket's queue. A full socket stops the path's sends until it drains.
+    /// socket's queue (a socket handed over keeps its own). A full socket stops the path's
+    /// sends until it drains.
     pub fn send_buffer(mut self, bytes: usize) -> Self {
         self.send_buffer = bytes;
         self

@@ -7,7 +7,8 @@
 //!   until acknowledged, so its bytes are copied once, into the packet that seals them.
 //!
 //! While only copies are written the ring is the whole buffer, and the list of pieces stays
-//! empty (it allocates nothing). The first buffer handed over starts the list: the ring's
+//! empty (it allocates nothing). A buffer handed over that is shorter than 4 KiB is copied
+//! (its piece would cost more than the copy), which also bounds the pieces. The first buffer handed over starts the list: the ring's
 //! bytes become its first piece, and every later write a piece of its own (or lengthens the
 //! last ring piece). Acknowledgements take pieces off the front.
 
@@ -16,6 +17,13 @@ use std::collections::VecDeque;
 
 /// The ring's first size.
 pub(super) const MIN_BUF: usize = 4096;
+
+/// A buffer handed over that is shorter than this is copied into the ring instead: its piece
+/// (48 bytes) would cost more than the copy saves. This also bounds the pieces, whatever the
+/// application writes: each kept buffer holds at least this much when taken, the buffer holds
+/// at most its capacity, and only the front piece is ever cut short, so there are at most
+/// `capacity / MIN_PIECE + 2` kept buffers and a ring piece between any two.
+const MIN_PIECE: usize = 4096;
 
 /// Where a piece's bytes are.
 #[derive(Debug)]
@@ -107,11 +115,17 @@ impl SendBuf {
         n
     }
 
-    /// Takes what fits of `data` by reference (split off its front); returns the count.
+    /// Takes what fits of `data` by reference (split off its front); returns the count. A
+    /// short one is copied (`MIN_PIECE`).
     pub(super) fn write_bytes(&mut self, data: &mut Bytes) -> usize {
         let n = data.len().min(self.room());
         if n == 0 {
             return 0;
+        }
+        if n < MIN_PIECE {
+            let n = self.write(&data[..n]);
+            data.advance(n);
+            return n;
         }
         if self.pieces.is_empty() && !self.ring.is_empty() {
             self.pieces.push_back(Piece { start: self.una, len: self.ring.len(), src: Src::Ring(self.ring_una) });
@@ -215,37 +229,74 @@ mod tests {
     #[test]
     fn copies_and_handed_buffers_read_back_in_order() {
         let mut s = SendBuf::new(1 << 20);
-        let stream: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let stream: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
         assert_eq!(s.write(&stream[..1000]), 1000);
-        let mut b = Bytes::copy_from_slice(&stream[1000..4000]);
-        assert_eq!(s.write_bytes(&mut b), 3000);
+        let mut b = Bytes::copy_from_slice(&stream[1000..11_000]);
+        assert_eq!(s.write_bytes(&mut b), 10_000);
         assert!(b.is_empty(), "all taken");
-        assert_eq!(s.write(&stream[4000..4500]), 500);
-        assert_eq!(s.write(&stream[4500..5000]), 500, "lengthens the last ring piece");
-        assert_eq!(s.pieces.len(), 3);
-        let mut out = vec![0u8; 4000];
+        assert_eq!(s.write(&stream[11_000..11_500]), 500);
+        assert_eq!(s.write(&stream[11_500..12_000]), 500, "lengthens the last ring piece");
+        let mut small = Bytes::copy_from_slice(&stream[12_000..13_000]);
+        assert_eq!(s.write_bytes(&mut small), 1000, "a short one is copied");
+        assert_eq!((s.pieces.len(), s.owned), (3, 10_000));
+        let mut out = vec![0u8; 12_000];
         assert!(s.copy_out(500, &mut out));
-        assert_eq!(out, &stream[500..4500], "across the three pieces");
+        assert_eq!(out, &stream[500..12_500], "across the three pieces");
         assert_eq!(s.ack(2500), 2500);
-        assert_eq!((s.pieces.len(), s.owned), (2, 1500));
+        assert_eq!((s.pieces.len(), s.owned), (2, 8_500));
         assert!(!s.copy_out(2000, &mut out[..10]), "acknowledged");
-        assert!(!s.copy_out(4990, &mut out[..20]), "beyond the end");
-        assert!(s.copy_out(2500, &mut out[..2500]));
-        assert_eq!(&out[..2500], &stream[2500..5000]);
-        assert_eq!(s.ack(5000), 2500);
+        assert!(!s.copy_out(12_990, &mut out[..20]), "beyond the end");
+        assert!(s.copy_out(2500, &mut out[..10_500]));
+        assert_eq!(&out[..10_500], &stream[2500..13_000]);
+        assert_eq!(s.ack(13_000), 10_500);
         assert_eq!((s.len(), s.owned, s.pieces.len()), (0, 0, 0));
         s.trim();
         assert_eq!(s.buffer_bytes(), 0, "all given back");
     }
 
+    /// An application handing over tiny buffers, between copies, until the buffer is full:
+    /// they are copied, so the pieces stay few; then buffers just long enough to be kept,
+    /// between 1-byte copies, with acknowledgements in between: never more pieces than the
+    /// bound, and the stream intact.
+    #[test]
+    fn the_pieces_are_bounded() {
+        let cap = 64 << 10;
+        let mut s = SendBuf::new(cap);
+        let (mut model, mut una) = (Vec::new(), 0u64);
+        let mut k = 0u8;
+        while s.room() > 0 {
+            k = k.wrapping_add(1);
+            let mut one = Bytes::copy_from_slice(&[k]);
+            s.write_bytes(&mut one);
+            s.write(&[k ^ 0xff]);
+            model.extend([k, k ^ 0xff]);
+        }
+        assert_eq!(s.pieces.len(), 0, "all copied: no pieces");
+        for round in 0..50 {
+            una += 10_000;
+            s.ack(una);
+            while s.room() > 0 {
+                k = k.wrapping_add(1);
+                let mut c = Bytes::from(vec![k; MIN_PIECE + round]);
+                let n = s.write_bytes(&mut c);
+                model.extend(std::iter::repeat_n(k, n));
+                model.extend(&[k][..s.write(&[k])]);
+                assert!(s.pieces.len() <= 2 * (cap / MIN_PIECE + 2) + 1, "{} pieces", s.pieces.len());
+            }
+        }
+        let mut out = vec![0u8; s.len()];
+        assert!(s.copy_out(una, &mut out));
+        assert!(out == model[una as usize..], "the stream intact");
+    }
+
     /// A buffer larger than the room: what fits is taken, the rest stays with the caller.
     #[test]
     fn a_handed_buffer_is_taken_up_to_the_room() {
-        let mut s = SendBuf::new(100);
-        s.write(&[1; 60]);
-        let mut b = Bytes::from_static(&[2; 70]);
-        assert_eq!(s.write_bytes(&mut b), 40);
-        assert_eq!((b.len(), s.room()), (30, 0));
+        let mut s = SendBuf::new(10_000);
+        s.write(&[1; 4_000]);
+        let mut b = Bytes::from_static(&[2; 7_000]);
+        assert_eq!(s.write_bytes(&mut b), 6_000);
+        assert_eq!((b.len(), s.room(), s.owned), (1_000, 0, 6_000));
         assert_eq!(s.write_bytes(&mut b), 0);
     }
 
@@ -253,8 +304,8 @@ mod tests {
         /// Any mix of copies, handed buffers, acknowledgements and reads agrees with a model
         /// (a plain vector of the stream).
         #[test]
-        fn matches_a_model(ops in proptest::collection::vec((0u8..4, 1usize..3000, any::<u64>()), 1..60)) {
-            let mut s = SendBuf::new(16 << 10);
+        fn matches_a_model(ops in proptest::collection::vec((0u8..4, 1usize..9000, any::<u64>()), 1..60)) {
+            let mut s = SendBuf::new(48 << 10);
             let mut model: Vec<u8> = Vec::new();
             let mut una = 0usize;
             let mut next = 0u8;

@@ -80,11 +80,15 @@ impl std::error::Error for ConnectError {}
 const STATELESS_QUEUE: usize = 1024;
 
 /// Datagrams a connection sends in a row before the next one's turn: enough that a driver's
-/// GSO batch (datagrams of one connection to one address, `mpudp::driver::io`) holds many, few
-/// enough that an interactive connection beside bulk ones waits for little. One datagram per
-/// turn made every batch of four uploads from one endpoint a single datagram, and moved a
-/// fifth of one upload's rate (benches/net.sh, issue 40).
+/// GSO batch (datagrams of one connection to one address, `mpudp::driver::io`) holds many.
+/// One datagram per turn made every batch of four uploads from one endpoint a single
+/// datagram, and moved a fifth of one upload's rate (benches/net.sh, issue 40).
 const SEND_TURN: usize = 32;
+
+/// The turns shrink as more connections are ready, to `SEND_ROUND / ready` (at least one), so
+/// that a connection that becomes ready (an interactive one beside bulk ones) waits for about
+/// this many of the others' datagrams, or one each when there are more of them.
+const SEND_ROUND: usize = 128;
 
 /// What a server did with INITIALs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -689,8 +693,8 @@ impl Endpoint {
         self.now = self.now.max(now);
         self.flush_dirty();
         // The connections that may have something to send, in turn: one that sends keeps the
-        // front of the queue for `SEND_TURN` datagrams, then goes to the back; one that has
-        // nothing leaves it until something happens to it.
+        // front of the queue for its turn (`SEND_TURN`, less when many are ready: `SEND_ROUND`),
+        // then goes to the back; one that has nothing leaves it until something happens to it.
         for _ in 0..self.activity.ready_len() {
             let Some(idx) = self.activity.pop_ready() else { break };
             let Some(c) = self.conns.get_mut(idx) else { continue };
@@ -699,7 +703,8 @@ impl Endpoint {
             self.after(idx);
             if let Some(t) = t {
                 let sent = if self.turn.0 == idx { self.turn.1 + 1 } else { 1 };
-                if sent < SEND_TURN {
+                let turn = (SEND_ROUND / (self.activity.ready_len() + 1)).clamp(1, SEND_TURN);
+                if sent < turn {
                     self.turn = (idx, sent);
                     self.activity.mark_ready_front(idx);
                 } else {

@@ -16,8 +16,9 @@ use std::task::{Context, Poll};
 const TX_BUDGET: usize = 128;
 
 /// One path's datagrams being gathered into one GSO send; while the socket is full it is
-/// that path's queue (at most `GSO_BYTES`; beyond, datagrams are dropped like at a full
-/// drop-tail queue, and the protocol's loss detection and congestion control react).
+/// that path's queue (at most `GSO_BYTES`, and one datagram built before the endpoint knew,
+/// `held`; beyond, rarely, datagrams are dropped like at a full drop-tail queue, and the
+/// protocol's loss detection and congestion control react).
 #[derive(Debug)]
 pub(crate) struct TxBatch {
     buf: BytesMut,
@@ -357,7 +358,10 @@ impl Io {
                     tracing::debug!(path = p, remote = %tx.remote, error = %e, "batch refused: sent one by one");
                     for d in tx.buf[..tx.len].chunks(tx.seg.max(1)) {
                         match sock.send(tx.remote, d, None) {
-                            Ok(()) => self.log.sent.push((p, now(), 1, d.len())),
+                            Ok(()) => {
+                                self.log.sent.push((p, now(), 1, d.len()));
+                                sock.on_sent(d.len());
+                            }
                             Err(_) => self.log.errors[p].0 += 1,
                         }
                     }

@@ -46,8 +46,10 @@ impl LocalQueue {
         self.cur.max(self.prev)
     }
 
-    /// The socket took `bytes` at `now`. Returns a new send buffer size to set when the
-    /// estimate has moved it by half or more (rarely: a change costs a system call).
+    /// The socket took `bytes` (payload) at `now`. Returns a new send buffer size to set when
+    /// the estimate has moved it up by half or down by a third (rarely: a change costs a
+    /// system call). The kernel counts its own overhead against the buffer too, so without GSO
+    /// the socket holds less time than said here.
     pub(crate) fn on_sent(&mut self, now: Instant, bytes: usize) -> Option<usize> {
         // A window counts the sends after its start.
         let Some(start) = self.start else {

@@ -23,8 +23,9 @@ pub(crate) struct PathSocket {
     pub(crate) replies: Option<ReplyFrom>,
     /// The device it is bound to, if any (its TCP carriers are too).
     pub(crate) device: Option<String>,
-    /// Its send buffer and GSO batches, sized to the rate it drains at.
-    pub(crate) queue: super::queue::LocalQueue,
+    /// Its send buffer and GSO batches, sized to the rate it drains at (none for a socket the
+    /// application handed over).
+    pub(crate) queue: Option<super::queue::LocalQueue>,
 }
 
 impl PathSocket {
@@ -40,10 +41,12 @@ impl PathSocket {
         let (io, state) = open_socket(i, addr, bufs.0, bufs.1, steering)?;
         let local =
             io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
-        let max_segments = state.max_gso_segments().clamp(1, GSO_BYTES / max_datagram.max(1200));
+        let max_segments = state.max_gso_segments().clamp(1, (GSO_BYTES / max_datagram.max(1200)).max(1));
         let replies = local.ip().is_unspecified().then(ReplyFrom::new);
         let device = if i.adopted().is_some() { None } else { i.device.clone() };
-        Ok(Self { io, state, max_segments, replies, device, queue: super::queue::LocalQueue::new(bufs.1) })
+        // A socket handed over keeps the send buffer its owner chose.
+        let queue = (i.adopted().is_none() && bufs.1 > 0).then(|| super::queue::LocalQueue::new(bufs.1));
+        Ok(Self { io, state, max_segments, replies, device, queue })
     }
 
     /// One sendmsg: `contents` to `remote`, as one datagram or (with `segment_size`) as a GSO
@@ -61,12 +64,13 @@ impl PathSocket {
 
     /// Datagrams of `seg` bytes in one GSO batch now (`queue`).
     pub(crate) fn segments(&self, seg: usize) -> usize {
-        self.queue.segments(seg, self.max_segments)
+        self.queue.as_ref().map_or(self.max_segments, |q| q.segments(seg, self.max_segments))
     }
 
     /// The socket took a send of `bytes`: the queue's sizes follow the rate.
     pub(crate) fn on_sent(&mut self, bytes: usize) {
-        if let Some(b) = self.queue.on_sent(std::time::Instant::now(), bytes) {
+        let Some(q) = self.queue.as_mut() else { return };
+        if let Some(b) = q.on_sent(std::time::Instant::now(), bytes) {
             // Best effort, as at opening: the kernel caps it at its own maximum.
             let _ = socket2::SockRef::from(&self.io).set_send_buffer_size(b);
         }
