@@ -425,7 +425,8 @@ macro_rules! write_chunk {
             /// into the packets that seal them (`AsyncWrite` copies them into the send buffer
             /// first). Returns once all of it is in the send buffer (waiting for room as
             /// `write_all` does), with `write_all`'s errors. The buffer's memory is held until
-            /// then: a small `Bytes` cut from a large allocation keeps all of it.
+            /// the peer acknowledges its bytes: a small `Bytes` cut from a large allocation
+            /// keeps all of it. A buffer under 4 KiB is copied (keeping it would cost more).
             ///
             /// ```no_run
             /// # async fn f(mut s: mpudp::MpStream) -> std::io::Result<()> {
