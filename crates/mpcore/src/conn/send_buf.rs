@@ -7,10 +7,11 @@
 //!   until acknowledged, so its bytes are copied once, into the packet that seals them.
 //!
 //! While only copies are written the ring is the whole buffer, and the list of pieces stays
-//! empty (it allocates nothing). A buffer handed over that is shorter than 4 KiB is copied
-//! (its piece would cost more than the copy), which also bounds the pieces. The first buffer handed over starts the list: the ring's
+//! empty (it allocates nothing). The first buffer handed over starts the list: the ring's
 //! bytes become its first piece, and every later write a piece of its own (or lengthens the
-//! last ring piece). Acknowledgements take pieces off the front.
+//! last ring piece). Acknowledgements take pieces off the front. A buffer handed over that is
+//! shorter than 4 KiB is copied (its piece would cost more than the copy), which also bounds
+//! the pieces.
 
 use bytes::{Buf, Bytes};
 use std::collections::VecDeque;

@@ -703,8 +703,8 @@ impl Endpoint {
             self.after(idx);
             if let Some(t) = t {
                 let sent = if self.turn.0 == idx { self.turn.1 + 1 } else { 1 };
-                let turn = (SEND_ROUND / (self.activity.ready_len() + 1)).clamp(1, SEND_TURN);
-                if sent < turn {
+                let limit = (SEND_ROUND / (self.activity.ready_len() + 1)).clamp(1, SEND_TURN);
+                if sent < limit {
                     self.turn = (idx, sent);
                     self.activity.mark_ready_front(idx);
                 } else {

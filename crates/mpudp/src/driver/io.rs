@@ -329,7 +329,13 @@ impl Io {
     /// to the log.
     pub(crate) fn flush(&mut self, cx: &mut Context<'_>, p: usize) -> Flush {
         let (Some(Some(sock)), Some(tx)) = (self.sockets.get_mut(p), self.tx.get_mut(p)) else { return Flush::Done };
-        let now = || self.epoch.elapsed().as_micros() as Time;
+        // One clock read per send: its time for the log (since the endpoint's origin) and for
+        // the socket's rate.
+        let epoch = self.epoch;
+        let now = move || {
+            let t = std::time::Instant::now();
+            (t, t.duration_since(epoch).as_micros() as Time)
+        };
         loop {
             match sock.io.poll_send_ready(cx) {
                 Poll::Pending => {
@@ -345,8 +351,9 @@ impl Io {
             }
             match sock.send(tx.remote, &tx.buf[..tx.len], (tx.count > 1).then_some(tx.seg)) {
                 Ok(()) => {
-                    self.log.sent.push((p, now(), tx.count, tx.len));
-                    sock.on_sent(tx.len);
+                    let (t, at) = now();
+                    self.log.sent.push((p, at, tx.count, tx.len));
+                    sock.on_sent(t, tx.len);
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -359,8 +366,9 @@ impl Io {
                     for d in tx.buf[..tx.len].chunks(tx.seg.max(1)) {
                         match sock.send(tx.remote, d, None) {
                             Ok(()) => {
-                                self.log.sent.push((p, now(), 1, d.len()));
-                                sock.on_sent(d.len());
+                                let (t, at) = now();
+                                self.log.sent.push((p, at, 1, d.len()));
+                                sock.on_sent(t, d.len());
                             }
                             Err(_) => self.log.errors[p].0 += 1,
                         }

@@ -57,7 +57,7 @@ const RECV_ROUNDS: usize = 2;
 /// is answered at its end; only a fast sender fills batches, and then an ACK per 128 datagrams
 /// (about 180 KB, three GRO super-datagrams) is its ACK frequency. Each ACK is a `sendmsg`, and
 /// on a veth the kernel runs the peer's receive and wakes its thread inside it: at 16 (one ACK
-/// per 23 KB) the receiver spent 35-60 % more CPU per gigabit (benches/net.sh, issue 40).
+/// per 23 KB) the receiver spent 35-55 % more CPU per gigabit (benches/net.sh, issue 40).
 const ACK_EVERY: usize = 128;
 /// Rounds per poll before the task yields to the runtime.
 const ROUNDS: usize = 16;

@@ -27,9 +27,9 @@ pub(crate) struct LocalQueue {
     /// The largest window's rate (bytes per second) in this epoch and in the last one.
     cur: f64,
     prev: f64,
-    epoch: Option<Instant>,
-    /// The current window: its start and the bytes sent since.
-    start: Option<Instant>,
+    /// The current window's start and the current epoch's, from the first send on.
+    clock: Option<(Instant, Instant)>,
+    /// Bytes sent since the window's start.
     bytes: usize,
     /// The send buffer asked of the kernel last (0: the one the socket was opened with).
     sndbuf: usize,
@@ -39,7 +39,7 @@ pub(crate) struct LocalQueue {
 
 impl LocalQueue {
     pub(crate) fn new(ceiling: usize) -> Self {
-        Self { cur: 0.0, prev: 0.0, epoch: None, start: None, bytes: 0, sndbuf: 0, ceiling }
+        Self { cur: 0.0, prev: 0.0, clock: None, bytes: 0, sndbuf: 0, ceiling }
     }
 
     fn rate(&self) -> f64 {
@@ -52,9 +52,8 @@ impl LocalQueue {
     /// the socket holds less time than said here.
     pub(crate) fn on_sent(&mut self, now: Instant, bytes: usize) -> Option<usize> {
         // A window counts the sends after its start.
-        let Some(start) = self.start else {
-            self.start = Some(now);
-            self.epoch = Some(now);
+        let Some((start, mut epoch)) = self.clock else {
+            self.clock = Some((now, now));
             return None;
         };
         self.bytes += bytes;
@@ -62,13 +61,13 @@ impl LocalQueue {
         if elapsed < WINDOW {
             return None;
         }
-        if self.epoch.is_some_and(|e| now.duration_since(e) >= EPOCH) {
+        if now.duration_since(epoch) >= EPOCH {
             self.prev = self.cur;
             self.cur = 0.0;
-            self.epoch = Some(now);
+            epoch = now;
         }
         self.cur = self.cur.max(self.bytes as f64 / elapsed.as_secs_f64());
-        self.start = Some(now);
+        self.clock = Some((now, epoch));
         self.bytes = 0;
         let want = self.sndbuf_for();
         let close = want * 2 <= self.sndbuf * 3 && want * 3 >= self.sndbuf * 2;

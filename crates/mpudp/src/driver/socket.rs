@@ -67,10 +67,10 @@ impl PathSocket {
         self.queue.as_ref().map_or(self.max_segments, |q| q.segments(seg, self.max_segments))
     }
 
-    /// The socket took a send of `bytes`: the queue's sizes follow the rate.
-    pub(crate) fn on_sent(&mut self, bytes: usize) {
+    /// The socket took a send of `bytes` at `now`: the queue's sizes follow the rate.
+    pub(crate) fn on_sent(&mut self, now: std::time::Instant, bytes: usize) {
         let Some(q) = self.queue.as_mut() else { return };
-        if let Some(b) = q.on_sent(std::time::Instant::now(), bytes) {
+        if let Some(b) = q.on_sent(now, bytes) {
             // Best effort, as at opening: the kernel caps it at its own maximum.
             let _ = socket2::SockRef::from(&self.io).set_send_buffer_size(b);
         }
