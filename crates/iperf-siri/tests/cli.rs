@@ -325,20 +325,32 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
     for r in runs {
         assert_eq!(r["report"]["end"]["delay"]["requests_answered"], 2, "{}", r["run"]);
     }
-    // fullmesh and backup join cellular at the start; MultiMob only once WiFi has failed,
-    // which is after the first request (2.4 s of bursts) and half the wait. (Its first packet
-    // on cellular may come sooner: a WARM, when the oracle suspects WiFi; on CI's loaded
-    // machine the emulator's stalls can look like losses.)
+    // fullmesh and backup join cellular at the start; MultiMob only once the oracle has judged
+    // WiFi bad, which is once WiFi has failed: after the first request (2.4 s of bursts) and
+    // half the wait. (Its first packet on cellular may come sooner: a WARM, when the oracle
+    // suspects WiFi.) This runs in real time, and on CI's loaded machine a stall of the
+    // emulator is a real outage to the protocol: the oracle may judge WiFi bad before the
+    // scripted failure (it did once, at 1.6 s). So what is asserted is the cause: cellular is
+    // joined only after a bad verdict on WiFi. That no verdict comes without losses is proven
+    // in virtual time (`mpsim/tests/oracle.rs`, `degrade.rs`).
     assert!(first_cell(0).unwrap() < 1.0, "{:?}", first_cell(0));
     assert!(first_cell(1).unwrap() < 1.0, "{:?}", first_cell(1));
     let failed_at = 2.4 + 0.3;
-    let joined = runs[2]["report"]["events"]
-        .as_array()
-        .unwrap()
+    let mm_events = runs[2]["report"]["events"].as_array().unwrap();
+    let joined = mm_events
         .iter()
-        .find(|e| e["kind"] == "subflow_established" && e["path"] == 1);
-    let joined = joined.and_then(|e| e["time"].as_f64()).unwrap();
-    assert!(joined > failed_at, "MultiMob joined cellular at {joined} s");
+        .find(|e| e["kind"] == "subflow_established" && e["path"] == 1)
+        .and_then(|e| e["time"].as_f64())
+        .unwrap();
+    let judged = mm_events
+        .iter()
+        .find(|e| e["kind"] == "verdict" && e["path"] == 0 && e["detail"] == "bad")
+        .and_then(|e| e["time"].as_f64())
+        .unwrap_or(f64::INFINITY);
+    assert!(joined >= judged, "MultiMob joined cellular at {joined} s, WiFi judged bad at {judged} s");
+    if judged < failed_at {
+        eprintln!("note: WiFi was judged bad at {judged} s, before the scripted failure at {failed_at} s (a stall of this machine)");
+    }
     // MultiMob's failover in its JSON events, in order: WiFi's subflow failed, the oracle's
     // bad verdict on WiFi, the cellular subflow joined.
     let events: Vec<String> = runs[2]["report"]["events"]
