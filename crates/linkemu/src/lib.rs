@@ -420,21 +420,25 @@ mod tests {
         let c1 = UdpSocket::bind("127.0.0.1:0").await.expect("binds");
         let c2 = UdpSocket::bind("127.0.0.2:0").await.expect("binds");
         let mut buf = [0u8; 64];
+        // The least of three round trips: a loaded machine (CI's) may stall one, never shorten it.
         for (c, min, max) in [(&c1, 10, 60), (&c2, 80, 200)] {
-            let t = std::time::Instant::now();
-            c.send_to(b"ping", emu.addr()).await.expect("sends");
-            let (n, from) = server.recv_from(&mut buf).await.expect("relayed");
-            assert_eq!(&buf[..n], b"ping");
-            server.send_to(b"pong", from).await.expect("sends");
-            let (n, back) = c.recv_from(&mut buf).await.expect("relayed back");
-            assert_eq!((&buf[..n], back), (&b"pong"[..], emu.addr()));
-            let rtt = t.elapsed().as_millis();
-            assert!((min..max).contains(&rtt), "rtt {rtt} ms not in {min}..{max}");
+            let mut least = u128::MAX;
+            for _ in 0..3 {
+                let t = std::time::Instant::now();
+                c.send_to(b"ping", emu.addr()).await.expect("sends");
+                let (n, from) = server.recv_from(&mut buf).await.expect("relayed");
+                assert_eq!(&buf[..n], b"ping");
+                server.send_to(b"pong", from).await.expect("sends");
+                let (n, back) = c.recv_from(&mut buf).await.expect("relayed back");
+                assert_eq!((&buf[..n], back), (&b"pong"[..], emu.addr()));
+                least = least.min(t.elapsed().as_millis());
+            }
+            assert!((min..max).contains(&least), "rtt {least} ms not in {min}..{max}");
         }
         emu.set_down(0, true);
         c1.send_to(b"lost", emu.addr()).await.expect("sends");
         assert!(tokio::time::timeout(Duration::from_millis(100), server.recv_from(&mut buf)).await.is_err());
-        assert_eq!(emu.counters(0), (2, 1));
+        assert_eq!(emu.counters(0), (6, 1));
         emu.set_down(0, false);
         c1.send_to(b"again", emu.addr()).await.expect("sends");
         let (n, _) = server.recv_from(&mut buf).await.expect("relayed");
@@ -454,7 +458,7 @@ mod tests {
         let c = UdpSocket::bind("127.0.0.1:0").await.expect("binds");
         let mut buf = [0u8; 64];
         let mut rtts = Vec::new();
-        for _ in 0..2 {
+        for _ in 0..4 {
             let t = std::time::Instant::now();
             c.send_to(b"ping", emu.addr()).await.expect("sends");
             let (_, from) = server.recv_from(&mut buf).await.expect("relayed");
@@ -462,8 +466,10 @@ mod tests {
             c.recv_from(&mut buf).await.expect("relayed back");
             rtts.push(t.elapsed().as_millis());
         }
-        assert!((265..400).contains(&rtts[0]), "the promotion: {rtts:?}");
-        assert!(rtts[1] < 100, "connected: {rtts:?}");
+        // At least one promotion, and not two (530 ms): a loaded machine may stall an exchange,
+        // so the bound above is loose and the connected radio's is the least of three.
+        assert!((265..530).contains(&rtts[0]), "the promotion: {rtts:?}");
+        assert!(rtts[1..].iter().min() < Some(&100), "connected: {rtts:?}");
         let e = emu.radio_energy(0).expect("a radio");
         assert_eq!(e.promotions, 1);
         assert!(e.above_idle_joules > 0.26 * 1.2, "{e:?}");

@@ -126,8 +126,10 @@ fn udp_blocked_everywhere() {
     // Over TCP on either link: both veths are alike, and the INITIAL goes over TCP on both at
     // once.
     assert!(r.via.as_deref().is_some_and(|v| v.ends_with("/Tcp")), "{r:?}");
-    // The bound (1 s), a TCP handshake and ours, on a veth.
-    assert!((1_000.0..1_500.0).contains(&ms), "connected after {ms} ms");
+    // The bound (1 s), a TCP handshake and ours, on a veth: about 1.2 s. The upper bound is
+    // loose (a loaded machine, CI's, may stall a process for a while), yet below 3 s, the
+    // UDP INITIAL's third try, so it was the bound that opened TCP.
+    assert!((1_000.0..2_500.0).contains(&ms), "connected after {ms} ms");
     assert_eq!(r.answered, 10, "{r:?}");
     let (a, b) = r.hashes.clone().unwrap();
     assert_eq!(a, b, "the upload arrived intact");
