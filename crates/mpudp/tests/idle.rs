@@ -72,5 +72,7 @@ async fn an_idle_connection_sleeps() {
     let bound = 6 + secs / 15 * 8;
     assert!(client <= bound && server <= bound, "idle wake-ups: client {client}, server {server} (at most {bound})");
     // The polling the test guards against would have shown (the test can tell the two apart).
-    assert!(pc >= secs * 4 && ps >= secs * 4, "polling every 200 ms woke client {pc}, server {ps} times");
+    // Five a second nominally; a missed poll is not made up, so a loaded machine (CI's) that
+    // stalls the driver loses some: what matters is that polling exceeds the bound.
+    assert!(pc > bound && ps > bound, "polling every 200 ms woke client {pc}, server {ps} times");
 }
