@@ -63,6 +63,10 @@ struct Cli {
     /// to the rate within this, and the kernel doubles it): the queue towards the link.
     #[arg(long, global = true)]
     send_buffer: Option<usize>,
+    /// Run each endpoint's driver as a task of the runtime even on a multi-thread runtime
+    /// (`--threads 2`), where it otherwise gets a thread of its own (`Options::driver_thread`).
+    #[arg(long, global = true)]
+    driver_task: bool,
     /// Client: where UDP gets no answer for this many milliseconds, use TCP (PROTOCOL.md
     /// §4.11; 0: UDP only; `benches/carrier.sh` measures a TCP-carried path against UDP).
     #[arg(long, global = true, default_value_t = 1000)]
@@ -126,6 +130,9 @@ fn options(cli: &Cli) -> Result<Options, String> {
     let mut o = Options::new().scheduler(&cli.scheduler);
     if let Some(b) = cli.send_buffer {
         o = o.send_buffer(b);
+    }
+    if cli.driver_task {
+        o = o.driver_thread(false);
     }
     o.config_mut().recv_window = cli.window;
     o.config_mut().max_datagram_size = cli.max_datagram;

@@ -91,6 +91,8 @@ impl MpListener {
         for k in 0..n {
             let mut o = opts.clone();
             o.config_mut().steering = Steering::new(k, n);
+            // Each core is a thread of its own already.
+            o.driver_thread = Some(false);
             let (tx, rx) = std::sync::mpsc::channel();
             let (stop, stopped) = oneshot::channel();
             std::thread::Builder::new()

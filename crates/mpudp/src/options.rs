@@ -220,6 +220,7 @@ pub struct Options {
     pub(crate) ipv6: bool,
     pub(crate) qlog_dir: Option<std::path::PathBuf>,
     pub(crate) tickets: Option<crate::TicketStore>,
+    pub(crate) driver_thread: Option<bool>,
 }
 
 impl Default for Options {
@@ -242,6 +243,7 @@ impl Options {
             ipv6: false,
             qlog_dir: None,
             tickets: None,
+            driver_thread: None,
         }
     }
 
@@ -438,6 +440,20 @@ impl Options {
     /// sends until it drains.
     pub fn send_buffer(mut self, bytes: usize) -> Self {
         self.send_buffer = bytes;
+        self
+    }
+
+    /// Run the endpoint's driver (its sockets, timers and netlink events) on a thread of its
+    /// own, in a current-thread runtime, instead of as a task of the caller's runtime. The
+    /// default is on when the caller's runtime is tokio's multi-thread one, off on a
+    /// current-thread one. On the multi-thread runtime a worker with nothing to do waits in
+    /// the reactor, so every datagram the sockets receive, and every one the kernel frees
+    /// after sending, wakes it on another core only to find the driver's task already
+    /// scheduled: that cost a single upload 10-15 % of its rate (`benches/net.sh`). On its own
+    /// thread the driver is alone in its reactor, and the application's runtime hears from it
+    /// only when a stream becomes readable or writable. The thread ends with the endpoint.
+    pub fn driver_thread(mut self, on: bool) -> Self {
+        self.driver_thread = Some(on);
         self
     }
 

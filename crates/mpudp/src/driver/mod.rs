@@ -84,14 +84,55 @@ pub(crate) struct Driver {
     outbox: Vec<(u8, PathId, SocketAddr, Vec<u8>)>,
 }
 
-/// Builds the sockets and the endpoint and spawns the driver. Must run inside a tokio runtime.
-/// The returned share already counts as one handle (see `attach`), so that the driver cannot
-/// see no handle and stop before the caller holds it.
+/// Builds the sockets and the endpoint and spawns the driver: a task of the caller's runtime,
+/// or (`Options::driver_thread`, by default on a multi-thread runtime) a thread of its own, in whose runtime everything the driver
+/// registers (sockets, timers, netlink) is built. Must run inside a tokio runtime. The
+/// returned share already counts as one handle (see `attach`), so that the driver cannot see
+/// no handle and stop before the caller holds it.
 pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared>> {
     opts.validate()?;
     if tokio::runtime::Handle::try_current().is_err() {
         return Err(Error::Config("mpudp endpoints must be created inside a tokio runtime".into()));
     }
+    let flavor = tokio::runtime::Handle::current().runtime_flavor();
+    if !opts.driver_thread.unwrap_or(flavor == tokio::runtime::RuntimeFlavor::MultiThread) {
+        let (shared, driver) = build(opts, server, v6)?;
+        tokio::spawn(driver);
+        return Ok(shared);
+    }
+    let opts = opts.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("mpudp-driver".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(source) => {
+                    let _ = tx.send(Err(Error::Io { context: "starting the driver's runtime".into(), source }));
+                    return;
+                }
+            };
+            let built = {
+                let _in = rt.enter();
+                build(&opts, server, v6)
+            };
+            match built {
+                Ok((shared, driver)) => {
+                    if tx.send(Ok(shared)).is_ok() {
+                        rt.block_on(driver);
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        })
+        .map_err(|source| Error::Io { context: "starting the driver's thread".into(), source })?;
+    rx.recv().map_err(|_| Error::Config("the driver's thread ended while starting".into()))?
+}
+
+/// The sockets, the endpoint and the driver, in the current runtime's context.
+fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)> {
     let mut ifaces = Interfaces::new(
         v6,
         (opts.socket_buffer, opts.send_buffer),
@@ -163,8 +204,7 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
         steering: opts.config.routing(),
         outbox: Vec::new(),
     };
-    tokio::spawn(driver);
-    Ok(shared)
+    Ok((shared, driver))
 }
 
 impl Future for Driver {
