@@ -119,16 +119,16 @@ cpu() { # the CPU seconds of a `timed` run's output
     sed -n 's/^cpu \([0-9.]*\) \([0-9.]*\)$/\1 \2/p' <<<"$1" | awk '{ print $1 + $2 }' | head -1 | grep . || echo "n/a"
 }
 
-ours() { # $1: tokio worker threads, $2: bytes, $3: streams, $4..: client interface flags; prints goodput and wire Mbit/s, client and server CPU s
+ours() { # $1: tokio worker threads, $2: bytes, $3: streams, $4..: client interface flags; $BOTH: flags for both ends; prints goodput and wire Mbit/s, client and server CPU s
     local threads=$1 bytes=$2 streams=$3
     shift 3
     local srvout
     srvout=$(mktemp)
-    timed $S timeout $TMO $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest server $SERVER:5300 --uploads "$streams" --key "$KEYFILE" >"$srvout" 2>&1 &
+    timed $S timeout $TMO $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest ${BOTH:-} server $SERVER:5300 --uploads "$streams" --key "$KEYFILE" >"$srvout" 2>&1 &
     local srv=$!
     sleep 0.5
     local out
-    out=$(timed $C $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" --streams "$streams" "$@" 2>&1 || true)
+    out=$(timed $C $UPLOAD --threads "$threads" --max-datagram 1472 --no-digest ${BOTH:-} client $SERVER:5300 --server-key "$KEY" --bytes "$bytes" --streams "$streams" "$@" 2>&1 || true)
     wait $srv 2>/dev/null || true
     local goodput wire
     goodput=$(sed -n 's/^sent .*: \([0-9.]*\) Mbit\/s$/\1/p' <<<"$out" | head -1 | grep . || echo "n/a")
@@ -225,7 +225,7 @@ measure() {
     shift 3
     setup "$links" "$rate"
     local t=() m=() o=() o2=() w=() oc=() os=() q=() qc=() qs=()
-    local o4=() o24=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=() oa=() oac=()
+    local o4=() o24=() o2t=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=() oa=() oac=()
     for k in $(seq 1 "$RUNS"); do
         echo "  round $k of $RUNS" >&2
         t+=("$(iperf "")")
@@ -243,6 +243,8 @@ measure() {
             o4+=("$g")
             read -r g _ <<<"$(ours 2 "$bytes" 4 "$@")"
             o24+=("$g")
+            read -r g _ <<<"$(BOTH=--driver-task ours 2 "$bytes" 1 "$@")"
+            o2t+=("$g")
             ug+=("$(udp "")") un+=("$(udp --no-gro)")
             read -r g sv <<<"$(cores 1 $((bytes / 2)))"
             c1+=("$g") c1s+=("$sv")
@@ -261,11 +263,11 @@ measure() {
     quinn_cpu="$(per_gbit "$(median "${qc[@]}")" "$bytes") / $(per_gbit "$(median "${qs[@]}")" "$bytes")"
     echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; mpudp on 2 threads ${o2[*]}; quinn ${q[*]}" >&2
     if [ "$links" = 1 ]; then
-        ours4=$(median "${o4[@]}") ours24=$(median "${o24[@]}") udp_gro=$(median "${ug[@]}") udp_nogro=$(median "${un[@]}")
+        ours4=$(median "${o4[@]}") ours24=$(median "${o24[@]}") ours2t=$(median "${o2t[@]}") udp_gro=$(median "${ug[@]}") udp_nogro=$(median "${un[@]}")
         core1=$(median "${c1[@]}") core2=$(median "${c2[@]}")
         core1_cpu=$(per_gbit "$(median "${c1s[@]}")" "$bytes") core2_cpu=$(per_gbit "$(median "${c2s[@]}")" "$bytes")
         ours_copy=$(median "${oa[@]}") sender_cpu="$(per_gbit "$(median "${oc[@]}")" "$bytes") / $(per_gbit "$(median "${oac[@]}")" "$bytes")"
-        echo "  runs: AsyncWrite ${oa[*]}; 4 streams ${o4[*]}; 4 streams on 2 threads ${o24[*]}; UDP with GRO ${ug[*]}, without ${un[*]}; server on 1 core ${c1[*]}, on 2 ${c2[*]}" >&2
+        echo "  runs: AsyncWrite ${oa[*]}; 4 streams ${o4[*]}; 4 streams on 2 threads ${o24[*]}; 2 threads, driver as a task ${o2t[*]}; UDP with GRO ${ug[*]}, without ${un[*]}; server on 1 core ${c1[*]}, on 2 ${c2[*]}" >&2
     else
         siri_alone="$(median "${sa50[@]}") / $(median "${sa99[@]}")"
         siri_beside="$(median "${su50[@]}") / $(median "${su99[@]}")"
@@ -290,7 +292,7 @@ printf '\nGoodput (application bytes per second), medians of %s rounds of %s s r
 printf '"wire" counts mpudp'"'"'s datagrams with their UDP, IPv4 and Ethernet headers, which is what htb meters.\n'
 printf 'CPU: milliseconds of CPU time per gigabit moved, sender / receiver (the whole process, setup included).\n'
 printf 'mpudp and quinn each run on a current-thread tokio runtime (one thread per side); the column "mpudp, 2 threads"\n'
-printf 'gives mpudp on a multi-thread runtime, where the application and the driver wake each other across threads.\n\n'
+printf 'gives mpudp on a multi-thread runtime (its driver then on a thread of its own, Options::driver_thread).\n\n'
 printf '| setup | kernel TCP | kernel MPTCP | quinn | mpudp goodput | mpudp on the wire | mpudp / quinn | mpudp / kernel TCP | CPU ms/Gbit mpudp | CPU ms/Gbit quinn | mpudp, 2 threads |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 row() { # $1: name, $2..: the setup's values
@@ -309,14 +311,15 @@ printf '\nTargets (issue 23): A, mpudp >= 1.5x quinn (now %s); B, goodput >= 95%
 if [[ " $SETUPS " == *" A "* ]]; then
     printf '\nSetup A, what limits mpudp (Mbit/s, medians of the same rounds). UDP alone: GSO batches of 44 datagrams,\n'
     printf 'received with GRO or one datagram at a time. Threads: mpudp on a current-thread runtime against a two-thread one,\n'
-    printf 'one stream, then four (four connections of one client endpoint). Cores: a server on 1 or 2 cores (bind_cores)\n'
+    printf 'one stream, then four (four connections of one client endpoint), the driver on a thread of its own (the default there);\n'
+    printf '"driver as a task": one stream on two threads with the driver a task of the runtime. Cores: a server on 1 or 2 cores (bind_cores)\n'
     printf 'receiving two uploads from two client processes at once (all of it on this machine'"'"'s %s cores).\n' "$(nproc)"
     printf 'mpudp writes with write_chunk (the bytes copied once, into the packets); "AsyncWrite" copies them into the send\n'
     printf 'buffer first (sender CPU ms/Gbit: write_chunk / AsyncWrite).\n\n'
-    printf '| UDP, GRO | UDP, no GRO | mpudp, 1 stream | AsyncWrite | sender CPU | 1 stream, 2 threads | 4 streams | 4 streams, 2 threads | server 1 core, 2 uploads | server 2 cores | CPU ms/Gbit server 1 / 2 cores |\n'
-    printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
-    printf '| %s | %s | %s | %s | %s | %s (%s) | %s | %s (%s) | %s | %s (%s) | %s / %s |\n' "$udp_gro" "$udp_nogro" "${a[2]}" \
-        "$ours_copy" "$sender_cpu" "${a[7]}" "$(ratio_x "${a[7]}" "${a[2]}")" "$ours4" "$ours24" "$(ratio_x "$ours24" "$ours4")" \
+    printf '| UDP, GRO | UDP, no GRO | mpudp, 1 stream | AsyncWrite | sender CPU | 1 stream, 2 threads | driver as a task | 4 streams | 4 streams, 2 threads | server 1 core, 2 uploads | server 2 cores | CPU ms/Gbit server 1 / 2 cores |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+    printf '| %s | %s | %s | %s | %s | %s (%s) | %s (%s) | %s | %s (%s) | %s | %s (%s) | %s / %s |\n' "$udp_gro" "$udp_nogro" "${a[2]}" \
+        "$ours_copy" "$sender_cpu" "${a[7]}" "$(ratio_x "${a[7]}" "${a[2]}")" "$ours2t" "$(ratio_x "$ours2t" "${a[2]}")" "$ours4" "$ours24" "$(ratio_x "$ours24" "$ours4")" \
         "$core1" "$core2" "$(ratio_x "$core2" "$core1")" "$core1_cpu" "$core2_cpu"
     printf '\nTargets (issue 40): mpudp >= 0.8x kernel TCP (now %s); 2 threads >= 0.95x 1 (now %s, %s with 4 streams); 2 cores >= 1.7x 1 (now %s).\n' \
         "$(ratio_x "${a[2]}" "${a[0]}")" "$(ratio_x "${a[7]}" "${a[2]}")" "$(ratio_x "$ours24" "$ours4")" "$(ratio_x "$core2" "$core1")"

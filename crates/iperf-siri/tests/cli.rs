@@ -279,13 +279,15 @@ fn a_busy_server_and_a_version_mismatch_are_refused_clearly() {
             "--requests",
             "1",
             "--burst-gap",
-            "200ms",
+            "400ms",
         ])
         .args(["-i", "0"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // The long test holds the one slot for 9 bursts 400 ms apart; the probe comes 1 s after it
+    // started (time for a debug build on a loaded machine to connect), well within them.
+    std::thread::sleep(Duration::from_millis(1000));
     let busy = stderr_line(&client(&["-c", "127.0.0.1", "-p", &p, "--requests", "1"]));
     assert!(busy.contains("busy"), "{busy}");
     assert!(wait_exit(long, Duration::from_secs(20)).success());

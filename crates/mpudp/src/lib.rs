@@ -14,11 +14,12 @@
 //! network can be handed over ([`Interface::from_socket`]). Its buffers are allocated once;
 //! sending and receiving a packet allocates nothing.
 //!
-//! Any tokio runtime works. The application's handles and the endpoint's task share the
-//! endpoint behind a lock and wake each other; on a current-thread runtime that costs nothing,
-//! on a multi-thread one the two sides of a single bulk transfer run on different threads and
-//! the wake-ups become context switches (about a fifth of the throughput on one veth at
-//! 6 Gbit/s, `benches/net.sh`). A server with many connections spreads them over cores with
+//! Any tokio runtime works. The application's handles and the endpoint's driver share the
+//! endpoint behind a lock and wake each other. On a current-thread runtime the driver is a task
+//! of it. On a multi-thread one it runs, by default, on a thread of its own
+//! ([`Options::driver_thread`]): as a task there, an idle worker waiting in the reactor was woken
+//! for every datagram, which cost a single upload on one veth 10-15 % of its rate
+//! (`benches/net.sh`). A server with many connections spreads them over cores with
 //! [`MpListener::bind_cores`].
 //!
 //! The server proves an Ed25519 identity in every handshake; the client is given its public
