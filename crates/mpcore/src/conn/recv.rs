@@ -110,6 +110,15 @@ impl RecvBuf {
         if start >= end {
             return Some(0);
         }
+        if start == self.nxt && self.ooo.is_empty() && self.ooo.floor() <= start {
+            // In order with no hole above: the bulk of a transfer. What the general case below
+            // does, without its walks over the ranges.
+            self.grow(end);
+            self.put(start, &data[(start - off) as usize..(end - off) as usize]);
+            self.nxt = end;
+            self.ooo.advance_floor(end);
+            return Some(end - start);
+        }
         if !self.ooo.can_insert(start, end) {
             return None;
         }
@@ -124,18 +133,22 @@ impl RecvBuf {
                 continue;
             }
             let gap_end = self.ooo.next_start_after(v).map_or(end, |s| s.min(end));
-            let src = &data[(v - off) as usize..(gap_end - off) as usize];
-            let cap = self.ring.len();
-            let pos = (v % cap as u64) as usize;
-            let first = (cap - pos).min(src.len());
-            self.ring[pos..pos + first].copy_from_slice(&src[..first]);
-            self.ring[..src.len() - first].copy_from_slice(&src[first..]);
+            self.put(v, &data[(v - off) as usize..(gap_end - off) as usize]);
             v = gap_end;
         }
         let added = self.ooo.insert(start, end);
         self.nxt = self.ooo.contiguous_end(self.nxt);
         self.ooo.advance_floor(self.nxt);
         Some(added)
+    }
+
+    /// Copies `src` into the ring at offset `v` (the ring holds it: `grow` came first).
+    fn put(&mut self, v: u64, src: &[u8]) {
+        let cap = self.ring.len();
+        let pos = (v % cap as u64) as usize;
+        let first = (cap - pos).min(src.len());
+        self.ring[pos..pos + first].copy_from_slice(&src[..first]);
+        self.ring[..src.len() - first].copy_from_slice(&src[first..]);
     }
 
     fn consume_fin(&mut self) {
