@@ -315,7 +315,7 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
     // tries find one where that came with the scripted failure, for the rest. That no verdict
     // comes without losses is proven in virtual time (`mpsim/tests/oracle.rs`, `degrade.rs`).
     let failed_at = 2.4 + 0.3;
-    let mut j = Value::Null;
+    let (mut j, mut joined) = (Value::Null, 0.0);
     for attempt in 1..=3 {
         j = json(&run(&[
             "demo",
@@ -341,7 +341,7 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
         let time_of = |hit: &dyn Fn(&Value) -> bool| {
             events.iter().find(|e| hit(e)).and_then(|e| e["time"].as_f64()).unwrap_or(f64::INFINITY)
         };
-        let joined = time_of(&|e| e["kind"] == "subflow_established" && e["path"] == 1);
+        joined = time_of(&|e| e["kind"] == "subflow_established" && e["path"] == 1);
         let cause = time_of(&|e| {
             e["path"] == 0 && (e["kind"] == "subflow_failed" || (e["kind"] == "verdict" && e["detail"] != "clear"))
         });
@@ -352,6 +352,7 @@ fn the_demo_runs_three_setups_and_multimob_opens_cellular_only_after_the_failure
         }
         println!("try {attempt}: WiFi looked failed at {cause} s, before the scripted failure (the machine stalled)");
     }
+    assert!(joined > failed_at, "three tries, each with WiFi judged failed before the scripted failure");
     let runs = j["demo"].as_array().unwrap();
     let first_cell = |k: usize| runs[k]["report"]["end"]["cellular"]["first_packet_s"].as_f64();
     assert!(first_cell(0).unwrap() < 1.0, "{:?}", first_cell(0));

@@ -74,19 +74,15 @@ fn two_interfaces_in_namespaces_survive_wifi_failing() {
     assert_eq!((ifs[0]["name"].as_str(), ifs[1]["name"].as_str()), (Some("c0"), Some("c1")));
     assert_eq!(ifs[0]["up"], false, "the driver saw c0 go down");
     assert!(ifs[1]["packets_sent"].as_u64().unwrap() > 0 && ifs[1]["packets_received"].as_u64().unwrap() > 0);
-    // Break-before-make: nothing crossed c1 before the failure. Both times are the client's
-    // (the test's clock would count the client's start, which a loaded machine stretches).
-    // The join goes out in the turn that closes c0's subflow, whose event the application
-    // stamps when it reads it: microseconds later, hence the 50 ms.
-    let first = end["cellular"]["first_packet_s"].as_f64().unwrap();
-    let closed = j["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["path"] == 0 && (e["kind"] == "subflow_closed" || e["kind"] == "subflow_failed"))
-        .and_then(|e| e["time"].as_f64())
-        .unwrap();
-    assert!(first + 0.05 > closed, "c1's first packet at {first:.3} s, c0's subflow closed at {closed:.3} s");
+    // Break-before-make: c1 was joined only once c0's subflow had closed. Both times are the
+    // client's events (the test's clock would count the client's start, which a loaded machine
+    // stretches), stamped by the driver after the round that sent the join and closed c0.
+    let events = j["events"].as_array().unwrap();
+    let time_of = |hit: &dyn Fn(&Value) -> bool| events.iter().find(|e| hit(e)).and_then(|e| e["time"].as_f64());
+    let closed =
+        time_of(&|e| e["path"] == 0 && (e["kind"] == "subflow_closed" || e["kind"] == "subflow_failed")).unwrap();
+    let joined = time_of(&|e| e["path"] == 1 && e["kind"] == "subflow_established").unwrap();
+    assert!(joined >= closed, "c1 joined at {joined:.3} s, c0's subflow closed at {closed:.3} s: {events:?}");
     assert!(end["cellular"]["energy_j"].as_f64().unwrap() > 0.0);
     assert!(exits_ok(&mut server.0), "the one-off server exits after the test");
 }

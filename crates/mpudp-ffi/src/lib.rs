@@ -18,10 +18,10 @@
 //!   ABI free of re-entrancy. Readers, writers and control calls may run on different threads
 //!   at once. An app that wants pushes instead sets an event callback
 //!   (`mpu_set_event_callback`), called on the library's thread.
-//! - **One runtime.** The first endpoint starts one tokio thread (`mpudp`) that runs the
-//!   event callbacks; each endpoint's driver (its sockets and timers) has a thread of its own
-//!   (`mpudp-driver`, `Options::driver_thread`), so a slow callback does not hold up the
-//!   sockets. Blocking calls park the caller's thread, not those. A blocking call made from an
+//! - **Threads.** The first endpoint starts one tokio thread (`mpudp`) that runs the event
+//!   callbacks; the endpoints' drivers (their sockets and timers) run on driver threads
+//!   (`mpudp-driver`, one per core at most, `Options::driver_thread`), so a slow callback does
+//!   not hold up the sockets. Blocking calls park the caller's thread, not those. A blocking call made from an
 //!   event callback (on the `mpudp` thread) fails with `MPU_ERR_INVALID`.
 //! - **Errors** are negative `int32_t` codes; `mpu_last_error` gives the calling thread's last
 //!   message. A panic inside the library is caught at the boundary and reported as

@@ -1,5 +1,5 @@
 //! `MpListener`: a server on one core (one endpoint, its driver a task on the caller's
-//! runtime), or spread over several (`bind_cores`): one endpoint per core, each on a thread
+//! runtime or on a driver thread, `Options::driver_thread`), or spread over several (`bind_cores`): one endpoint per core, each on a thread
 //! of its own with a current-thread runtime, every core's sockets bound to the same addresses
 //! with `SO_REUSEPORT`, and the kernel steering each datagram to the core that owns its
 //! connection (`mpcore::steering`, `driver::reuseport`). The application's streams may be
@@ -19,7 +19,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// A server: accepts multipath connections on one address, or on several interfaces; on one
-/// core (`bind`: its driver runs on the caller's runtime) or spread over several
+/// core (`bind`: its driver runs on the caller's runtime, or on a driver thread when that is
+/// a multi-thread one: `Options::driver_thread`) or spread over several
 /// (`bind_cores`).
 ///
 /// ```no_run

@@ -443,15 +443,18 @@ impl Options {
         self
     }
 
-    /// Run the endpoint's driver (its sockets, timers and netlink events) on a thread of its
-    /// own, in a current-thread runtime, instead of as a task of the caller's runtime. The
-    /// default is on when the caller's runtime is tokio's multi-thread one, off on a
-    /// current-thread one. On the multi-thread runtime a worker with nothing to do waits in
-    /// the reactor, so every datagram the sockets receive, and every one the kernel frees
-    /// after sending, wakes it on another core only to find the driver's task already
-    /// scheduled: that cost a single upload 10-15 % of its rate (`benches/net.sh`). On its own
-    /// thread the driver is alone in its reactor, and the application's runtime hears from it
-    /// only when a stream becomes readable or writable. The thread ends with the endpoint.
+    /// Run the endpoint's driver (its sockets, timers and netlink events) on a driver thread,
+    /// in a current-thread runtime, instead of as a task of the caller's runtime. The default
+    /// is on when the caller's runtime is tokio's multi-thread one, off on a current-thread
+    /// one. On the multi-thread runtime a worker with nothing to do waits in the reactor, so
+    /// every datagram the sockets receive, and every one the kernel frees after sending, wakes
+    /// it on another core only to find the driver's task already scheduled: that cost a single
+    /// upload 10-15 % of its rate (`benches/net.sh`). On a driver thread the drivers are alone
+    /// in their reactor, and the application's runtime hears from them only when a stream
+    /// becomes readable or writable. The driver threads (`mpudp-driver`) are started as
+    /// endpoints need them, one per core at most, and endpoints take them in turn; they live
+    /// as long as the process, idle when no endpoint is left. The driver runs on real time: on
+    /// a current-thread runtime whose clock is paused (tokio's `test-util`), leave this off.
     pub fn driver_thread(mut self, on: bool) -> Self {
         self.driver_thread = Some(on);
         self

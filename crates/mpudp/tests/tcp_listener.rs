@@ -12,7 +12,7 @@ fn listener() -> MpListener {
     MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::server().identity(id)).unwrap()
 }
 
-/// Waits until the listener's path counts `f` true (the driver runs on another task).
+/// Waits until the listener's path counts `f` true (the driver runs on another task, or thread).
 fn wait_for(l: &MpListener, f: impl Fn(&mpudp::IoCounters) -> bool) -> mpudp::IoCounters {
     let t = Instant::now();
     loop {

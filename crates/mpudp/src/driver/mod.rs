@@ -1,6 +1,8 @@
 //! The driver: one tokio task per endpoint owns the sockets and a clock and runs the sans-IO
 //! `mpcore::Endpoint`; the application's handles share the endpoint behind a mutex and wake
-//! the task when they change what it has to send (quinn's design).
+//! the task when they change what it has to send (quinn's design). The task runs on the
+//! caller's runtime, or on a multi-thread one (by default) on a driver thread of its own
+//! (`Options::driver_thread`, [`driver_runtime`]).
 //!
 //! Each poll of the task repeats, until nothing moves: receive a batch of datagrams from every
 //! socket (recvmmsg, GRO super-datagrams split at their stride), run the timers that are due,
@@ -85,50 +87,51 @@ pub(crate) struct Driver {
 }
 
 /// Builds the sockets and the endpoint and spawns the driver: a task of the caller's runtime,
-/// or (`Options::driver_thread`, by default on a multi-thread runtime) a thread of its own, in whose runtime everything the driver
-/// registers (sockets, timers, netlink) is built. Must run inside a tokio runtime. The
-/// returned share already counts as one handle (see `attach`), so that the driver cannot see
-/// no handle and stop before the caller holds it.
+/// or (`Options::driver_thread`, by default on a multi-thread runtime) of one of the driver
+/// threads ([`driver_runtime`]), in whose runtime everything the driver registers (sockets,
+/// timers, netlink) is then built. Must run inside a tokio runtime. The returned share already
+/// counts as one handle (see `attach`), so that the driver cannot see no handle and stop
+/// before the caller holds it.
 pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared>> {
     opts.validate()?;
-    if tokio::runtime::Handle::try_current().is_err() {
+    let Ok(caller) = tokio::runtime::Handle::try_current() else {
         return Err(Error::Config("mpudp endpoints must be created inside a tokio runtime".into()));
+    };
+    let rt = if opts.driver_thread.unwrap_or(caller.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread) {
+        driver_runtime()?
+    } else {
+        caller
+    };
+    let _in = rt.enter();
+    let (shared, driver) = build(opts, server, v6)?;
+    rt.spawn(driver);
+    Ok(shared)
+}
+
+/// The runtime of the driver thread whose turn it is. The threads (`mpudp-driver`) are started
+/// as endpoints need them, one per core at most, each a current-thread runtime that lives as
+/// long as the process (idle, it waits in its reactor and costs nothing); endpoints take them
+/// in turn. A thread per endpoint would make a thread per `MpStream::connect`.
+fn driver_runtime() -> Result<tokio::runtime::Handle> {
+    static THREADS: std::sync::Mutex<Vec<tokio::runtime::Handle>> = std::sync::Mutex::new(Vec::new());
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let most = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % most;
+    let mut threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(h) = threads.get(k) {
+        return Ok(h.clone());
     }
-    let flavor = tokio::runtime::Handle::current().runtime_flavor();
-    if !opts.driver_thread.unwrap_or(flavor == tokio::runtime::RuntimeFlavor::MultiThread) {
-        let (shared, driver) = build(opts, server, v6)?;
-        tokio::spawn(driver);
-        return Ok(shared);
-    }
-    let opts = opts.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Io { context: "starting a driver thread's runtime".into(), source })?;
+    let handle = rt.handle().clone();
     std::thread::Builder::new()
         .name("mpudp-driver".into())
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(source) => {
-                    let _ = tx.send(Err(Error::Io { context: "starting the driver's runtime".into(), source }));
-                    return;
-                }
-            };
-            let built = {
-                let _in = rt.enter();
-                build(&opts, server, v6)
-            };
-            match built {
-                Ok((shared, driver)) => {
-                    if tx.send(Ok(shared)).is_ok() {
-                        rt.block_on(driver);
-                    }
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                }
-            }
-        })
-        .map_err(|source| Error::Io { context: "starting the driver's thread".into(), source })?;
-    rx.recv().map_err(|_| Error::Config("the driver's thread ended while starting".into()))?
+        .spawn(move || rt.block_on(std::future::pending::<()>()))
+        .map_err(|source| Error::Io { context: "starting a driver thread".into(), source })?;
+    threads.push(handle.clone());
+    Ok(handle)
 }
 
 /// The sockets, the endpoint and the driver, in the current runtime's context.
