@@ -514,7 +514,9 @@ fn a_silent_client_is_dropped_after_three_seconds() {
     let status = wait_exit(srv, Duration::from_secs(10));
     let waited = t0.elapsed();
     assert!(!status.success(), "-1 after a failed test exits non-zero");
-    assert!(waited >= Duration::from_secs(3) && waited < Duration::from_secs(5), "{waited:?}");
+    // 3 s and the time to start and end a debug build's process (on a loaded machine, CI's,
+    // seconds): the bound is loose, the claim being 3 s, not the 30 of before.
+    assert!(waited >= Duration::from_secs(3) && waited < Duration::from_secs(8), "{waited:?}");
 }
 
 /// A client of the test server on `port` running a long Siri workload (1000 requests, timed by
@@ -535,8 +537,9 @@ fn background_client(port: &str, workload: &[&str], stderr: Stdio) -> Child {
 #[test]
 fn a_killed_client_holds_no_slot() {
     let _serial = one_at_a_time();
-    for (extra, bound) in [(&[][..], Duration::from_secs(3)), (&["--max-tests", "1"][..], Duration::from_millis(5_500))]
-    {
+    // The bounds leave a loaded machine (CI's, running debug builds) seconds for the next
+    // client's own run, and stay below the 10 s peer timeout that would free a held slot.
+    for (extra, bound) in [(&[][..], Duration::from_secs(5)), (&["--max-tests", "1"][..], Duration::from_secs(8))] {
         let (mut srv, port) = server(extra);
         let p = port.to_string();
         let mut victim = background_client(&p, &["--wait", "1s", "--burst-gap", "100ms"], Stdio::null());
@@ -581,7 +584,9 @@ fn a_killed_server_is_noticed_within_the_peer_timeout() {
     println!("client exited {} ms after the server's kill: {e}", waited.as_millis());
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains("the peer stopped answering"), "{e}");
-    assert!(waited < Duration::from_secs(12), "{waited:?}");
+    // The peer timeout (10 s) after the next request, with room for a loaded machine: well
+    // below the 30 s idle timeout that would otherwise end it.
+    assert!(waited < Duration::from_secs(20), "{waited:?}");
 }
 
 /// Issue 35: a squatter (as many connections as the server has slots, from one address, that
