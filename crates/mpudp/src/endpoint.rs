@@ -11,8 +11,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// A set of local paths (one UDP socket per interface) with the task that drives every
-/// connection on them (on the caller's runtime, or on a driver thread: `Options::driver_thread`). A client endpoint can open many connections, which then share the
-/// `multimob` oracle's view of each interface; a server endpoint accepts them.
+/// connection on them (on the caller's runtime, or on a driver thread:
+/// `Options::driver_thread`). A client endpoint can open many connections, which then share
+/// the `multimob` oracle's view of each interface; a server endpoint accepts them.
 ///
 /// Create it inside a tokio runtime. Clones share the endpoint; its task ends once every
 /// handle (endpoints, listeners, streams) is dropped and every connection has closed.

@@ -16,9 +16,9 @@
 //!
 //! Any tokio runtime works. The application's handles and the endpoint's driver share the
 //! endpoint behind a lock and wake each other. On a current-thread runtime the driver is a task
-//! of it. On a multi-thread one it runs, by default, on a driver thread of its
-//! own ([`Options::driver_thread`]): as a task there, an idle worker waiting in the reactor was woken
-//! for every datagram, which cost a single upload on one veth 10-15 % of its rate
+//! of it. On a multi-thread one it runs, by default, on a driver thread of its own
+//! ([`Options::driver_thread`]): as a task there, an idle worker waiting in the reactor was
+//! woken for every datagram, which cost a single upload on one veth 10-15 % of its rate
 //! (`benches/net.sh`). A server with many connections spreads them over cores with
 //! [`MpListener::bind_cores`].
 //!

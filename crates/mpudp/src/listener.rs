@@ -1,10 +1,10 @@
 //! `MpListener`: a server on one core (one endpoint, its driver a task on the caller's
-//! runtime or on a driver thread, `Options::driver_thread`), or spread over several (`bind_cores`): one endpoint per core, each on a thread
-//! of its own with a current-thread runtime, every core's sockets bound to the same addresses
-//! with `SO_REUSEPORT`, and the kernel steering each datagram to the core that owns its
-//! connection (`mpcore::steering`, `driver::reuseport`). The application's streams may be
-//! used from any runtime: a stream talks to its core's driver through that core's shared
-//! state.
+//! runtime or on a driver thread, `Options::driver_thread`), or spread over several
+//! (`bind_cores`): one endpoint per core, each on a thread of its own with a current-thread
+//! runtime, every core's sockets bound to the same addresses with `SO_REUSEPORT`, and the
+//! kernel steering each datagram to the core that owns its connection (`mpcore::steering`,
+//! `driver::reuseport`). The application's streams may be used from any runtime: a stream
+//! talks to its core's driver through that core's shared state.
 
 use crate::endpoint::MpEndpoint;
 use crate::error::{Error, Result};
