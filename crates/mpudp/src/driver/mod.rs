@@ -113,13 +113,14 @@ pub(crate) fn start(opts: &Options, server: bool, v6: bool) -> Result<Arc<Shared
 /// long as the process (idle, it waits in its reactor and costs nothing); endpoints take them
 /// in turn. A thread per endpoint would make a thread per `MpStream::connect`.
 fn driver_runtime() -> Result<tokio::runtime::Handle> {
-    static THREADS: std::sync::Mutex<Vec<tokio::runtime::Handle>> = std::sync::Mutex::new(Vec::new());
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    /// The threads' runtimes, and how many endpoints took one.
+    static THREADS: std::sync::Mutex<(Vec<tokio::runtime::Handle>, usize)> = std::sync::Mutex::new((Vec::new(), 0));
     let most = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % most;
-    let mut threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(h) = threads.get(k) {
-        return Ok(h.clone());
+    let mut guard = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let (threads, taken) = &mut *guard;
+    *taken += 1;
+    if threads.len() >= most {
+        return Ok(threads[*taken % most].clone());
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
