@@ -69,9 +69,38 @@ impl ConnRef {
             // read into room for some).
             return Poll::Ready(Ok(()));
         }
+        self.poll_read_via(cx, |c| c.read(buf.initialize_unfilled())).map_ok(|n| buf.advance(n))
+    }
+
+    /// Calls `f` with the next chunk of the stream where it lies, up to `max` bytes (the end of
+    /// the stream: `None`, and `f` is kept).
+    fn poll_read_chunk<R>(
+        &self,
+        cx: &mut Context<'_>,
+        max: usize,
+        f: &mut Option<impl FnOnce(&[u8]) -> R>,
+    ) -> Poll<io::Result<Option<R>>> {
+        let mut out = None;
+        self.poll_read_via(cx, |c| {
+            let chunk = c.read_chunk(max)?;
+            if !chunk.is_empty() {
+                out = f.take().map(|f| f(chunk));
+            }
+            Ok(chunk.len())
+        })
+        .map_ok(|_| out)
+    }
+
+    /// Reads with `read` under the endpoint's lock: the count it read, or the end of the
+    /// stream (0), or waits.
+    fn poll_read_via(
+        &self,
+        cx: &mut Context<'_>,
+        read: impl FnOnce(&mut mpcore::Connection) -> Result<usize, ReadError>,
+    ) -> Poll<io::Result<usize>> {
         let mut st = self.shared.lock();
         let res = match st.ep.conn_mut(self.h) {
-            Some(c) => c.read(buf.initialize_unfilled()),
+            Some(c) => read(c),
             // Drained and forgotten by the endpoint: its end is known.
             None => match st.slot(self.h).closed {
                 Some(CloseReason::Graceful) => Ok(0),
@@ -81,14 +110,13 @@ impl ConnRef {
         };
         match res {
             Ok(n) => {
-                buf.advance(n);
                 // The window opened by a quarter of the buffer: the driver sends a packet to
                 // say so. Smaller openings go with the next acknowledgement; a wake-up per
                 // read would cost the driver's thread a context switch each.
                 if n > 0 && st.ep.conn(self.h).is_some_and(|c| c.window_update_due()) {
                     st.wake_driver();
                 }
-                Poll::Ready(Ok(()))
+                Poll::Ready(Ok(n))
             }
             Err(ReadError::Blocked) if st.stopped => Poll::Ready(Err(Error::EndpointClosed.into())),
             Err(ReadError::Blocked) => {
@@ -447,6 +475,40 @@ macro_rules! write_chunk {
 
 write_chunk!(MpStream);
 write_chunk!(OwnedWriteHalf);
+
+/// `read_with` for a type with a `conn: Arc<StreamRef>`.
+macro_rules! read_with {
+    ($t:ty) => {
+        impl $t {
+            /// Reads in place: waits for bytes, then calls `f` with the next of the stream, up
+            /// to `max`, where they lie in the connection's receive buffer, and they are read.
+            /// `AsyncRead` copies them into the caller's buffer; this does not, for a reader
+            /// that hashes, parses or counts them. A chunk may be shorter than what is
+            /// waiting (it ends where the buffer wraps). `Ok(None)` at the end of the stream;
+            /// errors as `read`'s. With `max == 0`, `f` gets nothing at once.
+            ///
+            /// `f` runs under the endpoint's lock, which its driver needs to receive and send:
+            /// keep it short, and never wait in it on this endpoint.
+            ///
+            /// ```no_run
+            /// # async fn f(mut s: mpudp::MpStream) -> std::io::Result<()> {
+            /// let mut sum = 0u64;
+            /// while let Some(()) = s.read_with(1 << 16, |b| sum += b.iter().map(|&x| u64::from(x)).sum::<u64>()).await? {}
+            /// # Ok(()) }
+            /// ```
+            pub async fn read_with<R>(&mut self, max: usize, f: impl FnOnce(&[u8]) -> R) -> io::Result<Option<R>> {
+                if max == 0 {
+                    return Ok(Some(f(&[])));
+                }
+                let mut f = Some(f);
+                poll_fn(|cx| self.conn.poll_read_chunk(cx, max, &mut f)).await
+            }
+        }
+    };
+}
+
+read_with!(MpStream);
+read_with!(OwnedReadHalf);
 
 /// `AsyncRead` for a type with a `conn: Arc<ConnRef>`.
 macro_rules! async_read {

@@ -77,8 +77,10 @@ static GLOBAL: Counting = Counting;
 /// and again allocates nothing (as clones of a shared `Bytes` do not).
 static CHUNK: [u8; 64 << 10] = [0x42; 64 << 10];
 
-/// With `AsyncWrite` (a copy into the send buffer), then with `write_chunk` (the application's
-/// buffers kept by reference): one after the other, as the counters are the process's.
+/// With `AsyncWrite` and `AsyncRead` (copies into the send buffer and out of the receive
+/// buffer), then with `write_chunk` and `read_with` (the application's buffers kept by
+/// reference, the received bytes read in place): one after the other, as the counters are the
+/// process's.
 #[test]
 fn steady_bulk_transfer_allocates_nothing_per_packet() {
     for chunked in [false, true] {
@@ -105,7 +107,12 @@ fn measure(chunked: bool) {
             let mut buf = vec![0u8; 64 << 10];
             let mut got = 0usize;
             loop {
-                let n = s.read(&mut buf).await.unwrap();
+                // Chunked: read in place too (`read_with`).
+                let n = if chunked {
+                    s.read_with(buf.len(), |b| b.len()).await.unwrap().unwrap_or(0)
+                } else {
+                    s.read(&mut buf).await.unwrap()
+                };
                 if n == 0 {
                     break;
                 }

@@ -161,3 +161,47 @@ async fn write_chunk_and_write_all_mix_in_order() {
     let e = c.write_chunk(bytes::Bytes::from_static(b"x")).await.unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
 }
+
+#[tokio::test]
+async fn read_with_hands_out_the_stream_in_place_and_mixes_with_read() {
+    let (mut c, s, _l) = pair().await;
+    let stream: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let (mut r, _w) = s.into_split();
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        let mut chunks = 0;
+        // In place mostly; every tenth chunk through `AsyncRead`, which must go on where the
+        // last chunk ended.
+        loop {
+            if chunks % 10 == 9 {
+                let mut b = [0u8; 1000];
+                let n = r.read(&mut b).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&b[..n]);
+            } else {
+                let Some(n) = r
+                    .read_with(50_000, |b| {
+                        got.extend_from_slice(b);
+                        b.len()
+                    })
+                    .await
+                    .unwrap()
+                else {
+                    break;
+                };
+                assert!(n > 0 && n <= 50_000, "a chunk of {n} bytes");
+            }
+            chunks += 1;
+        }
+        // At the end: `None` again, and nothing asked for gets nothing at once.
+        assert_eq!(now("read_with after the end", r.read_with(10, |b| b.len())).await.unwrap(), None);
+        assert_eq!(now("read_with of nothing", r.read_with(0, |b| b.len())).await.unwrap(), Some(0));
+        got
+    });
+    c.write_all(&stream).await.unwrap();
+    c.shutdown().await.unwrap();
+    let got = reader.await.unwrap();
+    assert!(got == stream, "the stream as written ({} of {} bytes)", got.len(), stream.len());
+}

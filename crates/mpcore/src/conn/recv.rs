@@ -160,17 +160,30 @@ impl RecvBuf {
     }
 
     fn read(&mut self, out: &mut [u8]) -> usize {
-        let n = out.len().min(self.readable());
+        let mut n = 0;
+        while n < out.len() {
+            let (pos, len) = self.take(out.len() - n);
+            if len == 0 {
+                break;
+            }
+            out[n..n + len].copy_from_slice(&self.ring[pos..pos + len]);
+            n += len;
+        }
+        n
+    }
+
+    /// Takes up to `max` in-order bytes from the front, no further than the ring's end;
+    /// returns where they are in the ring and how many.
+    fn take(&mut self, max: usize) -> (usize, usize) {
+        let n = max.min(self.readable());
         if n == 0 {
-            return 0;
+            return (0, 0);
         }
         let cap = self.ring.len();
         let pos = (self.read % cap as u64) as usize;
-        let first = (cap - pos).min(n);
-        out[..first].copy_from_slice(&self.ring[pos..pos + first]);
-        out[first..n].copy_from_slice(&self.ring[..n - first]);
+        let n = n.min(cap - pos);
         self.read += n as u64;
-        n
+        (pos, n)
     }
 }
 
@@ -372,10 +385,23 @@ impl RecvSide {
     /// Reads in-order bytes into `out`; returns the count.
     pub fn read(&mut self, out: &mut [u8]) -> usize {
         let n = self.buf.read(out);
+        self.on_read(n);
+        n
+    }
+
+    /// Takes up to `max` in-order bytes where they lie in the receive buffer, no copy: the
+    /// front of what is readable, up to the ring's end (the rest comes next). Empty when
+    /// nothing is readable.
+    pub fn read_chunk(&mut self, max: usize) -> &[u8] {
+        let (pos, n) = self.buf.take(max);
+        self.on_read(n);
+        &self.buf.ring[pos..pos + n]
+    }
+
+    fn on_read(&mut self, n: usize) {
         if n > 0 && self.buf.window() >= self.advertised + self.size / 4 {
             self.window_update = true;
         }
-        n
     }
 
     /// The responder's decision on a FAST_JOIN_OUT whose HMAC is checked by `fastjoin`: the
@@ -523,5 +549,28 @@ mod tests {
         r.trim();
         assert_eq!(r.buffer_bytes(), MIN_RING, "unread bytes keep it");
         assert_eq!(read_all(&mut r), pattern(10_000, 10_100));
+    }
+
+    #[test]
+    fn chunks_are_read_in_place_up_to_the_ring_end_then_from_its_start() {
+        let mut r = side(0, 1 << 16);
+        r.on_mapping(Dsn(0), &pattern(0, 3000), false, false, 0).unwrap();
+        let mut out = vec![0u8; 3000];
+        assert_eq!(r.read(&mut out), 3000);
+        // 3000 bytes more wrap around the 4 KiB ring: the first chunk stops at its end.
+        r.on_mapping(Dsn(3000), &pattern(3000, 6000), false, false, 0).unwrap();
+        assert_eq!(r.read_chunk(500), &pattern(3000, 3500)[..], "no more than asked");
+        assert_eq!(r.read_chunk(10_000), &pattern(3500, MIN_RING as u64)[..], "to the ring's end");
+        assert_eq!(r.read_chunk(10_000), &pattern(MIN_RING as u64, 6000)[..], "then from its start");
+        assert!(r.read_chunk(10_000).is_empty(), "all taken");
+        assert_eq!(r.readable(), 0);
+        assert_eq!(r.window(), 1 << 16, "taken bytes open the window as read ones do");
+        let mut r = side(0, 1024);
+        r.on_mapping(Dsn(0), &[1; 1024], false, false, 0).unwrap();
+        r.on_window_advertised();
+        assert_eq!(r.read_chunk(200).len(), 200);
+        assert!(!r.take_window_update(), "200 bytes are less than a quarter");
+        assert_eq!(r.read_chunk(200).len(), 200);
+        assert!(r.take_window_update(), "400 bytes free: say so");
     }
 }
