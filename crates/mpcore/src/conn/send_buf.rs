@@ -14,6 +14,7 @@
 //! the pieces.
 
 use bytes::{Buf, Bytes};
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// The ring's first size.
@@ -50,6 +51,11 @@ pub(super) struct SendBuf {
     ring_una: u64,
     /// Empty: the ring holds exactly `[una, una + len)`.
     pieces: VecDeque<Piece>,
+    /// Pieces taken off the front so far, and the piece the last copy ended in, counted as
+    /// they: copies go on in order, so the next one most often starts in that piece or the
+    /// one after, found without a search.
+    popped: u64,
+    last: Cell<u64>,
     /// Bytes held in the application's buffers.
     owned: usize,
     /// Offset of the lowest unacknowledged byte.
@@ -61,7 +67,17 @@ pub(super) struct SendBuf {
 
 impl SendBuf {
     pub(super) fn new(capacity: usize) -> Self {
-        Self { ring: VecDeque::new(), ring_una: 0, pieces: VecDeque::new(), owned: 0, una: 0, len: 0, capacity }
+        Self {
+            ring: VecDeque::new(),
+            ring_una: 0,
+            pieces: VecDeque::new(),
+            popped: 0,
+            last: Cell::new(0),
+            owned: 0,
+            una: 0,
+            len: 0,
+            capacity,
+        }
     }
 
     pub(super) fn end(&self) -> u64 {
@@ -167,6 +183,7 @@ impl SendBuf {
                 p.len -= k;
                 if p.len == 0 {
                     self.pieces.pop_front();
+                    self.popped += 1;
                 }
                 left -= k;
             }
@@ -186,7 +203,7 @@ impl SendBuf {
             self.copy_ring(start, out);
             return true;
         }
-        let mut i = self.pieces.partition_point(|p| p.start + p.len as u64 <= off);
+        let mut i = self.find(off);
         let (mut at, mut done) = (off, 0);
         while done < out.len() {
             let Some(p) = self.pieces.get(i) else { return false };
@@ -200,7 +217,21 @@ impl SendBuf {
             at += k as u64;
             i += 1;
         }
+        self.last.set(self.popped + i as u64 - 1);
         true
+    }
+
+    /// The index of the piece that holds offset `off` (held).
+    fn find(&self, off: u64) -> usize {
+        let holds = |i: usize| self.pieces.get(i).is_some_and(|p| p.start <= off && off < p.start + p.len as u64);
+        let last = self.last.get().wrapping_sub(self.popped) as usize;
+        if holds(last) {
+            last
+        } else if holds(last.wrapping_add(1)) {
+            last.wrapping_add(1)
+        } else {
+            self.pieces.partition_point(|p| p.start + p.len as u64 <= off)
+        }
     }
 
     /// Copies `out.len()` bytes from ring index `start` (within the ring).
