@@ -127,7 +127,8 @@ impl Connection {
         }
         let id = self.subflows[i].id();
         let plain = keys.recv.open(id, pn, scratch, hl).map_err(|_| DropReason::DecryptFailed)?;
-        let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
+        let mut frames = FrameList::new();
+        frames.fill(plain).map_err(|_| DropReason::Malformed)?;
         let look = self.inspect(self.subflows[i].rec().next_pn, &frames)?;
         if look.new_ranges > self.recv.ranges_free() {
             // The reassembly cannot track another hole (far more holes than segments of 256

@@ -19,22 +19,43 @@ pub struct FrameList<'a> {
     rest: &'a [u8],
 }
 
+impl Default for FrameList<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<'a> FrameList<'a> {
+    /// An empty list, for `fill`.
+    pub fn new() -> Self {
+        Self { frames: [Frame::Ping; KEPT], kept: 0, rest: &[] }
+    }
+
     /// Parses and validates every frame of `payload`; an error if any does not parse.
     pub fn parse(payload: &'a [u8]) -> Result<Self, Error> {
-        let mut list = Self { frames: [Frame::Ping; KEPT], kept: 0, rest: &[] };
+        let mut list = Self::new();
+        list.fill(payload)?;
+        Ok(list)
+    }
+
+    /// `parse` into this list, in place: on the receive path, where the list (a kilobyte)
+    /// returned in a `Result` and mapped to the caller's error was copied twice per packet.
+    /// After an error the list holds what parsed before it.
+    pub fn fill(&mut self, payload: &'a [u8]) -> Result<(), Error> {
+        self.kept = 0;
+        self.rest = &[];
         let mut frames = Frames::new(payload);
-        while list.kept < KEPT {
-            let Some(f) = frames.next() else { return Ok(list) };
-            list.frames[list.kept] = f?;
-            list.kept += 1;
+        while self.kept < KEPT {
+            let Some(f) = frames.next() else { return Ok(()) };
+            self.frames[self.kept] = f?;
+            self.kept += 1;
         }
         let at = frames.offset();
         for f in frames {
             f?;
         }
-        list.rest = &payload[at..];
-        Ok(list)
+        self.rest = &payload[at..];
+        Ok(())
     }
 
     /// The frames, in their order in the packet.
