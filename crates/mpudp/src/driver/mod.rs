@@ -303,9 +303,19 @@ impl Driver {
             if fired {
                 self.armed = None;
             }
+            let woke_reader = std::mem::take(&mut st.woke_reader);
             drop(st);
             if !progress && !fired {
                 return Poll::Pending;
+            }
+            // A reader was woken: let it read before more comes in. On one thread, the rounds
+            // went on while it waited, up to the whole receive window (8 MiB in `upload`), and
+            // the ring grew to hold it all, its bytes cold in the cache by the time they were
+            // read; so were the ring's places written next. Now a round's datagrams (up to
+            // `RECV_ROUNDS` batches a socket) are read while hot, and the ring stays near
+            // that size.
+            if woke_reader {
+                break;
             }
         }
         // Still busy: let other tasks run, then go on.

@@ -192,6 +192,8 @@ pub(crate) struct State {
     pub(crate) inbox: VecDeque<(mpcore::PathId, SocketAddr, Vec<u8>)>,
     /// Times the driver task ran (each a wake-up of its thread when the endpoint is idle).
     pub(crate) wakeups: u64,
+    /// The last `dispatch` woke a reader.
+    pub(crate) woke_reader: bool,
     /// `Options::qlog_dir`: the connections' event logs, written after each round.
     pub(crate) qlog: Option<super::qlog::QlogFiles>,
     /// `Options::tickets`: where the tickets servers give go.
@@ -220,6 +222,7 @@ impl State {
             path_waker: None,
             names,
             wakeups: 0,
+            woke_reader: false,
             qlog: None,
             tickets: None,
         }
@@ -385,7 +388,11 @@ impl State {
                         c.abort(now);
                     }
                 }
-                Event::Readable | Event::Finished => wake(&mut slot.read),
+                Event::Readable | Event::Finished => {
+                    let woke = slot.read.is_some();
+                    wake(&mut slot.read);
+                    self.woke_reader |= woke;
+                }
                 Event::Closed { reason } => {
                     slot.closed = Some(reason);
                     for w in

@@ -1,0 +1,101 @@
+//! A fast upload into a large receive window, everything on one thread: the receiver's ring
+//! stays near what one round of the driver reads, not the window. The driver lets a reader it
+//! woke read before it receives more; when it went on for up to 16 rounds, the ring grew to the
+//! whole window (8 MiB here), and the bytes were cold in the cache by the time they were read.
+//!
+//! Measured as the largest allocation on the thread that runs both endpoints while the bytes
+//! flow: the ring is one allocation, doubled as it grows.
+#![allow(clippy::unwrap_used)]
+#![allow(unsafe_code)] // a global allocator is an unsafe trait; this one only measures
+
+use mpudp::{Interface, MpListener, MpStream, Options};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+struct Largest;
+
+static MEASURING: AtomicBool = AtomicBool::new(false);
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread runs the runtime; the test harness's own threads are not measured.
+    static MEASURED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn note(size: usize) {
+    if MEASURING.load(Ordering::Relaxed) && MEASURED.with(|m| m.get()) {
+        LARGEST.fetch_max(size, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only notes the sizes.
+unsafe impl GlobalAlloc for Largest {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        note(l.size());
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        note(l.size());
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        note(n);
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Largest = Largest;
+
+/// Handed over by reference (`write_chunk`): the sender's buffer allocates nothing of its own.
+static CHUNK: [u8; 64 << 10] = [0x5a; 64 << 10];
+
+const WINDOW: usize = 8 << 20;
+
+#[test]
+fn the_receive_ring_stays_near_a_round_not_the_window() {
+    std::thread::spawn(measure).join().unwrap();
+}
+
+fn measure() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    MEASURED.with(|m| m.set(true));
+    rt.block_on(async {
+        let id = mpudp::ServerIdentity::from_seed(&[3; 32]).unwrap();
+        let key = id.public_key();
+        let mut so = Options::new().identity(id);
+        so.config_mut().recv_window = WINDOW;
+        let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), so).unwrap();
+        let addr = l.local_addr();
+        const BYTES: usize = 256 << 20;
+        let server = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut got = 0;
+            while let Some(n) = s.read_with(64 << 10, |b| b.len()).await.unwrap() {
+                got += n;
+            }
+            got
+        });
+        // One path: a round reads up to 2 batches of 8 GRO datagrams of 64 KiB from its socket.
+        let opts = Options::new().server_key(key).interface(Interface::unbound("127.0.0.1:0".parse().unwrap()));
+        let mut c = MpStream::connect(addr, opts).await.unwrap();
+        let chunk = bytes::Bytes::from_static(&CHUNK);
+        MEASURING.store(true, Ordering::Relaxed);
+        let mut sent = 0;
+        while sent < BYTES {
+            c.write_chunk(chunk.clone()).await.unwrap();
+            sent += chunk.len();
+        }
+        tokio::io::AsyncWriteExt::shutdown(&mut c).await.unwrap();
+        assert_eq!(server.await.unwrap(), sent);
+        MEASURING.store(false, Ordering::Relaxed);
+    });
+    let largest = LARGEST.load(Ordering::Relaxed);
+    println!("largest allocation while 256 MiB flowed into a window of 8 MiB: {largest} bytes");
+    // A round reads at most 1 MiB: the ring (a power of two) needs 2 MiB at most.
+    assert!(largest <= 2 << 20, "an allocation of {largest} bytes: the ring grew towards the window");
+}
