@@ -247,6 +247,9 @@ impl ConnRef {
 /// - `shutdown` sends DATA_FIN after everything written and returns at once; again is
 ///   harmless; after an abort or a timeout it is an error.
 ///
+/// Without copies: [`write_chunk`](MpStream::write_chunk) hands a `Bytes` over by reference,
+/// [`read_with`](MpStream::read_with) reads the received bytes where they lie.
+///
 /// [`into_split`]: MpStream::into_split
 ///
 /// ```no_run
