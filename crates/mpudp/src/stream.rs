@@ -491,7 +491,8 @@ macro_rules! read_with {
             /// errors as `read`'s. With `max == 0`, `f` gets nothing at once.
             ///
             /// `f` runs under the endpoint's lock, which its driver needs to receive and send:
-            /// keep it short, and never wait in it on this endpoint.
+            /// keep it short, and in it never call into, or drop, a handle of this endpoint
+            /// (the lock is not re-entrant: that would deadlock).
             ///
             /// ```no_run
             /// # async fn f(mut s: mpudp::MpStream) -> std::io::Result<()> {

@@ -58,13 +58,28 @@ const WINDOW: usize = 8 << 20;
 
 #[test]
 fn the_receive_ring_stays_near_a_round_not_the_window() {
-    std::thread::spawn(measure).join().unwrap();
+    // A datagram lost (a receive buffer overflowed on a loaded machine) leaves a hole, and the
+    // ring must then span what came after it, up to the window, whatever the driver does: such
+    // a try proves nothing either way, and another is made.
+    for attempt in 1..=3 {
+        let (largest, lost) = std::thread::spawn(measure).join().unwrap();
+        println!("try {attempt}: largest allocation while 256 MiB flowed into a window of 8 MiB: {largest} bytes; {lost} packets lost");
+        if lost > 0 {
+            continue;
+        }
+        // A round reads at most 1 MiB: the ring (a power of two) needs 2 MiB at most.
+        assert!(largest <= 2 << 20, "an allocation of {largest} bytes: the ring grew towards the window");
+        return;
+    }
+    panic!("every try lost packets: the bound was never measured");
 }
 
-fn measure() {
+/// The largest allocation while the bytes flowed, and the packets the sender declared lost.
+fn measure() -> (usize, u64) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     MEASURED.with(|m| m.set(true));
-    rt.block_on(async {
+    LARGEST.store(0, Ordering::Relaxed);
+    let lost = rt.block_on(async {
         let id = mpudp::ServerIdentity::from_seed(&[3; 32]).unwrap();
         let key = id.public_key();
         let mut so = Options::new().identity(id);
@@ -93,9 +108,8 @@ fn measure() {
         tokio::io::AsyncWriteExt::shutdown(&mut c).await.unwrap();
         assert_eq!(server.await.unwrap(), sent);
         MEASURING.store(false, Ordering::Relaxed);
+        // Unknown once the connection is forgotten: as a loss, another try.
+        c.stats().map_or(u64::MAX, |st| st.subflows.iter().map(|f| f.counters.packets_lost).sum())
     });
-    let largest = LARGEST.load(Ordering::Relaxed);
-    println!("largest allocation while 256 MiB flowed into a window of 8 MiB: {largest} bytes");
-    // A round reads at most 1 MiB: the ring (a power of two) needs 2 MiB at most.
-    assert!(largest <= 2 << 20, "an allocation of {largest} bytes: the ring grew towards the window");
+    (LARGEST.load(Ordering::Relaxed), lost)
 }

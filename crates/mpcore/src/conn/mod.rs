@@ -556,14 +556,15 @@ impl Connection {
     /// Reads in place: up to `max` bytes, the next of the stream, as they lie in the receive
     /// buffer (no copy into the caller's), taken as `read` takes them. A chunk ends where the
     /// buffer wraps: the bytes after come with the next call. An empty chunk is the end of the
-    /// stream (and what `max == 0` gets); `Blocked` and `Closed` as for `read`.
+    /// stream; `Blocked` and `Closed` as for `read` (and, as `read` into no room, `max == 0`
+    /// gets `Blocked` while the stream goes on).
     pub fn read_chunk(&mut self, max: usize) -> Result<&[u8], ReadError> {
         if max > 0 && self.recv.readable() > 0 {
             let chunk = self.recv.read_chunk(max);
             self.counters.bytes_read += chunk.len() as u64;
             return Ok(chunk);
         }
-        if max == 0 || self.recv.is_finished() {
+        if self.recv.is_finished() {
             return Ok(&[]);
         }
         match self.state {

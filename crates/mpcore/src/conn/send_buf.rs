@@ -217,7 +217,9 @@ impl SendBuf {
             at += k as u64;
             i += 1;
         }
-        self.last.set(self.popped + i as u64 - 1);
+        if i > 0 {
+            self.last.set(self.popped + i as u64 - 1);
+        }
         true
     }
 

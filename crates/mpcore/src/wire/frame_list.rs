@@ -40,7 +40,7 @@ impl<'a> FrameList<'a> {
 
     /// `parse` into this list, in place: on the receive path, where the list (a kilobyte)
     /// returned in a `Result` and mapped to the caller's error was copied twice per packet.
-    /// After an error the list holds what parsed before it.
+    /// After an error the list is not to be used.
     pub fn fill(&mut self, payload: &'a [u8]) -> Result<(), Error> {
         self.kept = 0;
         self.rest = &[];
