@@ -8,13 +8,13 @@
 #![allow(clippy::unwrap_used)]
 #![allow(unsafe_code)] // a global allocator is an unsafe trait; this one only counts
 
+#[macro_use]
+mod alloc_probe;
+
 use mpudp::{Interface, MpListener, MpStream, Options};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-struct Counting;
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
@@ -51,27 +51,7 @@ fn note(size: usize) {
     }
 }
 
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        note(n);
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+noting_allocator!(note);
 
 /// The application's chunk for `write_chunk`: a static buffer, so that handing it over again
 /// and again allocates nothing (as clones of a shared `Bytes` do not).

@@ -8,12 +8,12 @@
 #![allow(clippy::unwrap_used)]
 #![allow(unsafe_code)] // a global allocator is an unsafe trait; this one only measures
 
+#[macro_use]
+mod alloc_probe;
+
 use mpudp::{Interface, MpListener, MpStream, Options};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-struct Largest;
 
 static MEASURING: AtomicBool = AtomicBool::new(false);
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
@@ -29,27 +29,7 @@ fn note(size: usize) {
     }
 }
 
-// SAFETY: forwards every call to the system allocator unchanged; only notes the sizes.
-unsafe impl GlobalAlloc for Largest {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        note(l.size());
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        note(n);
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Largest = Largest;
+noting_allocator!(note);
 
 /// Handed over by reference (`write_chunk`): the sender's buffer allocates nothing of its own.
 static CHUNK: [u8; 64 << 10] = [0x5a; 64 << 10];
