@@ -133,9 +133,22 @@ impl SendBuf {
     }
 
     /// Takes what fits of `data` by reference (split off its front); returns the count. A
-    /// short one is copied (`MIN_PIECE`).
+    /// short one is copied (`MIN_PIECE`). A long one is cut only where the rest is a piece's
+    /// worth too, and waits (0) for room for a piece: a short front or rest would be copied,
+    /// and the first copy starts the ring, an allocation in the middle of a transfer of
+    /// buffers handed over, whenever the room first runs short. Not in an empty buffer, nor in
+    /// one so small that a writer woken at `write_space` (a third of it free) could find less
+    /// room than that.
     pub(super) fn write_bytes(&mut self, data: &mut Bytes) -> usize {
-        let n = data.len().min(self.room());
+        let mut n = data.len().min(self.room());
+        if data.len() >= MIN_PIECE && self.len > 0 && self.capacity >= 6 * MIN_PIECE {
+            if n < data.len() {
+                n = n.min(data.len() - MIN_PIECE);
+            }
+            if n < MIN_PIECE {
+                return 0;
+            }
+        }
         if n == 0 {
             return 0;
         }
@@ -321,6 +334,32 @@ mod tests {
         let mut out = vec![0u8; s.len()];
         assert!(s.copy_out(una, &mut out));
         assert!(out == model[una as usize..], "the stream intact");
+    }
+
+    /// A long buffer finding less room than a piece waits for room rather than start the
+    /// ring; a short one is copied, and an empty buffer takes a long one's front whatever
+    /// its size.
+    #[test]
+    fn a_long_buffer_waits_for_room_rather_than_start_the_ring() {
+        let mut s = SendBuf::new(64 << 10);
+        let mut b = Bytes::from_static(&[3; 100 << 10]);
+        assert_eq!(s.write_bytes(&mut b), 64 << 10);
+        s.ack(3_000);
+        assert_eq!(s.write_bytes(&mut b), 0, "3,000 bytes of room: less than a piece");
+        assert_eq!(s.ring.capacity(), 0, "no ring");
+        s.ack(10_000);
+        assert_eq!(s.write_bytes(&mut b), 10_000, "a piece's worth: taken by reference");
+        // 26,864 bytes left of the buffer, room for 24,000: a cut there would leave 2,864.
+        s.ack(34_000);
+        assert_eq!(s.write_bytes(&mut b), 26_864 - MIN_PIECE, "cut where a piece is left");
+        assert_eq!(b.len(), MIN_PIECE);
+        assert_eq!(s.write_bytes(&mut b), 0, "less room than the rest");
+        s.ack(60_000);
+        assert_eq!(s.write_bytes(&mut b), MIN_PIECE, "the rest, by reference");
+        assert_eq!(s.ring.capacity(), 0, "still no ring");
+        assert_eq!(s.write_bytes(&mut Bytes::from_static(&[4; 100])), 100, "a short one is copied");
+        let mut tiny = SendBuf::new(3_000);
+        assert_eq!(tiny.write_bytes(&mut Bytes::from_static(&[5; 10_000])), 3_000, "empty: taken");
     }
 
     /// A buffer larger than the room: what fits is taken, the rest stays with the caller.
