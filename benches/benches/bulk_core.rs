@@ -104,12 +104,7 @@ impl Pair {
                 c.close();
             }
         }
-        self.lens.clear();
-        while self.lens.len() < SLOTS {
-            let at = self.lens.len() * SLOT;
-            let Some(tx) = self.client.poll_transmit(now, &mut self.slots[at..at + SLOT]) else { break };
-            self.lens.push(tx.len);
-        }
+        burst(&mut self.client, now, &mut self.slots, &mut self.lens);
         let t2 = Instant::now();
         self.spent[0] += t2 - t;
         let mut read = 0;
@@ -117,10 +112,7 @@ impl Pair {
         if self.server.poll_timeout().is_some_and(|d| d <= now) {
             self.server.handle_timeout(now);
         }
-        for (k, &len) in self.lens.iter().enumerate() {
-            let d = &mut self.slots[k * SLOT..k * SLOT + len];
-            self.server.handle_datagram_in_place(now, PathId(0), self.addrs[0], d);
-        }
+        hand(&mut self.server, now, self.addrs[0], &mut self.slots, &self.lens);
         self.datagrams += self.lens.len() as u64;
         if let Some(s) = self.s.and_then(|h| self.server.conn_mut(h)) {
             loop {
@@ -134,20 +126,29 @@ impl Pair {
                 }
             }
         }
-        self.lens.clear();
-        while self.lens.len() < SLOTS {
-            let at = self.lens.len() * SLOT;
-            let Some(tx) = self.server.poll_transmit(now, &mut self.slots[at..at + SLOT]) else { break };
-            self.lens.push(tx.len);
-        }
+        burst(&mut self.server, now, &mut self.slots, &mut self.lens);
         let t3 = Instant::now();
         self.spent[1] += t3 - t2;
-        for (k, &len) in self.lens.iter().enumerate() {
-            let d = &mut self.slots[k * SLOT..k * SLOT + len];
-            self.client.handle_datagram_in_place(now, PathId(0), self.addrs[1], d);
-        }
+        hand(&mut self.client, now, self.addrs[1], &mut self.slots, &self.lens);
         self.spent[0] += t3.elapsed();
         (read, end)
+    }
+}
+
+/// What `ep` sends now, into the slots (`SLOTS` datagrams at most).
+fn burst(ep: &mut Endpoint, now: u64, slots: &mut [u8], lens: &mut Vec<usize>) {
+    lens.clear();
+    while lens.len() < SLOTS {
+        let at = lens.len() * SLOT;
+        let Some(tx) = ep.poll_transmit(now, &mut slots[at..at + SLOT]) else { break };
+        lens.push(tx.len);
+    }
+}
+
+/// Hands `ep` the datagrams in the slots, from `from`.
+fn hand(ep: &mut Endpoint, now: u64, from: std::net::SocketAddr, slots: &mut [u8], lens: &[usize]) {
+    for (k, &len) in lens.iter().enumerate() {
+        ep.handle_datagram_in_place(now, PathId(0), from, &mut slots[k * SLOT..k * SLOT + len]);
     }
 }
 
