@@ -544,13 +544,7 @@ impl Connection {
             self.counters.bytes_read += n as u64;
             return Ok(n);
         }
-        if self.recv.is_finished() {
-            return Ok(0);
-        }
-        match self.state {
-            State::Closed(r) if r != CloseReason::Graceful => Err(ReadError::Closed(r)),
-            _ => Err(ReadError::Blocked),
-        }
+        self.nothing_read().map(|()| 0)
     }
 
     /// Reads in place: up to `max` bytes, the next of the stream, as they lie in the receive
@@ -564,8 +558,13 @@ impl Connection {
             self.counters.bytes_read += chunk.len() as u64;
             return Ok(chunk);
         }
+        self.nothing_read().map(|()| &[][..])
+    }
+
+    /// Why a read took nothing: `Ok` at the end of the stream, else the error.
+    fn nothing_read(&self) -> Result<(), ReadError> {
         if self.recv.is_finished() {
-            return Ok(&[]);
+            return Ok(());
         }
         match self.state {
             State::Closed(r) if r != CloseReason::Graceful => Err(ReadError::Closed(r)),

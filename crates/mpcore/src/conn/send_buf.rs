@@ -51,11 +51,10 @@ pub(super) struct SendBuf {
     ring_una: u64,
     /// Empty: the ring holds exactly `[una, una + len)`.
     pieces: VecDeque<Piece>,
-    /// Pieces taken off the front so far, and the piece the last copy ended in, counted as
-    /// they: copies go on in order, so the next one most often starts in that piece or the
+    /// The piece the last copy ended in (its index, moved down as pieces are taken off the
+    /// front): copies go on in order, so the next one most often starts in that piece or the
     /// one after, found without a search.
-    popped: u64,
-    last: Cell<u64>,
+    last: Cell<usize>,
     /// Bytes held in the application's buffers.
     owned: usize,
     /// Offset of the lowest unacknowledged byte.
@@ -71,7 +70,6 @@ impl SendBuf {
             ring: VecDeque::new(),
             ring_una: 0,
             pieces: VecDeque::new(),
-            popped: 0,
             last: Cell::new(0),
             owned: 0,
             una: 0,
@@ -196,7 +194,7 @@ impl SendBuf {
                 p.len -= k;
                 if p.len == 0 {
                     self.pieces.pop_front();
-                    self.popped += 1;
+                    self.last.set(self.last.get().saturating_sub(1));
                 }
                 left -= k;
             }
@@ -231,7 +229,7 @@ impl SendBuf {
             i += 1;
         }
         if i > 0 {
-            self.last.set(self.popped + i as u64 - 1);
+            self.last.set(i - 1);
         }
         true
     }
@@ -239,11 +237,11 @@ impl SendBuf {
     /// The index of the piece that holds offset `off` (held).
     fn find(&self, off: u64) -> usize {
         let holds = |i: usize| self.pieces.get(i).is_some_and(|p| p.start <= off && off < p.start + p.len as u64);
-        let last = self.last.get().wrapping_sub(self.popped) as usize;
+        let last = self.last.get();
         if holds(last) {
             last
-        } else if holds(last.wrapping_add(1)) {
-            last.wrapping_add(1)
+        } else if holds(last + 1) {
+            last + 1
         } else {
             self.pieces.partition_point(|p| p.start + p.len as u64 <= off)
         }
