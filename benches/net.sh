@@ -100,14 +100,22 @@ setup() { # $1: number of links, $2: rate limit ("" for none)
     done
 }
 
-iperf() { # $1: "" or "mptcpize run"; prints Mbit/s
+# $1: "" or "mptcpize run"; prints Mbit/s and the CPU per gigabit (ms) of the sender and the
+# receiver, from iperf3's own account (its process's user and system time over the test). On a
+# veth the receiver's softirq work mostly runs on the sending CPU, and is counted to the sender.
+iperf() {
     ip netns exec $S $1 iperf3 -s -1 -p 5301 >/dev/null 2>&1 &
     local srv=$!
     sleep 0.5
     local out
     out=$(ip netns exec $C $1 iperf3 -c $SERVER -p 5301 -t "$T" -J 2>/dev/null || true)
     wait $srv 2>/dev/null || true
-    python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))' <<<"$out" 2>/dev/null || echo "n/a"
+    python3 -c '
+import json, sys
+e = json.load(sys.stdin)["end"]
+gbit = e["sum_received"]["bits_per_second"] / 1e9
+c = e["cpu_utilization_percent"]
+print("%.1f %.0f %.0f" % (gbit * 1e3, 10 * c["host_total"] / gbit, 10 * c["remote_total"] / gbit))' <<<"$out" 2>/dev/null || echo "n/a n/a n/a"
 }
 
 # Runs "$@" in namespace $1 and appends "cpu USER SYS" (seconds) to its stderr.
@@ -226,12 +234,14 @@ measure() {
     local links=$1 rate=$2 bytes=$3
     shift 3
     setup "$links" "$rate"
-    local t=() m=() o=() o2=() w=() oc=() os=() q=() qc=() qs=()
+    local t=() tc=() ts=() m=() o=() o2=() w=() oc=() os=() q=() qc=() qs=()
     local o4=() o24=() o2t=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=() oa=() oac=() oas=() ocold=()
     for k in $(seq 1 "$RUNS"); do
         echo "  round $k of $RUNS" >&2
-        t+=("$(iperf "")")
-        m+=("$(iperf "mptcpize run")")
+        read -r g c sv <<<"$(iperf "")"
+        t+=("$g") tc+=("$c") ts+=("$sv")
+        read -r g _ <<<"$(iperf "mptcpize run")"
+        m+=("$g")
         read -r g wi c sv <<<"$(ours 1 "$bytes" 1 "$@")"
         o+=("$g") w+=("$wi") oc+=("$c") os+=("$sv")
         read -r g wi c sv <<<"$(ours 2 "$bytes" 1 "$@")"
@@ -265,6 +275,7 @@ measure() {
     ours2=$(median "${o2[@]}") quinn=$(median "${q[@]}")
     ours_cpu="$(per_gbit "$(median "${oc[@]}")" "$bytes") / $(per_gbit "$(median "${os[@]}")" "$bytes")"
     quinn_cpu="$(per_gbit "$(median "${qc[@]}")" "$bytes") / $(per_gbit "$(median "${qs[@]}")" "$bytes")"
+    tcp_cpu="$(median "${tc[@]}" | cut -d. -f1) / $(median "${ts[@]}" | cut -d. -f1)"
     echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; mpudp on 2 threads ${o2[*]}; quinn ${q[*]}" >&2
     if [ "$links" = 1 ]; then
         ours4=$(median "${o4[@]}") ours24=$(median "${o24[@]}") ours2t=$(median "${o2t[@]}") udp_gro=$(median "${ug[@]}") udp_nogro=$(median "${un[@]}")
@@ -280,31 +291,32 @@ measure() {
     fi
 }
 
-na=(n/a n/a n/a n/a n/a "n/a / n/a" "n/a / n/a" n/a)
+na=(n/a n/a n/a n/a n/a "n/a / n/a" "n/a / n/a" n/a "n/a / n/a")
 a=("${na[@]}") b=("${na[@]}")
 if [[ " $SETUPS " == *" A "* ]]; then
     echo "setup A: one unlimited veth ($T s per run, $RUNS rounds)" >&2
     measure 1 "" 2000000000 -i c0
-    a=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu" "$ours2")
+    a=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu" "$ours2" "$tcp_cpu")
 fi
 if [[ " $SETUPS " == *" B "* ]]; then
     echo "setup B: two veths at 100 Mbit/s each" >&2
     measure 2 100mbit $((200 * 1000 * 1000 / 8 * T)) -i c0 -i c1
-    b=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu" "$ours2")
+    b=("$tcp" "$mptcp" "$ours" "$wire" "$quinn" "$ours_cpu" "$quinn_cpu" "$ours2" "$tcp_cpu")
 fi
 
 printf '\nGoodput (application bytes per second), medians of %s rounds of %s s runs, the tools alternating;\n' "$RUNS" "$T"
 printf '"wire" counts mpudp'"'"'s datagrams with their UDP, IPv4 and Ethernet headers, which is what htb meters.\n'
-printf 'CPU: milliseconds of CPU time per gigabit moved, sender / receiver (the whole process, setup included).\n'
+printf 'CPU: milliseconds of CPU time per gigabit moved, sender / receiver (the whole process, setup included;\n'
+printf 'kernel TCP: iperf3'"'"'s own account over the test, where a veth counts most of the receiving stack to the sender).\n'
 printf 'mpudp and quinn each run on a current-thread tokio runtime (one thread per side); the column "mpudp, 2 threads"\n'
 printf 'gives mpudp on a multi-thread runtime (its driver then on a thread of its own, Options::driver_thread).\n\n'
-printf '| setup | kernel TCP | kernel MPTCP | quinn | mpudp goodput | mpudp on the wire | mpudp / quinn | mpudp / kernel TCP | CPU ms/Gbit mpudp | CPU ms/Gbit quinn | mpudp, 2 threads |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| setup | kernel TCP | kernel MPTCP | quinn | mpudp goodput | mpudp on the wire | mpudp / quinn | mpudp / kernel TCP | CPU ms/Gbit mpudp | CPU ms/Gbit kernel TCP | CPU ms/Gbit quinn | mpudp, 2 threads |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 row() { # $1: name, $2..: the setup's values
     local name=$1
     shift
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$1" "$2" "$5" "$3" "$4" \
-        "$(ratio_x "$3" "$5")" "$(ratio "$3" "$1")" "$6" "$7" "$8"
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$1" "$2" "$5" "$3" "$4" \
+        "$(ratio_x "$3" "$5")" "$(ratio "$3" "$1")" "$6" "$9" "$7" "$8"
 }
 row "A: one unlimited veth (Mbit/s)" "${a[@]}"
 row "B: two veths, 100 Mbit/s each (Mbit/s)" "${b[@]}"
