@@ -277,6 +277,10 @@ pub struct Faults {
     /// Give every subflow a connection joins or accepts the same CID, so that the
     /// connections' join CIDs collide at the endpoint (which renames them).
     pub same_join_cid: bool,
+    /// Send every packet after the handshake in clear, with a zero tag and no header
+    /// protection, and expect the peer's so: what the protection costs a transfer
+    /// (`benches/net.sh`). Both ends must set it; the handshake itself is still protected.
+    pub no_encryption: bool,
 }
 
 impl Default for Config {

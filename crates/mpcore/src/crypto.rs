@@ -435,6 +435,10 @@ pub struct PacketKey {
     key: LessSafeKey,
     iv: [u8; 12],
     hp: quic::HeaderProtectionKey,
+    /// `Faults::no_encryption` (tests and benches only): packets go out in clear with a zero
+    /// tag and no header protection, to measure what the protection costs.
+    #[cfg(feature = "test-hooks")]
+    clear: bool,
 }
 
 impl fmt::Debug for PacketKey {
@@ -456,7 +460,29 @@ impl PacketKey {
         // `key_len` gives by construction.
         let unbound = UnboundKey::new(suite.aead(), &key[..nk]).expect("AEAD key length is the suite's Nk");
         let hp = quic::HeaderProtectionKey::new(suite.hp(), &hp[..nk]).expect("HP key length is the suite's Nk");
-        Self { suite, key: LessSafeKey::new(unbound), iv, hp }
+        Self {
+            suite,
+            key: LessSafeKey::new(unbound),
+            iv,
+            hp,
+            #[cfg(feature = "test-hooks")]
+            clear: false,
+        }
+    }
+
+    /// This key, protecting nothing (`Faults::no_encryption`): both ends must do the same.
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn in_clear(self) -> Self {
+        Self { clear: true, ..self }
+    }
+
+    /// Whether this key protects nothing (never outside the `test-hooks` feature).
+    #[inline]
+    fn clear(&self) -> bool {
+        #[cfg(feature = "test-hooks")]
+        return self.clear;
+        #[cfg(not(feature = "test-hooks"))]
+        return false;
     }
 
     /// Its AEAD suite.
@@ -491,6 +517,10 @@ impl PacketKey {
             return Err(CryptoError::BufferTooSmall);
         }
         let (header, rest) = packet.split_at_mut(header_len);
+        if self.clear() {
+            rest[plaintext_len..plaintext_len + TAG_LEN].fill(0);
+            return Ok(end + TAG_LEN);
+        }
         let nonce = Nonce::assume_unique_for_key(self.nonce(subflow, pn));
         let tag = self
             .key
@@ -512,12 +542,19 @@ impl PacketKey {
             return Err(CryptoError::Authentication);
         }
         let (header, rest) = packet.split_at_mut(header_len);
+        if self.clear() {
+            let (plain, tag) = rest.split_at_mut(rest.len() - TAG_LEN);
+            return if tag.iter().all(|&b| b == 0) { Ok(plain) } else { Err(CryptoError::Authentication) };
+        }
         let nonce = Nonce::assume_unique_for_key(self.nonce(subflow, pn));
         self.key.open_in_place(nonce, Aad::from(&*header), rest).map_err(|_| CryptoError::Authentication)
     }
 
     fn mask(&self, packet: &[u8], pn_offset: usize) -> Result<[u8; 5], CryptoError> {
         let sample = packet.get(pn_offset + 4..pn_offset + 20).ok_or(CryptoError::BufferTooSmall)?;
+        if self.clear() {
+            return Ok([0; 5]);
+        }
         self.hp.new_mask(sample).map_err(|_| CryptoError::BufferTooSmall)
     }
 

@@ -192,3 +192,34 @@ fn an_endpoints_connections_send_in_turns_of_many_datagrams() {
         &eight[..eight.len().min(12)]
     );
 }
+
+/// `Faults::no_encryption` (what `benches/net.sh` measures the protection's cost with): the
+/// upload still completes, byte for byte, and its data now crosses the wire in clear, where
+/// with the fault off no 32 bytes of it do. A key that ignored the fault on either end would
+/// fail the transfer (the other end's zero tag, or its real one, would not open).
+#[test]
+fn without_encryption_the_data_crosses_in_clear() {
+    let crosses_in_clear = |no_encryption: bool| {
+        let config = Config {
+            path_manager: PathManager::Fullmesh,
+            faults: mpcore::Faults { no_encryption, ..mpcore::Faults::default() },
+            ..Config::default()
+        };
+        let mut sim = Sim::new(11, config.clone(), config, two_paths(false)).unwrap();
+        sim.capture = Some(mpsim::pcap::Pcap::new());
+        let data = pattern(200_000, 2);
+        let mut app = Bulk::new(data.clone(), false);
+        assert!(sim.run(ms(60_000), |s| app.drive(s)), "the upload completed");
+        assert!(app.received == data);
+        let wire = sim.capture.as_ref().unwrap().bytes();
+        // Every 32-byte window at a 1000-byte stride of the data: in clear, most are found
+        // whole in some packet (a few straddle two).
+        let windows: std::collections::HashSet<&[u8]> =
+            (0..data.len() - 32).step_by(1000).map(|o| &data[o..o + 32]).collect();
+        let found: std::collections::HashSet<&[u8]> = wire.windows(32).filter(|x| windows.contains(x)).collect();
+        (found.len(), windows.len())
+    };
+    let (found, of) = crosses_in_clear(true);
+    assert!(found * 10 >= of * 9, "{found} of {of} windows of the data in clear");
+    assert_eq!(crosses_in_clear(false).0, 0, "encrypted, none is");
+}

@@ -74,6 +74,11 @@ struct Cli {
     /// (`--threads 2`), where it otherwise gets a thread of its own (`Options::driver_thread`).
     #[arg(long, global = true)]
     driver_task: bool,
+    /// Send every packet after the handshake in clear, with a zero tag (`Faults::no_encryption`,
+    /// a test hook): what the packet protection costs the transfer (`benches/net.sh`). Both
+    /// ends need it; an end without it drops the other's packets. Never for real data.
+    #[arg(long, global = true)]
+    no_encryption: bool,
     /// Client: where UDP gets no answer for this many milliseconds, use TCP (PROTOCOL.md
     /// §4.11; 0: UDP only; `benches/carrier.sh` measures a TCP-carried path against UDP).
     #[arg(long, global = true, default_value_t = 1000)]
@@ -143,6 +148,7 @@ fn options(cli: &Cli) -> Result<Options, String> {
     }
     o.config_mut().recv_window = cli.window;
     o.config_mut().max_datagram_size = cli.max_datagram;
+    o.config_mut().faults.no_encryption = cli.no_encryption;
     o.config_mut().tcp_after = (cli.tcp_fallback_ms > 0).then(|| cli.tcp_fallback_ms * 1000);
     o.config_mut().congestion = CongestionControl::from_name(&cli.cc)
         .ok_or_else(|| format!("unknown congestion control {:?} (lia, olia, cubic, reno)", cli.cc))?;

@@ -323,6 +323,11 @@ impl Connection {
             Side::Client => (s.c2s, s.s2c, s.key_client, s.key_server),
             Side::Server => (s.s2c, s.c2s, s.key_server, s.key_client),
         };
+        #[cfg(feature = "test-hooks")]
+        let (send, recv) = match self.config.faults().no_encryption {
+            true => (send.in_clear(), recv.in_clear()),
+            false => (send, recv),
+        };
         let fast = fastjoin::Keys::new(local_key, remote_key);
         self.keys = Some(Keys { send, recv, local_key, remote_key, resumption: s.resumption, fast });
         let token = if self.config.faults().same_token { 0 } else { crypto::token(local_key) };
