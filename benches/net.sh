@@ -103,7 +103,8 @@ setup() { # $1: number of links, $2: rate limit ("" for none)
 
 # $1: "" or "mptcpize run"; prints Mbit/s and the CPU per gigabit (ms) of the sender and the
 # receiver, from iperf3's own account (its process's user and system time over the test). On a
-# veth the receiver's softirq work mostly runs on the sending CPU, and is counted to the sender.
+# veth the receiver's softirq work mostly runs on the sending CPU, and on a kernel without IRQ
+# time accounting (this one) is counted to the sender.
 iperf() {
     ip netns exec $S $1 iperf3 -s -1 -p 5301 >/dev/null 2>&1 &
     local srv=$!
@@ -222,6 +223,7 @@ median() { python3 -c "import sys, statistics; v=[float(x) for x in sys.argv[1:]
 # CPU milliseconds per gigabit: $1 CPU seconds, $2 bytes moved.
 per_gbit() { python3 -c "import sys; c,b=sys.argv[1:]; print('%.0f' % (1000*float(c)/(float(b)*8/1e9)) if c!='n/a' else 'n/a')" "$1" "$2"; }
 
+round0() { python3 -c "import sys; v=sys.argv[1]; print('%.0f' % float(v) if v!='n/a' else 'n/a')" "$1"; }
 ratio_x() { python3 -c "import sys; a,b=sys.argv[1:]; print('%.2fx' % (float(a)/float(b)) if 'n/a' not in (a,b) and float(b) else 'n/a')" "$1" "$2"; }
 ratio() { python3 -c "import sys; a,b=sys.argv[1:]; print('%.0f%%' % (100*float(a)/float(b)) if b not in ('n/a','0') and a!='n/a' else 'n/a')" "$1" "$2"; }
 
@@ -278,7 +280,7 @@ measure() {
     ours2=$(median "${o2[@]}") quinn=$(median "${q[@]}")
     ours_cpu="$(per_gbit "$(median "${oc[@]}")" "$bytes") / $(per_gbit "$(median "${os[@]}")" "$bytes")"
     quinn_cpu="$(per_gbit "$(median "${qc[@]}")" "$bytes") / $(per_gbit "$(median "${qs[@]}")" "$bytes")"
-    tcp_cpu="$(median "${tc[@]}" | cut -d. -f1) / $(median "${ts[@]}" | cut -d. -f1)"
+    tcp_cpu="$(round0 "$(median "${tc[@]}")") / $(round0 "$(median "${ts[@]}")")"
     echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; mpudp on 2 threads ${o2[*]}; quinn ${q[*]}" >&2
     if [ "$links" = 1 ]; then
         ours4=$(median "${o4[@]}") ours24=$(median "${o24[@]}") ours2t=$(median "${o2t[@]}") udp_gro=$(median "${ug[@]}") udp_nogro=$(median "${un[@]}")

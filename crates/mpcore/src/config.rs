@@ -279,7 +279,8 @@ pub struct Faults {
     pub same_join_cid: bool,
     /// Send every packet after the handshake in clear, with a zero tag and no header
     /// protection, and expect the peer's so: what the protection costs a transfer
-    /// (`benches/net.sh`). Both ends must set it; the handshake itself is still protected.
+    /// (`benches/net.sh`). Both ends must set it; the HANDSHAKE packet is still protected, the
+    /// CONFIRM, JOIN and every later packet are not.
     pub no_encryption: bool,
 }
 

@@ -12,10 +12,11 @@
 //! drop-tail bottleneck queue of `--queue-rtts` of its RTT (the seeds' setups: one
 //! bandwidth-delay product). Two client endpoints share those bottlenecks, as two apps of one
 //! phone: one uploads (fullmesh, both paths), the other asks (`iperf-siri`'s defaults: lowest
-//! RTT, fullmesh). Each request is 2 KB; its delay is from its last byte written to its
-//! answer's first byte (the seeds' measure). The requests run alone, then with the upload
+//! RTT, fullmesh). Each request is 2 KB; its delay is from its write (one `write_all`, taken at
+//! once by the send buffer) to its answer's first byte (the seeds' measure). The requests run alone, then with the upload
 //! going for `--warmup` seconds first; the table gives their delays in ms and in RTTs of the
-//! path the request took (the fastest: WiFi, 15 ms), and the upload's goodput beside them.
+//! fastest path (WiFi, 15 ms; a request moved to cellular counts in those too), and the upload's
+//! goodput beside them.
 
 use bytes::Bytes;
 use clap::Parser;
@@ -86,14 +87,15 @@ fn phone(key: mpudp::PublicKey, cc: CongestionControl) -> Result<MpEndpoint, Box
     Ok(MpEndpoint::client(opts)?)
 }
 
-/// `n` requests on `s`, `gap` apart; each one's delay to its answer's first byte.
+/// `n` requests on `s`, `gap` apart; each one's delay from its write to its answer's first
+/// byte (stamped before the write: the answer cannot come sooner than a round trip after it).
 async fn ask(s: &mut MpStream, n: u32, gap: Duration) -> std::io::Result<Vec<Duration>> {
     let request = vec![b'q'; REQUEST];
     let mut answer = vec![0u8; ANSWER];
     let mut delays = Vec::new();
     for _ in 0..n {
-        s.write_all(&request).await?;
         let sent = Instant::now();
+        s.write_all(&request).await?;
         s.read_exact(&mut answer[..1]).await?;
         delays.push(sent.elapsed());
         s.read_exact(&mut answer[1..]).await?;
