@@ -45,6 +45,11 @@ pub struct Args {
     /// Seconds the upload runs before the requests beside it start.
     #[arg(long, default_value_t = 2.0)]
     pub warmup: f64,
+    /// The server's receive window (`Config::recv_window`), as `upload`'s. The default 1 MiB,
+    /// which does not grow, holds an upload over these paths at 100 Mbit/s lower: 73-85 % of
+    /// them in three runs, against 86-89 % with 8 MiB.
+    #[arg(long, default_value_t = 8 << 20, value_parser = clap::value_parser!(u64).range(4096..=1 << 30))]
+    pub window: u64,
     /// The upload's congestion control: lia (the default, coupled), olia, cubic or reno.
     #[arg(long, default_value = "lia")]
     pub cc: String,
@@ -129,7 +134,9 @@ pub async fn measure(args: &Args) -> Result<Figures, Box<dyn std::error::Error>>
     let ip = |s: &str| s.parse::<IpAddr>().expect("an address");
     let id = ServerIdentity::generate()?;
     let key = id.public_key();
-    let l = MpListener::bind(SocketAddr::new(ip("127.0.0.1"), 0), Options::server().identity(id))?;
+    let mut opts = Options::server().identity(id);
+    opts.config_mut().recv_window = args.window as usize;
+    let l = MpListener::bind(SocketAddr::new(ip("127.0.0.1"), 0), opts)?;
     let path = |rtt: Duration| PathSpec {
         rate_bps: args.rate_mbit * 1_000_000,
         queue: rtt.mul_f64(args.queue_rtts),
@@ -178,7 +185,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "Two emulated paths, {} Mbit/s each way: WiFi RTT {} ms, cellular {} ms, bottleneck queues of {} RTT.\n\
          {} requests of {REQUEST} bytes, {} ms apart, answered with {ANSWER} bytes; delay to the answer's first byte.\n\
-         The upload: congestion control {}, {} s before the requests beside it.\n",
+         The upload: congestion control {}, {} s before the requests beside it; the server's window {} KiB.\n",
         args.rate_mbit,
         WIFI_RTT.as_millis(),
         CELL_RTT.as_millis(),
@@ -186,7 +193,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.requests,
         args.gap_ms,
         args.cc,
-        args.warmup
+        args.warmup,
+        args.window >> 10
     );
     let f = measure(&args).await?;
     let rtt = WIFI_RTT.as_secs_f64();

@@ -10,7 +10,15 @@ mod beside;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_alone_and_beside_an_upload_are_measured() {
-    let args = beside::Args { rate_mbit: 20, queue_rtts: 1.0, requests: 5, gap_ms: 50, warmup: 0.5, cc: "lia".into() };
+    let args = beside::Args {
+        rate_mbit: 20,
+        queue_rtts: 1.0,
+        requests: 5,
+        gap_ms: 50,
+        warmup: 0.5,
+        window: 8 << 20,
+        cc: "lia".into(),
+    };
     let run = tokio::time::timeout(std::time::Duration::from_secs(120), beside::measure(&args));
     let f = run.await.expect("the run ended within two minutes").unwrap();
     assert_eq!((f.alone.len(), f.beside.len()), (5, 5), "every request answered");
