@@ -348,7 +348,7 @@ if [[ " $SETUPS " == *" A "* ]]; then
     printf '\nTargets (issue 40): mpudp >= 0.8x kernel TCP (now %s); 2 threads >= 0.95x 1 (now %s, %s with 4 streams); 2 cores >= 1.7x 1 (now %s).\n' \
         "$(ratio_x "${a[2]}" "${a[0]}")" "$(ratio_x "${a[7]}" "${a[2]}")" "$(ratio_x "$ours24" "$ours4")" "$(ratio_x "$core2" "$core1")"
     printf '\nWhat the packet protection costs (AES-128-GCM and header protection; kernel TCP encrypts nothing): mpudp with every\n'
-    printf 'packet after the handshake in clear (Faults::no_encryption, a test hook, on both ends) against mpudp as it ships.\n\n'
+    printf 'packet after the handshake in clear (Faults::no_encryption, a test hook, on both ends) against mpudp encrypted (the same build).\n\n'
     printf '| | Mbit/s | vs kernel TCP | CPU ms/Gbit, sender / receiver |\n|---|---|---|---|\n'
     printf '| kernel TCP | %s | | %s |\n' "${a[0]}" "${a[8]}"
     printf '| mpudp | %s | %s | %s |\n' "${a[2]}" "$(ratio_x "${a[2]}" "${a[0]}")" "${a[5]}"
