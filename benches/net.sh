@@ -223,6 +223,9 @@ median() { python3 -c "import sys, statistics; v=[float(x) for x in sys.argv[1:]
 # CPU milliseconds per gigabit: $1 CPU seconds, $2 bytes moved.
 per_gbit() { python3 -c "import sys; c,b=sys.argv[1:]; print('%.0f' % (1000*float(c)/(float(b)*8/1e9)) if c!='n/a' else 'n/a')" "$1" "$2"; }
 
+# "sender / receiver" CPU milliseconds per gigabit: $1 bytes moved, $2 and $3 CPU seconds.
+cpu_pair() { echo "$(per_gbit "$2" "$1") / $(per_gbit "$3" "$1")"; }
+
 round0() { python3 -c "import sys; v=sys.argv[1]; print('%.0f' % float(v) if v!='n/a' else 'n/a')" "$1"; }
 ratio_x() { python3 -c "import sys; a,b=sys.argv[1:]; print('%.2fx' % (float(a)/float(b)) if 'n/a' not in (a,b) and float(b) else 'n/a')" "$1" "$2"; }
 ratio() { python3 -c "import sys; a,b=sys.argv[1:]; print('%.0f%%' % (100*float(a)/float(b)) if b not in ('n/a','0') and a!='n/a' else 'n/a')" "$1" "$2"; }
@@ -278,8 +281,8 @@ measure() {
     done
     tcp=$(median "${t[@]}") mptcp=$(median "${m[@]}") ours=$(median "${o[@]}") wire=$(median "${w[@]}")
     ours2=$(median "${o2[@]}") quinn=$(median "${q[@]}")
-    ours_cpu="$(per_gbit "$(median "${oc[@]}")" "$bytes") / $(per_gbit "$(median "${os[@]}")" "$bytes")"
-    quinn_cpu="$(per_gbit "$(median "${qc[@]}")" "$bytes") / $(per_gbit "$(median "${qs[@]}")" "$bytes")"
+    ours_cpu=$(cpu_pair "$bytes" "$(median "${oc[@]}")" "$(median "${os[@]}")")
+    quinn_cpu=$(cpu_pair "$bytes" "$(median "${qc[@]}")" "$(median "${qs[@]}")")
     tcp_cpu="$(round0 "$(median "${tc[@]}")") / $(round0 "$(median "${ts[@]}")")"
     echo "  runs: tcp ${t[*]}; mptcp ${m[*]}; mpudp ${o[*]}; mpudp on 2 threads ${o2[*]}; quinn ${q[*]}" >&2
     if [ "$links" = 1 ]; then
@@ -287,8 +290,8 @@ measure() {
         core1=$(median "${c1[@]}") core2=$(median "${c2[@]}")
         core1_cpu=$(per_gbit "$(median "${c1s[@]}")" "$bytes") core2_cpu=$(per_gbit "$(median "${c2s[@]}")" "$bytes")
         ours_copy=$(median "${oa[@]}") ours_cold=$(median "${ocold[@]}") ours_clear=$(median "${oclear[@]}")
-        clear_cpu="$(per_gbit "$(median "${oclearc[@]}")" "$bytes") / $(per_gbit "$(median "${oclears[@]}")" "$bytes")"
-        copy_cpu="$(per_gbit "$(median "${oac[@]}")" "$bytes") / $(per_gbit "$(median "${oas[@]}")" "$bytes")"
+        clear_cpu=$(cpu_pair "$bytes" "$(median "${oclearc[@]}")" "$(median "${oclears[@]}")")
+        copy_cpu=$(cpu_pair "$bytes" "$(median "${oac[@]}")" "$(median "${oas[@]}")")
         echo "  runs: AsyncWrite and AsyncRead ${oa[*]}; 4 MiB source ${ocold[*]}; without encryption ${oclear[*]}; 4 streams ${o4[*]}; 4 streams on 2 threads ${o24[*]}; 2 threads, driver as a task ${o2t[*]}; UDP with GRO ${ug[*]}, without ${un[*]}; server on 1 core ${c1[*]}, on 2 ${c2[*]}" >&2
     else
         siri_alone="$(median "${sa50[@]}") / $(median "${sa99[@]}")"

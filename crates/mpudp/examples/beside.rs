@@ -22,7 +22,7 @@ use bytes::Bytes;
 use clap::Parser;
 use linkemu::{Emulator, PathSpec};
 use mpudp::{CongestionControl, Iface, Interface, MpEndpoint, MpListener, MpStream, Options, ServerIdentity};
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,6 +55,9 @@ pub struct Args {
     pub cc: String,
 }
 
+/// The phone's two addresses: the emulator tells its paths apart by them.
+const WIFI: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
+const CELLULAR: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
 pub const WIFI_RTT: Duration = Duration::from_millis(15);
 pub const CELL_RTT: Duration = Duration::from_millis(25);
 /// A request's bytes, and its answer's.
@@ -82,12 +85,11 @@ async fn serve(mut s: MpStream, received: Arc<AtomicU64>) -> std::io::Result<()>
 
 /// A client endpoint over both emulated paths (fullmesh, lowest RTT), with `cc`.
 fn phone(key: mpudp::PublicKey, cc: CongestionControl) -> Result<MpEndpoint, Box<dyn std::error::Error>> {
-    let ip = |s: &str| s.parse::<IpAddr>().expect("an address");
     let mut opts = Options::new();
     opts.config_mut().congestion = cc;
     let opts = opts
-        .interface(Interface::unbound(SocketAddr::new(ip("127.0.0.1"), 0)).kind(Iface::Wifi))
-        .interface(Interface::unbound(SocketAddr::new(ip("127.0.0.2"), 0)).kind(Iface::Cellular))
+        .interface(Interface::unbound(SocketAddr::new(WIFI, 0)).kind(Iface::Wifi))
+        .interface(Interface::unbound(SocketAddr::new(CELLULAR, 0)).kind(Iface::Cellular))
         .server_key(key);
     Ok(MpEndpoint::client(opts)?)
 }
@@ -131,19 +133,18 @@ pub async fn measure(args: &Args) -> Result<Figures, Box<dyn std::error::Error>>
     }
     let cc = CongestionControl::from_name(&args.cc)
         .ok_or_else(|| format!("unknown congestion control {:?} (lia, olia, cubic, reno)", args.cc))?;
-    let ip = |s: &str| s.parse::<IpAddr>().expect("an address");
     let id = ServerIdentity::generate()?;
     let key = id.public_key();
     let mut opts = Options::server().identity(id);
     opts.config_mut().recv_window = args.window as usize;
-    let l = MpListener::bind(SocketAddr::new(ip("127.0.0.1"), 0), opts)?;
+    let l = MpListener::bind(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0), opts)?;
     let path = |rtt: Duration| PathSpec {
         rate_bps: args.rate_mbit * 1_000_000,
         queue: rtt.mul_f64(args.queue_rtts),
         ..PathSpec::multimob(rtt)
     };
-    let paths = [(ip("127.0.0.1"), path(WIFI_RTT)), (ip("127.0.0.2"), path(CELL_RTT))];
-    let emu = Emulator::start(ip("127.0.0.1"), l.local_addr(), &paths).await?;
+    let paths = [(WIFI, path(WIFI_RTT)), (CELLULAR, path(CELL_RTT))];
+    let emu = Emulator::start(Ipv4Addr::LOCALHOST.into(), l.local_addr(), &paths).await?;
     let received = Arc::new(AtomicU64::new(0));
     let counter = received.clone();
     let server = tokio::spawn(async move {
