@@ -48,8 +48,24 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     })
 }
 
-/// An HTTP/2 server on `l`: each connection's result goes to `done`.
-fn serve(l: MpListener, done: tokio::sync::mpsc::UnboundedSender<Result<(), String>>) {
+/// How a server's connection ended: cleanly, or with an error (the I/O error's kind under
+/// hyper's, if any, and the error's text).
+type End = Result<(), (Option<std::io::ErrorKind>, String)>;
+
+/// The kind of the I/O error under `e`, if one is.
+fn io_kind(e: &hyper::Error) -> Option<std::io::ErrorKind> {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = s.source();
+    }
+    None
+}
+
+/// An HTTP/2 server on `l`: each connection's end goes to `done`.
+fn serve(l: MpListener, done: tokio::sync::mpsc::UnboundedSender<End>) {
     tokio::spawn(async move {
         while let Ok((stream, _)) = l.accept().await {
             let done = done.clone();
@@ -57,7 +73,7 @@ fn serve(l: MpListener, done: tokio::sync::mpsc::UnboundedSender<Result<(), Stri
                 let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                     .adaptive_window(true)
                     .serve_connection(TokioIo::new(stream), hyper::service::service_fn(handle));
-                let _ = done.send(conn.await.map_err(|e| e.to_string()));
+                let _ = done.send(conn.await.map_err(|e| (io_kind(&e), format!("{e:?}"))));
             });
         }
     });
@@ -73,7 +89,7 @@ struct Client {
 
 /// A fullmesh client over WiFi (127.0.0.1, RTT 4 ms) and cellular (127.0.0.2, RTT 8 ms), both
 /// 200 Mbit/s, through an emulator, speaking HTTP/2 to a server on loopback.
-async fn client(done: tokio::sync::mpsc::UnboundedSender<Result<(), String>>) -> Client {
+async fn client(done: tokio::sync::mpsc::UnboundedSender<End>) -> Client {
     let ip = |s: &str| s.parse::<IpAddr>().unwrap();
     let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), Options::new().identity(identity())).unwrap();
     let spec = |ms| PathSpec {
@@ -133,18 +149,28 @@ async fn requests_concurrent_streams_and_a_graceful_shutdown() {
     let st = c.control.stats().unwrap();
     assert!(st.subflows.iter().any(|f| f.path == PathId(1)), "{st:?}");
     // Graceful shutdown: the client lets go of its sender; hyper sends GOAWAY and shuts the
-    // stream down, and both sides' connections end without an error.
+    // stream down, and the client's connection ends without an error.
     let Client { send, conn, control, emu: _emu, _ep } = c;
     drop(send);
     tokio::time::timeout(Duration::from_secs(10), conn).await.expect("the client's connection ends").unwrap().unwrap();
     let server = tokio::time::timeout(Duration::from_secs(10), done.recv()).await.expect("the server's ends");
-    assert_eq!(server, Some(Ok(())));
     // The transport closes at once, not at an idle timeout. hyper's client drops the stream
-    // without waiting for the server's last frames; those that arrive after are never read, so
-    // the connection resets, as a TCP socket closed with data arriving does (MpStream's
-    // documentation). Which comes first is a race: either is a clean end.
+    // without waiting for the server's last frames (its BDP pings, window updates); if one
+    // arrives after, it is never read, so the client resets the connection, as a TCP socket
+    // closed with data arriving does (MpStream's documentation). Which comes first is a race:
+    // either is a clean end of the transport.
     let reason = tokio::time::timeout(Duration::from_secs(10), control.closed()).await.expect("the connection closes");
     assert!(matches!(reason, CloseReason::Graceful | CloseReason::Aborted), "{reason:?}");
+    // The server's connection ends without an error; or, when that reset came first (1 run in
+    // 30 to 60 here), with the reset and nothing else: the server's last read or write meets
+    // the peer's abort, as hyper's does over TCP (ECONNRESET).
+    match server {
+        Some(Ok(())) => {}
+        Some(Err((Some(std::io::ErrorKind::ConnectionReset), e))) => {
+            assert_eq!(reason, CloseReason::Aborted, "the server was reset, yet the client did not abort: {e}");
+        }
+        other => panic!("the server's connection: {other:?}"),
+    }
 }
 
 #[tokio::test]

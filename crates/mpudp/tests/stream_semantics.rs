@@ -61,6 +61,24 @@ async fn every_read_after_the_end_of_the_stream_returns_0() {
     }
 }
 
+/// Dropping a stream ends it as closing a TCP socket does: what was written is still
+/// delivered, then the end of the stream; the connection closes gracefully once the peer ends
+/// its direction too (nothing arrived for the dropped side to leave unread).
+#[tokio::test]
+async fn a_stream_dropped_after_writing_delivers_everything_then_its_end() {
+    let (mut c, mut s, _l) = pair().await;
+    let sent: Vec<u8> = (0..2_000_000u32).map(|i| (i % 251) as u8).collect();
+    c.write_all(&sent).await.unwrap();
+    let control = c.control();
+    drop(c);
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut got)).await.unwrap().unwrap();
+    assert!(got == sent, "{} bytes of {} came, or changed", got.len(), sent.len());
+    s.shutdown().await.unwrap();
+    assert_eq!(tokio::time::timeout(Duration::from_secs(5), s.closed()).await.unwrap(), CloseReason::Graceful);
+    assert_eq!(tokio::time::timeout(Duration::from_secs(5), control.closed()).await.unwrap(), CloseReason::Graceful);
+}
+
 #[tokio::test]
 async fn shutdown_after_an_abort_is_an_error_on_both_sides() {
     let (mut c, mut s, _l) = pair().await;
