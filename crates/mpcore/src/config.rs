@@ -92,8 +92,15 @@ pub struct Config {
     pub interface_order: Vec<Iface>,
     /// How a client opens subflows (a server follows the client's).
     pub path_manager: PathManager,
-    /// Receive buffer, and the window advertised beyond the DATA_ACK.
+    /// The receive window the connection starts with (advertised beyond the DATA_ACK, and
+    /// the transport parameter `initial_window`). It grows with a reader that keeps up with
+    /// the sender, up to `max_recv_window` (PROTOCOL.md §6).
     pub recv_window: usize,
+    /// The most the receive window grows to (Linux's receive-buffer autotuning, as
+    /// `tcp_rmem`'s third value). At or below `recv_window`, the window does not grow. The
+    /// buffer itself holds only the bytes received and not yet read: a connection whose
+    /// reader keeps up, or that is idle, holds far less.
+    pub max_recv_window: usize,
     /// Bytes the application may have written and not yet acknowledged.
     pub send_buffer: usize,
     /// The connection closes after this long without an authenticated packet (0: never). The
@@ -299,6 +306,7 @@ impl Default for Config {
             interface_order: Vec::new(),
             path_manager: PathManager::Fullmesh,
             recv_window: 1 << 20,
+            max_recv_window: 8 << 20,
             send_buffer: 4 << 20,
             idle_timeout: 30_000_000,
             peer_timeout: 10_000_000,
@@ -492,6 +500,9 @@ impl Config {
         }
         if self.recv_window < 4096 || self.send_buffer < 4096 {
             return err("recv_window and send_buffer must be at least 4096 bytes");
+        }
+        if self.recv_window.max(self.max_recv_window) > 1 << 30 {
+            return err("recv_window and max_recv_window must be at most 1 GiB");
         }
         if self.max_subflows == 0 || self.max_subflows > scheduler::MAX_SUBFLOWS {
             return err("max_subflows must be between 1 and 64");

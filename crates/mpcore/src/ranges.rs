@@ -25,6 +25,12 @@ impl RangeSet {
         Self { ranges: Vec::new(), floor: 0, max_ranges: max_ranges.max(1) }
     }
 
+    /// Keeps up to `max_ranges` from now on, if that is more than before (never fewer: the
+    /// ranges held stay).
+    pub fn raise_bound(&mut self, max_ranges: usize) {
+        self.max_ranges = self.max_ranges.max(max_ranges);
+    }
+
     /// Gives back the memory of the ranges no longer held (an idle connection's).
     pub fn shrink(&mut self) {
         self.ranges.shrink_to_fit();

@@ -615,7 +615,8 @@ fn many_holes_in_reassembly_never_deliver_a_gap() {
 #[test]
 fn a_segment_refused_by_a_full_reassembly_is_sent_again() {
     let client = Config { path_manager: PathManager::Fullmesh, scheduler: "round-robin".into(), ..Config::default() };
-    let server = Config { recv_window: 4096, ..client.clone() };
+    // The smallest window, and one that stays so (no autotuning).
+    let server = Config { recv_window: 4096, max_recv_window: 4096, ..client.clone() };
     let fast = mpsim::PathConfig::new(mpsim::client_addr(0), mpcore::Iface::Wifi, 10, 100);
     let slow = mpsim::PathConfig::new(mpsim::client_addr(1), mpcore::Iface::Cellular, 600, 100);
     let mut sim = Sim::new(7, client, server, vec![fast, slow]).unwrap();

@@ -82,7 +82,7 @@ fn slow_reader(seed: u64) -> Time {
     paths.truncate(1);
     paths[0].loss = 0.1;
     let client = Config { path_manager: PathManager::OnDemand, keep_alive: 0, ..Config::default() };
-    let server = Config { recv_window: 16 << 10, keep_alive: 0, ..Config::default() };
+    let server = Config { recv_window: 16 << 10, max_recv_window: 16 << 10, keep_alive: 0, ..Config::default() };
     let mut sim = Sim::new(seed, client, server, paths).unwrap();
     let data = mpsim::apps::pattern(1 << 20, 3);
     let (mut written, mut got, mut buf) = (0, Vec::new(), vec![0u8; 16 << 10]);

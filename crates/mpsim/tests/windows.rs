@@ -1,13 +1,14 @@
 //! What a connection's windows do with use, in the simulator: the send buffer takes writes
-//! again once a good share of it is free, and the congestion window grows only while it is
-//! in use (RFC 7661).
+//! again once a good share of it is free, the congestion window grows only while it is in use
+//! (RFC 7661), and the receive window grows with a reader that keeps up (PROTOCOL.md §6).
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use common::{cfg, established, server_reads_all};
+use mpcore::Iface;
 use mpcore::{Config, PathManager};
-use mpsim::{ms, multimob_paths, Flow, Sim};
+use mpsim::{client_addr, ms, multimob_paths, Flow, PathConfig, Sim};
 
 /// A writer blocked on a full send buffer is told it may write again (`write_space`) once a
 /// third of the buffer is free (free room at least half of what is held), not at the first
@@ -77,7 +78,8 @@ fn an_unused_window_does_not_grow() {
 #[test]
 fn a_window_held_back_by_flow_control_grows_to_twice_the_flight_at_most() {
     const WINDOW: usize = 8192;
-    let server = Config { recv_window: WINDOW, ..cfg(PathManager::OnDemand) };
+    // A window that stays what it is (no autotuning).
+    let server = Config { recv_window: WINDOW, max_recv_window: WINDOW, ..cfg(PathManager::OnDemand) };
     let mut sim = Sim::new(7, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
     let c = sim.connect();
     let (mut s_h, mut got) = (None, 0usize);
@@ -95,4 +97,100 @@ fn a_window_held_back_by_flow_control_grows_to_twice_the_flight_at_most() {
     assert!(done, "2 MB through an 8 kB window");
     let st = sim.client.stats(c).unwrap().subflows[0];
     assert!(st.cwnd <= 3 * WINDOW as u64, "window {} bytes for a receive window of {WINDOW}", st.cwnd);
+}
+
+/// How an upload to a server whose receive window starts at 64 KiB went.
+struct Upload {
+    /// Virtual time from the start to the last byte read (µs).
+    took: u64,
+    /// The server's receive window at the end.
+    window: u64,
+    /// The most bytes the server held unread at once.
+    most_unread: usize,
+}
+
+const START_WINDOW: usize = 64 << 10;
+
+/// Uploads `total` bytes over two 100 Mbit/s paths of 15 and 25 ms (fullmesh) to a server
+/// whose window starts at 64 KiB and grows up to `max`. The server reads everything it has,
+/// or, with `pace = Some((n, every))`, at most `n` bytes every `every` µs.
+fn upload(max: usize, total: usize, pace: Option<(usize, u64)>) -> Upload {
+    let server = Config { recv_window: START_WINDOW, max_recv_window: max, ..cfg(PathManager::Fullmesh) };
+    let paths = vec![
+        PathConfig::new(client_addr(0), Iface::Wifi, 15, 100),
+        PathConfig::new(client_addr(1), Iface::Cellular, 25, 100),
+    ];
+    let mut sim = Sim::new(11, cfg(PathManager::Fullmesh), server, paths).unwrap();
+    let c = sim.connect();
+    let chunk = vec![7u8; 16 << 10];
+    let (mut written, mut got, mut most_unread) = (0usize, 0usize, 0usize);
+    let (mut s_h, mut next_read) = (None, 0);
+    let mut buf = vec![0u8; 16 << 10];
+    let done = sim.run(ms(120_000), |s| {
+        if let Some(cc) = s.client.conn_mut(c) {
+            while cc.is_established() && written < total {
+                match cc.write(&chunk[..chunk.len().min(total - written)]) {
+                    Ok(n) if n > 0 => written += n,
+                    _ => break,
+                }
+            }
+        }
+        s_h = s_h.or_else(|| s.server.accept());
+        let Some(sc) = s_h.and_then(|h| s.server.conn_mut(h)) else { return Flow::Wake(None) };
+        most_unread = most_unread.max(sc.readable());
+        let mut budget = match pace {
+            None => usize::MAX,
+            Some(_) if s.now < next_read => 0,
+            Some((n, every)) => {
+                next_read = s.now + every;
+                n
+            }
+        };
+        while budget > 0 {
+            match sc.read(&mut buf[..budget.min(16 << 10)]) {
+                Ok(n) if n > 0 => {
+                    got += n;
+                    budget -= n;
+                }
+                _ => break,
+            }
+        }
+        if got >= total {
+            return Flow::Done;
+        }
+        Flow::Wake(pace.map(|_| next_read))
+    });
+    assert!(done, "{got} of {total} bytes in 120 s");
+    let window = sim.server.stats(s_h.unwrap()).unwrap().recv_window;
+    Upload { took: sim.now, window, most_unread }
+}
+
+/// Linux's receive-buffer autotuning, here: a window of 64 KiB holds an upload over two
+/// 100 Mbit/s paths to a window per RTT (about 20 Mbit/s); growing with its reader, it lets
+/// the paths carry it. It grows past the paths' bandwidth-delay product (200 Mbit/s x 25 ms,
+/// 625 kB), stops at the most allowed, and the upload takes far less time.
+#[test]
+fn the_receive_window_grows_with_a_reader_that_keeps_up() {
+    const TOTAL: usize = 20 << 20;
+    let fixed = upload(START_WINDOW, TOTAL, None);
+    assert_eq!(fixed.window, START_WINDOW as u64, "a window without room to grow stays");
+    let tuned = upload(8 << 20, TOTAL, None);
+    assert!(tuned.window >= 1 << 20 && tuned.window <= 8 << 20, "the window grew to {} bytes", tuned.window);
+    assert!(
+        tuned.took * 3 < fixed.took,
+        "the upload took {} ms with the window growing, {} ms without",
+        tuned.took / 1000,
+        fixed.took / 1000
+    );
+    let capped = upload(256 << 10, TOTAL, None);
+    assert_eq!(capped.window, 256 << 10, "the window stops at the most allowed");
+}
+
+/// A reader slower than the paths (32 KiB every 50 ms: 5 Mbit/s) never grows the window: its
+/// unread bytes close it, so the sender, and the memory held, follow the reader.
+#[test]
+fn a_reader_slower_than_the_sender_keeps_the_window_it_had() {
+    let slow = upload(8 << 20, 2 << 20, Some((32 << 10, 50_000)));
+    assert_eq!(slow.window, START_WINDOW as u64, "the window grew for a slow reader");
+    assert!(slow.most_unread <= START_WINDOW, "{} bytes held unread", slow.most_unread);
 }

@@ -16,7 +16,7 @@ async fn requests_alone_and_beside_an_upload_are_measured() {
         requests: 5,
         gap_ms: 50,
         warmup: 0.5,
-        window: 8 << 20,
+        window: None,
         cc: "lia".into(),
     };
     let run = tokio::time::timeout(std::time::Duration::from_secs(120), beside::measure(&args));

@@ -554,7 +554,9 @@ async fn a_writer_whose_peer_vanished_fails_within_the_idle_timeout() {
 #[tokio::test]
 async fn small_buffers_and_small_reads_still_move_everything() {
     let mut srv = server();
+    // A small window, and one that stays so (no autotuning).
     srv.config_mut().recv_window = 8192;
+    srv.config_mut().max_recv_window = 8192;
     let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), srv).unwrap();
     let addr = l.local_addr();
     let data = pattern(2 << 20);

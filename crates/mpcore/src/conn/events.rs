@@ -241,6 +241,9 @@ pub struct ConnStats {
     /// those it received early (replayable by whoever captured them); on a client, those it
     /// sent early that the server took.
     pub early_bytes: u64,
+    /// Our receive window now: `Config::recv_window` at first, grown with the reader up to
+    /// `Config::max_recv_window` (PROTOCOL.md §6).
+    pub recv_window: u64,
 }
 
 /// What a connection asks of its endpoint. The connection never touches the endpoint's

@@ -5,7 +5,7 @@
 use super::dsn::Dsn;
 use super::events::{CloseReason, Event, Side};
 use super::qlog::{PacketHead, PacketKind};
-use super::subflow::SubflowState;
+use super::subflow::{Subflow, SubflowState};
 use super::{Connection, State};
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
@@ -261,6 +261,7 @@ impl Connection {
 
     pub(super) fn after_receive(&mut self, now: Time) {
         self.settle_early();
+        self.tune_window(now);
         if self.state == State::Established && !self.pm_ran && self.side == Side::Client {
             self.pm_ran = true;
             // The first path first: with MP_JOIN (§4.10), before a path manager that joins
@@ -270,6 +271,19 @@ impl Connection {
         }
         self.check_fail_back(now);
         self.check_close(now);
+    }
+
+    /// The receive window grows with the reader (`RecvSide::autotune`), measured over the
+    /// slowest working subflow's RTT: data spread over the paths arrives in order only as the
+    /// slowest delivers it, and the window holds what the faster ones bring meanwhile.
+    fn tune_window(&mut self, now: Time) {
+        if !self.recv.can_grow() {
+            return;
+        }
+        let works = |s: &&Subflow| s.established() && s.rec().rtt.has_sample;
+        if let Some(rtt) = self.subflows.iter().filter(works).map(|s| s.rec().rtt.srtt).max() {
+            self.recv.autotune(now, rtt);
+        }
     }
 
     pub(super) fn on_frame(&mut self, now: Time, i: usize, f: Frame<'_>) {

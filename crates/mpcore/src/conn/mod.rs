@@ -186,7 +186,7 @@ impl Connection {
             subflows: SubflowTable::default(),
             opened: 0,
             send: SendSide::new(config.send_buffer),
-            recv: RecvSide::new(config.recv_window),
+            recv: RecvSide::new(config.recv_window, config.max_recv_window),
             sched,
             infos: Vec::with_capacity(scheduler::MAX_SUBFLOWS),
             events: VecDeque::new(),
@@ -670,6 +670,7 @@ impl Connection {
             scheduler: self.sched.name().to_string(),
             resumed: self.resumed(),
             early_bytes: self.early_data(),
+            recv_window: self.recv.size(),
         }
     }
 }

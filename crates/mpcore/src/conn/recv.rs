@@ -6,9 +6,13 @@
 //! the bytes held, by doubling, up to the receive window, and is given back when the
 //! connection goes idle (`trim`): an idle connection holds no buffer, a busy one reaches its
 //! working size and then receives and reads without allocating (issue 19).
+//!
+//! The window itself grows with a reader that keeps up (`autotune`, Linux's receive-buffer
+//! autotuning), up to the configured most; it never shrinks.
 
 use super::dsn::Dsn;
 use crate::ranges::RangeSet;
+use crate::Time;
 
 /// The ring's first size.
 const MIN_RING: usize = 4096;
@@ -38,12 +42,23 @@ impl RecvBuf {
             size: window.max(1),
             read: 0,
             nxt: 0,
-            // Forgetting a reassembly range would deliver the gap below it as data: the set
-            // holds as many ranges as segments of 256 bytes fit in the window, and data that
-            // would need one more is refused (`insert` returns `None`).
-            ooo: RangeSet::with_floor(window / 256 + 64, 0),
+            ooo: RangeSet::with_floor(Self::ranges_for(window), 0),
             fin: false,
         }
+    }
+
+    /// Forgetting a reassembly range would deliver the gap below it as data: the set holds as
+    /// many ranges as segments of 256 bytes fit in the window, and data that would need one
+    /// more is refused (`insert` returns `None`).
+    fn ranges_for(window: usize) -> usize {
+        window / 256 + 64
+    }
+
+    /// The window grows to `size` (larger than it was): the ring grows with the bytes held,
+    /// as before, and the reassembly tracks as many more ranges.
+    fn widen(&mut self, size: usize) {
+        self.size = size;
+        self.ooo.raise_bound(Self::ranges_for(size));
     }
 
     fn readable(&self) -> usize {
@@ -211,9 +226,16 @@ pub struct RecvSide {
     buf: RecvBuf,
     /// DSN of offset 0 (the peer's `IDSN + 1`).
     start: Dsn,
-    /// The receive buffer's size: the window W of the fast-join rule, constant so the replay
-    /// window's edge only moves forward.
+    /// The receive window: the most the buffer holds, and W of the fast-join rule (§5.9). It
+    /// only grows (`autotune`), and the replay window's edge `EDSN - W` never moves back
+    /// whatever W does.
     size: u64,
+    /// The most `size` grows to.
+    max_size: u64,
+    /// The current measurement of the reader's pace (`autotune`): when it began and how many
+    /// bytes the application had read then.
+    tune_start: Option<Time>,
+    tune_read: u64,
     /// Offset of the peer's DATA_FIN, and the subflow slot that carried it (a DATA_FIN is
     /// answered there, BRIEF.md).
     fin: Option<u64>,
@@ -233,11 +255,16 @@ pub struct RecvSide {
 }
 
 impl RecvSide {
-    pub fn new(window: usize) -> Self {
+    /// A receiving side whose window starts at `window` and grows up to `max_window` (not at
+    /// all when that is no larger).
+    pub fn new(window: usize, max_window: usize) -> Self {
         Self {
             buf: RecvBuf::new(window),
             start: Dsn(0),
             size: window as u64,
+            max_size: max_window.max(window) as u64,
+            tune_start: None,
+            tune_read: 0,
             fin: None,
             fin_slot: None,
             finished: false,
@@ -252,7 +279,7 @@ impl RecvSide {
 
     /// The keys are known: the peer's stream starts at `start`.
     pub fn set_start(&mut self, start: Dsn) {
-        *self = Self::new(self.size as usize);
+        *self = Self::new(self.size as usize, self.max_size as usize);
         self.start = start;
         self.fast_join = fastjoin::ReplayWindow::new(start.0);
     }
@@ -404,8 +431,51 @@ impl RecvSide {
         }
     }
 
+    /// The window may still grow.
+    pub fn can_grow(&self) -> bool {
+        self.size < self.max_size
+    }
+
+    /// Grows the window with the reader (Linux's receive-buffer autotuning, DRS,
+    /// `tcp_rcv_space_adjust`): once per `rtt` (µs), to twice what the application read per
+    /// `rtt` since the last time, when that is more than the window, up to the most allowed.
+    /// A sender held by our window moves about a window per RTT; twice that lets its
+    /// congestion window go on growing. A reader slower than the sender never grows it: its
+    /// unread bytes close the window, so the memory held follows the reader, not the sender.
+    /// A measurement stretched by a pause counts the reads per `rtt`, not in all. Returns
+    /// whether the window grew (the peer should hear of it soon: a window update is due).
+    pub fn autotune(&mut self, now: Time, rtt: u64) -> bool {
+        let rtt = rtt.max(1);
+        let read = self.buf.read;
+        let elapsed = match self.tune_start {
+            Some(t) if now.saturating_sub(t) >= rtt => now - t,
+            Some(_) => return false,
+            None => {
+                self.tune_start = Some(now);
+                self.tune_read = read;
+                return false;
+            }
+        };
+        let per_rtt = u128::from(read - self.tune_read) * u128::from(rtt) / u128::from(elapsed);
+        self.tune_start = Some(now);
+        self.tune_read = read;
+        let want = (2 * per_rtt).min(u128::from(self.max_size)) as u64;
+        if want <= self.size {
+            return false;
+        }
+        self.size = want;
+        self.buf.widen(want as usize);
+        self.window_update = true;
+        true
+    }
+
+    /// The receive window's size now (read or not).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
     /// The responder's decision on a FAST_JOIN_OUT whose HMAC is checked by `fastjoin`: the
-    /// replay window at EDSN, with W the receive buffer (§5.9).
+    /// replay window at EDSN, with W the receive window now (§5.9).
     pub fn accept_fast_join(
         &mut self,
         keys: &fastjoin::Keys,
@@ -422,7 +492,7 @@ mod tests {
     use super::*;
 
     fn side(start: u64, window: usize) -> RecvSide {
-        let mut r = RecvSide::new(window);
+        let mut r = RecvSide::new(window, 0);
         r.set_start(Dsn(start));
         r
     }
@@ -572,5 +642,73 @@ mod tests {
         assert!(!r.take_window_update(), "200 bytes are less than a quarter");
         assert_eq!(r.read_chunk(200).len(), 200);
         assert!(r.take_window_update(), "400 bytes free: say so");
+    }
+
+    /// Fills the window in order from the current EDSN and reads it all: a reader that keeps
+    /// up with a sender held by the window.
+    fn move_a_window(r: &mut RecvSide) {
+        let n = r.window() as usize;
+        r.on_mapping(r.edsn(), &vec![1; n], false, false, 0).unwrap();
+        assert_eq!(read_all_of(r), n);
+    }
+
+    fn read_all_of(r: &mut RecvSide) -> usize {
+        let mut out = vec![0u8; 1 << 16];
+        let mut total = 0;
+        loop {
+            match r.read(&mut out) {
+                0 => return total,
+                n => total += n,
+            }
+        }
+    }
+
+    #[test]
+    fn the_window_grows_once_per_rtt_to_twice_what_was_read_up_to_the_most() {
+        let mut r = RecvSide::new(8192, 40_000);
+        r.set_start(Dsn(0));
+        let ranges = r.ranges_free();
+        assert!(!r.autotune(0, 1000), "the first call starts a measurement");
+        move_a_window(&mut r);
+        assert!(!r.autotune(999, 1000), "not before an RTT");
+        assert!(r.autotune(1000, 1000), "a window read in an RTT");
+        assert_eq!((r.size(), r.window()), (16_384, 16_384), "twice what was read");
+        assert!(r.take_window_update(), "the peer should hear of it");
+        assert!(r.ranges_free() > ranges, "the reassembly tracks more ranges in a larger window");
+        move_a_window(&mut r);
+        assert!(r.autotune(2000, 1000));
+        assert_eq!(r.size(), 32_768);
+        move_a_window(&mut r);
+        assert!(r.autotune(3000, 1000));
+        assert_eq!(r.size(), 40_000, "no more than the most");
+        assert!(!r.can_grow());
+    }
+
+    #[test]
+    fn reads_spread_over_a_pause_count_per_rtt() {
+        let mut r = RecvSide::new(8192, 1 << 20);
+        r.set_start(Dsn(0));
+        r.autotune(0, 1000);
+        move_a_window(&mut r);
+        // A window read, but over ten RTTs: 819 bytes per RTT, less than the window.
+        assert!(!r.autotune(10_000, 1000));
+        assert_eq!(r.size(), 8192);
+        // Half a window in an RTT: twice that is the window, no more.
+        let half = vec![1; 4096];
+        r.on_mapping(r.edsn(), &half, false, false, 0).unwrap();
+        read_all_of(&mut r);
+        assert!(!r.autotune(11_000, 1000));
+        assert_eq!(r.size(), 8192);
+    }
+
+    #[test]
+    fn a_window_at_its_most_does_not_grow() {
+        let mut r = RecvSide::new(8192, 4096);
+        r.set_start(Dsn(0));
+        assert!(!r.can_grow(), "a most below the start is the start");
+        r.autotune(0, 1000);
+        move_a_window(&mut r);
+        assert!(!r.autotune(1000, 1000));
+        assert_eq!(r.size(), 8192);
     }
 }
