@@ -129,8 +129,9 @@ pub struct RunArgs {
     /// always accepts fast joins; a client uses them only with this flag.
     #[arg(long)]
     pub fast_join: bool,
-    /// Congestion control.
-    #[arg(long, default_value = "lia", value_parser = ["lia", "olia", "cubic", "reno"])]
+    /// Congestion control: lia (coupled), olia, cubic, reno, or ledbat (a background transfer that
+    /// keeps the queue short and gives way).
+    #[arg(long, default_value = "lia", value_parser = ["lia", "olia", "cubic", "reno", "ledbat"])]
     pub cc: String,
     /// multimob: the oracle's period Ts.
     #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = parse_duration, allow_hyphen_values = true)]

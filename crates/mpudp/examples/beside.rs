@@ -49,7 +49,8 @@ pub struct Args {
     /// library's: 1 MiB, grown with the reader up to 8 MiB (`Config::max_recv_window`).
     #[arg(long, value_parser = clap::value_parser!(u64).range(4096..=1 << 30))]
     pub window: Option<u64>,
-    /// The upload's congestion control: lia (the default, coupled), olia, cubic or reno.
+    /// The upload's congestion control: lia (the default, coupled), olia, cubic, reno, or ledbat
+    /// (a background transfer: it keeps the queue near half the base RTT and gives way).
     #[arg(long, default_value = "lia")]
     pub cc: String,
 }
@@ -131,7 +132,7 @@ pub async fn measure(args: &Args) -> Result<Figures, Box<dyn std::error::Error>>
         return Err("--queue-rtts must be above 0 and --warmup not negative".into());
     }
     let cc = CongestionControl::from_name(&args.cc)
-        .ok_or_else(|| format!("unknown congestion control {:?} (lia, olia, cubic, reno)", args.cc))?;
+        .ok_or_else(|| format!("unknown congestion control {:?} (lia, olia, cubic, reno, ledbat)", args.cc))?;
     let id = ServerIdentity::generate()?;
     let key = id.public_key();
     let mut opts = Options::server().identity(id);

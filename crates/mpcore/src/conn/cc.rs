@@ -1,4 +1,5 @@
-//! Per-subflow congestion control: Reno (RFC 5681), CUBIC (RFC 9438), and the two coupled
+//! Per-subflow congestion control: Reno (RFC 5681), CUBIC (RFC 9438), LEDBAT for background
+//! transfers (RFC 6817, [`super::ledbat`]), and the two coupled
 //! increases for multipath: RFC 6356's LIA and OLIA (Khalili et al., "MPTCP is not
 //! Pareto-optimal", CoNEXT 2012; draft-khalili-mptcp-congestion-control). All windows are in
 //! bytes.
@@ -24,12 +25,17 @@ pub enum CongestionControl {
     /// window from the largest-window subflows to the best ones (Pareto-optimal where LIA is
     /// not); the coupled algorithm of the Linux MPTCP kernel the Siri/MONROE study ran.
     Olia,
+    /// LEDBAT (RFC 6817, LEDBAT++'s decrease), each subflow on its own: a background
+    /// transfer that keeps the path's queue near a target (half the base RTT) and gives way
+    /// to everything else; Reno's halving on a loss.
+    Ledbat,
 }
 
 impl CongestionControl {
-    /// `reno`, `cubic`, `lia`, `olia`.
+    /// `reno`, `cubic`, `lia`, `olia`, `ledbat`.
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
+            "ledbat" => Some(Self::Ledbat),
             "reno" => Some(Self::Reno),
             "cubic" => Some(Self::Cubic),
             "lia" => Some(Self::Lia),
@@ -114,6 +120,8 @@ fn quality(p: &CoupledPath) -> f64 {
     l * l / p.rtt.max(1) as f64
 }
 
+use super::ledbat::Ledbat;
+
 const CUBIC_C: f64 = 0.4;
 const CUBIC_BETA: f64 = 0.7;
 
@@ -144,6 +152,8 @@ pub struct Cc {
     /// Since when acknowledgements have come for a window the subflow did not fill (see
     /// `on_ack_not_limited`): CUBIC's curve is paused for that long.
     not_limited_since: Option<u64>,
+    /// LEDBAT's delay measurements (unused by the others).
+    ledbat: Ledbat,
 }
 
 impl Cc {
@@ -165,6 +175,7 @@ impl Cc {
             epoch_start: None,
             w_est: 0.0,
             not_limited_since: None,
+            ledbat: Ledbat::default(),
         }
     }
 
@@ -208,8 +219,12 @@ impl Cc {
             return;
         }
         if self.in_slow_start() {
-            self.cwnd += bytes;
-            return;
+            if self.kind == CongestionControl::Ledbat && self.ledbat.ends_slow_start() {
+                self.ssthresh = self.cwnd;
+            } else {
+                self.cwnd += bytes;
+                return;
+            }
         }
         match self.kind {
             CongestionControl::Reno => self.reno_increase(bytes, bytes * self.mss / self.cwnd.max(1)),
@@ -226,6 +241,17 @@ impl Cc {
             }
             CongestionControl::Olia => self.olia_increase(bytes, srtt_us, coupling),
             CongestionControl::Cubic => self.cubic_increase(now, bytes, srtt_us),
+            CongestionControl::Ledbat => {
+                let change = self.ledbat.change(bytes, self.cwnd, self.mss);
+                self.cwnd = self.cwnd.saturating_add_signed(change).max(self.min_window());
+            }
+        }
+    }
+
+    /// An RTT sample (µs, the peer's ACK delay removed): LEDBAT's measure of the queue.
+    pub fn on_rtt_sample(&mut self, now: u64, rtt: u64) {
+        if self.kind == CongestionControl::Ledbat {
+            self.ledbat.on_sample(now, rtt);
         }
     }
 
@@ -310,7 +336,7 @@ impl Cc {
         }
         self.start_recovery(now);
         match self.kind {
-            CongestionControl::Reno | CongestionControl::Lia | CongestionControl::Olia => {
+            CongestionControl::Reno | CongestionControl::Lia | CongestionControl::Olia | CongestionControl::Ledbat => {
                 self.ssthresh = (self.cwnd / 2).max(self.min_window());
             }
             CongestionControl::Cubic => {
@@ -345,6 +371,7 @@ impl Cc {
         self.recovery_start = Some(now);
         self.acked_acc = 0;
         self.olia_acc = 0.0;
+        self.ledbat.on_recovery();
         self.between_losses = std::mem::take(&mut self.since_loss);
     }
 }

@@ -14,6 +14,7 @@ mod early;
 mod events;
 mod input;
 mod join;
+mod ledbat;
 mod multimob;
 mod multimob_state;
 mod packet_builder;

@@ -117,7 +117,8 @@ impl Subflow {
             r.recent_losses = 0;
         }
         if let Some(p) = largest_newly.filter(|p| p.pn == a.largest && p.ack_eliciting) {
-            r.rtt.sample_at(now, now.saturating_sub(p.time), a.ack_delay.min(max_ack_delay));
+            let rtt = r.rtt.sample_at(now, now.saturating_sub(p.time), a.ack_delay.min(max_ack_delay));
+            r.cc.on_rtt_sample(now, rtt);
         }
         // A new acknowledgement: the path works, and the peer has our fast-join reply.
         self.val.validated = true;

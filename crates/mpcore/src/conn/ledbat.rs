@@ -1,0 +1,168 @@
+//! LEDBAT, a congestion control for background transfers (RFC 6817, with LEDBAT++'s
+//! multiplicative decrease, draft-irtf-iccrg-ledbat-plus-plus): it fills the path while the
+//! path's queue is short, and gives way as soon as the queue grows, so that a phone's
+//! interactive traffic beside an upload (a request to a voice assistant beside a photo
+//! backup) does not wait behind a queue the upload filled. A loss-based controller (Reno, LIA,
+//! CUBIC) fills whatever queue the path has: on a path with four round trips of queue, a
+//! request beside a LIA upload waits four round trips.
+//!
+//! The delay is measured as RTT rather than RFC 6817's one-way delay (which needs timestamps
+//! in every packet): the queuing delay is the current RTT above the base RTT. That also counts
+//! a queue of the acknowledgements' direction, which on a phone's path is the cellular
+//! downlink's, usually the shorter one.
+
+use crate::Time;
+
+/// RFC 6817 §3.4.2 CURRENT_FILTER: the current delay is the least of the last few samples.
+const CURRENT_FILTER: usize = 4;
+/// RFC 6817 §3.4.2 BASE_HISTORY: the base delay is the least of the last 10 minutes' least
+/// delays, so that a path whose delay grew for good (a handover, a new route) is measured
+/// from its new base within 10 minutes instead of being taken as queued forever.
+const BASE_HISTORY: usize = 10;
+const MINUTE: Time = 60_000_000;
+/// The target: a queue of half the base RTT, at least 5 ms and at most RFC 6817's 100 ms. A
+/// request beside the upload then takes about 1.5 RTT. A target in proportion to the RTT keeps
+/// a long path (a cellular one at 60 ms, whose jitter is larger) from giving way to its own
+/// jitter, as a fixed 5 ms would.
+const TARGET_MIN: Time = 5_000;
+const TARGET_MAX: Time = 100_000;
+
+/// One subflow's delay measurements and its window's pending change.
+#[derive(Clone, Debug)]
+pub struct Ledbat {
+    current: [Time; CURRENT_FILTER],
+    next: usize,
+    /// The least RTT of each of the last minutes, the current minute's last.
+    base: [Time; BASE_HISTORY],
+    minute: Time,
+    /// A fraction of a byte of window change not applied yet.
+    acc: f64,
+}
+
+impl Default for Ledbat {
+    fn default() -> Self {
+        Self { current: [Time::MAX; CURRENT_FILTER], next: 0, base: [Time::MAX; BASE_HISTORY], minute: 0, acc: 0.0 }
+    }
+}
+
+impl Ledbat {
+    /// An RTT sample at `now` (µs, the peer's ACK delay removed).
+    pub fn on_sample(&mut self, now: Time, rtt: Time) {
+        self.current[self.next] = rtt;
+        self.next = (self.next + 1) % CURRENT_FILTER;
+        let minute = now / MINUTE;
+        if minute != self.minute {
+            // One bucket per minute gone by (at most the whole history).
+            let gone = (minute.saturating_sub(self.minute) as usize).min(BASE_HISTORY);
+            self.base.rotate_left(gone);
+            self.base[BASE_HISTORY - gone..].fill(Time::MAX);
+            self.minute = minute;
+        }
+        let last = &mut self.base[BASE_HISTORY - 1];
+        *last = (*last).min(rtt);
+    }
+
+    /// The queuing delay now and the target, µs; `None` before the first sample.
+    pub fn delay(&self) -> Option<(Time, Time)> {
+        let base = *self.base.iter().min()?;
+        let current = *self.current.iter().min()?;
+        if base == Time::MAX || current == Time::MAX {
+            return None;
+        }
+        Some((current.saturating_sub(base), (base / 2).clamp(TARGET_MIN, TARGET_MAX)))
+    }
+
+    /// The window's change for `bytes` acknowledged in congestion avoidance, with window
+    /// `cwnd` and segment `mss`, in whole bytes (the fraction is kept for later).
+    ///
+    /// Below the target, RFC 6817 §2.4.2: `cwnd += GAIN * off_target * bytes * MSS / cwnd`,
+    /// `off_target = (TARGET - queuing_delay) / TARGET`, GAIN 1: at most Reno's one segment
+    /// per RTT, less as the queue nears the target. Above it, LEDBAT++'s decrease, per RTT
+    /// `W * (queuing_delay / TARGET - 1)` and at most `W / 2`: here per acknowledged byte,
+    /// so that a window's worth of acknowledgements takes it off. RFC 6817's own decrease is
+    /// as slow as its increase (a segment per RTT at twice the target), and a window that
+    /// overshot in slow start would hold the queue for hundreds of round trips.
+    pub fn change(&mut self, bytes: u64, cwnd: u64, mss: u64) -> i64 {
+        let Some((queued, target)) = self.delay() else { return 0 };
+        let ratio = queued as f64 / target as f64;
+        self.acc += if ratio < 1.0 {
+            (1.0 - ratio) * bytes as f64 * mss as f64 / cwnd.max(1) as f64
+        } else {
+            -((ratio - 1.0).min(0.5) * bytes as f64)
+        };
+        let whole = self.acc.trunc();
+        self.acc -= whole;
+        whole as i64
+    }
+
+    /// Slow start ends once the queue reaches three quarters of the target (LEDBAT++ §4.1).
+    pub fn ends_slow_start(&self) -> bool {
+        self.delay().is_some_and(|(queued, target)| queued * 4 >= target * 3)
+    }
+
+    /// A loss episode began: the pending fraction goes.
+    pub fn on_recovery(&mut self) {
+        self.acc = 0.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_queue_is_the_least_of_the_last_samples_above_the_base() {
+        let mut l = Ledbat::default();
+        assert_eq!(l.delay(), None);
+        l.on_sample(0, 40_000);
+        assert_eq!(l.delay(), Some((0, 20_000)), "the target: half the base RTT");
+        for rtt in [70_000, 65_000, 90_000, 80_000] {
+            l.on_sample(1_000, rtt);
+        }
+        assert_eq!(l.delay(), Some((25_000, 20_000)), "a spike alone does not count, the least of four does");
+        l.on_sample(2_000, 41_000);
+        assert_eq!(l.delay(), Some((1_000, 20_000)));
+    }
+
+    #[test]
+    fn a_base_that_grew_for_good_is_learnt_within_ten_minutes() {
+        let mut l = Ledbat::default();
+        l.on_sample(0, 20_000);
+        // A new route: 60 ms from now on.
+        for m in 1..=10 {
+            for _ in 0..4 {
+                l.on_sample(m * MINUTE, 60_000);
+            }
+        }
+        assert_eq!(l.delay(), Some((0, 30_000)), "the old base is forgotten");
+        let mut k = Ledbat::default();
+        k.on_sample(0, 20_000);
+        for _ in 0..4 {
+            k.on_sample(9 * MINUTE, 60_000);
+        }
+        assert_eq!(k.delay().map(|d| d.0), Some(40_000), "within ten minutes it holds");
+    }
+
+    #[test]
+    fn the_window_grows_below_the_target_and_shrinks_above_it() {
+        const MSS: u64 = 1000;
+        let mut l = Ledbat::default();
+        l.on_sample(0, 20_000);
+        // No queue: a window of acknowledgements adds one segment, as Reno.
+        let grown: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS)).sum();
+        assert!((999..=1000).contains(&grown), "{grown}");
+        // A queue of 20 ms, twice the 10 ms target: a window's worth takes half of it off.
+        for _ in 0..4 {
+            l.on_sample(0, 40_000);
+        }
+        let shrunk: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS)).sum();
+        assert_eq!(shrunk, -10 * MSS as i64);
+        // Just above: a little.
+        for _ in 0..4 {
+            l.on_sample(0, 31_000);
+        }
+        let less: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS)).sum();
+        assert_eq!(less, -2 * MSS as i64, "10 % of the window");
+        assert!(l.ends_slow_start());
+    }
+}
