@@ -98,8 +98,10 @@ pub struct Config {
     pub recv_window: usize,
     /// The most the receive window grows to (Linux's receive-buffer autotuning, as
     /// `tcp_rmem`'s third value). At or below `recv_window`, the window does not grow. The
-    /// buffer itself holds only the bytes received and not yet read: a connection whose
-    /// reader keeps up, or that is idle, holds far less.
+    /// buffer itself holds the bytes received and not yet read, in order or not: a
+    /// connection whose reader keeps up and whose paths lose little, or that is idle, holds
+    /// far less. As a TCP socket's, a peer that sends out of order on purpose can make a
+    /// connection hold the whole window.
     pub max_recv_window: usize,
     /// Bytes the application may have written and not yet acknowledged.
     pub send_buffer: usize,

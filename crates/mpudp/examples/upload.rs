@@ -36,7 +36,7 @@ struct Cli {
     /// Packet scheduler (lowest-rtt, last-received, round-robin, ...).
     #[arg(long, global = true, default_value = "lowest-rtt")]
     scheduler: String,
-    /// Receive window in bytes (the connection-level flow control).
+    /// Receive window in bytes (the connection-level flow control), fixed: it does not grow.
     #[arg(long, global = true, default_value_t = 8 << 20)]
     window: usize,
     /// Largest UDP payload: each subflow starts at 1200 bytes (safe everywhere) and probes up
@@ -147,6 +147,7 @@ fn options(cli: &Cli) -> Result<Options, String> {
         o = o.driver_thread(false);
     }
     o.config_mut().recv_window = cli.window;
+    o.config_mut().max_recv_window = cli.window;
     o.config_mut().max_datagram_size = cli.max_datagram;
     o.config_mut().faults.no_encryption = cli.no_encryption;
     o.config_mut().tcp_after = (cli.tcp_fallback_ms > 0).then(|| cli.tcp_fallback_ms * 1000);

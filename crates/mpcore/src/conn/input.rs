@@ -280,7 +280,7 @@ impl Connection {
         if !self.recv.can_grow() {
             return;
         }
-        let works = |s: &&Subflow| s.established() && s.rec().rtt.has_sample;
+        let works = |s: &&Subflow| s.established() && !s.rec().pf && s.rec().rtt.has_sample;
         if let Some(rtt) = self.subflows.iter().filter(works).map(|s| s.rec().rtt.srtt).max() {
             self.recv.autotune(now, rtt);
         }

@@ -437,13 +437,14 @@ impl RecvSide {
     }
 
     /// Grows the window with the reader (Linux's receive-buffer autotuning, DRS,
-    /// `tcp_rcv_space_adjust`): once per `rtt` (µs), to twice what the application read per
-    /// `rtt` since the last time, when that is more than the window, up to the most allowed.
-    /// A sender held by our window moves about a window per RTT; twice that lets its
-    /// congestion window go on growing. A reader slower than the sender never grows it: its
-    /// unread bytes close the window, so the memory held follows the reader, not the sender.
-    /// A measurement stretched by a pause counts the reads per `rtt`, not in all. Returns
-    /// whether the window grew (the peer should hear of it soon: a window update is due).
+    /// `tcp_rcv_space_adjust`): once per `rtt` (µs), when the application read more than half
+    /// the window per `rtt` since the last time, to the power of two at or above twice that,
+    /// up to the most allowed. A sender held by our window moves about a window per RTT; twice
+    /// that lets its congestion window go on growing. A reader that takes less than half a
+    /// window per RTT never grows it: its unread bytes close the window, so the memory held
+    /// follows the reader, not the sender. A measurement stretched by a pause counts the
+    /// reads per `rtt`, not in all. Returns whether the window grew (the peer should hear of
+    /// it soon: a window update is due).
     pub fn autotune(&mut self, now: Time, rtt: u64) -> bool {
         let rtt = rtt.max(1);
         let read = self.buf.read;
@@ -463,7 +464,9 @@ impl RecvSide {
         if want <= self.size {
             return false;
         }
-        self.size = want;
+        // By powers of two (at most three steps from 1 MiB to 8 MiB): the ring, which doubles,
+        // is copied once per step rather than at every new high of the reader's pace.
+        self.size = want.next_power_of_two().min(self.max_size);
         self.buf.widen(want as usize);
         self.window_update = true;
         true
@@ -681,6 +684,12 @@ mod tests {
         move_a_window(&mut r);
         assert!(r.autotune(3000, 1000));
         assert_eq!(r.size(), 40_000, "no more than the most");
+        let mut odd = RecvSide::new(5000, 1 << 20);
+        odd.set_start(Dsn(0));
+        odd.autotune(0, 1000);
+        move_a_window(&mut odd);
+        assert!(odd.autotune(1000, 1000));
+        assert_eq!(odd.size(), 16_384, "twice 5,000, rounded up to a power of two");
         assert!(!r.can_grow());
     }
 
