@@ -130,7 +130,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub fast_join: bool,
     /// Congestion control: lia (coupled), olia, cubic, reno, or ledbat (a background transfer that
-    /// keeps the queue short and gives way).
+    /// keeps the path's queue near half the base RTT).
     #[arg(long, default_value = "lia", value_parser = ["lia", "olia", "cubic", "reno", "ledbat"])]
     pub cc: String,
     /// multimob: the oracle's period Ts.

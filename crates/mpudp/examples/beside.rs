@@ -50,7 +50,7 @@ pub struct Args {
     #[arg(long, value_parser = clap::value_parser!(u64).range(4096..=1 << 30))]
     pub window: Option<u64>,
     /// The upload's congestion control: lia (the default, coupled), olia, cubic, reno, or ledbat
-    /// (a background transfer: it keeps the queue near half the base RTT and gives way).
+    /// (a background transfer: it keeps the queue near half the base RTT).
     #[arg(long, default_value = "lia")]
     pub cc: String,
 }

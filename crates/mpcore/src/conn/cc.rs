@@ -26,8 +26,8 @@ pub enum CongestionControl {
     /// not); the coupled algorithm of the Linux MPTCP kernel the Siri/MONROE study ran.
     Olia,
     /// LEDBAT (RFC 6817, LEDBAT++'s decrease), each subflow on its own: a background
-    /// transfer that keeps the path's queue near a target (half the base RTT) and gives way
-    /// to everything else; Reno's halving on a loss.
+    /// transfer that keeps the path's queue near a target (half the base RTT), so that
+    /// requests beside it do not wait behind a full queue; Reno's halving on a loss.
     Ledbat,
 }
 
