@@ -1,7 +1,7 @@
 //! LEDBAT, a congestion control for background transfers (RFC 6817, with LEDBAT++'s
 //! multiplicative decrease, draft-irtf-iccrg-ledbat-plus-plus): it fills the path while the
-//! path's queue is short, and backs off as soon as the queue grows past a target, so that a phone's
-//! interactive traffic beside an upload (a request to a voice assistant beside a photo
+//! path's queue is short, and backs off as soon as the queue grows past a target, so that a
+//! phone's interactive traffic beside an upload (a request to a voice assistant beside a photo
 //! backup) does not wait behind a queue the upload filled. A loss-based controller (Reno, LIA,
 //! CUBIC) fills whatever queue the path has: on a path with four round trips of queue, a
 //! request beside a LIA upload waits four round trips.
