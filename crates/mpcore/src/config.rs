@@ -80,7 +80,8 @@ pub struct Config {
     pub initial_rto: u64,
     /// Longest delay before acknowledging an ack-eliciting packet.
     pub max_ack_delay: u64,
-    /// Each subflow's congestion control (coupled: LIA, OLIA; or Reno, CUBIC).
+    /// Each subflow's congestion control (coupled: LIA, OLIA; or Reno, CUBIC; or LEDBAT for a
+    /// background transfer).
     pub congestion: CongestionControl,
     /// A name from `scheduler::NAMES` (ignored when `custom_scheduler` is set).
     pub scheduler: String,

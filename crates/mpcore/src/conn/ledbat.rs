@@ -8,8 +8,13 @@
 //!
 //! The delay is measured as RTT rather than RFC 6817's one-way delay (which needs timestamps
 //! in every packet): the queuing delay is the current RTT above the base RTT. That also counts
-//! a queue of the acknowledgements' direction, which on a phone's path is the cellular
-//! downlink's, usually the shorter one.
+//! a queue of the acknowledgements' direction: a download beside the upload that fills the
+//! downlink's queue holds the upload at its least window while its uplink is empty (a
+//! limitation; a one-way measure would need a timestamp in the ACK frame).
+//!
+//! LEDBAT++'s periodic slowdown, which lets the queue drain so that the base is measured
+//! again, is in `Cc` (it moves the window). Left out of LEDBAT++: its GAIN below 1 on paths
+//! under 10 ms (here GAIN is 1 everywhere).
 
 use crate::Time;
 
@@ -17,15 +22,30 @@ use crate::Time;
 const CURRENT_FILTER: usize = 4;
 /// RFC 6817 §3.4.2 BASE_HISTORY: the base delay is the least of the last 10 minutes' least
 /// delays, so that a path whose delay grew for good (a handover, a new route) is measured
-/// from its new base within 10 minutes instead of being taken as queued forever.
+/// from its new base within 10 minutes instead of being taken as queued forever; until then
+/// such a subflow sends little (down to its least window, when the delay grew by more than
+/// the target).
 const BASE_HISTORY: usize = 10;
 const MINUTE: Time = 60_000_000;
 /// The target: a queue of half the base RTT, at least 5 ms and at most RFC 6817's 100 ms. A
-/// request beside the upload then takes about 1.5 RTT. A target in proportion to the RTT keeps
-/// a long path (a cellular one at 60 ms, whose jitter is larger) from giving way to its own
-/// jitter, as a fixed 5 ms would.
+/// request beside the upload then takes about 1.5 RTT. In proportion to the RTT, so that a
+/// long path (a cellular one at 60 ms, whose jitter is larger) has room for its jitter, as a
+/// fixed 5 ms would not (a choice; the simulator has no jitter to show it).
 const TARGET_MIN: Time = 5_000;
 const TARGET_MAX: Time = 100_000;
+
+/// Where a subflow is in LEDBAT++'s periodic slowdown (µs; `Cc::ledbat_slowdown`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slowdown {
+    /// Slow start has not ended yet.
+    Before,
+    /// The next slowdown begins then.
+    At(Time),
+    /// The window is held at its least until `until`; it was `cwnd` at `since`.
+    Held { since: Time, until: Time, cwnd: u64 },
+    /// Slow start brings the window back; the slowdown began at `since`.
+    Back { since: Time },
+}
 
 /// One subflow's delay measurements and its window's pending change.
 #[derive(Clone, Debug)]
@@ -37,11 +57,20 @@ pub struct Ledbat {
     minute: Time,
     /// A fraction of a byte of window change not applied yet.
     acc: f64,
+    /// The periodic slowdown.
+    pub slowdown: Slowdown,
 }
 
 impl Default for Ledbat {
     fn default() -> Self {
-        Self { current: [Time::MAX; CURRENT_FILTER], next: 0, base: [Time::MAX; BASE_HISTORY], minute: 0, acc: 0.0 }
+        Self {
+            current: [Time::MAX; CURRENT_FILTER],
+            next: 0,
+            base: [Time::MAX; BASE_HISTORY],
+            minute: 0,
+            acc: 0.0,
+            slowdown: Slowdown::Before,
+        }
     }
 }
 
@@ -51,7 +80,7 @@ impl Ledbat {
         self.current[self.next] = rtt;
         self.next = (self.next + 1) % CURRENT_FILTER;
         let minute = now / MINUTE;
-        if minute != self.minute {
+        if minute > self.minute {
             // One bucket per minute gone by (at most the whole history).
             let gone = (minute.saturating_sub(self.minute) as usize).min(BASE_HISTORY);
             self.base.rotate_left(gone);
@@ -77,15 +106,21 @@ impl Ledbat {
     ///
     /// Below the target, RFC 6817 §2.4.2: `cwnd += GAIN * off_target * bytes * MSS / cwnd`,
     /// `off_target = (TARGET - queuing_delay) / TARGET`, GAIN 1: at most Reno's one segment
-    /// per RTT, less as the queue nears the target. Above it, LEDBAT++'s decrease, per RTT
-    /// `W * (queuing_delay / TARGET - 1)` and at most `W / 2`: here per acknowledged byte,
-    /// so that a window's worth of acknowledgements takes it off. RFC 6817's own decrease is
-    /// as slow as its increase (a segment per RTT at twice the target), and a window that
-    /// overshot in slow start would hold the queue for hundreds of round trips.
-    pub fn change(&mut self, bytes: u64, cwnd: u64, mss: u64) -> i64 {
+    /// per RTT, less as the queue nears the target. Above it, LEDBAT++'s decrease (without its
+    /// GAIN term), per RTT `W * (queuing_delay / TARGET - 1)` and at most `W / 2`: here per
+    /// acknowledged byte, so that a window's worth of acknowledgements takes it off. RFC
+    /// 6817's own decrease is as slow as its increase (a segment per RTT at twice the
+    /// target), and a window that overshot in slow start would hold the queue for hundreds of
+    /// round trips.
+    ///
+    /// Without `grow` (a window not in use, RFC 7661), only a decrease counts.
+    pub fn change(&mut self, bytes: u64, cwnd: u64, mss: u64, grow: bool) -> i64 {
         let Some((queued, target)) = self.delay() else { return 0 };
         let ratio = queued as f64 / target as f64;
         self.acc += if ratio < 1.0 {
+            if !grow {
+                return 0;
+            }
             (1.0 - ratio) * bytes as f64 * mss as f64 / cwnd.max(1) as f64
         } else {
             -((ratio - 1.0).min(0.5) * bytes as f64)
@@ -149,19 +184,19 @@ mod tests {
         let mut l = Ledbat::default();
         l.on_sample(0, 20_000);
         // No queue: a window of acknowledgements adds one segment, as Reno.
-        let grown: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS)).sum();
+        let grown: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS, true)).sum();
         assert!((999..=1000).contains(&grown), "{grown}");
         // A queue of 20 ms, twice the 10 ms target: a window's worth takes half of it off.
         for _ in 0..4 {
             l.on_sample(0, 40_000);
         }
-        let shrunk: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS)).sum();
+        let shrunk: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS, true)).sum();
         assert_eq!(shrunk, -10 * MSS as i64);
         // Just above: a little.
         for _ in 0..4 {
             l.on_sample(0, 31_000);
         }
-        let less: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS)).sum();
+        let less: i64 = (0..20).map(|_| l.change(MSS, 20 * MSS, MSS, true)).sum();
         assert_eq!(less, -2 * MSS as i64, "10 % of the window");
         assert!(l.ends_slow_start());
     }

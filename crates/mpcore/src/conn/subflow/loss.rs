@@ -117,8 +117,11 @@ impl Subflow {
             r.recent_losses = 0;
         }
         if let Some(p) = largest_newly.filter(|p| p.pn == a.largest && p.ack_eliciting) {
-            let rtt = r.rtt.sample_at(now, now.saturating_sub(p.time), a.ack_delay.min(max_ack_delay));
-            r.cc.on_rtt_sample(now, rtt);
+            let (sample, ack_delay) = (now.saturating_sub(p.time), a.ack_delay.min(max_ack_delay));
+            r.rtt.sample_at(now, sample, ack_delay);
+            // LEDBAT's queue: the peer's ACK delay always off (never below the least RTT),
+            // where the estimate keeps a sample whole when taking it off would go below.
+            r.cc.on_rtt_sample(now, sample.saturating_sub(ack_delay).max(r.rtt.min));
         }
         // A new acknowledgement: the path works, and the peer has our fast-join reply.
         self.val.validated = true;

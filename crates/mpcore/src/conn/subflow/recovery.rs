@@ -54,9 +54,8 @@ impl Rtt {
     /// path's bad spell, over since), and averaging it with the present would keep a scheduler
     /// that compares RTTs off a path that recovered for many more round trips. The variation is
     /// updated as usual, so the RTO keeps the surprise in mind. Otherwise (a fresh estimate, a
-    /// sample close to it or above it) the sample is averaged in as RFC 6298 has it. Returns
-    /// the sample with the peer's ACK delay removed (as `update`).
-    pub fn sample_at(&mut self, now: Time, sample: u64, ack_delay: u64) -> u64 {
+    /// sample close to it or above it) the sample is averaged in as RFC 6298 has it.
+    pub fn sample_at(&mut self, now: Time, sample: u64, ack_delay: u64) {
         let stale = self.has_sample && now.saturating_sub(self.sampled_at) > RTT_STALE;
         let old = self.srtt;
         let adjusted = self.update(sample, ack_delay);
@@ -64,7 +63,6 @@ impl Rtt {
             self.srtt = adjusted;
         }
         self.sampled_at = now;
-        adjusted
     }
 
     /// The estimate is half as large again as the path's least RTT: if no sample comes to
