@@ -226,11 +226,9 @@ pub struct RecvSide {
     buf: RecvBuf,
     /// DSN of offset 0 (the peer's `IDSN + 1`).
     start: Dsn,
-    /// The receive window: the most the buffer holds, and W of the fast-join rule (§5.9). It
-    /// only grows (`autotune`), and the replay window's edge `EDSN - W` never moves back
+    /// The most the buffer's size (`RecvBuf::size`: W of the fast-join rule, §5.9) grows to.
+    /// W only grows (`autotune`), and the replay window's edge `EDSN - W` never moves back
     /// whatever W does.
-    size: u64,
-    /// The most `size` grows to.
     max_size: u64,
     /// The current measurement of the reader's pace (`autotune`): when it began and how many
     /// bytes the application had read then.
@@ -261,7 +259,6 @@ impl RecvSide {
         Self {
             buf: RecvBuf::new(window),
             start: Dsn(0),
-            size: window as u64,
             max_size: max_window.max(window) as u64,
             tune_start: None,
             tune_read: 0,
@@ -279,7 +276,7 @@ impl RecvSide {
 
     /// The keys are known: the peer's stream starts at `start`.
     pub fn set_start(&mut self, start: Dsn) {
-        *self = Self::new(self.size as usize, self.max_size as usize);
+        *self = Self::new(self.buf.size, self.max_size as usize);
         self.start = start;
         self.fast_join = fastjoin::ReplayWindow::new(start.0);
     }
@@ -406,7 +403,7 @@ impl RecvSide {
     /// path's loss (the oracle's input), so they are kept, and the ring is given this room at
     /// once rather than doubling whenever the peer is slow to acknowledge.
     pub fn acks_bound(&self) -> usize {
-        (self.size / 2_000) as usize
+        self.buf.size / 2_000
     }
 
     /// Reads in-order bytes into `out`; returns the count.
@@ -426,14 +423,14 @@ impl RecvSide {
     }
 
     fn on_read(&mut self, n: usize) {
-        if n > 0 && self.buf.window() >= self.advertised + self.size / 4 {
+        if n > 0 && self.buf.window() >= self.advertised + self.size() / 4 {
             self.window_update = true;
         }
     }
 
     /// The window may still grow.
     pub fn can_grow(&self) -> bool {
-        self.size < self.max_size
+        self.size() < self.max_size
     }
 
     /// Grows the window with the reader (Linux's receive-buffer autotuning, DRS,
@@ -461,20 +458,19 @@ impl RecvSide {
         self.tune_start = Some(now);
         self.tune_read = read;
         let want = (2 * per_rtt).min(u128::from(self.max_size)) as u64;
-        if want <= self.size {
+        if want <= self.size() {
             return false;
         }
         // By powers of two (at most three steps from 1 MiB to 8 MiB): the ring, which doubles,
         // is copied once per step rather than at every new high of the reader's pace.
-        self.size = want.next_power_of_two().min(self.max_size);
-        self.buf.widen(want as usize);
+        self.buf.widen(want.next_power_of_two().min(self.max_size) as usize);
         self.window_update = true;
         true
     }
 
     /// The receive window's size now (read or not).
     pub fn size(&self) -> u64 {
-        self.size
+        self.buf.size as u64
     }
 
     /// The responder's decision on a FAST_JOIN_OUT whose HMAC is checked by `fastjoin`: the
@@ -486,7 +482,8 @@ impl RecvSide {
         f: &fastjoin::FastJoinOut<'_>,
     ) -> fastjoin::Verdict {
         let edsn = self.edsn().0;
-        fastjoin::accept_out(keys, token, f, &mut self.fast_join, edsn, self.size)
+        let wnd = self.size();
+        fastjoin::accept_out(keys, token, f, &mut self.fast_join, edsn, wnd)
     }
 }
 
@@ -689,7 +686,7 @@ mod tests {
         odd.autotune(0, 1000);
         move_a_window(&mut odd);
         assert!(odd.autotune(1000, 1000));
-        assert_eq!(odd.size(), 16_384, "twice 5,000, rounded up to a power of two");
+        assert_eq!((odd.size(), odd.window()), (16_384, 16_384), "twice 5,000, rounded up to a power of two");
         assert!(!r.can_grow());
     }
 
