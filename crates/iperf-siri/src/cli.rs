@@ -131,7 +131,7 @@ pub struct RunArgs {
     pub fast_join: bool,
     /// Congestion control: lia (coupled), olia, cubic, reno, or ledbat (a background transfer that
     /// keeps the path's queue near half the base RTT).
-    #[arg(long, default_value = "lia", value_parser = ["lia", "olia", "cubic", "reno", "ledbat"])]
+    #[arg(long, default_value = "lia", value_parser = mpudp::CongestionControl::NAMES)]
     pub cc: String,
     /// multimob: the oracle's period Ts.
     #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = parse_duration, allow_hyphen_values = true)]

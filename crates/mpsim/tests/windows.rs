@@ -6,8 +6,7 @@
 mod common;
 
 use common::{cfg, established, server_reads_all};
-use mpcore::Iface;
-use mpcore::{Config, PathManager};
+use mpcore::{Config, Iface, PathManager};
 use mpsim::{client_addr, ms, multimob_paths, Flow, PathConfig, Sim};
 
 /// A writer blocked on a full send buffer is told it may write again (`write_space`) once a

@@ -13,10 +13,10 @@
 //! bandwidth-delay product). Two client endpoints share those bottlenecks, as two apps of one
 //! phone: one uploads (fullmesh, both paths), the other asks (`iperf-siri`'s defaults: lowest
 //! RTT, fullmesh). Each request is 2 KB; its delay is from its write (one `write_all`, taken at
-//! once by the send buffer) to its answer's first byte (the seeds' measure). The requests run alone, then with the upload
-//! going for `--warmup` seconds first; the table gives their delays in ms and in RTTs of the
-//! fastest path (WiFi, 15 ms; a request moved to cellular counts in those too), and the upload's
-//! goodput beside them.
+//! once by the send buffer) to its answer's first byte (the seeds' measure). The requests run
+//! alone, then with the upload going for `--warmup` seconds first; the table gives their delays
+//! in ms and in RTTs of the fastest path (WiFi, 15 ms; a request moved to cellular counts in
+//! those too), and the upload's goodput beside them.
 
 use bytes::Bytes;
 use clap::Parser;
@@ -132,7 +132,7 @@ pub async fn measure(args: &Args) -> Result<Figures, Box<dyn std::error::Error>>
         return Err("--queue-rtts must be above 0 and --warmup not negative".into());
     }
     let cc = CongestionControl::from_name(&args.cc)
-        .ok_or_else(|| format!("unknown congestion control {:?} (lia, olia, cubic, reno, ledbat)", args.cc))?;
+        .ok_or_else(|| format!("unknown congestion control {:?} ({})", args.cc, CongestionControl::NAMES.join(", ")))?;
     let id = ServerIdentity::generate()?;
     let key = id.public_key();
     let mut opts = Options::server().identity(id);

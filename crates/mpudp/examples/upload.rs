@@ -152,7 +152,7 @@ fn options(cli: &Cli) -> Result<Options, String> {
     o.config_mut().faults.no_encryption = cli.no_encryption;
     o.config_mut().tcp_after = (cli.tcp_fallback_ms > 0).then(|| cli.tcp_fallback_ms * 1000);
     o.config_mut().congestion = CongestionControl::from_name(&cli.cc)
-        .ok_or_else(|| format!("unknown congestion control {:?} (lia, olia, cubic, reno, ledbat)", cli.cc))?;
+        .ok_or_else(|| format!("unknown congestion control {:?} ({})", cli.cc, CongestionControl::NAMES.join(", ")))?;
     Ok(o)
 }
 

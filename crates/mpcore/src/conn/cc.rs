@@ -34,7 +34,10 @@ pub enum CongestionControl {
 }
 
 impl CongestionControl {
-    /// `reno`, `cubic`, `lia`, `olia`, `ledbat`.
+    /// Every name `from_name` takes.
+    pub const NAMES: [&'static str; 5] = ["lia", "olia", "cubic", "reno", "ledbat"];
+
+    /// One of [`NAMES`](Self::NAMES).
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "ledbat" => Some(Self::Ledbat),
@@ -451,6 +454,13 @@ mod tests {
             cc.on_ack(6, 4, 10 * MSS, 20_000, Coupling::default());
         }
         assert_eq!(cc.cwnd, cc.min_window(), "never below the least window");
+    }
+
+    #[test]
+    fn every_name_is_taken() {
+        for n in CongestionControl::NAMES {
+            assert!(CongestionControl::from_name(n).is_some(), "{n}");
+        }
     }
 
     #[test]
