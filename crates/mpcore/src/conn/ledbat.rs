@@ -82,7 +82,7 @@ impl Ledbat {
         let minute = now / MINUTE;
         if minute > self.minute {
             // One bucket per minute gone by (at most the whole history).
-            let gone = (minute.saturating_sub(self.minute) as usize).min(BASE_HISTORY);
+            let gone = ((minute - self.minute) as usize).min(BASE_HISTORY);
             self.base.rotate_left(gone);
             self.base[BASE_HISTORY - gone..].fill(Time::MAX);
             self.minute = minute;
@@ -93,11 +93,9 @@ impl Ledbat {
 
     /// The queuing delay now and the target, µs; `None` before the first sample.
     pub fn delay(&self) -> Option<(Time, Time)> {
-        let base = *self.base.iter().min()?;
-        let current = *self.current.iter().min()?;
-        if base == Time::MAX || current == Time::MAX {
-            return None;
-        }
+        // Every sample enters the current minute's bucket: a base means a current delay too.
+        let base = self.base.iter().copied().min().filter(|&b| b != Time::MAX)?;
+        let current = self.current.iter().copied().min().unwrap_or(base);
         Some((current.saturating_sub(base), (base / 2).clamp(TARGET_MIN, TARGET_MAX)))
     }
 
