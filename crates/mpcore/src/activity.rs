@@ -11,6 +11,11 @@
 //!   to it (a datagram, a timer, the application), and leaves the queue when it has nothing
 //!   more to send.
 //! - **Eventful**: connections that may have an event for the application.
+//! - **Parked**: per local path, the connections that have something to send there but found
+//!   its socket full, in the order they found it. They are polled again only while that path
+//!   can take datagrams, one at a time, so a socket that fills and drains costs a poll per
+//!   datagram it takes, not one per waiting connection (issue 52: 10,000 waiting connections
+//!   polled again at every drain, and again parked, used the core and starved the sends).
 //! - **Dirty**: connections the application changed (`Endpoint::conn_mut`) since the endpoint
 //!   last looked; their deadline and readiness are brought up to date before the next poll.
 //! - **Stale**: connections whose deadline may have moved (a datagram went out or came in, a
@@ -27,16 +32,33 @@ const READY: u8 = 1;
 const EVENTFUL: u8 = 2;
 const DIRTY: u8 = 4;
 const STALE: u8 = 8;
+const PARKED: u8 = 16;
+
+/// What an endpoint did to find the datagrams it sent (`Endpoint::transmit_work`): its work
+/// per datagram, which must not grow with the connections that wait (issue 52).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransmitWork {
+    /// Connections asked for a datagram.
+    pub polls: u64,
+    /// Datagrams they gave.
+    pub datagrams: u64,
+    /// Times a connection that had something only for a full socket was parked on its path.
+    pub parked: u64,
+}
 
 /// The endpoint's view of which connections need it (see the module documentation).
 #[derive(Debug, Default)]
 pub(crate) struct Activity {
+    /// What finding datagrams cost (counted by the endpoint's transmit loop).
+    pub(crate) work: TransmitWork,
     deadline: Vec<Option<Time>>,
     timers: BinaryHeap<Reverse<(Time, usize)>>,
     ready: VecDeque<usize>,
     eventful: VecDeque<usize>,
     dirty: Vec<usize>,
     stale: Vec<usize>,
+    /// Per local path (its index), the connections parked on it.
+    parked: Vec<VecDeque<usize>>,
     queued: Vec<u8>,
 }
 
@@ -54,6 +76,9 @@ impl Activity {
             self.eventful.reserve(self.deadline.len().saturating_sub(self.eventful.len()));
             self.dirty.reserve(self.deadline.len().saturating_sub(self.dirty.len()));
             self.stale.reserve(self.deadline.len().saturating_sub(self.stale.len()));
+            for q in &mut self.parked {
+                q.reserve(self.deadline.len().saturating_sub(q.len()));
+            }
         }
     }
 
@@ -128,6 +153,41 @@ impl Activity {
         }
     }
 
+    /// Connection `idx` has something to send on local path `path`, whose socket is full: it
+    /// waits there (once, whichever path it waits on first) until [`pop_parked`] takes it.
+    ///
+    /// [`pop_parked`]: Activity::pop_parked
+    pub(crate) fn park(&mut self, idx: usize, path: u8) {
+        if !self.mark(idx, PARKED) {
+            return;
+        }
+        self.work.parked += 1;
+        let p = usize::from(path);
+        if self.parked.len() <= p {
+            // Once per path: the queue takes room for every connection, as the others do.
+            self.parked.resize_with(p + 1, VecDeque::new);
+            self.parked[p].reserve(self.deadline.len());
+        }
+        self.parked[p].push_back(idx);
+    }
+
+    /// The local paths connections may be parked on (their indices are below this).
+    pub(crate) fn parked_paths(&self) -> usize {
+        self.parked.len()
+    }
+
+    /// The connection parked longest on local path `path`, taken off its queue.
+    pub(crate) fn pop_parked(&mut self, path: usize) -> Option<usize> {
+        let idx = self.parked.get_mut(path)?.pop_front()?;
+        self.queued[idx] &= !PARKED;
+        Some(idx)
+    }
+
+    /// The connection at the front of the ready queue (left queued).
+    pub(crate) fn front_ready(&self) -> Option<usize> {
+        self.ready.front().copied()
+    }
+
     /// Connection `idx` may have an event for the application.
     pub(crate) fn mark_eventful(&mut self, idx: usize) {
         if self.mark(idx, EVENTFUL) {
@@ -147,6 +207,11 @@ impl Activity {
         if self.mark(idx, STALE) {
             self.stale.push(idx);
         }
+    }
+
+    /// The connections whose deadline may have moved (left listed).
+    pub(crate) fn stale(&self) -> &[usize] {
+        &self.stale
     }
 
     /// A connection whose deadline may have moved, taken off the list (to be entered again

@@ -37,6 +37,7 @@ pub mod ticket;
 #[allow(missing_docs)]
 pub mod wire;
 
+pub use activity::TransmitWork;
 pub use config::{Config, ConfigError, Faults, Fleet, PathManager, Resumption, SchedulerFactory};
 pub use conn::cc::CongestionControl;
 pub use conn::{

@@ -139,8 +139,8 @@ pub struct Connection {
     /// Local paths whose socket is full (the endpoint's, given with each poll,
     /// `poll_transmit_with`): nothing is written for them.
     unwritable: PathSet,
-    /// A poll held back a datagram for an unwritable path (returned by the poll).
-    held_back: bool,
+    /// The first unwritable path a poll held back a datagram for (returned by the poll).
+    held_back: Option<PathId>,
     /// The event log, when `Config::qlog` is on (`qlog`).
     qlog: Option<Box<qlog::Qlog>>,
     /// The resumption ticket to send (server) or received (client).
@@ -210,7 +210,7 @@ impl Connection {
             next_addr_id: paths.len().clamp(1, 255) as u8,
             trim_at: None,
             unwritable: PathSet::default(),
-            held_back: false,
+            held_back: None,
             tickets: tickets::Tickets::default(),
             early: early::Early::default(),
             spread: spread::Spread::default(),

@@ -4,7 +4,7 @@ use super::send::Seg;
 use super::subflow::recovery::Probe;
 use super::subflow::{DataRef, FrameSet, Subflow};
 use super::{Connection, State};
-use crate::{PathSet, Time, Transmit};
+use crate::{PathId, PathSet, Time, Transmit};
 use scheduler::{Flags, Pick, Segment, SubflowInfo};
 
 impl Connection {
@@ -14,14 +14,14 @@ impl Connection {
     }
 
     /// [`Connection::poll_transmit`] with the endpoint's word on which local paths' sockets
-    /// are full (`unwritable`: nothing is written for them); also whether a datagram was held
-    /// back for one of them (the connection then waits for the socket to drain).
+    /// are full (`unwritable`: nothing is written for them); also the first of them a datagram
+    /// was held back for (the connection then waits for that socket to drain).
     pub(crate) fn poll_transmit_with(
         &mut self,
         now: Time,
         buf: &mut [u8],
         unwritable: PathSet,
-    ) -> (Option<Transmit>, bool) {
+    ) -> (Option<Transmit>, Option<PathId>) {
         self.unwritable = unwritable;
         let t = self.transmit(now, buf);
         if t.is_some() {
@@ -74,7 +74,7 @@ impl Connection {
                 sf.acks().due(now) || !sf.pending().is_empty() || sf.rec().probe.is_some() || sf.copy().is_some();
             if urgent && self.unwritable.contains(sf.local_path()) {
                 // Its socket is full: this waits until the endpoint says it is writable.
-                self.held_back = true;
+                self.held_back.get_or_insert(sf.local_path());
                 continue;
             }
             if urgent {
@@ -141,7 +141,7 @@ impl Connection {
             if self.unwritable.contains(sf.local_path()) && room > 0 {
                 // A full socket: no room until it drains (the scheduler picks another, or waits).
                 room = 0;
-                self.held_back = true;
+                self.held_back.get_or_insert(sf.local_path());
             }
             self.infos.push(SubflowInfo {
                 id: sf.id(),

@@ -120,19 +120,14 @@ impl Endpoint {
     /// cannot (the driver's send buffer is full: the interface's queue is backed up), no
     /// connection writes a datagram for it (a datagram the socket would refuse is a loss
     /// the sender inflicted on itself, and costs a retransmission and a halved window); the
-    /// connections send on their other paths, or wait. When it can again, the connections
-    /// that waited are polled again. As TCP's small-queue backpressure, this keeps the queue
-    /// in the host, where it costs no loss.
+    /// connections send on their other paths, or wait, parked on the path. When it can again,
+    /// the connections parked there are polled again, in turn, while it still can. As TCP's
+    /// small-queue backpressure, this keeps the queue in the host, where it costs no loss.
     pub fn set_path_writable(&mut self, path: PathId, writable: bool) {
         if self.unwritable.contains(path) != writable {
             return;
         }
         self.unwritable.set(path, !writable);
-        if writable {
-            for idx in self.write_waiters.drain(..) {
-                self.activity.mark_ready(idx);
-            }
-        }
     }
 
     /// Whether local path `path` can take datagrams (see [`Endpoint::set_path_writable`]).

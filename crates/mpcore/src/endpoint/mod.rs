@@ -9,6 +9,7 @@ mod oracle_periods;
 mod prewarm;
 mod reset;
 mod tickets;
+mod transmit;
 
 use crate::activity::Activity;
 use crate::config::{Config, ConfigError};
@@ -22,7 +23,7 @@ use crate::slab::Slab;
 use crate::wire::packet;
 use crate::wire::packet::Short;
 use crate::wire::{Cid, Header, Packet, Writer};
-use crate::{Carrier, LocalPath, PathId, PathSet, Time, Transmit};
+use crate::{Carrier, LocalPath, PathId, PathSet, Time};
 use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
@@ -78,17 +79,6 @@ impl std::error::Error for ConnectError {}
 
 /// Most stateless answers (RETRY, HANDSHAKE, VERSION_NEGOTIATION) waiting to be sent.
 const STATELESS_QUEUE: usize = 1024;
-
-/// Datagrams a connection sends in a row before the next one's turn: enough that a driver's
-/// GSO batch (datagrams of one connection to one address, `mpudp::driver::io`) holds many.
-/// One datagram per turn made every batch of four uploads from one endpoint a single
-/// datagram, and moved a fifth of one upload's rate (benches/net.sh, issue 40).
-const SEND_TURN: usize = 32;
-
-/// The turns shrink as more connections are ready, to `SEND_ROUND / ready` (at least one), so
-/// that a connection that becomes ready (an interactive one beside bulk ones) waits for about
-/// this many of the others' datagrams, or one each when there are more of them.
-const SEND_ROUND: usize = 128;
 
 /// What a server did with INITIALs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -156,9 +146,6 @@ pub struct Endpoint {
     removed: Vec<bool>,
     /// Local paths whose socket is full (`set_path_writable`): no connection sends there.
     unwritable: PathSet,
-    /// Connections that held back a datagram for an unwritable path and had nothing else to
-    /// send: ready again when a path becomes writable.
-    write_waiters: Vec<usize>,
     /// The connection whose turn it is to send, and the datagrams it sent in it (`SEND_TURN`).
     turn: (usize, usize),
     /// Waking the cellular radio early (`prewarm`).
@@ -207,7 +194,6 @@ impl Endpoint {
             udp_silent: vec![None; paths.len()],
             removed: vec![false; paths.len()],
             unwritable: PathSet::default(),
-            write_waiters: Vec::new(),
             turn: (usize::MAX, 0),
             warmer: prewarm::Warmer::default(),
             tickets,
@@ -680,45 +666,6 @@ impl Endpoint {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
-    }
-
-    /// The next datagram to send, written into `buf` (at least the configured datagram size).
-    pub fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
-        if let Some((path, remote, d, carrier)) = self.stateless.pop_front() {
-            if buf.len() >= d.len() {
-                buf[..d.len()].copy_from_slice(&d);
-                return Some(Transmit { path, remote, len: d.len(), carrier });
-            }
-        }
-        self.now = self.now.max(now);
-        self.flush_dirty();
-        // The connections that may have something to send, in turn: one that sends keeps the
-        // front of the queue for its turn (`SEND_TURN`, less when many are ready: `SEND_ROUND`),
-        // then goes to the back; one that has nothing leaves it until something happens to it.
-        for _ in 0..self.activity.ready_len() {
-            let Some(idx) = self.activity.pop_ready() else { break };
-            let Some(c) = self.conns.get_mut(idx) else { continue };
-            let (t, held_back) = c.poll_transmit_with(now, buf, self.unwritable);
-            self.route_events(idx, now);
-            self.after(idx);
-            if let Some(t) = t {
-                let sent = if self.turn.0 == idx { self.turn.1 + 1 } else { 1 };
-                let limit = (SEND_ROUND / (self.activity.ready_len() + 1)).clamp(1, SEND_TURN);
-                if sent < limit {
-                    self.turn = (idx, sent);
-                    self.activity.mark_ready_front(idx);
-                } else {
-                    self.turn = (usize::MAX, 0);
-                    self.activity.mark_ready(idx);
-                }
-                self.wake_oracle(now);
-                return Some(t);
-            }
-            if held_back {
-                self.write_waiters.push(idx);
-            }
-        }
-        None
     }
 
     /// The next event of any connection.
