@@ -257,6 +257,10 @@ pub struct Sim {
     /// A hook that sees (and may replace) every datagram entering a path: an attacker's view.
     #[allow(clippy::type_complexity)]
     pub tap: Option<Box<dyn FnMut(Time, usize, Dir, &[u8])>>,
+    /// A filter that drops the datagrams it says so of, as a loss, before the path's own
+    /// losses (a test's scripted loss: one connection's datagrams, say).
+    #[allow(clippy::type_complexity)]
+    pub drop_if: Option<Box<dyn FnMut(Time, usize, Dir, &[u8]) -> bool>>,
     /// Datagrams to inject: (time, path, direction, source, bytes).
     injections: Vec<(Time, usize, Dir, SocketAddr, Vec<u8>)>,
     /// The simulated path (link) each of the client's local paths sends over, by `PathId`.
@@ -376,6 +380,7 @@ impl Sim {
             buf: vec![0u8; 65_536],
             logging: true,
             tap: None,
+            drop_if: None,
             injections: Vec::new(),
             links: (0..npaths).collect(),
             qlogs: qlog::QlogStore::default(),
@@ -558,7 +563,8 @@ impl Sim {
                 Verdict::Firewalled
             } else if size > p.cfg.mtu {
                 Verdict::TooBig
-            } else if self.rng.chance(p.cfg.loss) {
+            } else if self.drop_if.as_mut().is_some_and(|f| f(now, k, dir, &bytes)) || self.rng.chance(p.cfg.loss) {
+                // The filter first: the path's random loss is drawn for what it lets through.
                 Verdict::Lost
             } else {
                 let cfg = p.cfg;

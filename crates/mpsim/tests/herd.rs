@@ -7,11 +7,16 @@
 //! again. The host's own delays then looked like a failing network, and it did not recover.
 //! Each mechanism is tested here in virtual time, at a scale debug builds run in seconds:
 //!
-//! - a full socket costs a poll per datagram it takes, not one per waiting connection.
+//! - a full socket costs a poll per datagram it takes, not one per waiting connection;
+//! - one connection's silence on a netpath that brings the others their answers moves only
+//!   that connection;
+//! - a failover of every connection probes WiFi at the endpoint's pace, not each
+//!   connection's, and every connection still fails back once WiFi returns.
 #![allow(clippy::unwrap_used)]
 
-use mpcore::{Config, ConnHandle, Event, Iface};
-use mpsim::{client_addr, ms, Flow, PathConfig, Sim};
+use mpcore::wire::{Cid, Header, Packet};
+use mpcore::{Config, ConnHandle, Event, Iface, PathId, SubflowState};
+use mpsim::{client_addr, ms, multimob_client, multimob_paths, multimob_server, Dir, Flow, PathConfig, PathEvent, Sim};
 use std::collections::HashMap;
 
 const REQUEST: usize = 1_200;
@@ -174,4 +179,82 @@ fn a_full_socket_costs_a_poll_per_datagram_it_takes_not_one_per_waiting_connecti
     assert!(polls <= 5 * datagrams, "{polls} polls for {datagrams} datagrams ({w:?})");
     let worst = app.answers.iter().map(|a| a.1).max().unwrap();
     assert!(worst < ms(3_000), "the last answer took {worst} us");
+}
+
+/// The datagrams of the connection a test picks: the first request sent up on WiFi at `at`
+/// names it (a datagram of a request's size, its server-side CID); from then on its
+/// datagrams up on WiFi are dropped.
+fn drop_one_connection_from(sim: &mut Sim, at: u64) {
+    let mut victim: Option<Cid> = None;
+    sim.drop_if = Some(Box::new(move |t, path, dir, d: &[u8]| {
+        if path != 0 || dir != Dir::Up || t < at {
+            return false;
+        }
+        let cid_len = usize::from(Config::default().cid_len);
+        let Ok(Packet { header: Header::Short(s), .. }) = Packet::parse(d, cid_len) else { return false };
+        if victim.is_none() && t == at && d.len() > 1_000 {
+            victim = Some(s.dcid);
+        }
+        victim == Some(s.dcid)
+    }));
+}
+
+/// Connections that opened a subflow on cellular (path 1).
+fn on_cellular(sim: &Sim, conns: &[ConnHandle]) -> Vec<usize> {
+    let cell = |h: &ConnHandle| {
+        sim.client.stats(*h).unwrap().subflows.iter().any(|f| f.path == PathId(1) && f.counters.bytes_sent > 0)
+    };
+    conns.iter().enumerate().filter(|(_, h)| cell(h)).map(|(i, _)| i).collect()
+}
+
+/// Twenty MultiMob connections ask a request every 100 ms over a working WiFi (one every 5 ms:
+/// the netpath is heard from all the time); from 3 s one of them has every datagram it
+/// sends on WiFi dropped. Its tail loss probe goes unanswered
+/// and it fails over to cellular, where its requests are answered. The others heard WiFi
+/// after its silence began: its report is refuted and they stay on WiFi. Before, the report
+/// declared WiFi bad for every connection of the endpoint, and all twenty joined cellular.
+#[test]
+fn one_connections_silence_on_a_path_that_answers_the_others_moves_only_that_connection() {
+    let mut sim =
+        Sim::new(4, multimob_client(oracle::Config::default()), server(multimob_server()), multimob_paths()).unwrap();
+    let mut app = Many::new(&mut sim, 20, ms(1_000), ms(100), ms(100), 60);
+    // Connection 0's request at 3,000 ms is the only datagram sent up at that instant.
+    drop_one_connection_from(&mut sim, ms(3_000));
+    assert!(sim.run(ms(30_000), |s| app.drive(s)), "every request answered, the victim's on cellular");
+    assert_eq!(on_cellular(&sim, &app.conns), [0], "only the silent connection moved");
+    assert!(sim.client.netpath_failures_refuted() >= 1);
+    let worst_other = app.answers.iter().filter(|a| a.0 != 0).map(|a| a.1).max().unwrap();
+    assert!(worst_other < ms(40), "the others' requests took up to {worst_other} us");
+}
+
+/// 300 MultiMob connections ask a request every 2 s; WiFi goes down at 4 s and returns at
+/// 14 s. Every connection fails over (the netpath is silent for all of them). While their
+/// cellular subflows are open, each probes WiFi, at the endpoint's pace: a thousand probes a
+/// second spread over the 300, not ten a second each (3,000 a second here, 100,000 at 10,000
+/// connections). Once WiFi is back, every connection fails back.
+#[test]
+fn a_failover_of_many_connections_probes_at_the_endpoints_pace_and_all_fail_back() {
+    let mut sim =
+        Sim::new(6, multimob_client(oracle::Config::default()), server(multimob_server()), multimob_paths()).unwrap();
+    let n = 300;
+    let mut app = Many::new(&mut sim, n, ms(1_000), ms(2_000), ms(2_000), 20);
+    sim.at(ms(4_000), 0, PathEvent::Down);
+    sim.at(ms(14_000), 0, PathEvent::Up);
+    assert!(sim.run(ms(60_000), |s| app.drive(s)), "every request answered");
+    assert_eq!(on_cellular(&sim, &app.conns).len(), n, "every connection failed over");
+    // WiFi's datagrams up while it was down, from 6 s (the failover done, the flights'
+    // retransmissions backed off) to 14 s: the probes.
+    let probes = sim.path_log(0).iter().filter(|e| e.dir == Dir::Up && (ms(6_000)..ms(14_000)).contains(&e.time));
+    let per_second = probes.count() as u64 / 8;
+    assert!(per_second <= 1_300, "{per_second} datagrams a second on the dead WiFi");
+    let back = |h: &ConnHandle| {
+        sim.client
+            .stats(*h)
+            .unwrap()
+            .subflows
+            .iter()
+            .all(|f| f.path == PathId(0) || f.state != SubflowState::Established)
+    };
+    let failed_back = app.conns.iter().filter(|h| back(h)).count();
+    assert_eq!(failed_back, n, "every connection failed back to WiFi");
 }

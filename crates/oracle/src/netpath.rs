@@ -9,7 +9,8 @@
 //!   that rises to its threshold marks the netpath bad: its regular subflows become potentially
 //!   failed and "was bad", and every connection on it opens its backup subflows;
 //! - otherwise a maximum RTO of 1.5 s or more opens the backup subflows without declaring the
-//!   netpath bad;
+//!   netpath bad (the maximum over the subflows that received packets in the period, when
+//!   any did: one silent subflow among many that hear the netpath is not the netpath's);
 //! - a smoothed RTT far above the netpath's own baseline (its least RTT seen): at least
 //!   `rtt_ratio` times it and `rtt_margin` above it, and above the best other netpath's by the
 //!   margin when one is known, marks it bad as loss does (a path that stays up but gets slow:
@@ -126,6 +127,8 @@ pub struct Sample {
     pub srtt: Time,
     /// The least RTT the subflow has seen (0: none yet).
     pub min_rtt: Time,
+    /// Packets received (authenticated): the netpath brought it something.
+    pub received: u64,
 }
 
 /// What the oracle decided for a netpath at the end of a period.
@@ -214,6 +217,8 @@ struct Entry {
     suspected_at: Option<Time>,
     /// The suspicion test's statistic (see the module's rules).
     cusum: f64,
+    /// The current period's largest RTO among the subflows that received packets in it.
+    heard_rto: Time,
     /// The last period's largest smoothed RTT (0: none), and the least RTT ever seen.
     srtt: Time,
     base_rtt: Time,
@@ -264,6 +269,7 @@ impl Oracle {
                     suspected_at: None,
                     cusum: 0.0,
                     max_rto: 0,
+                    heard_rto: 0,
                     srtt: 0,
                     base_rtt: 0,
                     delay_fired: false,
@@ -283,6 +289,10 @@ impl Oracle {
         e.period.lost += s.lost;
         e.period.retransmitted += s.retransmitted;
         e.period.rto = e.period.rto.max(s.rto);
+        e.period.received += s.received;
+        if s.received > 0 {
+            e.heard_rto = e.heard_rto.max(s.rto);
+        }
         e.period.srtt = e.period.srtt.max(s.srtt);
         if s.min_rtt > 0 {
             e.base_rtt = if e.base_rtt == 0 { s.min_rtt } else { e.base_rtt.min(s.min_rtt) };
@@ -444,6 +454,12 @@ impl Oracle {
                 e.cusum = (e.cusum + llr).clamp(0.0, 2.0 * c.suspect_evidence);
             }
         }
+        // The largest RTO of the subflows the netpath brought packets to, if it brought any:
+        // then a subflow silent on it (backing off its timer) is silent alone, and one such
+        // among thousands of connections must not open every connection's backup subflows
+        // (issue 52). A netpath silent to all is judged by the largest RTO, as MultiMob does.
+        let heard_rto = std::mem::take(&mut e.heard_rto);
+        let rto = if p.received > 0 { heard_rto } else { p.rto };
         e.max_rto = p.rto;
         let loss_fires = e.loss_trigger.update(e.loss.value(), c.loss_threshold, c.hysteresis);
         // The delay rule fires once per excursion; it re-arms when the delay is judged normal
@@ -455,7 +471,7 @@ impl Oracle {
             e.delay_fired = false;
         }
         let retrans_fires = e.retrans_trigger.update(e.retrans.value(), c.retrans_threshold, c.hysteresis);
-        let rto_high = p.rto >= c.rto_threshold;
+        let rto_high = rto >= c.rto_threshold;
         let rto_fires = rto_high && !e.rto_trigger;
         e.rto_trigger = rto_high;
         let above = e.loss.value() >= c.loss_threshold || e.retrans.value() >= c.retrans_threshold || slow;
@@ -598,6 +614,7 @@ mod tests {
                         rto: 200_000 + (r >> 40) % 2_000_000,
                         srtt,
                         min_rtt: 10_000,
+                        received: (sent - lost) * ((r >> 50) % 2),
                     }
                 };
                 *l = s;
@@ -760,6 +777,24 @@ mod tests {
         assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::Clear }]);
     }
 
+    /// Issue 52: one subflow backing off its timer while the netpath brings the others
+    /// packets is silent alone: its RTO does not open every connection's backups. A netpath
+    /// silent to all is judged by the largest RTO, and so is one whose heard subflows are slow.
+    #[test]
+    fn a_high_rto_counts_only_when_the_netpath_brought_its_subflows_nothing() {
+        let heard = |rto_ms| Sample { received: 5, ..s(5, 0, 0, rto_ms) };
+        let mut o = Oracle::new(Config::default());
+        let mut now = 0;
+        o.start(now);
+        let a = period(&mut o, &mut now, &[(np(0), s(3, 0, 0, 1600)), (np(0), heard(200)), (np(0), heard(250))]);
+        assert!(a.is_empty(), "one silent subflow among heard ones: {a:?}");
+        let a = period(&mut o, &mut now, &[(np(0), s(3, 0, 0, 1600)), (np(0), s(2, 0, 0, 200))]);
+        assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::HighRto }], "silent to all");
+        let mut o = Oracle::new(Config::default());
+        o.start(now);
+        let a = period(&mut o, &mut now, &[(np(0), s(3, 0, 0, 200)), (np(0), heard(1600))]);
+        assert_eq!(a, vec![Action { netpath: np(0), verdict: Verdict::HighRto }], "a heard subflow is slow");
+    }
     #[test]
     fn an_empty_period_keeps_the_smoothed_values() {
         let mut o = Oracle::new(Config::default());

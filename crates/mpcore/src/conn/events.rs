@@ -257,9 +257,15 @@ pub enum EndpointEvent {
     /// The connection's token (§4.3) is known: route JOINs naming it here (tokens are unique
     /// among an endpoint's connections; a collision fails the newer one).
     Token(u32),
-    /// `multimob`: this connection found the netpath failed; the endpoint's oracle declares it
-    /// bad for every connection on it.
-    NetpathFailed(oracle::Netpath),
+    /// `multimob`: this connection found the netpath failed, silent to it since `since`; the
+    /// endpoint's oracle declares it bad for every connection on it, unless the netpath
+    /// brought another connection a packet after `since`.
+    NetpathFailed {
+        /// The netpath.
+        netpath: oracle::Netpath,
+        /// Since when the connection heard nothing on it while its data waited.
+        since: crate::Time,
+    },
     /// A frame was rejected and ignored (the rest of its packet was processed): count it.
     Rejected(DropReason),
     /// Client: UDP went unanswered from this local path (`silent`), or was answered there

@@ -96,8 +96,22 @@ impl Connection {
         self.subflows.iter().any(|s| s.fail_back_candidate() && !s.was_bad())
     }
 
+    /// While failover subflows are open, how often each regular subflow is probed: a fifth of
+    /// the oracle's period, so that a path's return is seen within the period, unless the
+    /// endpoint asks for less (`set_probe_interval`).
+    pub(super) fn probe_interval(&self) -> Time {
+        (self.config.oracle.period / 5).max(self.multimob.probe_every)
+    }
+
+    /// The endpoint's pace for failover probes (see `probe_interval`): it spreads a budget of
+    /// probes over every connection that probes, so that a failover of thousands of
+    /// connections at once does not send a probe per connection each 100 ms (issue 52).
+    pub(crate) fn set_probe_interval(&mut self, every: Time) {
+        self.multimob.probe_every = every;
+    }
+
     /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
-    pub(super) fn failover_open(&self) -> bool {
+    pub(crate) fn failover_open(&self) -> bool {
         self.config.path_manager == PathManager::MultiMob
             && self.side == Side::Client
             && self.subflows.iter().any(|s| s.failover() && s.is_open())
@@ -151,7 +165,8 @@ impl Connection {
             // The RTO with its backoff, as Linux hands it to MultiMob's module.
             let rto = (rtt.rto() << sf.rec().rto_backoff.min(10)).min(rtt.max_rto());
             let (srtt, min_rtt) = if rtt.has_sample { (rtt.srtt, rtt.min) } else { (0, 0) };
-            out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto, srtt, min_rtt });
+            let received = d[3];
+            out(np, oracle::Sample { sent: d[0], lost: d[1], retransmitted: d[2], rto, srtt, min_rtt, received });
         }
     }
 
@@ -219,8 +234,9 @@ impl Connection {
             }
             return;
         }
-        if let Some(np) = self.netpath(i) {
-            self.endpoint_events.push_back(EndpointEvent::NetpathFailed(np));
+        if let Some(netpath) = self.netpath(i) {
+            let since = now.saturating_sub(self.subflows[i].silent_for(now));
+            self.endpoint_events.push_back(EndpointEvent::NetpathFailed { netpath, since });
         }
         let id = self.subflows[i].id();
         self.fail_over(now, true, |_, s| s.id() == id);

@@ -3,7 +3,8 @@
 use crate::Time;
 
 /// MultiMob's state beyond the subflows' (which carry the oracle's flags): the client's
-/// receive idle timer and the fail-back hold.
+/// receive idle timer, the fail-back hold, and the endpoint's pace for the probes of a
+/// failover.
 #[derive(Debug, Default)]
 pub(super) struct MultiMob {
     /// The receive idle timer (MultiMob §III-B).
@@ -11,6 +12,10 @@ pub(super) struct MultiMob {
     /// Since when a regular subflow has been usable while failover subflows are open (the
     /// fail-back follows `Config::fail_back_hold` later).
     healthy_since: Option<Time>,
+    /// While failover subflows are open, each regular subflow is probed this often (0: a
+    /// fifth of the oracle's period). The endpoint sets it from how many of its connections
+    /// probe (`Connection::set_probe_interval`).
+    pub probe_every: Time,
 }
 
 impl MultiMob {

@@ -128,7 +128,7 @@ impl Connection {
             peer_max_ack_delay: self.peer_max_ack_delay(),
             keep_alive: if open { self.keep_alive_interval(keep_alive_on) } else { 0 },
             keep_alive_on: keep_alive_on.map(|s| s.id()),
-            probe_bad: if open && self.failover_open() { self.config.oracle.period / 5 } else { 0 },
+            probe_bad: if open && self.failover_open() { self.probe_interval() } else { 0 },
             idle_timeout: (open && idle > 0 && (self.side == Side::Server || self.rejoins_silent_paths()))
                 .then_some(idle),
             idle_client: self.side == Side::Client,

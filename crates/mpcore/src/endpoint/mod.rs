@@ -138,6 +138,10 @@ pub struct Endpoint {
     /// The `multimob` path manager's oracle over every connection of this (client) endpoint.
     oracle: Option<oracle::Oracle>,
     oracle_actions: Vec<oracle::Action>,
+    /// When each netpath last brought a packet (`multimob`: refutes one connection's report).
+    heard: oracle_periods::Heard,
+    /// The connections that probe for a failover (`multimob`: their probes' pace).
+    probing: oracle_periods::Probing,
     /// Per local path: reported down by the driver.
     path_down: Vec<bool>,
     /// Per local path: when a connection found UDP silent there (kept `UDP_VERDICT`).
@@ -229,6 +233,8 @@ impl Endpoint {
             oracle: (config.path_manager == crate::PathManager::MultiMob && !server)
                 .then(|| oracle::Oracle::new(config.oracle)),
             oracle_actions: Vec::new(),
+            heard: oracle_periods::Heard::default(),
+            probing: oracle_periods::Probing::default(),
             config: Arc::new(config),
         })
     }
@@ -345,7 +351,11 @@ impl Endpoint {
     /// Enters the deadline of every connection that changed since the last call: once per
     /// `poll_timeout` or `handle_timeout`, however many datagrams came and went between.
     fn refresh_deadlines(&mut self) {
+        let every = self.count_probing();
         while let Some(idx) = self.activity.pop_stale() {
+            if let (Some(c), Some(every)) = (self.conns.get_mut(idx), every) {
+                c.set_probe_interval(every);
+            }
             let t = self.conns.get(idx).and_then(|c| c.poll_timeout());
             self.activity.set_deadline(idx, t);
         }
@@ -378,7 +388,7 @@ impl Endpoint {
                         }
                     }
                 }
-                EndpointEvent::NetpathFailed(np) => failed = Some(np),
+                EndpointEvent::NetpathFailed { netpath, since } => failed = Some((netpath, since)),
                 EndpointEvent::Rejected(r) => self.drops.count(r),
                 EndpointEvent::UdpVerdict { path, silent } => self.note_udp(now, path, silent),
                 EndpointEvent::Drained => drained = true,
@@ -387,8 +397,8 @@ impl Endpoint {
         if drained {
             self.reap(idx, now);
         }
-        if let Some(np) = failed {
-            self.declare_bad(now, np);
+        if let Some((np, since)) = failed {
+            self.declare_bad(now, np, since);
         }
     }
 
@@ -571,7 +581,7 @@ impl Endpoint {
             Header::Handshake(_) => c.handle_handshake(now, (path, self.rx_carrier), remote, &p, scratch),
             _ => c.handle_sealed(now, (path, self.rx_carrier), remote, p.header, p.header_len, scratch),
         };
-        self.after_datagram(idx, now, remote, len, r);
+        self.after_datagram(idx, now, path, remote, len, r);
     }
 
     /// [`Endpoint::handle_datagram`] for a datagram the caller lets the endpoint change: a
@@ -610,14 +620,26 @@ impl Endpoint {
         // The header, copied out of `data`, which is opened where it lies.
         let len = data.len();
         let r = c.handle_sealed(now, (path, carrier), remote, Header::Short(Short { dcid }), header_len, data);
-        self.after_datagram(idx, now, remote, len, r);
+        self.after_datagram(idx, now, path, remote, len, r);
     }
 
-    /// Counts a dropped datagram and applies what connection `idx` asked of the endpoint.
-    fn after_datagram(&mut self, idx: usize, now: Time, remote: SocketAddr, len: usize, r: Result<(), DropReason>) {
-        if let Err(r) = r {
-            self.drops.count(r);
-            tracing::trace!(%remote, len, why = ?r, "datagram dropped");
+    /// Counts a dropped datagram, notes the netpath of one taken (`multimob`'s oracle), and
+    /// applies what connection `idx` asked of the endpoint.
+    fn after_datagram(
+        &mut self,
+        idx: usize,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        len: usize,
+        r: Result<(), DropReason>,
+    ) {
+        match r {
+            Ok(()) => self.heard_from(now, path, remote),
+            Err(r) => {
+                self.drops.count(r);
+                tracing::trace!(%remote, len, why = ?r, "datagram dropped");
+            }
         }
         self.apply_events(idx, now);
     }

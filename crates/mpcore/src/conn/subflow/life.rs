@@ -219,12 +219,13 @@ impl Subflow {
         self.high_rto = high_rto;
     }
 
-    /// The counters the oracle has not seen yet (packets sent, lost, retransmitted), now
+    /// The counters the oracle has not seen yet (packets sent, lost, retransmitted, received),
+    /// now
     /// reported.
-    pub fn oracle_sample(&mut self) -> [u64; 3] {
+    pub fn oracle_sample(&mut self) -> [u64; 4] {
         let c = &self.counters;
-        let now = [c.packets_sent, c.oracle_losses, c.packets_retransmitted];
-        let d = [now[0] - self.reported[0], now[1] - self.reported[1], now[2] - self.reported[2]];
+        let now = [c.packets_sent, c.oracle_losses, c.packets_retransmitted, c.packets_received];
+        let d = std::array::from_fn(|k| now[k] - self.reported[k]);
         self.reported = now;
         d
     }

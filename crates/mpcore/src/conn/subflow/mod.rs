@@ -282,8 +282,8 @@ pub struct Subflow {
     /// up unanswered, it is tried again, until the path answers or goes away.
     rejoin: bool,
     /// Counters already reported to the oracle: packets sent, lost (`oracle_losses`),
-    /// retransmitted.
-    reported: [u64; 3],
+    /// retransmitted, received.
+    reported: [u64; 4],
     rec: Recovery,
     acks: AckState,
     val: Validation,
@@ -372,7 +372,7 @@ impl Subflow {
             },
             failover: false,
             rejoin: false,
-            reported: [0; 3],
+            reported: [0; 4],
             rec: Recovery::new(rtt, cc, now),
             acks: AckState::new(now),
             val: Validation::default(),
