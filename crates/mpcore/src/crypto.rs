@@ -182,6 +182,35 @@ pub fn transcript_hash(initial_part: &[u8], handshake_part: &[u8]) -> [u8; 32] {
     out
 }
 
+/// The first part of a transcript (an INITIAL's), hashed once: [`transcript_hash`] of it and
+/// any HANDSHAKE part. A client keeps the INITIAL a RETRY replaced this way (§4.5).
+#[derive(Clone)]
+pub struct TranscriptPrefix(digest::Context);
+
+impl TranscriptPrefix {
+    /// `initial_part`, hashed.
+    pub fn new(initial_part: &[u8]) -> Self {
+        let mut ctx = digest::Context::new(&digest::SHA256);
+        ctx.update(initial_part);
+        Self(ctx)
+    }
+
+    /// `transcript_hash(initial_part, handshake_part)`.
+    pub fn hash(&self, handshake_part: &[u8]) -> [u8; 32] {
+        let mut ctx = self.0.clone();
+        ctx.update(handshake_part);
+        let mut out = [0u8; 32];
+        out.copy_from_slice(ctx.finish().as_ref());
+        out
+    }
+}
+
+impl fmt::Debug for TranscriptPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TranscriptPrefix")
+    }
+}
+
 /// A resuming INITIAL's binder (§4.8): HMAC-SHA256 under
 /// `HKDF-Expand(PSK, "mpudp1 binder", 32)` of SHA-256(every INITIAL byte before the binder).
 /// Only a holder of the ticket's PSK computes it, and it binds the ticket to this INITIAL.

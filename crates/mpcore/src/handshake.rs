@@ -18,7 +18,7 @@
 use crate::config::Config;
 use crate::crypto::{
     self, ct_eq, encode_addr, resumption_binder, transcript_hash, CookieKey, KeyShare, Master, RetryTokenKey, Secrets,
-    Suite,
+    Suite, TranscriptPrefix,
 };
 use crate::drops::DropReason;
 use crate::identity;
@@ -72,6 +72,12 @@ pub struct Client {
     initial: Vec<u8>,
     transcript_len: usize,
     retried: bool,
+    /// The INITIAL a RETRY replaced (its transcript's first part), when it offered no 0-RTT
+    /// data: a HANDSHAKE may still answer it. A server turns to RETRY under load (`retry_above`
+    /// a second), so it may have answered one copy with a HANDSHAKE and the next with a
+    /// RETRY; that HANDSHAKE, checked against the new INITIAL alone, looked forged, and the
+    /// connection gave up ("did not prove the server key", issue 52).
+    prior: Option<TranscriptPrefix>,
     cookie: Vec<u8>,
     attempts: u32,
     /// A HANDSHAKE came that the server keys did not authenticate (§4.6).
@@ -125,6 +131,7 @@ impl Client {
             initial: Vec::new(),
             transcript_len: 0,
             retried: false,
+            prior: None,
             cookie: Vec::new(),
             attempts: 0,
             auth_failed: false,
@@ -285,11 +292,13 @@ impl Client {
         // A token that leaves no room in the INITIAL is no server's (a RETRY's integrity key
         // is public: anyone who saw the INITIAL can make one): dropped, the INITIAL unchanged.
         let Some(share) = self.share.take() else { return Err(DropReason::Unexpected) };
+        let prior = (!self.want_early).then(|| TranscriptPrefix::new(&self.initial[..self.transcript_len]));
         let built = self.build_initial(config, &share, r.token);
         self.share = Some(share);
         if !built {
             return Err(DropReason::BadRetry);
         }
+        self.prior = prior;
         self.retried = true;
         self.send_now = true;
         self.next_send = now;
@@ -316,33 +325,40 @@ impl Client {
         if !config.suites.contains(&suite) {
             return Err(DropReason::Malformed);
         }
-        let th = transcript_hash(&self.initial[..self.transcript_len], &scratch[..Handshake::TRANSCRIPT_LEN]);
+        // The transcript of the INITIAL the HANDSHAKE answers: ours, or the one a RETRY replaced.
+        let part = &scratch[..Handshake::TRANSCRIPT_LEN];
+        let current = transcript_hash(&self.initial[..self.transcript_len], part);
+        let transcripts = [Some(current), self.prior.as_ref().map(|p| p.hash(part))];
+        let transcripts = || transcripts.iter().flatten();
         // §4.8: a HANDSHAKE keyed with our ticket's PSK proves the PSK (which only a holder of
         // the ticket key can derive) with an HMAC of TH, checked before the key share is spent
         // as a signature is; it has no signature. One that claims a PSK we never offered is not
         // for us.
         let mut server_key = None;
-        let psk = match (&self.offer, h.psk_proof) {
+        let (psk, mut th) = match (&self.offer, h.psk_proof) {
             (Some(o), Some(proof)) => {
-                if !ct_eq(&crypto::psk_proof(&o.psk, &th), &proof) {
+                let Some(&th) = transcripts().find(|th| ct_eq(&crypto::psk_proof(&o.psk, th), &proof)) else {
                     self.auth_failed = true;
                     return Err(DropReason::BadSignature);
-                }
+                };
                 server_key = o.identity;
-                Some(o.psk)
+                (Some(o.psk), th)
             }
             (None, Some(_)) => return Err(DropReason::Unexpected),
-            (_, None) => None,
+            (_, None) => (None, current),
         };
         // §4.6: the server's signature of TH, checked before the key share is spent, so that a
         // forged HANDSHAKE (a man in the middle's own key share) leaves the real one acceptable.
         if psk.is_none() {
             if !config.server_keys.is_empty() {
-                let key = h.signature.and_then(|sig| config.server_keys.iter().find(|k| k.verifies(&th, &sig)));
-                let Some(key) = key else {
+                let signed = h.signature.and_then(|sig| {
+                    transcripts().find_map(|t| config.server_keys.iter().find(|k| k.verifies(t, &sig)).map(|k| (*t, k)))
+                });
+                let Some((t, key)) = signed else {
                     self.auth_failed = true;
                     return Err(DropReason::BadSignature);
                 };
+                th = t;
                 server_key = Some(key.0);
             } else if !config.unauthenticated_server {
                 return Err(DropReason::Unexpected);
@@ -396,6 +412,7 @@ impl Client {
             self.odcid = rng.cid();
             self.build_initial(config, &fresh, &[]);
             self.retried = false;
+            self.prior = None;
             self.share = Some(fresh);
             self.send_now = true;
         }
