@@ -27,6 +27,13 @@
 //! Run: `cargo bench -p mp-benches --bench scale` (1,000, 10,000 and 50,000 connections, 60 s
 //! of load at 10,000, a 200k/s flood for 10 s; about 4 minutes); `-- --conns 1000,10000
 //! --secs 20 --flood 100000` to choose. Under `cargo test`, a smoke run of 20 connections.
+//!
+//! Issue 52's setting (a regression seen in 2 runs of 3): `-- --bench --conns
+//! 10000,10000,10000 --secs 30 --pm multimob --request 100` runs the load three times with the
+//! phone preset's MultiMob oracle and 100-byte requests (`--idle S`: the quiet before the load,
+//! 20 s by default). The load row gives the connections lost (fewer live at the end), the
+//! server's drops, and in which second of the load the connections first failed (one moment
+//! for all of them, or a decline).
 #![allow(unsafe_code)] // a global allocator is an unsafe trait; this one only counts
 
 use mpcore::{Config, Endpoint, Iface, LocalPath, PathId};
@@ -37,8 +44,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const REQUEST: usize = 2_500;
 const ANSWER: usize = 750;
+
+/// The request's size (`--request`, both processes): 2,500 bytes, the BRIEF's burst.
+static REQUEST: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(2_500);
+
+/// `--pm multimob`: the clients keep the phone preset's path manager (the oracle).
+static MULTIMOB: AtomicBool = AtomicBool::new(false);
+
+fn request_size() -> usize {
+    REQUEST.load(Ordering::Relaxed)
+}
 
 mod counting;
 use counting::{heap, CLIENT, SERVER};
@@ -140,6 +156,7 @@ impl ChildServer {
         let exe = std::env::current_exe().expect("this bench's path");
         let mut child = Command::new(exe)
             .arg("--serve")
+            .args(["--request", &request_size().to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -161,6 +178,15 @@ impl ChildServer {
         self.stdout.read_line(&mut line).expect("answer");
         let mut it = line.split_whitespace().map(|x| x.parse::<i64>().unwrap_or(0));
         (it.next().unwrap_or(0), it.next().unwrap_or(0))
+    }
+
+    /// The server's answer to `what` (one line).
+    fn ask(&mut self, what: &str) -> String {
+        use std::io::{BufRead, Write};
+        writeln!(self.stdin, "{what}").expect("ask");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("answer");
+        line.trim().to_string()
     }
 
     /// The server process's CPU time (every thread), seconds.
@@ -191,11 +217,13 @@ fn serve() {
         opts.config_mut().initials_per_source = 0;
         let l = MpListener::bind("127.0.0.1:0".parse().expect("address"), opts).expect("bind");
         println!("{}", l.local_addr());
-        std::thread::spawn(|| {
+        let ep = l.endpoint().clone();
+        std::thread::spawn(move || {
             use std::io::BufRead;
             for line in std::io::stdin().lock().lines() {
                 match line.as_deref() {
                     Ok("stats") => println!("{} {}", heap(SERVER), rss_kib()),
+                    Ok("drops") => println!("{} live, drops: {}", ep.live_connections(), ep.drops().summary()),
                     Ok("trim") => {
                         malloc_trim();
                         println!("{} {}", heap(SERVER), rss_kib());
@@ -222,8 +250,8 @@ async fn answer(mut s: MpStream) {
             Ok(0) | Err(_) => return,
             Ok(n) => got += n,
         }
-        while got >= REQUEST {
-            got -= REQUEST;
+        while got >= request_size() {
+            got -= request_size();
             if s.write_all(&ANS).await.is_err() {
                 return;
             }
@@ -236,8 +264,9 @@ async fn answer(mut s: MpStream) {
 /// its one oracle would judge WiFi by all their RTTs together (under the load of thousands of
 /// handshakes at once it declares the path bad and every connection fails over).
 fn client_endpoint() -> MpEndpoint {
+    let pm = if MULTIMOB.load(Ordering::Relaxed) { mpudp::PathManager::MultiMob } else { mpudp::PathManager::Backup };
     let opts = Options::phone()
-        .path_manager(mpudp::PathManager::Backup)
+        .path_manager(pm)
         .server_key(identity().public_key())
         .interface(Interface::unbound("127.0.0.1:0".parse().expect("address")).kind(Iface::Wifi))
         .interface(Interface::unbound("127.0.0.2:0".parse().expect("address")).kind(Iface::Cellular).backup(true));
@@ -266,7 +295,7 @@ async fn connect_all(ep: &MpEndpoint, addr: SocketAddr, n: usize) -> (Vec<MpStre
             set.spawn(async move {
                 let mut s = ep.connect(addr).await.map_err(|e| e.to_string())?;
                 let mut ans = vec![0u8; ANSWER];
-                request(&mut s, &[1; REQUEST], &mut ans).await.ok_or("first request failed")?;
+                request(&mut s, &vec![1; request_size()], &mut ans).await.ok_or("first request failed")?;
                 Ok::<_, String>(s)
             });
             started += 1;
@@ -334,60 +363,82 @@ fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Optio
     });
     if let Some(secs) = load_secs {
         let cpu0 = server.cpu();
-        let (delays, failed) = rt.block_on(load(std::mem::take(&mut streams), secs));
+        let l = rt.block_on(load(std::mem::take(&mut streams), secs));
         let cpu = (server.cpu() - cpu0) / secs as f64 * 100.0;
+        let lost = n.saturating_sub(ep.live_connections());
+        let first = if l.first_failures.is_empty() {
+            String::new()
+        } else {
+            format!("; connections' first failure by second of the load {:?}", l.first_failures)
+        };
         rows.push(Row {
             what: format!("load, {n} connections, a request each per second for {secs} s"),
             cells: vec![
                 format!(
                     "p50 {:.1} / p99 {:.1} / max {:.1} ms",
-                    quantile(&delays, 0.5),
-                    quantile(&delays, 0.99),
-                    quantile(&delays, 1.0)
+                    quantile(&l.delays, 0.5),
+                    quantile(&l.delays, 0.99),
+                    quantile(&l.delays, 1.0)
                 ),
-                format!("{} requests, {failed} failed", delays.len() + failed),
+                format!("{} requests, {} failed, {lost} connections lost", l.delays.len() + l.failed, l.failed),
                 format!("{cpu:.0} %"),
-                String::new(),
+                format!("server: {}{first}", server.ask("drops")),
             ],
         });
+        streams = l.streams;
     }
     ep.close();
     drop(streams);
     let _ = rt.block_on(tokio::time::timeout(Duration::from_secs(10), ep.wait_idle()));
 }
 
+/// What the load did: each answer's delay, the requests that failed (a connection stops at its
+/// first failure: the rest of its requests count as failed), how many connections first failed
+/// in each second of the load, and the streams (kept open until the endpoint is looked at).
+struct Load {
+    delays: Vec<Duration>,
+    failed: usize,
+    first_failures: std::collections::BTreeMap<u64, usize>,
+    streams: Vec<MpStream>,
+}
+
 /// Every stream sends a request each second, staggered over the second, for `secs`.
-async fn load(streams: Vec<MpStream>, secs: u64) -> (Vec<Duration>, usize) {
+async fn load(streams: Vec<MpStream>, secs: u64) -> Load {
     let n = streams.len();
     let mut set = tokio::task::JoinSet::new();
     let start = tokio::time::Instant::now() + Duration::from_millis(100);
     for (i, mut s) in streams.into_iter().enumerate() {
         set.spawn(async move {
             let offset = Duration::from_secs(1) * i as u32 / n as u32;
-            let (mut delays, mut failed) = (Vec::with_capacity(secs as usize), 0);
-            let (req, mut ans) = ([2u8; REQUEST], [0u8; ANSWER]);
+            let (mut delays, mut failed, mut first_failure) = (Vec::with_capacity(secs as usize), 0, None);
+            let (req, mut ans) = (vec![2u8; request_size()], [0u8; ANSWER]);
             for k in 0..secs {
                 tokio::time::sleep_until(start + offset + Duration::from_secs(k)).await;
                 match request(&mut s, &req, &mut ans).await {
                     Some(d) => delays.push(d),
                     None => {
                         failed += 1;
+                        first_failure = Some(k);
                         break;
                     }
                 }
             }
             let left = secs as usize - delays.len() - failed;
-            (delays, failed + left)
+            (delays, failed + left, first_failure, s)
         });
     }
-    let (mut all, mut failed) = (Vec::new(), 0);
+    let mut out = Load { delays: Vec::new(), failed: 0, first_failures: Default::default(), streams: Vec::new() };
     while let Some(r) = set.join_next().await {
-        let (d, f) = r.expect("task");
-        all.extend(d);
-        failed += f;
+        let (d, f, first, s) = r.expect("task");
+        out.delays.extend(d);
+        out.failed += f;
+        if let Some(k) = first {
+            *out.first_failures.entry(k).or_insert(0) += 1;
+        }
+        out.streams.push(s);
     }
-    all.sort();
-    (all, failed)
+    out.delays.sort();
+    out
 }
 
 /// A client's INITIAL, as an attacker would capture it.
@@ -438,7 +489,7 @@ fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>
         };
         let connect = t.elapsed();
         let (mut delays, mut failed) = (Vec::new(), 0);
-        let (req, mut ans) = ([3u8; REQUEST], [0u8; ANSWER]);
+        let (req, mut ans) = (vec![3u8; request_size()], [0u8; ANSWER]);
         let end = Instant::now() + Duration::from_secs(secs);
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         while Instant::now() < end {
@@ -546,6 +597,10 @@ fn arg(name: &str) -> Option<String> {
 }
 
 fn main() {
+    if let Some(n) = arg("--request").and_then(|s| s.parse().ok()) {
+        REQUEST.store(n, Ordering::Relaxed);
+    }
+    MULTIMOB.store(arg("--pm").as_deref() == Some("multimob"), Ordering::Relaxed);
     if std::env::args().any(|a| a == "--serve") {
         return serve();
     }
@@ -564,7 +619,8 @@ fn main() {
     let mut rows = Vec::new();
     let load_at = conns.iter().copied().filter(|&n| n <= 10_000).max();
     for &n in &conns {
-        idle(&rt, n, if full { 20 } else { 1 }, (Some(n) == load_at).then_some(secs), &mut rows);
+        let idle_secs = arg("--idle").and_then(|s| s.parse().ok()).unwrap_or(if full { 20 } else { 1 });
+        idle(&rt, n, idle_secs, (Some(n) == load_at).then_some(secs), &mut rows);
     }
     flood(&rt, rate, flood_secs, &mut rows);
     refusals(&rt, &mut rows);
