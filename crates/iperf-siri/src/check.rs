@@ -40,7 +40,7 @@ const CLIENT_ONLY: &[&str] = &[
 ];
 
 /// Flags only a server takes.
-const SERVER_ONLY: &[&str] = &["bind", "one_off", "key", "max_tests"];
+const SERVER_ONLY: &[&str] = &["bind", "one_off", "key", "max_tests", "max_silence"];
 
 /// How a flag is written (`-n/--bytes`), from its id.
 fn flag(id: &str) -> String {

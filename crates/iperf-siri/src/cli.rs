@@ -84,11 +84,16 @@ pub struct RunArgs {
     /// Server: handle one test, then exit.
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
-    /// Server: tests run at once (1 to 1000; at most half of them from one address); a client
-    /// beyond is told the server is busy. Concurrent tests share the server's links: give 1
-    /// for iperf3's one test at a time.
+    /// Server: tests run at once (1 to 1000; at most half of them from one address, three
+    /// quarters from one network); when every slot is taken, the test silent longest (2 s at
+    /// least) is ended for a new client, else it is told the server is busy. Concurrent tests
+    /// share the server's links: give 1 for iperf3's one test at a time.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000), allow_hyphen_values = true)]
     pub max_tests: u32,
+    /// Server: the longest silence a test's workload may declare (its burst gap or its wait
+    /// between requests; 1 s to 1 h); a test that declares more is refused.
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = parse_max_silence, allow_hyphen_values = true)]
+    pub max_silence: Duration,
     /// Test length in seconds: bulk mode sends this long (default 10); siri mode starts no
     /// request after it (default: until --requests are done).
     #[arg(short = 't', long, value_name = "SECONDS", value_parser = parse_seconds, allow_hyphen_values = true)]
@@ -287,6 +292,15 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
         Ok(v) => secs(v),
         Err(_) => parse_duration(s),
     }
+}
+
+/// `--max-silence`: 1 s to an hour.
+fn parse_max_silence(s: &str) -> Result<Duration, String> {
+    let d = parse_seconds(s)?;
+    if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&d) {
+        return Err("must be 1 s to 1 h".into());
+    }
+    Ok(d)
 }
 
 /// A duration with a unit: `300ms`, `5s`, `1.5s`, `250us`; a bare number is seconds.

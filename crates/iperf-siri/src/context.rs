@@ -3,6 +3,7 @@
 //! the demo, read by the runs and the report.
 
 use crate::out::Out;
+use crate::slots::TestActivity;
 use mpudp::PathInfo;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +29,11 @@ pub struct Context {
     /// When the test began: the client's connect, the server's accept. Times in reports
     /// count from here.
     pub started: Instant,
+    /// A server: the longest silence a test's workload may declare (`--max-silence`).
+    pub max_silence: Duration,
+    /// A server: the test's slot (its client's last frame, the signal that ends it for
+    /// another client), when the server shares slots.
+    pub activity: Option<Arc<TestActivity>>,
 }
 
 impl Context {
@@ -42,6 +48,8 @@ impl Context {
             verbose: false,
             scheduler: scheduler.to_string(),
             started: Instant::now(),
+            max_silence: crate::slots::MAX_SILENCE,
+            activity: None,
         }
     }
 }

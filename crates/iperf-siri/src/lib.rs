@@ -22,6 +22,7 @@ pub mod plot;
 pub mod proto;
 pub mod report;
 pub mod run;
+pub mod slots;
 pub mod timeline;
 
 use cli::RunArgs;
@@ -189,40 +190,10 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("cannot resolve '{host}': no address"))
 }
 
-/// The tests a server runs at once: how many, and how many per source address.
-#[derive(Debug, Default)]
-struct Slots {
-    running: std::collections::HashMap<std::net::IpAddr, usize>,
-}
-
-impl Slots {
-    /// Takes a slot for a client at `ip`: at most `max` tests at once, and at most half of
-    /// them (at least one) from one address, so that a client that connects and stays silent
-    /// over and over (each time dropped after 3 s) holds at most that share while others are
-    /// served.
-    fn take(&mut self, ip: std::net::IpAddr, max: usize) -> bool {
-        let total: usize = self.running.values().sum();
-        let mine = self.running.get(&ip).copied().unwrap_or(0);
-        if total >= max || mine >= (max / 2).max(1) {
-            return false;
-        }
-        *self.running.entry(ip).or_default() += 1;
-        true
-    }
-
-    fn give_back(&mut self, ip: std::net::IpAddr) {
-        if let Some(n) = self.running.get_mut(&ip) {
-            *n -= 1;
-            if *n == 0 {
-                self.running.remove(&ip);
-            }
-        }
-    }
-}
-
-/// `iperf-siri -s`: up to `--max-tests` tests at once (at most half of them from one
-/// address); a client beyond is told the server is busy. With `-1`, one test, then exits
-/// (non-zero if it failed).
+/// `iperf-siri -s`: up to `--max-tests` tests at once, shared as [`slots`] says (at most half
+/// from one address, three quarters from one network; the longest-silent test ended for a
+/// client that waits); a client beyond is told the server is busy. With `-1`, one test, then
+/// exits (non-zero if it failed).
 pub async fn server(args: &RunArgs) -> Result<(), String> {
     let ip = args.bind.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
     let addr = SocketAddr::new(ip, args.port);
@@ -247,7 +218,7 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
     } else {
         eprintln!("server key: {key}");
     }
-    let slots = Arc::new(Mutex::new(Slots::default()));
+    let slots = Arc::new(Mutex::new(slots::Slots::default()));
     let max = if args.one_off { 1 } else { args.max_tests as usize };
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Result<(), String>>();
     loop {
@@ -260,10 +231,10 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
                 continue;
             }
         };
-        if !slots.lock().unwrap_or_else(|e| e.into_inner()).take(peer.ip(), max) {
+        let Some(slot) = slots.lock().unwrap_or_else(|e| e.into_inner()).take(peer.ip(), max) else {
             tokio::spawn(refuse_busy(stream));
             continue;
-        }
+        };
         let events = events::collect(
             stream.events(),
             std::time::Instant::now(),
@@ -275,6 +246,8 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             interval: args.interval,
             live: (!args.json).then(|| out.clone()),
             verbose: args.verbose,
+            max_silence: args.max_silence,
+            activity: Some(slot.activity.clone()),
             ..Context::new(paths, listener.local_addr(), peer, &args.scheduler(false))
         };
         let (args, out, slots, done) = (args.clone(), out.clone(), slots.clone(), done_tx.clone());
@@ -305,7 +278,7 @@ pub async fn server(args: &RunArgs) -> Result<(), String> {
             if !args.json {
                 out.line(&format!("{rule}\nServer listening on {}\n{rule}", args.port));
             }
-            slots.lock().unwrap_or_else(|e| e.into_inner()).give_back(peer.ip());
+            slots.lock().unwrap_or_else(|e| e.into_inner()).give_back(slot.id);
             let _ = done.send(result);
         });
     }

@@ -12,6 +12,8 @@
 //!   DATA   (sender)  filler                                         bulk mode
 //!   END    (each)    empty        this side sends no more test data
 //!   RESULTS(each)    JSON          the client's, answered by the server's
+//!   STOP   (server)  text          the server ends the test early, and says why (its
+//!                                  client silent too long, or its slot given to another)
 //! ```
 //!
 //! The client sends END when its workload is done (at once when the server sends, `-R`), the
@@ -29,6 +31,11 @@ pub const PROTOCOL: u16 = 1;
 pub const MAGIC: &[u8; 6] = b"IPSIRI";
 /// The largest frame body or JSON document accepted.
 pub const MAX_FRAME: u32 = 16 << 20;
+/// The largest test request (HELLO) accepted: its parameters are a few hundred bytes. At
+/// [`MAX_FRAME`], a 16 MiB HELLO took the server from 7 to 44 MB (issue 52).
+pub const MAX_HELLO: u32 = 64 << 10;
+/// The largest STOP text read.
+pub const MAX_STOP: u32 = 4096;
 
 pub const BURST: u8 = 1;
 pub const IR: u8 = 2;
@@ -36,6 +43,7 @@ pub const FINAL: u8 = 3;
 pub const DATA: u8 = 4;
 pub const END: u8 = 5;
 pub const RESULTS: u8 = 6;
+pub const STOP: u8 = 7;
 
 pub const ACCEPTED: u8 = 0;
 pub const REFUSED: u8 = 1;
@@ -226,6 +234,9 @@ pub async fn read_hello<R: AsyncRead + Unpin>(r: &mut R) -> Result<Params, Proto
         return Err(ProtoError::Version { ours: PROTOCOL, theirs });
     }
     let len = r.read_u32().await?;
+    if len > MAX_HELLO {
+        return Err(ProtoError::Malformed(format!("a {len}-byte test request (at most {MAX_HELLO})")));
+    }
     let json = read_body(r, len).await?;
     serde_json::from_slice(&json).map_err(|e| ProtoError::Malformed(format!("parameters: {e}")))
 }
@@ -298,7 +309,7 @@ pub async fn read_header<R: AsyncRead + Unpin>(r: &mut R) -> Result<Option<(u8, 
     }
     r.read_exact(&mut h[1..]).await?;
     let len = u32::from_be_bytes([h[1], h[2], h[3], h[4]]);
-    if !(BURST..=RESULTS).contains(&h[0]) {
+    if !(BURST..=STOP).contains(&h[0]) {
         return Err(ProtoError::Malformed(format!("unknown frame kind {}", h[0])));
     }
     if len > MAX_FRAME {
@@ -381,5 +392,25 @@ mod tests {
         assert!(matches!(read_header(&mut &[9u8, 0, 0, 0, 0][..]).await, Err(ProtoError::Malformed(_))));
         // A header cut short is an error, not a clean end.
         assert!(matches!(read_header(&mut &[DATA, 0][..]).await, Err(ProtoError::Io(_))));
+    }
+}
+
+#[cfg(test)]
+mod hello_tests {
+    use super::*;
+
+    /// Issue 52: a HELLO is read only up to `MAX_HELLO` (a 16 MiB one took the server from 7
+    /// to 44 MB): a longer one is refused before its body is read.
+    #[tokio::test]
+    async fn a_hello_over_its_bound_is_refused_before_it_is_read() {
+        let mut big = Vec::new();
+        big.extend_from_slice(MAGIC);
+        big.extend_from_slice(&PROTOCOL.to_be_bytes());
+        big.extend_from_slice(&(MAX_HELLO + 1).to_be_bytes());
+        // No body follows: reading one would wait for bytes that never come.
+        let e = read_hello(&mut &big[..]).await.unwrap_err();
+        assert!(e.to_string().contains("test request (at most 65536)"), "{e}");
+        let ok = hello(PROTOCOL, &Params::default()).unwrap();
+        assert!(ok.len() < 1024 && read_hello(&mut &ok[..]).await.is_ok());
     }
 }

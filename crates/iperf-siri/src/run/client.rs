@@ -345,6 +345,10 @@ async fn next_event(
                 continue;
             }
             proto::END => Ev::End,
+            proto::STOP if len <= proto::MAX_STOP => {
+                proto::read_into(r, len, buf).await?;
+                Ev::Failed(format!("the server ended the test: {}", String::from_utf8_lossy(buf)))
+            }
             proto::RESULTS => {
                 proto::read_into(r, len, buf).await?;
                 match serde_json::from_slice(buf) {

@@ -6,6 +6,7 @@ use super::{lock, side_results, Failure, Shared, CHUNK, EXCHANGE_TIMEOUT, HELLO_
 use crate::context::Context;
 use crate::proto::{self, Mode, Params, ProtoError};
 use crate::report::{self, Report, Role, SideResults};
+use crate::slots::TestActivity;
 use mpudp::{MpStream, OwnedReadHalf, OwnedWriteHalf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -29,8 +30,21 @@ pub async fn server(stream: MpStream, ctx: Context, version: &str) -> Result<Rep
         Ok(Err(e)) => return Err(e.into()),
         Ok(Ok(p)) => p,
     };
-    // The protocol's limits, the same the client checked (a client of another build may not).
-    if let Err(why) = params.validate() {
+    // The protocol's limits, the same the client checked (a client of another build may not),
+    // and this server's bound on a declared silence: a client may not hold a slot for an
+    // hour with a `--wait` of an hour (issue 52).
+    let declared = Duration::from_secs_f64(params.burst_gap_ms.max(params.wait_ms).max(0.0) / 1e3);
+    let checked = params.validate().and_then(|()| {
+        if params.mode == Mode::Siri && declared > ctx.max_silence {
+            return Err(format!(
+                "its workload is silent for up to {:.1} s (--burst-gap, --wait), more than this server allows ({:.0} s, --max-silence)",
+                declared.as_secs_f64(),
+                ctx.max_silence.as_secs_f64()
+            ));
+        }
+        Ok(())
+    });
+    if let Err(why) = checked {
         refuse(&mut r, &mut w, &why).await;
         return Err(Failure::new(format!("refused a test: {why}")));
     }
@@ -43,7 +57,7 @@ pub async fn server(stream: MpStream, ctx: Context, version: &str) -> Result<Rep
     let mut report = Report::new(Role::Server, params.clone(), &ctx, SystemTime::now());
     let progress: Shared = Arc::default();
     let ticker = spawn_intervals(&ctx, t0, progress.clone());
-    let outcome = serve(&mut r, &mut w, &params, &progress, t0, &mut report).await;
+    let outcome = serve(&mut r, &mut w, &params, &progress, t0, &mut report, ctx.activity.as_deref()).await;
     report.intervals = ticker.stop().await;
     report.seconds = t0.elapsed().as_secs_f64();
     report.side = side_results(&ctx.scheduler, &lock(&progress), r.stats(), &paths_at_start, &(ctx.paths)(), t0);
@@ -84,12 +98,19 @@ async fn serve(
     progress: &Shared,
     t0: Instant,
     report: &mut Report,
+    activity: Option<&TestActivity>,
 ) -> Result<(), String> {
     let io = |e: std::io::Error| format!("connection lost: {e}");
-    if p.mode == Mode::Bulk && p.reverse {
-        send_bulk(r, w, p, progress, t0).await?;
+    let sent = if p.mode == Mode::Bulk && p.reverse {
+        send_bulk(r, w, p, progress, t0, activity).await
     } else {
-        answer(r, w, p, progress).await?;
+        answer(r, w, p, progress, activity).await
+    };
+    if let Err(why) = sent {
+        // Told to the client, which may still be there (another took its slot).
+        let _ = proto::write_frame(w, proto::STOP, why.as_bytes()).await;
+        let _ = w.shutdown().await;
+        return Err(why);
     }
     proto::write_frame(w, proto::END, &[]).await.map_err(io)?;
     w.flush().await.map_err(io)?;
@@ -118,8 +139,67 @@ async fn serve(
     Ok(())
 }
 
+/// Why a wait for the client's next frame ended without it.
+enum Quiet {
+    /// Silent for this long, in the time the server ran.
+    Silent(Duration),
+    /// The test was ended for a client that waited for its slot.
+    Evicted,
+}
+
+/// Steps of the silence count (see `within`).
+const STEP: Duration = Duration::from_millis(500);
+
+/// Polls `fut` until it completes, the client has been silent for `bound` of the time this
+/// process ran, or the test is ended for another client. The silence is counted in steps;
+/// a step that took far longer than asked (the process was stopped: SIGSTOP, a suspended
+/// machine, a debugger) counts as twice the step at most, so a server frozen for seconds
+/// does not blame its client for them (issue 52: "the client sent nothing for 4.0 s" right
+/// after a 5 s SIGSTOP). `fut` is polled in place, never dropped half-way.
+async fn within<F: std::future::Future>(
+    bound: Duration,
+    fut: F,
+    activity: Option<&TestActivity>,
+) -> Result<F::Output, Quiet> {
+    tokio::pin!(fut);
+    let evicted = async {
+        match activity {
+            Some(a) => a.evicted().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(evicted);
+    let mut silent = Duration::ZERO;
+    loop {
+        let t = Instant::now();
+        tokio::select! {
+            out = &mut fut => return Ok(out),
+            () = &mut evicted => return Err(Quiet::Evicted),
+            () = tokio::time::sleep(STEP.min(bound.saturating_sub(silent))) => {}
+        }
+        silent += t.elapsed().min(2 * STEP);
+        if silent >= bound {
+            return Err(Quiet::Silent(silent));
+        }
+    }
+}
+
+/// What the client is told when its test is ended for another.
+fn evicted(activity: Option<&TestActivity>) -> String {
+    let idle = activity.map_or(0.0, |a| a.silent_for().as_secs_f64());
+    format!(
+        "the test was ended after {idle:.1} s without a frame from the client, for another client that waited for a slot (--max-tests)"
+    )
+}
+
 /// Siri mode and bulk uploads: reads the client's frames, answers bursts, until its END.
-async fn answer(r: &mut OwnedReadHalf, w: &mut OwnedWriteHalf, p: &Params, progress: &Shared) -> Result<(), String> {
+async fn answer(
+    r: &mut OwnedReadHalf,
+    w: &mut OwnedWriteHalf,
+    p: &Params,
+    progress: &Shared,
+    activity: Option<&TestActivity>,
+) -> Result<(), String> {
     let io = |e: std::io::Error| format!("connection lost: {e}");
     let mut buf = Vec::new();
     let mut scratch = vec![0u8; CHUNK];
@@ -132,13 +212,17 @@ async fn answer(r: &mut OwnedReadHalf, w: &mut OwnedWriteHalf, p: &Params, progr
     };
     let bound = quiet + LIVENESS_MARGIN;
     loop {
-        let header = tokio::time::timeout(bound, proto::read_header(r)).await.map_err(|_| {
-            format!(
+        let header = within(bound, proto::read_header(r), activity).await.map_err(|q| match q {
+            Quiet::Silent(s) => format!(
                 "the client sent nothing for {:.1} s (its workload is silent for at most {:.1} s): it is gone",
-                bound.as_secs_f64(),
+                s.as_secs_f64(),
                 quiet.as_secs_f64()
-            )
+            ),
+            Quiet::Evicted => evicted(activity),
         })?;
+        if let Some(a) = activity {
+            a.heard();
+        }
         let Some((kind, len)) = header.map_err(|e| e.to_string())? else {
             return Err("the client left before the end of the test".into());
         };
@@ -181,6 +265,7 @@ async fn send_bulk(
     p: &Params,
     progress: &Shared,
     t0: Instant,
+    activity: Option<&TestActivity>,
 ) -> Result<(), String> {
     let io = |e: std::io::Error| format!("connection lost: {e}");
     let until = p.duration_s.map(|s| t0 + Duration::from_secs_f64(s));
@@ -196,6 +281,10 @@ async fn send_bulk(
         proto::write_frame(w, proto::DATA, &chunk[..n]).await.map_err(io)?;
         left -= n as u64;
         lock(progress).bytes_sent += n as u64;
+        // The client is silent by design here; its window opening is its activity.
+        if let Some(a) = activity {
+            a.heard();
+        }
         if got.is_none() {
             if let Ok(h) = tokio::time::timeout(Duration::ZERO, &mut next).await {
                 // Anything but the client's END (a failure, a departure) stops the test.
@@ -217,5 +306,47 @@ async fn send_bulk(
         Some((proto::END, _)) => Ok(()),
         Some((k, len)) => Err(format!("protocol error: frame kind {k} ({len} bytes) during -R")),
         None => Err("the client left before the end of the test".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 52: a server frozen for 3 s (its thread blocked, as by SIGSTOP) while it waits
+    /// up to 2 s for its client does not count the freeze as the client's silence; a plain
+    /// timeout fired at the thaw.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_frozen_server_counts_only_the_time_it_ran() {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            std::thread::sleep(Duration::from_secs(3));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let _ = tx.send(());
+        });
+        let t = Instant::now();
+        let got = within(Duration::from_secs(2), rx, None).await;
+        assert!(matches!(got, Ok(Ok(()))), "the frame came after the freeze");
+        assert!(t.elapsed() > Duration::from_secs(3));
+        // Unfrozen, the bound holds.
+        let never = std::future::pending::<()>();
+        let t = Instant::now();
+        assert!(matches!(within(Duration::from_secs(1), never, None).await, Err(Quiet::Silent(_))));
+        assert!(t.elapsed() < Duration::from_millis(1_500), "{:?}", t.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_test_ended_for_another_client_stops_waiting_at_once() {
+        let a = TestActivity::new();
+        let mut slots = crate::slots::Slots::default();
+        let s = slots.take("10.0.0.1".parse().unwrap(), 1).unwrap();
+        let wait = within(Duration::from_secs(60), std::future::pending::<()>(), Some(&s.activity));
+        tokio::time::sleep(crate::slots::EVICT_AFTER).await;
+        assert!(slots.take("10.1.0.1".parse().unwrap(), 1).is_some());
+        let t = Instant::now();
+        assert!(matches!(wait.await, Err(Quiet::Evicted)));
+        assert!(t.elapsed() < Duration::from_secs(1));
+        assert!(evicted(Some(&a)).contains("for another client"));
     }
 }
