@@ -190,6 +190,12 @@ impl Client {
         true
     }
 
+    /// Bytes on the heap: the INITIAL kept for its repeats, the cookie, the early key.
+    pub fn heap_bytes(&self) -> usize {
+        let early = self.early.as_ref().map_or(0, |_| std::mem::size_of::<crate::crypto::PacketKey>());
+        self.initial.capacity() + self.cookie.capacity() + early
+    }
+
     /// A ticket is offered whose suite the early key can use (§4.9).
     pub fn offers_early(&self) -> bool {
         self.offer.as_ref().is_some_and(|o| Suite::from_id(o.suite).is_ok())

@@ -41,7 +41,7 @@ pub use activity::TransmitWork;
 pub use config::{Config, ConfigError, Faults, Fleet, PathManager, Resumption, SchedulerFactory};
 pub use conn::cc::CongestionControl;
 pub use conn::{
-    CloseReason, ConnCounters, ConnStats, Connection, Event, ReadError, Side, SubflowCounters, SubflowState,
+    CloseReason, ConnCounters, ConnStats, Connection, Event, Memory, ReadError, Side, SubflowCounters, SubflowState,
     SubflowStats, WriteError,
 };
 pub use drops::{DropReason, Drops};

@@ -246,6 +246,39 @@ pub struct ConnStats {
     pub recv_window: u64,
 }
 
+/// What a connection holds in memory, bytes, by part ([`Connection::memory`]).
+///
+/// [`Connection::memory`]: crate::Connection::memory
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// The connection's own record (its endpoint keeps it boxed): state, the stream's two
+    /// sides, the components, the keys, all inline.
+    pub connection: usize,
+    /// Of `connection`, the keys: both directions' AEAD and header protection, the fast-join
+    /// HMAC keys (none until the handshake agreed them).
+    pub keys: usize,
+    /// The subflows' records (one slot each, grown one at a time), their creation order, the
+    /// peer's subflow numbers and the last closed ones' statistics.
+    pub subflows: usize,
+    /// The buffers that grow with use and are given back after 3 s without data: the
+    /// stream's two sides, each subflow's sent packets and received packet numbers.
+    pub buffers: usize,
+    /// The scheduler's view of the subflows (one entry per slot).
+    pub scheduler: usize,
+    /// The event log (`Config::qlog`): its text not yet taken, its metrics.
+    pub qlog: usize,
+    /// The rest: the local paths' copy and per-path flags, the event queues, a client's
+    /// first-handshake state until it ends.
+    pub other: usize,
+}
+
+impl Memory {
+    /// Every part (`keys` is within `connection`).
+    pub fn total(&self) -> usize {
+        self.connection + self.subflows + self.buffers + self.scheduler + self.qlog + self.other
+    }
+}
+
 /// What a connection asks of its endpoint. The connection never touches the endpoint's
 /// tables: it queues these, and the endpoint applies them after every call into it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -55,6 +55,7 @@ use subflow::Subflow;
 
 pub(crate) use early::EarlyStart;
 pub use early::MAX_EARLY_DATA;
+pub use events::Memory;
 pub use events::{
     CloseReason, ConnCounters, ConnStats, EndpointEvent, Event, ReadError, Side, SubflowCounters, SubflowStats,
     WriteError,
@@ -189,7 +190,7 @@ impl Connection {
             send: SendSide::new(config.send_buffer),
             recv: RecvSide::new(config.recv_window, config.max_recv_window),
             sched,
-            infos: Vec::with_capacity(scheduler::MAX_SUBFLOWS),
+            infos: Vec::new(),
             events: VecDeque::new(),
             endpoint_events: VecDeque::new(),
             rng,
@@ -672,6 +673,30 @@ impl Connection {
             resumed: self.resumed(),
             early_bytes: self.early_data(),
             recv_window: self.recv.size(),
+        }
+    }
+
+    /// What the connection holds in memory, by part (issue 52: an idle server connection's
+    /// budget, `mpsim/tests/memory.rs`).
+    pub fn memory(&self) -> Memory {
+        use std::mem::size_of;
+        let cap = |n: usize, each: usize| n * each;
+        let hs = self.hs.as_ref().map_or(0, |h| size_of::<handshake::Client>() + h.heap_bytes());
+        Memory {
+            connection: size_of::<Connection>(),
+            keys: if self.keys.is_some() { size_of::<Keys>() } else { 0 },
+            subflows: self.subflows.heap_bytes(),
+            buffers: self.buffer_bytes(),
+            scheduler: cap(self.infos.capacity(), size_of::<SubflowInfo>()),
+            qlog: self.qlog.as_ref().map_or(0, |q| q.heap_bytes()),
+            other: cap(self.paths.capacity(), size_of::<LocalPath>())
+                + self.path_down.capacity()
+                + self.reopen.capacity()
+                + self.addr_ids.capacity()
+                + cap(self.events.capacity(), size_of::<Event>())
+                + cap(self.endpoint_events.capacity(), size_of::<EndpointEvent>())
+                + self.injected.capacity()
+                + hs,
         }
     }
 }

@@ -106,6 +106,15 @@ pub(crate) struct Qlog {
     last: Time,
 }
 
+impl Qlog {
+    /// Bytes on the heap: the record itself (boxed), its text not yet taken, its metrics.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.out.capacity()
+            + self.metrics.capacity() * std::mem::size_of::<(u32, Metrics)>()
+    }
+}
+
 /// Names of the control frames of a [`FrameSet`], in its bits' order.
 const FRAME_NAMES: [(FrameSet, &str); 17] = [
     (FrameSet::HS_DONE, "handshake_done"),

@@ -120,6 +120,9 @@ impl Connection {
         let len = seg.len.min(payload).max(1) as u32;
         let slow = self.slow_subflows(u64::from(len));
         self.infos.clear();
+        // Room for the slots there are (grown once per new slot, not per packet: an idle
+        // connection does not keep room for 64, 2.5 KiB).
+        self.infos.reserve(self.subflows.slot_bound());
         for k in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get(k) else {
                 // A free slot: never eligible.

@@ -30,8 +30,8 @@ pub struct SubflowTable {
     peer_numbers: RangeSet,
     /// Final statistics of the last closed subflows, with their creation order.
     history: VecDeque<(u64, SubflowStats)>,
-    /// Creation order of each slot's subflow, and the next to give.
-    order: [u64; MAX_SLOTS],
+    /// Creation order of each slot's subflow (beside `slots`, one each), and the next to give.
+    order: Vec<u64>,
     next_order: u64,
 }
 
@@ -42,13 +42,22 @@ impl Default for SubflowTable {
             slots: Vec::new(),
             peer_numbers: RangeSet::new(NUMBER_RANGES),
             history: VecDeque::new(),
-            order: [0; MAX_SLOTS],
+            order: Vec::new(),
             next_order: 0,
         }
     }
 }
 
 impl SubflowTable {
+    /// Bytes on the heap: the slots, their creation order, the peer's numbers, the history.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.slots.capacity() * size_of::<Option<Subflow>>()
+            + self.order.capacity() * size_of::<u64>()
+            + self.peer_numbers.capacity_bytes()
+            + self.history.capacity() * size_of::<(u64, SubflowStats)>()
+    }
+
     /// One past the highest slot in use: slot indices are below it.
     pub fn slot_bound(&self) -> usize {
         self.slots.len()
@@ -113,6 +122,8 @@ impl SubflowTable {
             None if self.slots.len() < MAX_SLOTS => {
                 self.slots.reserve_exact(1);
                 self.slots.push(None);
+                self.order.reserve_exact(1);
+                self.order.push(0);
                 self.slots.len() - 1
             }
             None => return None,
@@ -130,13 +141,14 @@ impl SubflowTable {
     /// Removes the record in `slot` and keeps `stats` (its final statistics) in the history.
     pub fn reclaim(&mut self, slot: usize, stats: SubflowStats) -> Option<Subflow> {
         let sf = self.slots.get_mut(slot)?.take()?;
-        while let Some(None) = self.slots.last() {
-            self.slots.pop();
-        }
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }
         self.history.push_back((self.order[slot], stats));
+        while let Some(None) = self.slots.last() {
+            self.slots.pop();
+            self.order.pop();
+        }
         Some(sf)
     }
 
