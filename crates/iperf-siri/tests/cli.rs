@@ -589,6 +589,31 @@ fn a_killed_server_is_noticed_within_the_peer_timeout() {
     assert!(waited < Duration::from_secs(20), "{waited:?}");
 }
 
+/// Issue 52: a server killed while the client is in its wait between requests is noticed
+/// within the peer timeout too: the client asks the transport each second whether the server
+/// is still there. Before, idle, the client waited for its idle timeout (28.4 s).
+#[test]
+fn a_killed_server_is_noticed_within_the_peer_timeout_during_a_wait() {
+    let _serial = one_at_a_time();
+    let (mut srv, port) = server(&[]);
+    let p = port.to_string();
+    let c = background_client(&p, &["--wait", "25s", "--bursts", "2", "--burst-gap", "50ms"], Stdio::piped());
+    // The first request is answered within a second; the client is in its 25 s wait.
+    std::thread::sleep(Duration::from_millis(1_500));
+    srv.kill().unwrap();
+    let _ = srv.wait();
+    let t = std::time::Instant::now();
+    let out = c.wait_with_output().unwrap();
+    let waited = t.elapsed();
+    let e = String::from_utf8_lossy(&out.stderr).to_string();
+    println!("client exited {} ms after the server's kill: {e}", waited.as_millis());
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("the peer stopped answering"), "{e}");
+    // The next probe (within a second) and the peer timeout (10 s), with room for a loaded
+    // machine: well below the idle timeout and the wait.
+    assert!(waited < Duration::from_secs(16), "{waited:?}");
+}
+
 /// Issue 35: a squatter (as many connections as the server has slots, from one address, that
 /// stay silent, each dropped after 3 s and made again at once) beside a client from another
 /// address that runs its tests: the client is served, as the squatter holds at most half the

@@ -96,3 +96,37 @@ fn the_peer_timeout_counts_from_when_data_started_waiting() {
     assert_eq!(app.results.len(), 2, "both requests answered");
     assert!(!app.events.iter().any(|e| matches!(e.2, Event::Closed { .. })), "{:?}", app.events);
 }
+
+/// Issue 52: an idle client asks whether its peer is still there (`Connection::probe_peer`,
+/// as iperf-siri does each second of its wait between requests). While the peer answers,
+/// nothing ends; once every path is silent, the next probe goes unanswered and the
+/// connection is given up the peer timeout after, not at the idle timeout (60 s here).
+#[test]
+fn an_idle_client_that_probes_its_peer_learns_of_its_death_within_the_peer_timeout() {
+    let c = Config { idle_timeout: ms(60_000), keep_alive: 0, ..Config::default() };
+    let mut sim = Sim::new(7, c.clone(), c, mpsim::multimob_paths()).unwrap();
+    let mut app = Bulk::new(vec![5; 10_000], false);
+    sim.at(ms(5_000), 0, PathEvent::Down);
+    sim.at(ms(5_000), 1, PathEvent::Down);
+    let mut next_probe = ms(1_000);
+    let mut probes = 0;
+    sim.run(ms(30_000), |s| {
+        let wake = app.step(s);
+        if s.now >= next_probe {
+            if let Some(h) = app.client {
+                probes += usize::from(s.client.conn_mut(h).is_some_and(|c| c.probe_peer(s.now)));
+            }
+            next_probe += ms(1_000);
+        }
+        Flow::Wake(Some(wake.map_or(next_probe, |w| w.min(next_probe))))
+    });
+    assert!(probes >= 5, "{probes} probes");
+    let closed: Vec<_> = app.events.iter().filter(|e| e.1 && matches!(e.2, Event::Closed { .. })).collect();
+    assert_eq!(closed.len(), 1, "{:?}", app.events);
+    let (at, _, Event::Closed { reason }) = *closed[0] else { unreachable!() };
+    assert!(matches!(reason, CloseReason::PeerUnresponsive { .. }), "{reason:?}");
+    // The last probe answered left at 4 s; the first unanswered at 5 s, as the outage began:
+    // given up the peer timeout (10 s) after it.
+    let heard = last_delivered(&sim, Dir::Down);
+    assert!(heard < ms(5_000) && (ms(15_000)..ms(15_100)).contains(&at), "closed at {at}, heard {heard}");
+}

@@ -219,6 +219,14 @@ impl ConnRef {
         done
     }
 
+    fn probe_peer(&self) -> bool {
+        let mut st = self.shared.lock();
+        let now = st.now();
+        let sent = st.ep.conn_mut(self.h).is_some_and(|c| c.probe_peer(now));
+        st.wake_driver();
+        sent
+    }
+
     fn abort(&self) {
         let mut st = self.shared.lock();
         let now = st.now();
@@ -340,6 +348,17 @@ impl MpStream {
         self.conn.abort()
     }
 
+    /// Asks whether the peer is still there, in a pause of the application's (a client
+    /// between requests): a PING goes now, and if nothing at all comes back from the peer
+    /// within the peer timeout (`Options::peer_timeout`, 10 s by default), the connection
+    /// closes as when data goes unanswered (reads and writes fail with "the peer stopped
+    /// answering"). Idle, a connection otherwise learns of a dead peer only at its idle
+    /// timeout. Each call costs one PING and its ACK on the primary path. False (nothing sent)
+    /// unless the connection is established and has a peer timeout.
+    pub fn probe_peer(&self) -> bool {
+        self.conn.probe_peer()
+    }
+
     /// A handle on this stream's connection that stays usable once the stream is split or
     /// handed to a library that owns it (an HTTP client, a foreign-language binding): stats,
     /// events, subflows, abort, the close. It is not a stream: once the stream and its halves
@@ -414,6 +433,11 @@ impl StreamControl {
     /// See [`MpStream::abort`].
     pub fn abort(&self) {
         self.conn.abort()
+    }
+
+    /// See [`MpStream::probe_peer`].
+    pub fn probe_peer(&self) -> bool {
+        self.conn.probe_peer()
     }
 
     /// See [`MpStream::closed`].
@@ -575,6 +599,11 @@ impl OwnedWriteHalf {
     /// See [`MpStream::stats`].
     pub fn stats(&self) -> Option<ConnStats> {
         self.conn.stats()
+    }
+
+    /// See [`MpStream::probe_peer`].
+    pub fn probe_peer(&self) -> bool {
+        self.conn.probe_peer()
     }
 
     /// See [`MpStream::closed`].

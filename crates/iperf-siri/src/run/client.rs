@@ -174,6 +174,10 @@ impl Request {
     }
 }
 
+/// How often a client in its wait between requests asks whether the server is still there:
+/// a PING and its ACK each second on the primary path.
+const PROBE_EVERY: Duration = Duration::from_secs(1);
+
 struct ClientRun<'a> {
     params: &'a Params,
     w: &'a mut OwnedWriteHalf,
@@ -232,10 +236,25 @@ impl ClientRun<'_> {
             }
             let more = p.requests.is_none_or(|n| request + 1 < n);
             if more {
-                self.pump_until(Instant::now() + wait).await?;
+                self.wait(Instant::now() + wait).await?;
             }
         }
         Ok(())
+    }
+
+    /// The user's wait between requests, until `until`: the reader's events are handled, and
+    /// each `PROBE_EVERY` the transport is asked whether the server is still there
+    /// (`probe_peer`), so that a server that died in the wait is noticed within the peer
+    /// timeout, as during a request; idle, the connection would learn of it only at its idle
+    /// timeout (28 s, issue 52).
+    async fn wait(&mut self, until: Instant) -> Result<(), String> {
+        let mut next = Instant::now() + PROBE_EVERY;
+        while next < until {
+            self.pump_until(next).await?;
+            self.w.probe_peer();
+            next += PROBE_EVERY;
+        }
+        self.pump_until(until).await
     }
 
     /// Handles the reader's events until `at`.

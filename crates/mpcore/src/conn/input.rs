@@ -172,6 +172,10 @@ impl Connection {
         if proves && i == 0 {
             self.on_address_proven();
         }
+        // The peer is there: the application's probe is answered.
+        if self.probe.take().is_some() && !self.awaits_peer() {
+            self.peer_wait = None;
+        }
         let sf = &mut self.subflows[i];
         if let Some(q) = self.qlog.as_deref_mut() {
             let kind = match header {

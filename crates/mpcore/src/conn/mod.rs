@@ -126,6 +126,8 @@ pub struct Connection {
     /// Since when our data has awaited the peer's acknowledgement (the peer timeout counts
     /// from this or the last packet heard, whichever is later).
     peer_wait: Option<Time>,
+    /// Since when the application's probe of the peer (`probe_peer`) awaits an answer.
+    probe: Option<Time>,
     /// Per local path: its interface is down (the driver said so with `path_down`).
     path_down: Vec<bool>,
     /// Per local path: `path_down` closed a subflow there, so `path_up` opens one again.
@@ -205,6 +207,7 @@ impl Connection {
             pm_ran: false,
             drained: false,
             peer_wait: None,
+            probe: None,
             path_down: vec![false; paths.len()],
             reopen: vec![false; paths.len()],
             addr_ids: (0..paths.len()).map(|p| paths::initial_addr_id(PathId(p as u8), initial_path)).collect(),

@@ -106,7 +106,26 @@ impl Connection {
 
     /// Data of ours (or our DATA_FIN) awaits the peer's acknowledgement.
     pub(super) fn awaits_peer(&self) -> bool {
-        self.send.unacked() > 0 || (self.send.is_finished() && !self.send.fin_acked())
+        self.send.unacked() > 0 || (self.send.is_finished() && !self.send.fin_acked()) || self.probe.is_some()
+    }
+
+    /// The application asks whether the peer is still there (a client in a long pause
+    /// between requests, which would otherwise learn of a dead server only at the idle
+    /// timeout): a PING goes on the primary subflow now, and the peer timeout runs as if data
+    /// awaited the peer, until anything is heard from it; unanswered, the connection closes
+    /// with `CloseReason::PeerUnresponsive`. False (nothing sent) unless the connection is
+    /// established and has a peer timeout. Each probe is one PING and its ACK: the app
+    /// chooses how often (a phone's radio pays for each).
+    pub fn probe_peer(&mut self, now: Time) -> bool {
+        if self.state != State::Established || self.config.peer_timeout == 0 {
+            return false;
+        }
+        let Some(id) = self.keep_alive_subflow().map(|s| s.id()) else { return false };
+        let Some(i) = self.subflows.by_number(id) else { return false };
+        self.subflows[i].ping();
+        self.probe.get_or_insert(now);
+        self.peer_wait.get_or_insert(now);
+        true
     }
 
     /// Why the connection gives up on its silent peer: the probes that went unanswered, for
