@@ -93,6 +93,8 @@ fn identity() -> ServerIdentity {
 struct Server {
     addr: SocketAddr,
     ep: MpEndpoint,
+    /// The server thread's `/proc` directory (Linux), for its CPU time.
+    task: Option<std::path::PathBuf>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -108,7 +110,8 @@ impl Server {
                 let l =
                     MpListener::bind("127.0.0.1:0".parse().expect("address"), Options::server().identity(identity()))
                         .expect("bind");
-                tx.send((l.local_addr(), l.endpoint().clone())).expect("ready");
+                let task = std::fs::read_link("/proc/thread-self").ok().map(|t| std::path::Path::new("/proc").join(t));
+                tx.send((l.local_addr(), l.endpoint().clone(), task)).expect("ready");
                 loop {
                     tokio::select! {
                         r = l.accept() => {
@@ -122,8 +125,18 @@ impl Server {
                 let _ = tokio::time::timeout(Duration::from_secs(10), l.endpoint().wait_idle()).await;
             });
         });
-        let (addr, ep) = rx.recv().expect("server started");
-        Self { addr, ep, stop: Some(stop), thread: Some(thread) }
+        let (addr, ep, task) = rx.recv().expect("server started");
+        Self { addr, ep, task, stop: Some(stop), thread: Some(thread) }
+    }
+
+    /// The server thread's CPU time so far, seconds (0 where `/proc` has none).
+    fn cpu(&self) -> f64 {
+        let Some(t) = &self.task else { return 0.0 };
+        let stat = std::fs::read_to_string(t.join("stat")).unwrap_or_default();
+        let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let field = |n: usize| f.get(n - 3).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        (field(14) + field(15)) as f64 / 100.0
     }
 }
 
@@ -460,6 +473,7 @@ fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>
     let sent = Arc::new(AtomicU64::new(0));
     let (stop2, sent2, addr) = (stop.clone(), sent.clone(), server.addr);
     let flooded = Instant::now();
+    let cpu0 = server.cpu();
     let flooder = std::thread::spawn(move || {
         let socks: Vec<UdpSocket> = (0..200)
             .map(|i| UdpSocket::bind(("127.0.0.3", 20_000 + i as u16)).or_else(|_| UdpSocket::bind("127.0.0.3:0")))
@@ -506,6 +520,7 @@ fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>
     let _ = flooder.join();
     let hs = server.ep.handshake_counters();
     let achieved = sent.load(Ordering::Relaxed) as f64 / flooded.elapsed().as_secs_f64();
+    let cpu = (server.cpu() - cpu0) / flooded.elapsed().as_secs_f64() * 100.0;
     rows.push(Row {
         what: format!(
             "INITIAL flood, {:.0}k/s achieved (asked {}k/s), 200 sources, during the client's connect and {secs} s of requests",
@@ -521,7 +536,7 @@ fn flood(rt: &tokio::runtime::Runtime, rate: u64, secs: u64, rows: &mut Vec<Row>
                 quantile(&delays, 1.0)
             ),
             format!("{} requests, {failed} failed", delays.len() + failed),
-            String::new(),
+            format!("{cpu:.0} %"),
             format!(
                 "INITIALs: {} answered, {} RETRY, {} shed, {} over the per-source limit",
                 hs.answered, hs.retries, hs.shed, hs.over_source_limit
