@@ -335,8 +335,18 @@ fn main() {
         "soak: {n} clients (a tenth losing WiFi for 5 s at {} s), 1 % churn a second (half 0-RTT), two uploads at {mbit} Mbit/s (LEDBAT, default), server on 2 cores",
         secs / 2
     );
-    println!("| minute | answered | failed | p50 / p99 / max ms | live (server) | lost | server RSS MiB | server CPU | handshakes/s | resumed/s | 0-RTT/s |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| minute | answered | failed | p50 / p99 / max ms | live (server) | lost | server RSS MiB | server CPU | handshakes/s | resumed/s | 0-RTT/s | cellular datagrams/s |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    // The clients' datagrams sent on cellular (both request endpoints): a failover shows.
+    let cellular = || -> u64 {
+        [&main_ep, &flaky]
+            .iter()
+            .flat_map(|e| e.paths())
+            .filter(|p| p.kind == Iface::Cellular)
+            .map(|p| p.io.datagrams_sent)
+            .sum()
+    };
+    let mut cell0 = cellular();
     let mut all = Vec::new();
     let (mut prev, mut cpu0, mut failed_total, mut rss) = (server.stats(), server.cpu(), 0, Vec::new());
     let mut path_down = false;
@@ -359,8 +369,9 @@ fn main() {
         let cpu = server.cpu();
         let per_s = |i: usize| (st[i] - prev[i]) as f64 / row_every as f64;
         rss.push(st[0]);
+        let cell = cellular();
         println!(
-            "| {:.1} | {} | {failed} | {:.1} / {:.1} / {:.1} | {} | {} | {:.1} | {:.0} % | {:.1} | {:.1} | {:.1} |",
+            "| {:.1} | {} | {failed} | {:.1} / {:.1} / {:.1} | {} | {} | {:.1} | {:.0} % | {:.1} | {:.1} | {:.1} | {:.0} |",
             (k * row_every) as f64 / 60.0,
             d.len(),
             quantile(&d, 0.5),
@@ -373,7 +384,9 @@ fn main() {
             per_s(2),
             per_s(3),
             per_s(4),
+            (cell - cell0) as f64 / row_every as f64,
         );
+        cell0 = cell;
         all.extend(d);
         (prev, cpu0) = (st, cpu);
     }
