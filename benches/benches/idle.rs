@@ -18,6 +18,7 @@ use counting::{heap, on};
 static GLOBAL: counting::Counting = counting::Counting;
 
 mod common;
+mod procfs;
 use common::{client_addr, endpoint, server_addr};
 
 /// Moves every datagram each way until neither sends, at `now` (the server's answers after
@@ -62,13 +63,6 @@ fn wake(ep: &mut Endpoint, now: Time, buf: &mut [u8]) -> usize {
     n
 }
 
-/// This process's resident memory, KiB (Linux's /proc/self/statm; 0 elsewhere).
-fn rss_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-    pages * 4
-}
-
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let sizes: &[usize] = if full { &[100, 1_000, 4_000] } else { &[10] };
@@ -93,7 +87,7 @@ fn main() {
         let mut s = endpoint(server, server_addr(), true);
         let mut c = endpoint(client, client_addr(), false);
         let mut now: Time = 0;
-        let rss0 = rss_kib();
+        let rss0 = procfs::rss_kib();
         let heap0 = [0, 1].map(heap);
         for _ in 0..n {
             on(0, || c.connect(now, PathId(0), server_addr())).expect("connect");
@@ -114,7 +108,7 @@ fn main() {
         }
         pump(&mut c, &mut s, now, &mut buf);
         assert_eq!(s.live_connections(), n, "every connection established");
-        let per_conn = rss_kib().saturating_sub(rss0) as f64 / n as f64;
+        let per_conn = procfs::rss_kib().saturating_sub(rss0) as f64 / n as f64;
         let heap = [0, 1].map(|i| (heap(i) - heap0[i]) as f64 / n as f64 / 1024.0);
         let mut per_wake = |ep: &mut Endpoint, now: &mut Time| {
             let mut v: Vec<f64> = (0..batches)

@@ -57,6 +57,7 @@ fn request_size() -> usize {
 }
 
 mod counting;
+mod procfs;
 use counting::{heap, CLIENT, SERVER};
 
 #[global_allocator]
@@ -81,8 +82,7 @@ fn malloc_trim() {
 
 /// This process's resident memory, KiB.
 fn rss_kib() -> i64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    statm.split_whitespace().nth(1).and_then(|p| p.parse::<i64>().ok()).unwrap_or(0) * 4
+    procfs::rss_kib() as i64
 }
 
 fn identity() -> ServerIdentity {
@@ -110,7 +110,7 @@ impl Server {
                 let l =
                     MpListener::bind("127.0.0.1:0".parse().expect("address"), Options::server().identity(identity()))
                         .expect("bind");
-                let task = std::fs::read_link("/proc/thread-self").ok().map(|t| std::path::Path::new("/proc").join(t));
+                let task = procfs::this_thread();
                 tx.send((l.local_addr(), l.endpoint().clone(), task)).expect("ready");
                 loop {
                     tokio::select! {
@@ -131,12 +131,7 @@ impl Server {
 
     /// The server thread's CPU time so far, seconds (0 where `/proc` has none).
     fn cpu(&self) -> f64 {
-        let Some(t) = &self.task else { return 0.0 };
-        let stat = std::fs::read_to_string(t.join("stat")).unwrap_or_default();
-        let rest = stat.rsplit_once(')').map_or("", |r| r.1);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let field = |n: usize| f.get(n - 3).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-        (field(14) + field(15)) as f64 / 100.0
+        self.task.as_deref().map_or(0.0, procfs::cpu_seconds)
     }
 }
 
@@ -204,11 +199,7 @@ impl ChildServer {
 
     /// The server process's CPU time (every thread), seconds.
     fn cpu(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let rest = stat.rsplit_once(')').map_or("", |r| r.1);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let field = |n: usize| f.get(n - 3).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-        (field(14) + field(15)) as f64 / 100.0
+        procfs::process_cpu(self.child.id())
     }
 }
 

@@ -28,6 +28,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod procfs;
+
 const REQUEST: usize = 2_500;
 const ANSWER: usize = 750;
 /// A stream's first byte: a request stream, or an upload.
@@ -36,11 +38,6 @@ const UPLOAD: u8 = b'U';
 
 fn identity() -> ServerIdentity {
     ServerIdentity::from_seed(&[5; 32]).expect("identity")
-}
-
-fn rss_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4
 }
 
 fn arg(name: &str) -> Option<String> {
@@ -74,7 +71,7 @@ fn serve() {
                     early += h.early_accepted;
                     live += e.live_connections();
                 }
-                println!("{} {live} {answered} {resumed} {early}", rss_kib());
+                println!("{} {live} {answered} {resumed} {early}", procfs::rss_kib());
             }
             std::process::exit(0);
         });
@@ -141,11 +138,7 @@ impl ServerProc {
 
     /// CPU seconds of every thread.
     fn cpu(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let rest = stat.rsplit_once(')').map_or("", |r| r.1);
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let field = |n: usize| f.get(n - 3).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-        (field(14) + field(15)) as f64 / 100.0
+        procfs::process_cpu(self.child.id())
     }
 }
 

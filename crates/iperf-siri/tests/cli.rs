@@ -566,14 +566,11 @@ fn a_killed_client_holds_no_slot() {
     }
 }
 
-/// Issue 35: a killed server is noticed within the peer timeout (10 s) after the client's
-/// next request goes unanswered, and the client says so.
-#[test]
-fn a_killed_server_is_noticed_within_the_peer_timeout() {
-    let _serial = one_at_a_time();
+/// A client running `workload` whose server is killed 1.5 s in (its first request answered):
+/// how long after the kill the client exited, having said the peer stopped answering.
+fn killed_server_noticed_after(workload: &[&str]) -> Duration {
     let (mut srv, port) = server(&[]);
-    let p = port.to_string();
-    let c = background_client(&p, &["--wait", "200ms", "--burst-gap", "50ms"], Stdio::piped());
+    let c = background_client(&port.to_string(), workload, Stdio::piped());
     std::thread::sleep(Duration::from_millis(1_500));
     srv.kill().unwrap();
     let _ = srv.wait();
@@ -584,6 +581,15 @@ fn a_killed_server_is_noticed_within_the_peer_timeout() {
     println!("client exited {} ms after the server's kill: {e}", waited.as_millis());
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains("the peer stopped answering"), "{e}");
+    waited
+}
+
+/// Issue 35: a killed server is noticed within the peer timeout (10 s) after the client's
+/// next request goes unanswered, and the client says so.
+#[test]
+fn a_killed_server_is_noticed_within_the_peer_timeout() {
+    let _serial = one_at_a_time();
+    let waited = killed_server_noticed_after(&["--wait", "200ms", "--burst-gap", "50ms"]);
     // The peer timeout (10 s) after the next request, with room for a loaded machine: well
     // below the 30 s idle timeout that would otherwise end it.
     assert!(waited < Duration::from_secs(20), "{waited:?}");
@@ -595,20 +601,7 @@ fn a_killed_server_is_noticed_within_the_peer_timeout() {
 #[test]
 fn a_killed_server_is_noticed_within_the_peer_timeout_during_a_wait() {
     let _serial = one_at_a_time();
-    let (mut srv, port) = server(&[]);
-    let p = port.to_string();
-    let c = background_client(&p, &["--wait", "25s", "--bursts", "2", "--burst-gap", "50ms"], Stdio::piped());
-    // The first request is answered within a second; the client is in its 25 s wait.
-    std::thread::sleep(Duration::from_millis(1_500));
-    srv.kill().unwrap();
-    let _ = srv.wait();
-    let t = std::time::Instant::now();
-    let out = c.wait_with_output().unwrap();
-    let waited = t.elapsed();
-    let e = String::from_utf8_lossy(&out.stderr).to_string();
-    println!("client exited {} ms after the server's kill: {e}", waited.as_millis());
-    assert_eq!(out.status.code(), Some(1), "{e}");
-    assert!(e.contains("the peer stopped answering"), "{e}");
+    let waited = killed_server_noticed_after(&["--wait", "25s", "--bursts", "2", "--burst-gap", "50ms"]);
     // The next probe (within a second) and the peer timeout (10 s), with room for a loaded
     // machine: well below the idle timeout and the wait.
     assert!(waited < Duration::from_secs(16), "{waited:?}");
