@@ -14,7 +14,6 @@ mod early;
 mod events;
 mod input;
 mod join;
-mod ledbat;
 mod multimob;
 mod multimob_state;
 mod packet_builder;
@@ -472,7 +471,7 @@ impl Connection {
             min_rtt: r.rtt.min,
             latest_rtt: r.rtt.latest,
             rttvar: r.rtt.rttvar,
-            cwnd: r.cc.cwnd,
+            cwnd: r.cc.cwnd(),
             in_flight: r.in_flight,
         };
         q.metrics(now, sf.id(), m);

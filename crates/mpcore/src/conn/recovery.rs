@@ -47,17 +47,21 @@ impl Connection {
         // Coupled: the working subflows that used their window within the last RTO, and this
         // one (see `cc`'s module documentation).
         let this = self.subflows[i].id();
-        let coupling = Coupling::compute(
-            self.subflows
-                .iter()
-                .filter(|s| s.established() && !s.pf() && (s.id() == this || s.rec().cwnd_limited(now)))
-                .map(|s| CoupledPath {
-                    this: s.id() == this,
-                    cwnd: s.rec().cc.cwnd,
-                    rtt: s.rec().rtt.smoothed_or_default(),
-                    inter_loss: s.rec().cc.inter_loss(),
-                }),
-        );
+        let coupling = if !self.subflows[i].rec().cc.coupled() {
+            Coupling::default()
+        } else {
+            Coupling::compute(
+                self.subflows
+                    .iter()
+                    .filter(|s| s.established() && !s.pf() && (s.id() == this || s.rec().cwnd_limited(now)))
+                    .map(|s| CoupledPath {
+                        this: s.id() == this,
+                        cwnd: s.rec().cc.cwnd(),
+                        rtt: s.rec().rtt.smoothed_or_default(),
+                        inter_loss: s.rec().cc.inter_loss(),
+                    }),
+            )
+        };
         let send = &mut self.send;
         self.subflows[i].finish_ack(now, &acked, coupling, &mut |d| send.queue_retransmission(d, 0));
         self.qlog_metrics(now, i);

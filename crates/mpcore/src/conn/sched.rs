@@ -152,7 +152,7 @@ impl Connection {
                 iface: self.paths.get(usize::from(sf.local_path().0)).map(|p| p.iface).unwrap_or_default(),
                 srtt_us: sf.rec().rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
                 rttvar_us: sf.rec().rtt.rttvar.min(u64::from(u32::MAX)) as u32,
-                cwnd: sf.rec().cc.cwnd.min(u64::from(u32::MAX)) as u32,
+                cwnd: sf.rec().cc.cwnd().min(u64::from(u32::MAX)) as u32,
                 cwnd_room: room.min(u64::from(u32::MAX)) as u32,
                 last_original_rx_us: sf.last_original_rx(),
                 retrans_outstanding: sf.rec().recent_losses + u32::from(sf.rec().pf),

@@ -35,7 +35,7 @@ impl Subflow {
             }
             r.eliciting_in_flight += 1;
             r.in_flight += u64::from(p.size);
-            if r.in_flight + u64::from(p.size) > r.cc.cwnd {
+            if r.in_flight + u64::from(p.size) > r.cc.cwnd() {
                 r.window_full_at = Some(p.time);
             }
             let round = r.rtt.smoothed_or_default();

@@ -414,7 +414,7 @@ impl Subflow {
             srtt_us: self.rec.rtt.srtt,
             rttvar_us: self.rec.rtt.rttvar,
             rto_us: self.rec.rtt.rto(),
-            cwnd: self.rec.cc.cwnd,
+            cwnd: self.rec.cc.cwnd(),
             in_flight: self.rec.in_flight,
             max_datagram: self.pmtu.current(),
             counters: self.counters,

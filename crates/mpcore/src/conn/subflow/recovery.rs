@@ -347,12 +347,12 @@ impl Recovery {
     /// is in use and may grow (RFC 7661's validated phase, pipeACK >= cwnd/2; Linux grows in
     /// slow start while cwnd < 2 * max_packets_out). Below that it is kept as it is.
     pub fn cwnd_validated(&self) -> bool {
-        2 * self.flight_high.max(self.flight_high_prev) >= self.cc.cwnd
+        2 * self.flight_high.max(self.flight_high_prev) >= self.cc.cwnd()
     }
 
     /// Room left in the congestion window.
     pub fn cwnd_room(&self) -> u64 {
-        self.cc.cwnd.saturating_sub(self.in_flight)
+        self.cc.cwnd().saturating_sub(self.in_flight)
     }
 
     /// A packet of this subflow was declared lost at `now`.

@@ -56,6 +56,7 @@ impl SubflowTable {
             + self.order.capacity() * size_of::<u64>()
             + self.peer_numbers.capacity_bytes()
             + self.history.capacity() * size_of::<(u64, SubflowStats)>()
+            + self.slots.iter().flatten().map(|s| s.rec().cc.heap_bytes()).sum::<usize>()
     }
 
     /// One past the highest slot in use: slot indices are below it.
