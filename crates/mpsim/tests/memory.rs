@@ -45,11 +45,14 @@ static GLOBAL: Counting = Counting;
 /// An idle server connection's budget, bytes, for what the core holds (`Connection::memory`):
 /// the goal is 10.5 KiB of resident memory per idle connection on the server, which
 /// the driver's slot, the route entries and the application's stream share with this.
-/// 6.2 KiB today; it was 9.1 with room for 64 subflows in the scheduler's view (2.5 KiB) and
-/// the subflow table's creation order for 64 slots inline (0.5 KiB).
-const SERVER_BUDGET: usize = 6_656;
+/// 5.1 KiB today. It was 9.1 with room for 64 subflows in the scheduler's view (2.5 KiB) and
+/// the subflow table's creation order for 64 slots inline (0.5 KiB); then 6.2 with every
+/// congestion control's state in each subflow (216 bytes more per subflow), two HMAC states
+/// for fast joins kept from the handshake on (352 bytes) and the client's handshake inline in
+/// every connection (552 bytes).
+const SERVER_BUDGET: usize = 5_376;
 /// The client's.
-const CLIENT_BUDGET: usize = 6_656;
+const CLIENT_BUDGET: usize = 5_376;
 /// The most a client and a server connection hold together while a request is served and
 /// for the 3 s after (their buffers), bytes.
 const PEAK_BUDGET: usize = 40 * 1024;

@@ -144,7 +144,7 @@ impl Connection {
             // §5.9: the HMAC, then the replay window, where EDSN is our next expected DSN and
             // W our receive buffer (a constant, so that the window's edge only moves forward).
             Some(Frame::FastJoinOut(f)) if self.config.fast_join => {
-                match self.recv.accept_fast_join(&keys.fast, local_token, &f) {
+                match self.recv.accept_fast_join(&keys.fast(), local_token, &f) {
                     Verdict::Deliver => (f.backup, f.addr_id, JoinKind::FastOut, Some((f.dsn, f.data)), 0),
                     Verdict::AcceptDropData => (f.backup, f.addr_id, JoinKind::FastOut, None, 0),
                     Verdict::Refuse(Refusal::BadHmac) => return Err(DropReason::BadHmac),
@@ -159,7 +159,7 @@ impl Connection {
                 }
             }
             Some(Frame::FastJoinIn(f)) if self.config.fast_join => {
-                if !fastjoin::accept_in(&keys.fast, local_token, &f) {
+                if !fastjoin::accept_in(&keys.fast(), local_token, &f) {
                     return Err(DropReason::BadHmac);
                 }
                 (f.backup, f.addr_id, JoinKind::FastIn, None, 0)
@@ -252,7 +252,7 @@ impl Connection {
         if sf.state() != SubflowState::JoinSent || sf.join().kind != JoinKind::FastInitiator {
             return; // a repeat, or not ours to receive
         }
-        if !fastjoin::verify_reply(&keys.fast, self.remote_token, r) {
+        if !fastjoin::verify_reply(&keys.fast(), self.remote_token, r) {
             sf.answer_to(Cid(r.cid));
             self.reject(DropReason::BadHmac);
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
@@ -305,7 +305,7 @@ impl Connection {
             match seg {
                 Some(s) if first && take > 0 => {
                     let dsn = self.send.dsn(s.off).0;
-                    let mut hmac = keys.fast.sign(fastjoin::Kind::Out, dsn, self.remote_token);
+                    let mut hmac = keys.fast().sign(fastjoin::Kind::Out, dsn, self.remote_token);
                     hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
                     let (backup, addr_id) = (sf.backup(), sf.local_addr_id());
                     let w = b.writer();
@@ -323,7 +323,7 @@ impl Connection {
                 }
                 _ => {
                     let data_ack = self.recv.edsn().0;
-                    let mut hmac = keys.fast.sign(fastjoin::Kind::In, data_ack, self.remote_token);
+                    let mut hmac = keys.fast().sign(fastjoin::Kind::In, data_ack, self.remote_token);
                     hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
                     let f = Frame::FastJoinIn(FastJoinIn {
                         backup: sf.backup(),
@@ -352,7 +352,7 @@ impl Connection {
                 _ => ReplyValue::DataAck(self.recv.edsn().0),
             };
             let token = self.local_token.unwrap_or_default();
-            let r = fastjoin::reply(&keys.fast, token, sf.backup(), sf.local_addr_id(), value, sf.local_cid().0);
+            let r = fastjoin::reply(&keys.fast(), token, sf.backup(), sf.local_addr_id(), value, sf.local_cid().0);
             b.control(FrameSet::FJ_REPLY, Frame::FastJoinReply(r));
         }
         let (nonce_local, nonce_remote) = (sf.join().nonce_local, sf.join().nonce_remote);

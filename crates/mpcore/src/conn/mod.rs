@@ -79,8 +79,14 @@ struct Keys {
     remote_key: u64,
     /// The resumption secret (a client derives its tickets' PSKs from it).
     resumption: [u8; 32],
-    /// The fast-join HMAC keys, both orders precomputed.
-    fast: fastjoin::Keys,
+}
+
+impl Keys {
+    /// The fast-join HMAC keys, made when a join needs them: joins are rare, and an idle
+    /// connection does not keep two HMAC states (352 bytes, issue 52).
+    fn fast(&self) -> fastjoin::Keys {
+        fastjoin::Keys::new(self.local_key, self.remote_key)
+    }
 }
 
 /// One multipath connection: its subflows, stream, keys and timers (sans-IO: every call carries `now`).
@@ -91,7 +97,7 @@ pub struct Connection {
     config: Arc<Config>,
     paths: Vec<LocalPath>,
     /// Client: the first handshake, until the server's first short packet.
-    hs: Option<handshake::Client>,
+    hs: Option<Box<handshake::Client>>,
     keys: Option<Keys>,
     local_token: Option<u32>,
     remote_token: u32,
@@ -283,7 +289,7 @@ impl Connection {
         c.subflows.insert(sf);
         c.opened = 1;
         c.endpoint_events.push_back(EndpointEvent::NewCid(local_cid));
-        c.hs = Some(hs);
+        c.hs = Some(Box::new(hs));
         Ok(c)
     }
 
@@ -332,8 +338,7 @@ impl Connection {
             true => (send.in_clear(), recv.in_clear()),
             false => (send, recv),
         };
-        let fast = fastjoin::Keys::new(local_key, remote_key);
-        self.keys = Some(Keys { send, recv, local_key, remote_key, resumption: s.resumption, fast });
+        self.keys = Some(Keys { send, recv, local_key, remote_key, resumption: s.resumption });
         let token = if self.config.faults().same_token { 0 } else { crypto::token(local_key) };
         self.local_token = Some(token);
         self.endpoint_events.push_back(EndpointEvent::Token(token));
