@@ -28,6 +28,13 @@
 //! of load at 10,000, a 200k/s flood for 10 s; about 4 minutes); `-- --conns 1000,10000
 //! --secs 20 --flood 100000` to choose. Under `cargo test`, a smoke run of 20 connections.
 //!
+//! `--handshake-only`: the idle connections make no request, so the idle row measures what
+//! a connection costs from its handshake on (issue 52's setting: 10,000 clients idle before
+//! their first request). With one request each, the resident memory also holds what glibc
+//! keeps of the buffers the connections gave back (see the row's "after malloc_trim").
+//! `SCALE_HIST=1` prints the server's live allocations by size class, before, after the
+//! set-up and when idle (which allocations a connection keeps, which it gave back).
+//!
 //! Issue 52's setting (a regression seen in 2 runs of 3): `-- --bench --conns
 //! 10000,10000,10000 --secs 30 --pm multimob --request 100` runs the load three times with the
 //! phone preset's MultiMob oracle and 100-byte requests (`--idle S`: the quiet before the load,
@@ -51,6 +58,9 @@ static REQUEST: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 
 /// `--pm multimob`: the clients keep the phone preset's path manager (the oracle).
 static MULTIMOB: AtomicBool = AtomicBool::new(false);
+
+/// `--handshake-only`: the idle connections have made no request (only their handshake).
+static NO_FIRST_REQUEST: AtomicBool = AtomicBool::new(false);
 
 fn request_size() -> usize {
     REQUEST.load(Ordering::Relaxed)
@@ -228,6 +238,7 @@ fn serve() {
                 match line.as_deref() {
                     Ok("stats") => println!("{} {}", heap(SERVER), rss_kib()),
                     Ok("drops") => println!("{} live, drops: {}", ep.live_connections(), ep.drops().summary()),
+                    Ok("hist") => println!("{:?}", counting::classes()),
                     Ok("trim") => {
                         malloc_trim();
                         println!("{} {}", heap(SERVER), rss_kib());
@@ -298,8 +309,10 @@ async fn connect_all(ep: &MpEndpoint, addr: SocketAddr, n: usize) -> (Vec<MpStre
             let ep = ep.clone();
             set.spawn(async move {
                 let mut s = ep.connect(addr).await.map_err(|e| e.to_string())?;
-                let mut ans = vec![0u8; ANSWER];
-                request(&mut s, &vec![1; request_size()], &mut ans).await.ok_or("first request failed")?;
+                if !NO_FIRST_REQUEST.load(Ordering::Relaxed) {
+                    let mut ans = vec![0u8; ANSWER];
+                    request(&mut s, &vec![1; request_size()], &mut ans).await.ok_or("first request failed")?;
+                }
                 Ok::<_, String>(s)
             });
             started += 1;
@@ -339,14 +352,25 @@ fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Optio
     let mut server = ChildServer::start();
     let ep = client_endpoint();
     let (s_heap0, s_rss0) = server.stats(false);
+    let hist = std::env::var_os("SCALE_HIST").is_some();
+    if hist {
+        eprintln!("server's live allocations by size class, before: {}", server.ask("hist"));
+    }
     let (c_heap0, c_rss0) = (heap(CLIENT), rss_kib());
     let t = Instant::now();
     let (mut streams, failed, errors) = rt.block_on(connect_all(&ep, server.addr, n));
     let setup = t.elapsed();
     let n = streams.len();
+    if hist {
+        eprintln!("server's live allocations by size class, set up: {}", server.ask("hist"));
+    }
     // Quiet past the trim timer (3 s without data).
     rt.block_on(tokio::time::sleep(Duration::from_secs(4)));
     let (s_heap, s_rss) = server.stats(false);
+    if hist {
+        eprintln!("server's live allocations by size class, idle: {}", server.ask("hist"));
+        eprintln!("server: {}", server.ask("drops"));
+    }
     let per = |bytes: i64| bytes as f64 / n as f64 / 1024.0;
     let (s_kib, c_kib) = (per(s_heap - s_heap0), per(heap(CLIENT) - c_heap0));
     let (s_res, c_res) = (per((s_rss - s_rss0) * 1024), per((rss_kib() - c_rss0) * 1024));
@@ -357,7 +381,10 @@ fn idle(rt: &tokio::runtime::Runtime, n: usize, idle_secs: u64, load_secs: Optio
     rt.block_on(tokio::time::sleep(Duration::from_secs(idle_secs)));
     let idle_cpu = (server.cpu() - cpu0) / idle_secs as f64 * 100.0;
     rows.push(Row {
-        what: format!("idle, {n} connections (CPU over {idle_secs} s, keep-alives every 15 s)"),
+        what: format!(
+            "idle, {n} connections{} (CPU over {idle_secs} s, keep-alives every 15 s)",
+            if NO_FIRST_REQUEST.load(Ordering::Relaxed) { " that made no request" } else { "" }
+        ),
         cells: vec![
             format!("{s_kib:.1} KiB heap, {s_res:.1} KiB resident ({s_trim:.1} after malloc_trim)"),
             format!("{c_kib:.1} KiB heap, {c_res:.1} KiB resident ({c_trim:.1} after malloc_trim)"),
@@ -607,6 +634,7 @@ fn main() {
         REQUEST.store(n, Ordering::Relaxed);
     }
     MULTIMOB.store(arg("--pm").as_deref() == Some("multimob"), Ordering::Relaxed);
+    NO_FIRST_REQUEST.store(std::env::args().any(|a| a == "--handshake-only"), Ordering::Relaxed);
     if std::env::args().any(|a| a == "--serve") {
         return serve();
     }

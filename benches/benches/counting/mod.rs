@@ -25,6 +25,31 @@ thread_local! {
 
 pub struct Counting;
 
+/// Live allocations and their bytes by size class (the power of two at or above the size), for
+/// the server process of `scale` (`hist`): which sizes an idle connection holds.
+static CLASS_COUNT: [AtomicI64; 32] = [const { AtomicI64::new(0) }; 32];
+static CLASS_BYTES: [AtomicI64; 32] = [const { AtomicI64::new(0) }; 32];
+
+fn class(size: usize) -> usize {
+    (size.max(1).next_power_of_two().trailing_zeros() as usize).min(31)
+}
+
+fn note_class(size: usize, sign: i64) {
+    if ALL_SERVER.load(Ordering::Relaxed) {
+        CLASS_COUNT[class(size)].fetch_add(sign, Ordering::Relaxed);
+        CLASS_BYTES[class(size)].fetch_add(sign * size as i64, Ordering::Relaxed);
+    }
+}
+
+/// The live allocations by size class: (class's upper bound, count, bytes), for the classes
+/// that hold any.
+pub fn classes() -> Vec<(usize, i64, i64)> {
+    (0..32)
+        .map(|c| (1usize << c, CLASS_COUNT[c].load(Ordering::Relaxed), CLASS_BYTES[c].load(Ordering::Relaxed)))
+        .filter(|&(_, n, _)| n != 0)
+        .collect()
+}
+
 fn note(delta: i64) {
     if ALL_SERVER.load(Ordering::Relaxed) {
         LIVE[SERVER].fetch_add(delta, Ordering::Relaxed);
@@ -37,18 +62,23 @@ fn note(delta: i64) {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         note(l.size() as i64);
+        note_class(l.size(), 1);
         unsafe { System.alloc(l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         note(l.size() as i64);
+        note_class(l.size(), 1);
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
         note(n as i64 - l.size() as i64);
+        note_class(l.size(), -1);
+        note_class(n, 1);
         unsafe { System.realloc(p, l, n) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         note(-(l.size() as i64));
+        note_class(l.size(), -1);
         unsafe { System.dealloc(p, l) }
     }
 }
