@@ -2,10 +2,12 @@
 """Import cycles between the files of each crate of the workspace.
 
 Every file is a node. A file's edges are the files it names: `use` trees (`crate::`, `self::`,
-`super::`, or a child module's name), and `crate::`/`super::`/`self::` paths in code (comments
+`super::`, or a child module's name), and `crate::`/`super::`/`self::` or child-module paths
+in code (`child::Item`; comments
 and unit-test modules are skipped). A path to a name a module re-exports (`pub use a::B`) goes
 to the file that defines it, followed through every re-export: `crate::Interface` is
-`options.rs`, not `lib.rs`. Parent and child files count like any other pair (a child that
+`options.rs`, not `lib.rs`; one that passes on another crate's item (`pub use mpcore::Time`)
+is no edge, nor is a child's `crate::Time` when its parent imported `mpcore::Time`. Parent and child files count like any other pair (a child that
 writes `use super::*` and a parent that names the child's items are a circle). `mod x;` lines
 and `pub use` re-exports are not edges: declaring a module, or passing its names on, is not
 using it.
@@ -13,7 +15,8 @@ using it.
 Prints every cycle (its files in order) and exits 1 if there is one not in
 `scripts/import_cycles.allow` (one cycle per line, as printed: the known ones, which the
 redesign of issue 34 removes; a cycle that is gone must leave the list too, so the list only
-shrinks). Run from the workspace root; CI runs it (.ci/run).
+shrinks). Run from the workspace root; CI runs it (.ci/run). `--why` prints, for each step of a
+cycle, the paths that make it.
 """
 import os, re, sys
 
@@ -71,8 +74,19 @@ def use_trees(text):
 
 def crate_graph(src):
     files, texts = {}, {}
+    # A crate with a library and a binary: `main.rs` is a crate of its own that uses the
+    # library by its name, never by `crate::` (both roots are module `()` here, so it would
+    # take the library's place). A `main.rs` that declares modules of its own is refused.
+    has_lib = os.path.exists(os.path.join(src, 'lib.rs'))
+    main = os.path.join(src, 'main.rs')
+    if has_lib and os.path.exists(main) and re.search(r'^\s*(pub\s+)?mod\s+\w+\s*;', strip(open(main).read()), re.M):
+        sys.exit(f"{main}: a binary beside a library declares modules; this check does not follow them")
     for d, _, fs in os.walk(src):
+        if os.path.relpath(d, src).split(os.sep)[0] == 'bin':
+            continue
         for f in fs:
+            if has_lib and d == src and f == 'main.rs':
+                continue
             if f.endswith('.rs'):
                 p = os.path.join(d, f)
                 m = module_of(src, p)
@@ -95,14 +109,16 @@ def crate_graph(src):
             return base + segs
         return None
 
-    # Re-exports: (module, name) -> absolute path of what it names.
+    # Imports and re-exports: (module, name) -> absolute path of what it names (None: in
+    # another crate).
     reexports = {}
     for m, text in texts.items():
         for is_pub, segs, exported in use_trees(text):
-            if is_pub and segs[-1] != '*':
-                a = absolute(m, segs)
-                if a is not None:
-                    reexports[(m, exported)] = a
+            # A name a module imports is, to its children, the item it names (children see
+            # their parent's private imports too): another crate's item (`use mpcore::Time`,
+            # named `crate::Time` below) is no file here.
+            if segs[-1] != '*' and segs[-1] != 'self':
+                reexports[(m, exported)] = absolute(m, segs)
 
     def resolve(segs, depth=0):
         """The file (module) defining what absolute path `segs` names."""
@@ -111,18 +127,28 @@ def crate_graph(src):
             if mod in known:
                 rest = segs[k:]
                 if rest and depth < 8 and (mod, rest[0]) in reexports:
-                    return resolve(reexports[(mod, rest[0])] + rest[1:], depth + 1)
+                    target = reexports[(mod, rest[0])]
+                    return None if target is None else resolve(target + rest[1:], depth + 1)
                 return mod
         if segs and depth < 8 and ((), segs[0]) in reexports:
-            return resolve(reexports[((), segs[0])] + segs[1:], depth + 1)
+            target = reexports[((), segs[0])]
+            return None if target is None else resolve(target + segs[1:], depth + 1)
         return ()
 
     edges = {m: set() for m in files}
+    why = {}
     for m, text in texts.items():
         # A re-export is a facade, not a use: what it names is reached through it above.
         paths = [segs for is_pub, segs, _ in use_trees(text) if not is_pub]
         body = re.sub(r'\b(pub(?:\([^)]*\))?\s+)?use\s+[^;]+;', '', text)
         paths += [p.split('::') for p in re.findall(r'\b((?:crate|super|self)(?:::\w+)+)', body)]
+        # A child module's items named in code (`spread::Spread` in a field's type): the child
+        # module's name first, no `self::` (issue 53: these made no edge before).
+        paths += [
+            p.split('::')
+            for p in re.findall(r'(?<![:\w])([a-z_][a-z0-9_]*(?:::\w+)+)', body)
+            if m + (p.split('::')[0],) in known
+        ]
         for segs in paths:
             if segs[-1] == '*':
                 segs = segs[:-1]
@@ -132,9 +158,10 @@ def crate_graph(src):
             if a is None:
                 continue
             target = resolve(a)
-            if target != m:
+            if target is not None and target != m:
                 edges[m].add(target)
-    return edges, files
+                why.setdefault((m, target), set()).add('::'.join(segs))
+    return edges, files, why
 
 
 def cycles(edges):
@@ -171,9 +198,12 @@ def main():
         src = os.path.join('crates', crate, 'src')
         if not os.path.isdir(src):
             continue
-        edges, files = crate_graph(src)
+        edges, files, why = crate_graph(src)
         for c in cycles(edges):
             found.append(crate + ': ' + ' -> '.join(files[x] for x in c))
+            if '--why' in sys.argv:
+                for a, b in zip(c, c[1:]):
+                    print(f"  {files[a]} names {files[b]}: {', '.join(sorted(why[(a, b)])[:8])}")
     new = [c for c in found if c not in allowed]
     gone = sorted(allowed - set(found))
     for c in found:

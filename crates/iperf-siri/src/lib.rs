@@ -33,8 +33,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// This program and its version, as both sides report it.
-pub const VERSION: &str = concat!("iperf-siri ", env!("CARGO_PKG_VERSION"));
+pub use proto::VERSION;
 
 fn output(args: &RunArgs) -> Result<Out, String> {
     match &args.logfile {

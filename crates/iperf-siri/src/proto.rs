@@ -22,6 +22,9 @@
 //! checked against a bound before anything is allocated: a peer cannot make the other side
 //! allocate more than [`MAX_FRAME`].
 
+/// This program and its version, as both sides report it.
+pub const VERSION: &str = concat!("iperf-siri ", env!("CARGO_PKG_VERSION"));
+
 use serde::{Deserialize, Serialize};
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};

@@ -12,6 +12,9 @@
 //! picks its own `N` and the namespaces carry the process id, so tests can run in parallel.
 
 pub mod fleet;
+mod iproute;
+
+pub use iproute::ip;
 
 use std::process::{Child, Command};
 
@@ -38,16 +41,6 @@ fn missing() -> Option<&'static str> {
         return Some("iproute2's `ip` is not installed");
     }
     None
-}
-
-/// Runs `ip ARGS` (split on whitespace); its stderr on failure.
-pub fn ip(args: &str) -> Result<(), String> {
-    let out = Command::new("ip").args(args.split_whitespace()).output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {args}: {}", String::from_utf8_lossy(&out.stderr).trim()))
-    }
 }
 
 /// The namespaces and their links.

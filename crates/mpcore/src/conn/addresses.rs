@@ -5,13 +5,25 @@
 
 use super::packet_builder::PacketBuilder;
 use super::subflow::FrameSet;
-use crate::crypto;
 use crate::wire::frame::AddAddr;
 use crate::wire::Frame;
+use crate::{crypto, PathId};
 use std::net::SocketAddr;
 
 /// The most REMOVE_ADDR names (see [`Addresses::withdraw`]).
 const MAX_WITHDRAWN: usize = 16;
+
+/// The address id of local path `path` among the paths a connection started with. RFC 8684
+/// §3.4.1 gives the initial subflow's address id 0: the connection's first path has id 0,
+/// path 0 takes the first path's index, and every other path its own index. An address added
+/// later gets a fresh id (`Connection::path_added`).
+pub(super) fn initial_addr_id(path: PathId, initial: PathId) -> u8 {
+    match path {
+        p if p == initial => 0,
+        PathId(0) => initial.0,
+        p => p.0,
+    }
+}
 
 #[derive(Debug, Default)]
 pub(super) struct Addresses {

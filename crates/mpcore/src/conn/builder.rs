@@ -53,7 +53,7 @@ impl Connection {
         sf.val().write(&mut b);
         sf.write_signals(FrameSet::RTO_REQ | FrameSet::RTO_VAL, false, remote_key, &mut b);
         self.addrs.write(sf.carried(), keys.local_key, remote_key, &mut b);
-        self.write_ticket(sf.carried(), &mut b);
+        self.tickets.write(sf.carried(), &mut b);
         self.write_reset_token(i, &mut b);
         // A probe (tail loss probe, RTO) carries a PING, which the peer acknowledges at once
         // (§5.2): its answer, or its silence, is what the probe is for.

@@ -69,8 +69,8 @@ impl Connection {
         self.handshake_via(path, carrier);
         self.install_keys(agreed.secrets);
         self.set_peer_params(agreed.params);
-        self.set_resumed(agreed.resumed);
-        self.set_server_key(agreed.server_key);
+        self.tickets.set_resumed(agreed.resumed);
+        self.tickets.set_server_key(agreed.server_key);
         self.on_early_answer(now, agreed.resumed, agreed.early_accepted);
         let sf = &mut self.subflows[0];
         sf.on_handshake(agreed.server_cid, rtt_sample, now);
@@ -292,7 +292,13 @@ impl Connection {
 
     pub(super) fn on_frame(&mut self, now: Time, i: usize, f: Frame<'_>) {
         match f {
-            Frame::Extension { ty: NEW_TICKET, body } => self.on_new_ticket(now, body),
+            Frame::Extension { ty: NEW_TICKET, body } => {
+                // A server ignores one; a short packet has keys.
+                let Some(keys) = self.keys.as_ref().filter(|_| self.side == Side::Client) else { return };
+                if self.tickets.on_new_ticket(now, body, &keys.resumption, keys.send.suite().id()) {
+                    self.emit(now, Event::TicketReceived);
+                }
+            }
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
             Frame::ResetToken(t) => self.on_reset_token(i, t),

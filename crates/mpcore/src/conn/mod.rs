@@ -215,7 +215,7 @@ impl Connection {
             probe: None,
             path_down: vec![false; paths.len()],
             reopen: vec![false; paths.len()],
-            addr_ids: (0..paths.len()).map(|p| paths::initial_addr_id(PathId(p as u8), initial_path)).collect(),
+            addr_ids: (0..paths.len()).map(|p| addresses::initial_addr_id(PathId(p as u8), initial_path)).collect(),
             next_addr_id: paths.len().clamp(1, 255) as u8,
             trim_at: None,
             unwritable: PathSet::default(),
@@ -309,7 +309,7 @@ impl Connection {
     ) -> Self {
         let mut c = Self::blank(Side::Server, now, config, paths, path, remote, rng);
         c.install_keys(secrets);
-        c.set_resumed(resumed);
+        c.tickets.set_resumed(resumed);
         c.set_peer_params(client_params);
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
         sf.set_carrier(carrier);
@@ -665,6 +665,31 @@ impl Connection {
         true
     }
 
+    /// Server: the NEW_TICKET body its endpoint sealed for this connection goes on the first
+    /// subflow.
+    pub(crate) fn queue_ticket(&mut self, body: Vec<u8>) {
+        if let Some(sf) = self.subflows.get_mut(0) {
+            sf.carry(subflow::FrameSet::TICKET);
+            self.tickets.queue(body);
+        }
+    }
+
+    /// The oldest resumption ticket received and not yet taken, with its arrival.
+    pub(crate) fn take_ticket(&mut self) -> Option<(Time, tickets::Received)> {
+        self.tickets.take()
+    }
+
+    /// The connection was opened with a resumption ticket (PROTOCOL.md §4.8): the server took
+    /// the client's ticket, and the keys come from its PSK and a fresh key agreement.
+    pub fn resumed(&self) -> bool {
+        self.tickets.resumed()
+    }
+
+    /// The address the connection was opened to: the client's view of its server.
+    pub fn server_addr(&self) -> SocketAddr {
+        self.peer_addr
+    }
+
     /// A snapshot of the connection and its subflows.
     pub fn stats(&self) -> ConnStats {
         ConnStats {
@@ -677,7 +702,7 @@ impl Connection {
             counters: self.counters,
             subflows: self.subflows.stats(Subflow::stats),
             scheduler: self.sched.name().to_string(),
-            resumed: self.resumed(),
+            resumed: self.tickets.resumed(),
             early_bytes: self.early_data(),
             recv_window: self.recv.size(),
         }

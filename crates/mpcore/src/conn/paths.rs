@@ -11,18 +11,6 @@ use crate::wire::frame::{reason, AddAddr};
 use crate::{crypto, LocalPath, PathId, Time};
 use std::net::SocketAddr;
 
-/// The address id of local path `path` among the paths a connection started with. RFC 8684
-/// §3.4.1 gives the initial subflow's address id 0: the connection's first path has id 0,
-/// path 0 takes the first path's index, and every other path its own index. An address added
-/// later gets a fresh id (`Connection::path_added`).
-pub(super) fn initial_addr_id(path: PathId, initial: PathId) -> u8 {
-    match path {
-        p if p == initial => 0,
-        PathId(0) => initial.0,
-        p => p.0,
-    }
-}
-
 impl Connection {
     /// The address id of local path `path`'s current address.
     pub(super) fn addr_id(&self, path: PathId) -> u8 {

@@ -216,7 +216,7 @@ impl Connection {
             self.subflows[0].mark_failover();
         }
         for (p, id) in self.addr_ids.iter_mut().enumerate() {
-            *id = super::paths::initial_addr_id(PathId(p as u8), path);
+            *id = super::addresses::initial_addr_id(PathId(p as u8), path);
         }
         self.spread.rejoin_first = Some(first);
     }

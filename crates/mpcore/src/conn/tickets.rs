@@ -6,12 +6,10 @@
 
 use super::packet_builder::PacketBuilder;
 use super::subflow::FrameSet;
-use super::{Connection, Side};
 use crate::ticket;
 use crate::wire::new_ticket::{NewTicket, NEW_TICKET};
 use crate::wire::Frame;
 use crate::Time;
-use std::net::SocketAddr;
 
 /// Tickets a client keeps before the application takes them.
 const KEPT: usize = 4;
@@ -29,7 +27,9 @@ pub(crate) struct Received {
     pub ticket: Vec<u8>,
 }
 
-/// A server's ticket to send, a client's tickets received.
+/// A server's ticket to send, a client's tickets received: a component of the connection,
+/// which hands it what it needs (the subflow carrying the ticket marks it, the keys give the
+/// resumption secret).
 #[derive(Default)]
 pub(super) struct Tickets {
     out: Option<Vec<u8>>,
@@ -46,19 +46,16 @@ impl std::fmt::Debug for Tickets {
     }
 }
 
-impl Connection {
-    /// Server: the NEW_TICKET body its endpoint sealed for this connection goes on the first
-    /// subflow.
-    pub(crate) fn queue_ticket(&mut self, body: Vec<u8>) {
-        if let Some(sf) = self.subflows.get_mut(0) {
-            sf.carry(FrameSet::TICKET);
-            self.tickets.out = Some(body);
-        }
+impl Tickets {
+    /// Server: the NEW_TICKET body its endpoint sealed for this connection, to go on the
+    /// subflow the caller marked (`FrameSet::TICKET`).
+    pub(super) fn queue(&mut self, body: Vec<u8>) {
+        self.out = Some(body);
     }
 
     /// Writes the NEW_TICKET if the subflow carries it (`carry`).
-    pub(super) fn write_ticket(&self, carry: FrameSet, b: &mut PacketBuilder<'_>) {
-        if let (true, Some(body)) = (carry.intersects(FrameSet::TICKET), self.tickets.out.as_deref()) {
+    pub(super) fn write(&self, carry: FrameSet, b: &mut PacketBuilder<'_>) {
+        if let (true, Some(body)) = (carry.intersects(FrameSet::TICKET), self.out.as_deref()) {
             // Larger than the builder's usual control frame: written only where it fits whole
             // (type, length, body), else it waits for the next packet.
             if b.room() >= body.len() + 4 {
@@ -67,55 +64,46 @@ impl Connection {
         }
     }
 
-    /// Client: a NEW_TICKET arrived (`inspect` dropped the packet of a malformed one). A
-    /// server ignores one; a copy of one already kept (the server sent it again after a loss
-    /// it only presumed) is not kept twice.
-    pub(super) fn on_new_ticket(&mut self, now: Time, body: &[u8]) {
-        if self.side != Side::Client {
-            return;
-        }
-        // `inspect` dropped a packet whose NEW_TICKET does not parse; a short packet has keys.
-        let (Some(keys), Ok(t)) = (self.keys.as_ref(), NewTicket::parse(body)) else { return };
+    /// Client: a NEW_TICKET arrived (`inspect` dropped the packet of a malformed one), on a
+    /// connection whose resumption secret is `resumption` and AEAD suite `suite`. A copy of
+    /// one already kept (the server sent it again after a loss it only presumed) is not kept
+    /// twice. Whether it was kept (the application is told).
+    pub(super) fn on_new_ticket(&mut self, now: Time, body: &[u8], resumption: &[u8; 32], suite: u8) -> bool {
+        let Ok(t) = NewTicket::parse(body) else { return false };
         let got = Received {
             lifetime_s: t.lifetime_s,
             age_add: t.age_add,
-            psk: ticket::psk(&keys.resumption, t.nonce),
-            suite: keys.send.suite().id(),
-            identity: self.tickets.server_key,
+            psk: ticket::psk(resumption, t.nonce),
+            suite,
+            identity: self.server_key,
             ticket: t.ticket.to_vec(),
         };
-        if self.tickets.got.iter().any(|(_, g)| g.ticket == got.ticket) {
-            return;
+        if self.got.iter().any(|(_, g)| g.ticket == got.ticket) {
+            return false;
         }
-        if self.tickets.got.len() == KEPT {
-            self.tickets.got.remove(0);
+        if self.got.len() == KEPT {
+            self.got.remove(0);
         }
-        self.tickets.got.push((now, got));
-        self.emit(now, super::events::Event::TicketReceived);
+        self.got.push((now, got));
+        true
     }
 
     /// The oldest ticket received and not yet taken, with its arrival.
-    pub(crate) fn take_ticket(&mut self) -> Option<(Time, Received)> {
-        (!self.tickets.got.is_empty()).then(|| self.tickets.got.remove(0))
+    pub(super) fn take(&mut self) -> Option<(Time, Received)> {
+        (!self.got.is_empty()).then(|| self.got.remove(0))
     }
 
-    /// The connection was opened with a resumption ticket (PROTOCOL.md §4.8): the server took
-    /// the client's ticket, and the keys come from its PSK and a fresh key agreement.
-    pub fn resumed(&self) -> bool {
-        self.tickets.resumed
+    /// The connection was opened with a resumption ticket (PROTOCOL.md §4.8).
+    pub(super) fn resumed(&self) -> bool {
+        self.resumed
     }
 
     pub(super) fn set_resumed(&mut self, resumed: bool) {
-        self.tickets.resumed = resumed;
+        self.resumed = resumed;
     }
 
     /// Client: the server key that authenticated the connection (none: unauthenticated).
     pub(super) fn set_server_key(&mut self, key: Option<[u8; 32]>) {
-        self.tickets.server_key = key;
-    }
-
-    /// The address the connection was opened to: the client's view of its server.
-    pub fn server_addr(&self) -> SocketAddr {
-        self.peer_addr
+        self.server_key = key;
     }
 }
