@@ -3,10 +3,16 @@
 # the cfg-gated parts (IP_BOUND_IF instead of SO_BINDTODEVICE, no netlink) must compile there.
 # ring's build script compiles C for the target, which needs Apple's SDK; a check never links,
 # so a stand-in compiler that writes empty objects lets it through. Skips (saying so) when the
-# target's standard library cannot be installed.
+# target's standard library cannot be installed, except where MPUDP_REQUIRE_MACOS is set (CI):
+# there it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! rustup target add x86_64-apple-darwin >/dev/null 2>&1; then
+    # Where it must run (`MPUDP_REQUIRE_MACOS`, as .ci/run sets), that is a failure.
+    if [ -n "${MPUDP_REQUIRE_MACOS:-}" ]; then
+        echo "MPUDP_REQUIRE_MACOS is set and the x86_64-apple-darwin standard library could not be installed" >&2
+        exit 1
+    fi
     echo "skipped: the x86_64-apple-darwin standard library could not be installed"
     exit 0
 fi

@@ -18,15 +18,32 @@ bin="target/fuzz/$host/release"
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
 mkdir -p "$corpus/conn" "$corpus/packet" "$corpus/found"
-"$bin/conn" -max_len=65527 -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$corpus/found/" \
-    "$corpus/conn" 2>&1 | grep -E "^(Done|stat::number_of_executed_units|stat::peak_rss_mb)|==|panicked|SUMMARY" || true
-"$bin/packet" -max_total_time=10 -print_final_stats=1 -artifact_prefix="$corpus/found/" "$corpus/packet" 2>&1 \
-    | grep -E "^(Done|stat::number_of_executed_units)|==|panicked|SUMMARY" || true
+# Each fuzzer's log is kept whole and its exit status checked on its own: a fuzzer that fails
+# without leaving an input (it does not start, it is killed) fails the script too.
+failed=""
+fuzz() {
+    local name=$1
+    shift
+    local rc=0
+    "$bin/$name" "$@" >"$corpus/$name.log" 2>&1 || rc=$?
+    grep -E "^(Done|stat::number_of_executed_units|stat::peak_rss_mb)|==|panicked|SUMMARY" "$corpus/$name.log" || true
+    if [ "$rc" -ne 0 ]; then
+        echo "fuzz target $name exited with status $rc; its log's end:" >&2
+        tail -n 20 "$corpus/$name.log" >&2
+        failed="$failed $name"
+    fi
+}
+fuzz conn -max_len=65527 -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$corpus/found/" "$corpus/conn"
+fuzz packet -max_total_time=10 -print_final_stats=1 -artifact_prefix="$corpus/found/" "$corpus/packet"
 # A crash, an out-of-memory or a timeout leaves its input behind: fail, and keep it.
 if [ -n "$(ls -A "$corpus/found")" ]; then
     mkdir -p fuzz/artifacts
     cp "$corpus/found"/* fuzz/artifacts/
     echo "fuzzing found failing inputs, kept in fuzz/artifacts/: $(ls "$corpus/found" | tr '\n' ' ')" >&2
+    exit 1
+fi
+if [ -n "$failed" ]; then
+    echo "fuzzing failed:$failed" >&2
     exit 1
 fi
 echo "fuzz: conn ${secs} s and packet 10 s without a failure"
