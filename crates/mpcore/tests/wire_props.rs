@@ -6,6 +6,7 @@
 
 use mpcore::crypto::{Master, Suite};
 use mpcore::wire::frame::{AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
+use mpcore::wire::new_ticket::NewTicket;
 use mpcore::wire::packet::{self, decode_pn, pn_len, Confirm, Handshake, Initial, Join, Retry, Short};
 use mpcore::wire::{Ack, Cid, Dss, Error, Frame, Frames, Header, MapHeader, Packet, Reader, TransportParams, Writer};
 use proptest::prelude::*;
@@ -35,6 +36,7 @@ enum Owned {
     Params(Vec<u8>),
     Cookie(Vec<u8>),
     Done,
+    Ticket { lifetime_s: u32, age_add: u32, nonce: u64, ticket: Vec<u8> },
     Ext(u64, Vec<u8>),
 }
 
@@ -71,6 +73,9 @@ impl Owned {
             Owned::Params(p) => Frame::TransportParams(p),
             Owned::Cookie(c) => Frame::Cookie(c),
             Owned::Done => Frame::HandshakeDone,
+            Owned::Ticket { lifetime_s, age_add, nonce, ticket } => {
+                Frame::NewTicket(NewTicket { lifetime_s: *lifetime_s, age_add: *age_add, nonce: *nonce, ticket })
+            }
             Owned::Ext(t, b) => Frame::Extension { ty: *t, body: b },
         }
     }
@@ -189,7 +194,10 @@ fn arb_frame() -> impl Strategy<Value = Owned> {
         arb_bytes(64).prop_map(Owned::Params),
         proptest::collection::vec(any::<u8>(), 1..120).prop_map(Owned::Cookie),
         Just(Owned::Done),
-        (0x40..=VMAX, arb_bytes(64)).prop_map(|(t, b)| Owned::Ext(t, b)),
+        (any::<u32>(), any::<u32>(), arb_varint(), proptest::collection::vec(any::<u8>(), 1..=255))
+            .prop_map(|(lifetime_s, age_add, nonce, ticket)| Owned::Ticket { lifetime_s, age_add, nonce, ticket }),
+        // 0x40 is NEW_TICKET's.
+        (0x41..=VMAX, arb_bytes(64)).prop_map(|(t, b)| Owned::Ext(t, b)),
     ]
 }
 
@@ -547,6 +555,13 @@ fn specific_malformations() {
     // Unknown extension frame is skipped as a unit.
     let f = Frame::parse(&mut Reader::new(&[0x40, 0x50, 2, 0xaa, 0xbb])).unwrap();
     assert_eq!(f, Frame::Extension { ty: 0x50, body: &[0xaa, 0xbb] });
+    // NEW_TICKET (0x40) is parsed as itself, once: one with an empty ticket is malformed, and
+    // no extension frame may be written with its type.
+    let t = Frame::parse(&mut Reader::new(&[0x40, 0x40, 0x08, 0x01, 0, 0, 0, 0, 0x00, 0x01, 0xee])).unwrap();
+    assert_eq!(t, Frame::NewTicket(NewTicket { lifetime_s: 1, age_add: 0, nonce: 0, ticket: &[0xee] }));
+    assert!(Frame::parse(&mut Reader::new(&[0x40, 0x40, 0x07, 0x01, 0, 0, 0, 0, 0x00, 0x00])).is_err());
+    let mut out = [0u8; 16];
+    assert!(Frame::Extension { ty: 0x40, body: &[1] }.emit(&mut Writer::new(&mut out)).is_err());
     // DSS with no A and no M; FIN without M.
     assert!(Frame::parse(&mut Reader::new(&[0x08, 0x00])).is_err());
     assert!(Frame::parse(&mut Reader::new(&[0x08, 0x05, 0, 0, 0, 0, 0, 0, 0, 1, 0])).is_err());

@@ -78,19 +78,19 @@ fn a_lost_ticket_is_sent_again_and_none_goes_where_it_is_not_wanted() {
 #[test]
 fn a_malformed_ticket_drops_its_packet() {
     // A server whose NEW_TICKET has no ticket in it (0x40, length 7: lifetime 1, age_add,
-    // nonce 0, an empty ticket): the client drops the whole packet and counts it; nothing in
-    // it acts and no ticket is kept.
+    // nonce 0, an empty ticket): the client drops the whole packet as malformed and counts it;
+    // nothing in it acts and no ticket is kept.
     let mut sim = pair(34, true, false);
     let c = sim.connect();
     sim.run_until(ms(300), |_| None);
     let s = sim.server.accept().unwrap();
-    let before = sim.client.drops().protocol;
+    let before = sim.client.drops().malformed;
     let lost = |sim: &Sim| sim.server.stats(s).unwrap().subflows[0].counters.packets_lost;
     let lost_before = lost(&sim);
     let bad = [0x40, 0x40, 0x07, 0x01, 0, 0, 0, 0, 0x00, 0x00];
     assert!(sim.server.conn_mut(s).unwrap().inject_frames(0, &bad));
     sim.run_until(ms(600), |_| None);
-    assert!(sim.client.drops().protocol > before, "counted");
+    assert!(sim.client.drops().malformed > before, "counted");
     assert!(lost(&sim) > lost_before, "dropped unacknowledged: the server found it lost");
     assert!(sim.client.take_ticket(c).is_none());
 }

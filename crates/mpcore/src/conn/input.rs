@@ -9,7 +9,6 @@ use super::subflow::{Subflow, SubflowState};
 use super::{Connection, State};
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
-use crate::wire::new_ticket::{NewTicket, NEW_TICKET};
 use crate::wire::packet::decode_pn;
 use crate::wire::{Dss, Frame, FrameList, Header, Packet};
 use crate::{Carrier, PathId, Time};
@@ -242,10 +241,6 @@ impl Connection {
                         look.new_ranges += usize::from(new);
                     }
                 }
-                // A NEW_TICKET the client cannot read: the packet is the server's violation.
-                Frame::Extension { ty: NEW_TICKET, body } if NewTicket::parse(body).is_err() => {
-                    return Err(DropReason::Protocol)
-                }
                 _ => {}
             }
             look.eliciting |= f.is_ack_eliciting();
@@ -292,10 +287,10 @@ impl Connection {
 
     pub(super) fn on_frame(&mut self, now: Time, i: usize, f: Frame<'_>) {
         match f {
-            Frame::Extension { ty: NEW_TICKET, body } => {
+            Frame::NewTicket(t) => {
                 // A server ignores one; a short packet has keys.
                 let Some(keys) = self.keys.as_ref().filter(|_| self.side == Side::Client) else { return };
-                if self.tickets.on_new_ticket(now, body, &keys.resumption, keys.send.suite().id()) {
+                if self.tickets.on_new_ticket(now, &t, &keys.resumption, keys.send.suite().id()) {
                     self.emit(now, Event::TicketReceived);
                 }
             }

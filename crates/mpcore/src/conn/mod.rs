@@ -60,6 +60,7 @@ pub use events::{
     WriteError,
 };
 pub use subflow::SubflowState;
+pub(crate) use tickets::Outgoing as OutgoingTicket;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -665,12 +666,12 @@ impl Connection {
         true
     }
 
-    /// Server: the NEW_TICKET body its endpoint sealed for this connection goes on the first
+    /// Server: the NEW_TICKET its endpoint issued for this connection goes on the first
     /// subflow.
-    pub(crate) fn queue_ticket(&mut self, body: Vec<u8>) {
+    pub(crate) fn queue_ticket(&mut self, t: OutgoingTicket) {
         if let Some(sf) = self.subflows.get_mut(0) {
             sf.carry(subflow::FrameSet::TICKET);
-            self.tickets.queue(body);
+            self.tickets.queue(t);
         }
     }
 

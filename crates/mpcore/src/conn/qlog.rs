@@ -449,7 +449,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::TransportParams(_) => "transport_parameters",
         Frame::Cookie(_) => "cookie",
         Frame::HandshakeDone => "handshake_done",
-        Frame::Extension { ty: crate::wire::new_ticket::NEW_TICKET, .. } => "new_ticket",
+        Frame::NewTicket(_) => "new_ticket",
         Frame::Extension { .. } => "unknown",
     }
 }

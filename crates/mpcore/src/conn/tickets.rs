@@ -7,7 +7,7 @@
 use super::packet_builder::PacketBuilder;
 use super::subflow::FrameSet;
 use crate::ticket;
-use crate::wire::new_ticket::{NewTicket, NEW_TICKET};
+use crate::wire::new_ticket::NewTicket;
 use crate::wire::Frame;
 use crate::Time;
 
@@ -27,12 +27,29 @@ pub(crate) struct Received {
     pub ticket: Vec<u8>,
 }
 
+/// A NEW_TICKET as the server's endpoint issued it, for its connection to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Outgoing {
+    pub lifetime_s: u32,
+    pub age_add: u32,
+    pub nonce: u64,
+    /// The sealed ticket (1..=255 bytes).
+    pub ticket: Vec<u8>,
+}
+
+impl Outgoing {
+    /// The frame.
+    pub(crate) fn frame(&self) -> NewTicket<'_> {
+        NewTicket { lifetime_s: self.lifetime_s, age_add: self.age_add, nonce: self.nonce, ticket: &self.ticket }
+    }
+}
+
 /// A server's ticket to send, a client's tickets received: a component of the connection,
 /// which hands it what it needs (the subflow carrying the ticket marks it, the keys give the
 /// resumption secret).
 #[derive(Default)]
 pub(super) struct Tickets {
-    out: Option<Vec<u8>>,
+    out: Option<Outgoing>,
     got: Vec<(Time, Received)>,
     /// The connection was opened with a ticket (§4.8).
     resumed: bool,
@@ -47,29 +64,29 @@ impl std::fmt::Debug for Tickets {
 }
 
 impl Tickets {
-    /// Server: the NEW_TICKET body its endpoint sealed for this connection, to go on the
-    /// subflow the caller marked (`FrameSet::TICKET`).
-    pub(super) fn queue(&mut self, body: Vec<u8>) {
-        self.out = Some(body);
+    /// Server: the NEW_TICKET its endpoint issued for this connection, to go on the subflow
+    /// the caller marked (`FrameSet::TICKET`).
+    pub(super) fn queue(&mut self, t: Outgoing) {
+        self.out = Some(t);
     }
 
     /// Writes the NEW_TICKET if the subflow carries it (`carry`).
     pub(super) fn write(&self, carry: FrameSet, b: &mut PacketBuilder<'_>) {
-        if let (true, Some(body)) = (carry.intersects(FrameSet::TICKET), self.out.as_deref()) {
+        if let (true, Some(out)) = (carry.intersects(FrameSet::TICKET), self.out.as_ref()) {
+            let t = out.frame();
             // Larger than the builder's usual control frame: written only where it fits whole
             // (type, length, body), else it waits for the next packet.
-            if b.room() >= body.len() + 4 {
-                b.control(FrameSet::TICKET, Frame::Extension { ty: NEW_TICKET, body });
+            if b.room() >= t.body_len() + 4 {
+                b.control(FrameSet::TICKET, Frame::NewTicket(t));
             }
         }
     }
 
-    /// Client: a NEW_TICKET arrived (`inspect` dropped the packet of a malformed one), on a
-    /// connection whose resumption secret is `resumption` and AEAD suite `suite`. A copy of
-    /// one already kept (the server sent it again after a loss it only presumed) is not kept
-    /// twice. Whether it was kept (the application is told).
-    pub(super) fn on_new_ticket(&mut self, now: Time, body: &[u8], resumption: &[u8; 32], suite: u8) -> bool {
-        let Ok(t) = NewTicket::parse(body) else { return false };
+    /// Client: a NEW_TICKET arrived (a malformed one dropped its packet when it was parsed),
+    /// on a connection whose resumption secret is `resumption` and AEAD suite `suite`. A copy
+    /// of one already kept (the server sent it again after a loss it only presumed) is not
+    /// kept twice. Whether it was kept (the application is told).
+    pub(super) fn on_new_ticket(&mut self, now: Time, t: &NewTicket<'_>, resumption: &[u8; 32], suite: u8) -> bool {
         let got = Received {
             lifetime_s: t.lifetime_s,
             age_add: t.age_add,

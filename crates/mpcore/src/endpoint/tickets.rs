@@ -3,12 +3,11 @@
 //! NEW_TICKET frame (§5.19). The endpoint's unix clock (`Endpoint::set_unix_time`) dates them.
 
 use crate::config::Resumption;
+use crate::conn::OutgoingTicket as Outgoing;
 use crate::crypto::Suite;
 use crate::handshake::{Offer, TakenTicket};
 use crate::rng::Rng;
 use crate::ticket::{self, Ticket, TicketKeys, AGE_WINDOW_MS, ID_LEN};
-use crate::wire::new_ticket::NewTicket;
-use crate::wire::Writer;
 use crate::Time;
 
 /// A server's ticket keys and the lifetime it gives its tickets.
@@ -37,7 +36,7 @@ impl Issuer {
         Some(Self { keys: TicketKeys::new(&secret, r.rotation_s), lifetime_s: r.lifetime_s })
     }
 
-    /// The NEW_TICKET body for the connection of resumption secret `resumption`, issued at
+    /// The NEW_TICKET for the connection of resumption secret `resumption`, issued at
     /// `unix_ms`; its PSK is the one of nonce 0 (one ticket per connection).
     pub(super) fn issue(
         &self,
@@ -46,7 +45,7 @@ impl Issuer {
         suite: Suite,
         identity: [u8; 32],
         rng: &mut Rng,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<Outgoing> {
         let nonce = 0;
         let t = Ticket {
             issued_ms: unix_ms,
@@ -59,11 +58,13 @@ impl Issuer {
         let mut id = [0u8; ID_LEN];
         rng.fill(&mut id).ok()?;
         let sealed = self.keys.seal(unix_ms, id, &t).ok()?;
-        let frame = NewTicket { lifetime_s: t.lifetime_s, age_add: t.age_add, nonce, ticket: &sealed };
-        let mut buf = [0u8; 256];
-        let mut w = Writer::new(&mut buf);
-        let n = frame.emit(&mut w).ok()?;
-        Some(buf[..n].to_vec())
+        // The frame's limit: a sealed record of 1..=255 bytes.
+        (1..=255).contains(&sealed.len()).then(|| Outgoing {
+            lifetime_s: t.lifetime_s,
+            age_add: t.age_add,
+            nonce,
+            ticket: sealed.to_vec(),
+        })
     }
 
     /// The PSK of a ticket a resuming INITIAL offers with `obfuscated_age` (PROTOCOL.md

@@ -6,6 +6,7 @@
 //! cannot fail.
 
 use super::codec::{varint_len, Reader, Writer};
+use super::new_ticket::{NewTicket, NEW_TICKET};
 use super::packet::Cid;
 use super::Error;
 use std::net::IpAddr;
@@ -428,7 +429,9 @@ pub enum Frame<'a> {
     TransportParams(&'a [u8]),
     Cookie(&'a [u8]),
     HandshakeDone,
-    /// An extension frame (type >= 0x40); unknown ones are skipped by the receiver.
+    /// The server's resumption ticket (type 0x40, an extension frame: PROTOCOL.md §5.19).
+    NewTicket(NewTicket<'a>),
+    /// An extension frame (type > 0x40); unknown ones are skipped by the receiver.
     Extension {
         ty: u64,
         body: &'a [u8],
@@ -557,6 +560,7 @@ impl<'a> Frame<'a> {
                 Frame::Cookie(c)
             }
             ty::HANDSHAKE_DONE => Frame::HandshakeDone,
+            NEW_TICKET => Frame::NewTicket(NewTicket::parse(r.length_prefixed()?)?),
             t if t >= ty::EXTENSION_MIN => Frame::Extension { ty: t, body: r.length_prefixed()? },
             t => return Err(Error::UnknownFrame(t)),
         })
@@ -587,6 +591,7 @@ impl<'a> Frame<'a> {
             Frame::TransportParams(_) => ty::TRANSPORT_PARAMS,
             Frame::Cookie(_) => ty::COOKIE,
             Frame::HandshakeDone => ty::HANDSHAKE_DONE,
+            Frame::NewTicket(_) => NEW_TICKET,
             Frame::Extension { ty, .. } => *ty,
         }
     }
@@ -693,9 +698,17 @@ impl<'a> Frame<'a> {
                 }
                 w.length_prefixed(c)?;
             }
+            Frame::NewTicket(t) => {
+                w.varint(t.body_len() as u64)?;
+                t.emit(w)?;
+            }
             Frame::Extension { ty, body } => {
                 if ty < ty::EXTENSION_MIN {
                     return Err(Error::Malformed("extension type below 0x40"));
+                }
+                if ty == NEW_TICKET {
+                    // Its own frame: as an extension, what it carries would not parse back.
+                    return Err(Error::Malformed("NEW_TICKET written as an extension"));
                 }
                 w.length_prefixed(body)?;
             }

@@ -1,6 +1,7 @@
 //! NEW_TICKET (PROTOCOL.md §5.19): the server's resumption ticket for the client, sent once per
 //! connection after the handshake. It is an extension frame (type 0x40, length-prefixed), so a
-//! client that does not know it skips it.
+//! client that does not know it skips it; this one parses it with the other frames, as
+//! [`Frame::NewTicket`](super::Frame::NewTicket), once.
 //!
 //! ```text
 //! type (v) = 0x40, length (v), then:
@@ -10,7 +11,7 @@
 //! ticket (v-len)    opaque to the client: the server's sealed record (1..=255 bytes)
 //! ```
 
-use super::codec::{Reader, Writer};
+use super::codec::{varint_len, Reader, Writer};
 use super::Error;
 
 /// NEW_TICKET's frame type.
@@ -40,7 +41,16 @@ impl<'a> NewTicket<'a> {
         Ok(Self { lifetime_s, age_add, nonce, ticket })
     }
 
-    /// Writes the body (what goes in `Frame::Extension`); returns its length.
+    /// The body's length (what follows the frame's length field).
+    pub fn body_len(&self) -> usize {
+        varint_len(u64::from(self.lifetime_s))
+            + 4
+            + varint_len(self.nonce)
+            + varint_len(self.ticket.len() as u64)
+            + self.ticket.len()
+    }
+
+    /// Writes the body (what follows the frame's type and length); returns its length.
     pub fn emit(&self, w: &mut Writer<'_>) -> Result<usize, Error> {
         if self.ticket.is_empty() || self.ticket.len() > 255 {
             return Err(Error::Malformed("NEW_TICKET"));
@@ -65,6 +75,7 @@ mod tests {
         let mut w = Writer::new(&mut buf);
         let n = t.emit(&mut w).unwrap();
         assert_eq!(NewTicket::parse(&buf[..n]), Ok(t));
+        assert_eq!(t.body_len(), n);
         for cut in 0..n {
             assert!(NewTicket::parse(&buf[..cut]).is_err(), "cut at {cut}");
         }

@@ -183,7 +183,7 @@ impl Window {
     }
 }
 
-/// One congestion control algorithm: its increase and decrease, and its own state. [`Cc`]
+/// One congestion control algorithm: its increase and decrease, and its own state. [`Cc`](super::Cc)
 /// does what all share (slow start, one reduction per round trip, the collapse on a timeout)
 /// and calls these at their places.
 pub trait Controller: Send + Sync + fmt::Debug {
