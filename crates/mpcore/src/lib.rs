@@ -79,6 +79,21 @@ impl PathSet {
             self.0[w] &= !bit;
         }
     }
+
+    /// Its paths, in increasing order.
+    pub(crate) fn iter(self) -> impl Iterator<Item = PathId> {
+        (0..=255u8).map(PathId).filter(move |&p| self.contains(p))
+    }
+}
+
+impl FromIterator<PathId> for PathSet {
+    fn from_iter<I: IntoIterator<Item = PathId>>(paths: I) -> Self {
+        let mut s = PathSet::default();
+        for p in paths {
+            s.set(p, true);
+        }
+        s
+    }
 }
 
 /// A local path: the address a subflow uses on one interface.

@@ -45,7 +45,7 @@ impl Connection {
         hs.on_retry(now, remote, p, dgram, &self.config)?;
         // The token binds the address the RETRY answered: over TCP, the carrier's. The INITIAL
         // with it goes back the same way (§4.11).
-        self.initial_again_on(path, carrier);
+        self.spread.initial_again_on(path, carrier);
         Ok(())
     }
 

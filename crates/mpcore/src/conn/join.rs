@@ -27,7 +27,7 @@ impl Connection {
     /// Opens a subflow (see [`Connection::open_subflow`]) over the carrier its path takes
     /// (`join_carrier`); returns its slot.
     pub(super) fn open(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<usize> {
-        let carrier = self.join_carrier(path);
+        let carrier = self.spread.join_carrier(path);
         self.open_over(now, (path, carrier), remote, backup)
     }
 

@@ -1,14 +1,15 @@
-//! Path managers (which subflows a client opens, and when), interface events, and the
-//! addresses announced and withdrawn (ADD_ADDR, REMOVE_ADDR).
+//! Path managers (which subflows a client opens, and when), interface events, the addresses
+//! announced and withdrawn (ADD_ADDR, REMOVE_ADDR), and the first handshake over every path
+//! and TCP where UDP gets no answer (the `spread` component's state, acted on here).
 
 use super::events::{Event, Side};
-use super::subflow::{FrameSet, Subflow};
+use super::subflow::{FrameSet, Subflow, SubflowState};
 use super::{Connection, State};
 use crate::config::PathManager;
 use crate::crypto::ct_eq;
 use crate::drops::DropReason;
 use crate::wire::frame::{reason, AddAddr};
-use crate::{crypto, LocalPath, PathId, Time};
+use crate::{crypto, Carrier, LocalPath, PathId, PathSet, Time, Transmit};
 use std::net::SocketAddr;
 
 impl Connection {
@@ -365,6 +366,196 @@ impl Connection {
                 }
             }
             self.addrs.on_removed(*id);
+        }
+    }
+}
+
+impl Connection {
+    // The first handshake over every path, and TCP where UDP gets no answer (PROTOCOL.md
+    // §4.10, §4.11): `spread::Spread` keeps what is owed and what was found; these act on it.
+
+    /// The other local paths that reach the server's address, up and not in use by subflow 0.
+    fn other_handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
+        let first = self.subflows.get(0).map(|s| s.local_path());
+        self.handshake_paths().filter(move |&p| Some(p) != first)
+    }
+
+    /// Every local path that is up and reaches the server's address.
+    fn handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
+        (0..self.paths.len().min(256)).map(|p| PathId(p as u8)).filter(move |&p| {
+            !self.path_down.get(usize::from(p.0)).is_none_or(|&d| d) && self.remote_for(p) == Some(self.peer_addr)
+        })
+    }
+
+    /// The INITIAL (or its repeat) went on subflow 0's path at `now`.
+    pub(super) fn on_initial_sent(&mut self, now: Time) {
+        let first = self.subflows.get(0).map(|s| s.local_path());
+        let others: PathSet = self.other_handshake_paths().collect();
+        let bounds = (self.config.other_paths_after, self.config.tcp_after);
+        self.spread.on_initial_sent(now, first, others.iter(), bounds);
+    }
+
+    /// Client, before its first INITIAL: the endpoint's word on the paths whose network was
+    /// found to drop UDP (§4.11). Their joins go over TCP, and if the first path is one, the
+    /// other paths and TCP are tried with the first INITIAL.
+    pub(crate) fn assume_udp_silent(&mut self, paths: PathSet) {
+        if self.side == Side::Client && self.state == State::Initial && self.config.tcp_after.is_some() {
+            self.spread.assume_udp_silent(paths);
+        }
+    }
+
+    /// Tells the endpoint what was found of UDP on `path`.
+    fn udp_verdict(&mut self, path: PathId, silent: bool) {
+        self.endpoint_events.push_back(super::events::EndpointEvent::UdpVerdict { path, silent });
+    }
+
+    /// A bound passed: before the handshake, the other paths (or TCP on every path) are owed
+    /// the INITIAL; after it, a UDP join still unanswered is raced over TCP.
+    pub(super) fn on_spread_timeout(&mut self, now: Time) {
+        if self.state == State::Initial {
+            let others: PathSet = self.other_handshake_paths().collect();
+            let all: PathSet = self.handshake_paths().collect();
+            self.spread.on_timeout(now, others.iter(), all.iter());
+            return;
+        }
+        self.end_join_trials(now);
+    }
+
+    /// A copy of the INITIAL owed to another path (UDP first, then TCP), written into `buf`.
+    /// A path whose socket is full keeps its copy owed for later.
+    pub(super) fn poll_initial_copy(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+        let initial = self.hs.as_ref()?.initial_datagram();
+        if buf.len() < initial.len() {
+            return None;
+        }
+        let (p, carrier) = self.spread.next_copy(&self.unwritable)?;
+        buf[..initial.len()].copy_from_slice(initial);
+        Some(Transmit { path: p, remote: self.peer_addr, len: initial.len(), carrier })
+    }
+
+    /// The HANDSHAKE came on local path `path` over `carrier`. If that is not subflow 0's,
+    /// subflow 0 moves there before it sends its CONFIRM, and the address ids follow it (RFC
+    /// 8684 §3.4.1: the initial subflow's address has id 0); the first path is joined once
+    /// the connection is up. An answer over TCP says that UDP was silent on every path.
+    pub(super) fn handshake_via(&mut self, path: PathId, carrier: Carrier) {
+        self.spread.handshake_done(path, carrier);
+        if carrier == Carrier::Udp {
+            self.udp_verdict(path, false);
+        }
+        let first = self.subflows[0].local_path();
+        if usize::from(path.0) >= self.paths.len() || (path == first && carrier == Carrier::Udp) {
+            return;
+        }
+        self.subflows[0].set_carrier(carrier);
+        if carrier == Carrier::Tcp {
+            let all: PathSet = self.handshake_paths().collect();
+            for p in self.spread.silent_everywhere(all.iter()).iter() {
+                self.udp_verdict(p, true);
+            }
+        }
+        self.counters.handshakes_elsewhere += 1;
+        tracing::debug!(from = first.0, to = path.0, ?carrier, "the handshake came through another path or carrier");
+        if path == first {
+            return;
+        }
+        self.subflows[0].handshake_on(path);
+        if self.config.path_manager == PathManager::MultiMob {
+            // MultiMob uses its other paths for failover only: this subflow is one, closed
+            // again at the fail-back once the first path has worked for the hold time.
+            self.subflows[0].mark_failover();
+        }
+        for (p, id) in self.addr_ids.iter_mut().enumerate() {
+            *id = super::addresses::initial_addr_id(PathId(p as u8), path);
+        }
+        self.spread.rejoin_first(first);
+    }
+
+    /// The connection is up on another path than its first: it joins the first (unless a
+    /// path manager that joins every path does so anyway), with MP_JOIN: that path left the
+    /// INITIAL unanswered, and a FAST_JOIN's data would wait there for its retransmission
+    /// timer (a second, the first time) before going on the path that works.
+    pub(super) fn join_first_path(&mut self, now: Time) {
+        let Some(first) = self.spread.take_rejoin_first() else { return };
+        if self.side != Side::Client || self.state != State::Established || self.is_closed() {
+            return;
+        }
+        let in_use = self.subflows.iter().any(|s| s.local_path() == first && s.is_open());
+        let down = self.path_down.get(usize::from(first.0)).is_none_or(|&d| d);
+        if in_use || down {
+            return;
+        }
+        let backup = self.paths.get(usize::from(first.0)).is_some_and(|lp| lp.backup);
+        if let Some(k) = self.remote_for(first).and_then(|remote| self.open(now, first, remote, backup)) {
+            self.subflows[k].plain_join();
+        }
+    }
+
+    /// A client opened a join over UDP in slot `k` on `path`: if it is still unanswered after
+    /// `tcp_after`, a join over TCP races it.
+    pub(super) fn on_udp_join_opened(&mut self, now: Time, k: usize, path: PathId) {
+        if let (Some(after), Side::Client, Some(sf)) = (self.config.tcp_after, self.side, self.subflows.get(k)) {
+            self.spread.trial(k, sf.id(), path, now.saturating_add(after));
+        }
+    }
+
+    /// The UDP joins whose trial ended: those unanswered race a TCP join on their path.
+    fn end_join_trials(&mut self, now: Time) {
+        while let Some((k, id, path)) = self.spread.take_ended_trial(now) {
+            let Some(sf) = self.subflows.get(k).filter(|s| s.id() == id) else { continue };
+            // Unanswered: no SYNACK (or fast-join reply) came. One answered whose last packet
+            // is not yet acknowledged passes UDP.
+            if sf.state() != SubflowState::JoinSent || sf.local_path() != path || sf.carrier() != Carrier::Udp {
+                continue;
+            }
+            let tcp_open =
+                self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open());
+            let (remote, backup, rejoin) = (sf.remote(), sf.backup(), sf.rejoin());
+            if tcp_open || self.is_closed() {
+                continue;
+            }
+            // Raced only: the path is judged silent to UDP once the TCP join opens while the
+            // UDP one is still unanswered (a path in an outage answers neither).
+            if let Some(t) = self.open_over(now, (path, Carrier::Tcp), remote, backup) {
+                self.subflows[t].plain_join();
+                if rejoin {
+                    // It replaces a silent subflow as the UDP join does: given up, the path is
+                    // joined again (the UDP join, given up first, left that to it).
+                    self.subflows[t].mark_rejoin();
+                }
+                tracing::debug!(path = path.0, "a UDP join unanswered: racing it over TCP");
+            }
+        }
+    }
+
+    /// Client: subflow `i` was established. Over TCP while no UDP subflow works on its path
+    /// (the UDP join it raced is unanswered): the path's network drops UDP, and its later
+    /// joins go over TCP. Over UDP on a path that had a TCP subflow (a UDP join that lost the
+    /// race, answered later): UDP passes there again, and the TCP subflow closes, its data
+    /// moving to the others (RFC 8684 §3.3.6).
+    pub(super) fn on_carrier_established(&mut self, now: Time, i: usize) {
+        let Some(sf) = self.subflows.get(i) else { return };
+        let path = sf.local_path();
+        if self.side != Side::Client {
+            return;
+        }
+        if sf.carrier() == Carrier::Tcp {
+            let udp_works =
+                self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Udp && s.established());
+            if !udp_works {
+                self.spread.udp_found(path, true);
+                self.udp_verdict(path, true);
+            }
+            return;
+        }
+        self.spread.udp_found(path, false);
+        self.udp_verdict(path, false);
+        for k in 0..self.subflows.slot_bound() {
+            let Some(s) = self.subflows.get(k) else { continue };
+            if k != i && s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open() {
+                let id = s.id();
+                self.close_subflow(now, id, reason::UNSPECIFIED);
+                tracing::debug!(path = path.0, "UDP passes again: the TCP subflow closes");
+            }
         }
     }
 }

@@ -19,15 +19,13 @@
 //! otherwise repeat its INITIAL there for the whole handshake timeout and never try the
 //! cellular path that works.
 //!
+//! This component keeps what is owed and found; the connection (`paths.rs`) asks it and acts
+//! on the subflows.
+//!
 //! [`Config::other_paths_after`]: crate::Config::other_paths_after
 //! [`Config::tcp_after`]: crate::Config::tcp_after
 
-use super::events::Side;
-use super::subflow::SubflowState;
-use super::{Connection, State};
-use crate::config::PathManager;
-use crate::wire::frame::reason;
-use crate::{Carrier, PathId, PathSet, Time, Transmit};
+use crate::{Carrier, PathId, PathSet, Time};
 
 /// Where the client's INITIAL goes besides its first path, and the paths found silent to UDP.
 #[derive(Debug, Default)]
@@ -44,7 +42,7 @@ pub(super) struct Spread {
     owed_tcp: PathSet,
     /// The path the connection first tried, when the handshake came through another: it is
     /// joined once the connection is up.
-    pub(super) rejoin_first: Option<PathId>,
+    rejoin_first: Option<PathId>,
     /// Paths whose UDP went unanswered while TCP was answered there (the handshake over TCP,
     /// or a TCP join that won its race), or that the endpoint remembers so: the client's joins
     /// there go over TCP.
@@ -54,96 +52,74 @@ pub(super) struct Spread {
     trials: Vec<(usize, u32, PathId, Time)>,
 }
 
-impl Connection {
-    /// The other local paths that reach the server's address, up and not in use by subflow 0.
-    fn other_handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
-        let first = self.subflows.get(0).map(|s| s.local_path());
-        self.handshake_paths().filter(move |&p| Some(p) != first)
-    }
-
-    /// Every local path that is up and reaches the server's address.
-    fn handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
-        (0..self.paths.len().min(256)).map(|p| PathId(p as u8)).filter(move |&p| {
-            !self.path_down.get(usize::from(p.0)).is_none_or(|&d| d) && self.remote_for(p) == Some(self.peer_addr)
-        })
-    }
-
+impl Spread {
     /// When the handshake's other paths or its TCP copies are due, or a UDP join's trial
     /// ends (the connection's `CARRIER` timer).
-    pub(super) fn spread_deadline(&self) -> Option<Time> {
-        let udp = self.spread.at.filter(|_| !self.spread.on);
-        let tcp = self.spread.tcp_at.filter(|_| !self.spread.tcp_on);
-        let trial = self.spread.trials.iter().map(|t| t.3).min();
+    pub(super) fn deadline(&self) -> Option<Time> {
+        let udp = self.at.filter(|_| !self.on);
+        let tcp = self.tcp_at.filter(|_| !self.tcp_on);
+        let trial = self.trials.iter().map(|t| t.3).min();
         [udp, tcp, trial].into_iter().flatten().min()
     }
 
-    /// The first INITIAL left at `now`: the other paths start after the bound, TCP later; at
-    /// once both where the endpoint found the first path's network dropping UDP.
-    fn arm_spread(&mut self, now: Time) {
-        if self.spread.at.is_some() || self.spread.tcp_at.is_some() {
+    /// The INITIAL (or its repeat) went on the first path, `first`, at `now`; `others`: the
+    /// other paths that reach the server. Once the copies are on, each sending owes one to
+    /// every other path; before, the first sending arms the bounds (`other_paths_after` and
+    /// `tcp_after`: at once both where the endpoint found the first path's network dropping
+    /// UDP).
+    pub(super) fn on_initial_sent(
+        &mut self,
+        now: Time,
+        first: Option<PathId>,
+        mut others: impl Iterator<Item = PathId>,
+        (other_paths_after, tcp_after): (Option<u64>, Option<u64>),
+    ) {
+        if self.on {
+            for p in others {
+                self.owed.set(p, true);
+            }
             return;
         }
-        let known_silent = self.subflows.get(0).is_some_and(|s| self.spread.udp_silent.contains(s.local_path()));
+        if self.at.is_some() || self.tcp_at.is_some() {
+            return;
+        }
+        let known_silent = first.is_some_and(|p| self.udp_silent.contains(p));
         let bound = |after: u64| if known_silent { now } else { now.saturating_add(after) };
-        if let Some(after) = self.config.other_paths_after {
-            if self.other_handshake_paths().next().is_some() {
-                self.spread.at = Some(bound(after));
+        if let Some(after) = other_paths_after {
+            if others.next().is_some() {
+                self.at = Some(bound(after));
             }
         }
-        self.spread.tcp_at = self.config.tcp_after.map(bound);
+        self.tcp_at = tcp_after.map(bound);
     }
 
-    /// Client, before its first INITIAL: the endpoint's word on the paths whose network was
-    /// found to drop UDP (§4.11). Their joins go over TCP, and if the first path is one, the
-    /// other paths and TCP are tried with the first INITIAL.
-    pub(crate) fn assume_udp_silent(&mut self, paths: PathSet) {
-        if self.side == Side::Client && self.state == State::Initial && self.config.tcp_after.is_some() {
-            self.spread.udp_silent = paths;
-        }
+    /// Client, before its first INITIAL: the paths whose network the endpoint found to drop
+    /// UDP (§4.11).
+    pub(super) fn assume_udp_silent(&mut self, paths: PathSet) {
+        self.udp_silent = paths;
     }
 
-    /// Tells the endpoint what was found of UDP on `path`.
-    fn udp_verdict(&mut self, path: PathId, silent: bool) {
-        self.endpoint_events.push_back(super::events::EndpointEvent::UdpVerdict { path, silent });
-    }
-
-    /// A bound passed: before the handshake, the other paths (or TCP on every path) are owed
-    /// the INITIAL; after it, a UDP join still unanswered is raced over TCP.
-    pub(super) fn on_spread_timeout(&mut self, now: Time) {
-        if self.state == State::Initial {
-            if !self.spread.on && self.spread.at.is_some_and(|at| at <= now) {
-                self.spread.on = true;
-                self.owe_copies();
-                tracing::debug!("no answer on the first path: the INITIAL goes on every path");
+    /// A bound passed before the handshake: the other paths (`others`), or TCP on every path
+    /// (`all`), are owed the INITIAL.
+    pub(super) fn on_timeout(
+        &mut self,
+        now: Time,
+        others: impl Iterator<Item = PathId>,
+        all: impl Iterator<Item = PathId>,
+    ) {
+        if !self.on && self.at.is_some_and(|at| at <= now) {
+            self.on = true;
+            for p in others {
+                self.owed.set(p, true);
             }
-            if !self.spread.tcp_on && self.spread.tcp_at.is_some_and(|at| at <= now) {
-                self.spread.tcp_on = true;
-                let mut owed = self.spread.owed_tcp;
-                for p in self.handshake_paths() {
-                    owed.set(p, true);
-                }
-                self.spread.owed_tcp = owed;
-                tracing::debug!("no answer over UDP: the INITIAL goes over TCP on every path");
+            tracing::debug!("no answer on the first path: the INITIAL goes on every path");
+        }
+        if !self.tcp_on && self.tcp_at.is_some_and(|at| at <= now) {
+            self.tcp_on = true;
+            for p in all {
+                self.owed_tcp.set(p, true);
             }
-            return;
-        }
-        self.end_join_trials(now);
-    }
-
-    fn owe_copies(&mut self) {
-        let mut owed = self.spread.owed;
-        for p in self.other_handshake_paths() {
-            owed.set(p, true);
-        }
-        self.spread.owed = owed;
-    }
-
-    /// The INITIAL (or its repeat) went on subflow 0's path at `now`.
-    pub(super) fn on_initial_sent(&mut self, now: Time) {
-        if self.spread.on {
-            self.owe_copies();
-        } else {
-            self.arm_spread(now);
+            tracing::debug!("no answer over UDP: the INITIAL goes over TCP on every path");
         }
     }
 
@@ -151,180 +127,80 @@ impl Connection {
     /// UDP one goes with the repeat already; a TCP one is owed once more).
     pub(super) fn initial_again_on(&mut self, path: PathId, carrier: Carrier) {
         if carrier == Carrier::Tcp {
-            self.spread.owed_tcp.set(path, true);
+            self.owed_tcp.set(path, true);
         }
     }
 
-    /// A copy of the INITIAL owed to another path (UDP first, then TCP), written into `buf`.
-    /// A path whose socket is full keeps its copy owed for later.
-    pub(super) fn poll_initial_copy(&mut self, buf: &mut [u8]) -> Option<Transmit> {
-        let initial = self.hs.as_ref()?.initial_datagram();
-        if buf.len() < initial.len() {
-            return None;
-        }
-        let sendable = |set: &PathSet, unwritable: &PathSet| {
-            (0..=255u8).map(PathId).find(|&p| set.contains(p) && !unwritable.contains(p))
-        };
-        let (p, carrier) = match sendable(&self.spread.owed, &self.unwritable) {
+    /// The next copy of the INITIAL owed (UDP first, then TCP), on a path not in
+    /// `unwritable`, taken off what is owed. A path whose socket is full keeps its copy owed.
+    pub(super) fn next_copy(&mut self, unwritable: &PathSet) -> Option<(PathId, Carrier)> {
+        let sendable = |set: &PathSet| (0..=255u8).map(PathId).find(|&p| set.contains(p) && !unwritable.contains(p));
+        let (p, carrier) = match sendable(&self.owed) {
             Some(p) => (p, Carrier::Udp),
-            None => (sendable(&self.spread.owed_tcp, &self.unwritable)?, Carrier::Tcp),
+            None => (sendable(&self.owed_tcp)?, Carrier::Tcp),
         };
         match carrier {
-            Carrier::Udp => self.spread.owed.set(p, false),
-            Carrier::Tcp => self.spread.owed_tcp.set(p, false),
+            Carrier::Udp => self.owed.set(p, false),
+            Carrier::Tcp => self.owed_tcp.set(p, false),
         }
-        buf[..initial.len()].copy_from_slice(initial);
-        Some(Transmit { path: p, remote: self.peer_addr, len: initial.len(), carrier })
+        Some((p, carrier))
     }
 
-    /// The HANDSHAKE came on local path `path` over `carrier`. If that is not subflow 0's,
-    /// subflow 0 moves there before it sends its CONFIRM, and the address ids follow it (RFC
-    /// 8684 §3.4.1: the initial subflow's address has id 0); the first path is joined once
-    /// the connection is up. An answer over TCP says that UDP was silent on every path.
-    pub(super) fn handshake_via(&mut self, path: PathId, carrier: Carrier) {
-        // The handshake is over: no more copies.
-        let (trials, silent) = (std::mem::take(&mut self.spread.trials), self.spread.udp_silent);
-        self.spread = Spread { trials, udp_silent: silent, ..Spread::default() };
+    /// The HANDSHAKE came on `path` over `carrier`: no more copies (the join trials and what
+    /// was found of UDP stay). Over UDP, UDP passes on `path`.
+    pub(super) fn handshake_done(&mut self, path: PathId, carrier: Carrier) {
+        let (trials, silent) = (std::mem::take(&mut self.trials), self.udp_silent);
+        *self = Spread { trials, udp_silent: silent, ..Spread::default() };
         if carrier == Carrier::Udp {
-            self.spread.udp_silent.set(path, false);
-            self.udp_verdict(path, false);
+            self.udp_silent.set(path, false);
         }
-        let first = self.subflows[0].local_path();
-        if usize::from(path.0) >= self.paths.len() || (path == first && carrier == Carrier::Udp) {
-            return;
-        }
-        self.subflows[0].set_carrier(carrier);
-        if carrier == Carrier::Tcp {
-            let mut silent = self.spread.udp_silent;
-            for p in self.handshake_paths() {
-                silent.set(p, true);
-            }
-            self.spread.udp_silent = silent;
-            for p in (0..=255u8).map(PathId).filter(|&p| silent.contains(p)) {
-                self.udp_verdict(p, true);
-            }
-        }
-        self.counters.handshakes_elsewhere += 1;
-        tracing::debug!(from = first.0, to = path.0, ?carrier, "the handshake came through another path or carrier");
-        if path == first {
-            return;
-        }
-        self.subflows[0].handshake_on(path);
-        if self.config.path_manager == PathManager::MultiMob {
-            // MultiMob uses its other paths for failover only: this subflow is one, closed
-            // again at the fail-back once the first path has worked for the hold time.
-            self.subflows[0].mark_failover();
-        }
-        for (p, id) in self.addr_ids.iter_mut().enumerate() {
-            *id = super::addresses::initial_addr_id(PathId(p as u8), path);
-        }
-        self.spread.rejoin_first = Some(first);
     }
 
-    /// The connection is up on another path than its first: it joins the first (unless a
-    /// path manager that joins every path does so anyway), with MP_JOIN: that path left the
-    /// INITIAL unanswered, and a FAST_JOIN's data would wait there for its retransmission
-    /// timer (a second, the first time) before going on the path that works.
-    pub(super) fn join_first_path(&mut self, now: Time) {
-        let Some(first) = self.spread.rejoin_first.take() else { return };
-        if self.side != Side::Client || self.state != State::Established || self.is_closed() {
-            return;
+    /// The handshake was answered over TCP: UDP was silent on every path of `all`. Returns
+    /// every path found silent, these and those before.
+    pub(super) fn silent_everywhere(&mut self, all: impl Iterator<Item = PathId>) -> PathSet {
+        for p in all {
+            self.udp_silent.set(p, true);
         }
-        let in_use = self.subflows.iter().any(|s| s.local_path() == first && s.is_open());
-        let down = self.path_down.get(usize::from(first.0)).is_none_or(|&d| d);
-        if in_use || down {
-            return;
-        }
-        let backup = self.paths.get(usize::from(first.0)).is_some_and(|lp| lp.backup);
-        if let Some(k) = self.remote_for(first).and_then(|remote| self.open(now, first, remote, backup)) {
-            self.subflows[k].plain_join();
-        }
+        self.udp_silent
+    }
+
+    /// The path the connection first tried, to join once it is up (the handshake came
+    /// through another).
+    pub(super) fn rejoin_first(&mut self, first: PathId) {
+        self.rejoin_first = Some(first);
+    }
+
+    pub(super) fn take_rejoin_first(&mut self) -> Option<PathId> {
+        self.rejoin_first.take()
     }
 
     /// The carrier a client's join from `path` takes: TCP where UDP was found silent.
     pub(super) fn join_carrier(&self, path: PathId) -> Carrier {
-        if self.spread.udp_silent.contains(path) {
+        if self.udp_silent.contains(path) {
             Carrier::Tcp
         } else {
             Carrier::Udp
         }
     }
 
-    /// A client opened a join over UDP in slot `k` on `path`: if it is still unanswered after
-    /// `tcp_after`, a join over TCP races it.
-    pub(super) fn on_udp_join_opened(&mut self, now: Time, k: usize, path: PathId) {
-        if let (Some(after), Side::Client, Some(sf)) = (self.config.tcp_after, self.side, self.subflows.get(k)) {
-            if self.spread.trials.len() < 64 {
-                self.spread.trials.push((k, sf.id(), path, now.saturating_add(after)));
-            }
+    /// What was found of UDP on `path`: silent, or it passes.
+    pub(super) fn udp_found(&mut self, path: PathId, silent: bool) {
+        self.udp_silent.set(path, silent);
+    }
+
+    /// A UDP join in slot `k` (subflow `id`) on `path` is on trial until `until` (at most 64
+    /// at once).
+    pub(super) fn trial(&mut self, k: usize, id: u32, path: PathId, until: Time) {
+        if self.trials.len() < 64 {
+            self.trials.push((k, id, path, until));
         }
     }
 
-    /// The UDP joins whose trial ended: those unanswered race a TCP join on their path.
-    fn end_join_trials(&mut self, now: Time) {
-        let mut i = 0;
-        while i < self.spread.trials.len() {
-            let (k, id, path, at) = self.spread.trials[i];
-            if at > now {
-                i += 1;
-                continue;
-            }
-            self.spread.trials.swap_remove(i);
-            let Some(sf) = self.subflows.get(k).filter(|s| s.id() == id) else { continue };
-            // Unanswered: no SYNACK (or fast-join reply) came. One answered whose last packet
-            // is not yet acknowledged passes UDP.
-            if sf.state() != SubflowState::JoinSent || sf.local_path() != path || sf.carrier() != Carrier::Udp {
-                continue;
-            }
-            let tcp_open =
-                self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open());
-            let (remote, backup, rejoin) = (sf.remote(), sf.backup(), sf.rejoin());
-            if tcp_open || self.is_closed() {
-                continue;
-            }
-            // Raced only: the path is judged silent to UDP once the TCP join opens while the
-            // UDP one is still unanswered (a path in an outage answers neither).
-            if let Some(t) = self.open_over(now, (path, Carrier::Tcp), remote, backup) {
-                self.subflows[t].plain_join();
-                if rejoin {
-                    // It replaces a silent subflow as the UDP join does: given up, the path is
-                    // joined again (the UDP join, given up first, left that to it).
-                    self.subflows[t].mark_rejoin();
-                }
-                tracing::debug!(path = path.0, "a UDP join unanswered: racing it over TCP");
-            }
-        }
-    }
-
-    /// Client: subflow `i` was established. Over TCP while no UDP subflow works on its path
-    /// (the UDP join it raced is unanswered): the path's network drops UDP, and its later
-    /// joins go over TCP. Over UDP on a path that had a TCP subflow (a UDP join that lost the
-    /// race, answered later): UDP passes there again, and the TCP subflow closes, its data
-    /// moving to the others (RFC 8684 §3.3.6).
-    pub(super) fn on_carrier_established(&mut self, now: Time, i: usize) {
-        let Some(sf) = self.subflows.get(i) else { return };
-        let path = sf.local_path();
-        if self.side != Side::Client {
-            return;
-        }
-        if sf.carrier() == Carrier::Tcp {
-            let udp_works =
-                self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Udp && s.established());
-            if !udp_works {
-                self.spread.udp_silent.set(path, true);
-                self.udp_verdict(path, true);
-            }
-            return;
-        }
-        self.spread.udp_silent.set(path, false);
-        self.udp_verdict(path, false);
-        for k in 0..self.subflows.slot_bound() {
-            let Some(s) = self.subflows.get(k) else { continue };
-            if k != i && s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open() {
-                let id = s.id();
-                self.close_subflow(now, id, reason::UNSPECIFIED);
-                tracing::debug!(path = path.0, "UDP passes again: the TCP subflow closes");
-            }
-        }
+    /// A UDP join whose trial ended by `now`, taken off the trials: (slot, subflow, path).
+    pub(super) fn take_ended_trial(&mut self, now: Time) -> Option<(usize, u32, PathId)> {
+        let i = self.trials.iter().position(|t| t.3 <= now)?;
+        let (k, id, path, _) = self.trials.swap_remove(i);
+        Some((k, id, path))
     }
 }

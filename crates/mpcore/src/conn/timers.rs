@@ -49,7 +49,7 @@ impl Connection {
         t.set(timer::DRAIN, self.drain_until);
         t.set(timer::TRIM, self.trim_at);
         if !self.is_closed() {
-            t.set(timer::CARRIER, self.spread_deadline());
+            t.set(timer::CARRIER, self.spread.deadline());
         }
         if self.state == State::Initial {
             t.set(timer::HANDSHAKE, self.hs.as_ref().and_then(|hs| hs.deadline()));

@@ -1,12 +1,14 @@
 //! The server's side of the first handshake (PROTOCOL.md §4): stateless answers to INITIALs
 //! (a RETRY under load, else a HANDSHAKE, resumed when its ticket is taken, §4.8) and the
-//! connection a CONFIRM's cookie creates.
+//! connection a CONFIRM's cookie creates; and the other datagrams of no connection: short
+//! headers a fleet's server resets, and the resets a client gets (§3.4).
 
 use super::{Connection, Endpoint, HandshakeCounters, STATELESS_QUEUE};
 use crate::conn::{EarlyStart, MAX_EARLY_DATA};
 use crate::crypto::Suite;
 use crate::handshake;
-use crate::wire::{Header, Packet};
+use crate::wire::packet::RESET_TOKEN_LEN;
+use crate::wire::{Cid, Header, Packet};
 use crate::{PathId, Time};
 use std::net::SocketAddr;
 
@@ -236,5 +238,40 @@ impl Endpoint {
             Some(hs) => self.stateless.push_back((path, remote, hs, self.rx_carrier)),
             None => self.drops.unexpected += 1,
         }
+    }
+}
+
+impl Endpoint {
+    /// A short header of `len` bytes for CID `dcid`, which no connection here has: a fleet's
+    /// server resets it (`reset::Resetter`, within its budget), while its stateless queue has room.
+    pub(super) fn unknown_short(&mut self, now: Time, path: PathId, remote: SocketAddr, dcid: &Cid, len: usize) {
+        self.drops.unknown_cid += 1;
+        let Some(r) = self.resetter.as_mut().filter(|_| self.server) else { return };
+        if self.stateless.len() >= STATELESS_QUEUE {
+            return;
+        }
+        if let Some(out) = r.reset_for(now, dcid, len) {
+            self.handshakes.resets_sent += 1;
+            self.stateless.push_back((path, remote, out, self.rx_carrier));
+        }
+    }
+
+    /// A STATELESS_RESET with `token` arrived: the client's connection that holds the token
+    /// loses the subflows it names (and ends if none is left). A server ignores resets.
+    pub(super) fn on_reset(&mut self, now: Time, token: &[u8; RESET_TOKEN_LEN]) {
+        // A client endpoint has few connections: a scan, on a packet that is never the
+        // steady state (a forged one costs its receiver a scan and nothing else).
+        let found = (!self.server)
+            .then(|| self.conns.indexes().find(|&i| self.conns.get(i).is_some_and(|c| c.is_reset_by(token))))
+            .flatten();
+        let Some(idx) = found else {
+            self.drops.unknown_cid += 1;
+            return;
+        };
+        if let Some(c) = self.conns.get_mut(idx) {
+            c.on_stateless_reset(now, token);
+            self.handshakes.resets_received += 1;
+        }
+        self.apply_events(idx, now);
     }
 }

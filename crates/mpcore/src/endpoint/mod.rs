@@ -4,7 +4,9 @@
 //! ([`EndpointEvent`]); the endpoint applies it after every call into one.
 
 mod accept;
+mod issuer;
 mod local_paths;
+mod netpaths;
 mod oracle_periods;
 mod prewarm;
 mod reset;
@@ -139,9 +141,9 @@ pub struct Endpoint {
     oracle: Option<oracle::Oracle>,
     oracle_actions: Vec<oracle::Action>,
     /// When each netpath last brought a packet (`multimob`: refutes one connection's report).
-    heard: oracle_periods::Heard,
+    heard: netpaths::Heard,
     /// The connections that probe for a failover (`multimob`: their probes' pace).
-    probing: oracle_periods::Probing,
+    probing: netpaths::Probing,
     /// Per local path: reported down by the driver.
     path_down: Vec<bool>,
     /// Per local path: when a connection found UDP silent there (kept `UDP_VERDICT`).
@@ -155,9 +157,9 @@ pub struct Endpoint {
     /// Waking the cellular radio early (`prewarm`).
     warmer: prewarm::Warmer,
     /// A server's resumption tickets (`tickets`), when it issues them.
-    tickets: Option<tickets::Issuer>,
+    tickets: Option<issuer::Issuer>,
     /// The unix time, for the tickets' dates (`set_unix_time`).
-    clock: tickets::UnixClock,
+    clock: issuer::UnixClock,
     /// The anti-replay record of 0-RTT INITIALs (shared with every endpoint given a clone of
     /// the configuration's).
     strikes: crate::StrikeRegister,
@@ -191,7 +193,7 @@ impl Endpoint {
             None => ServerKeys::new(&mut rng).map_err(|_| ConfigError("no system randomness".into()))?,
         };
         let tickets =
-            if server { tickets::Issuer::new(&config.resumption, config.fleet.as_ref(), &mut rng) } else { None };
+            if server { issuer::Issuer::new(&config.resumption, config.fleet.as_ref(), &mut rng) } else { None };
         let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
             path_down: vec![false; paths.len()],
@@ -201,7 +203,7 @@ impl Endpoint {
             turn: (usize::MAX, 0),
             warmer: prewarm::Warmer::default(),
             tickets,
-            clock: tickets::UnixClock::default(),
+            clock: issuer::UnixClock::default(),
             strikes: config.resumption.strikes.clone().unwrap_or_default(),
             qlog_tails: Vec::new(),
             paths,
@@ -233,8 +235,8 @@ impl Endpoint {
             oracle: (config.path_manager == crate::PathManager::MultiMob && !server)
                 .then(|| oracle::Oracle::new(config.oracle)),
             oracle_actions: Vec::new(),
-            heard: oracle_periods::Heard::default(),
-            probing: oracle_periods::Probing::default(),
+            heard: netpaths::Heard::default(),
+            probing: netpaths::Probing::default(),
             config: Arc::new(config),
         })
     }

@@ -1,9 +1,11 @@
 //! The `multimob` path manager's oracle over every connection of a client endpoint (MultiMob
 //! §III-B): its periods, its decisions applied to every connection on a netpath, and its sleep
-//! while nothing happens.
+//! while nothing happens; and the pre-warming of the cellular radio its suspicions start
+//! (`prewarm.rs` keeps its state, `netpaths.rs` what the endpoint heard and who probes).
 
 use super::Endpoint;
-use crate::{PathId, Time};
+use crate::radio::{LinkHint, WARM};
+use crate::{Iface, PathId, Time};
 use std::net::SocketAddr;
 
 impl Endpoint {
@@ -76,30 +78,6 @@ impl Endpoint {
     }
 }
 
-/// When each netpath last brought an authenticated packet to a connection of this (`multimob`
-/// client) endpoint: the evidence against one connection's report that it failed.
-#[derive(Debug, Default)]
-pub(super) struct Heard {
-    /// (netpath, the last time), one entry per netpath the endpoint heard from (a few).
-    last: Vec<(oracle::Netpath, Time)>,
-    /// Reports of a failed netpath refuted by a packet from it.
-    pub(super) refuted: u64,
-}
-
-impl Heard {
-    fn note(&mut self, np: oracle::Netpath, now: Time) {
-        match self.last.iter_mut().find(|(n, _)| *n == np) {
-            Some((_, t)) => *t = now,
-            None => self.last.push((np, now)),
-        }
-    }
-
-    /// Whether `np` brought a packet after `since`.
-    fn after(&self, np: oracle::Netpath, since: Time) -> bool {
-        self.last.iter().any(|&(n, t)| n == np && t > since)
-    }
-}
-
 impl Endpoint {
     /// A packet from `remote` on local `path` was taken by a connection: the netpath works
     /// (noted only where an oracle judges netpaths).
@@ -120,23 +98,6 @@ impl Endpoint {
     }
 }
 
-/// The probes of a failover, per endpoint: while a connection's failover subflows are open,
-/// each of its regular subflows is probed (so that it sees its path return and fails back),
-/// a fifth of the oracle's period apart. Thousands of connections failing over at once
-/// (one verdict moves every connection on a netpath) would send thousands of probes every
-/// 100 ms: at 10,000 connections, 100,000 PINGs a second and their ACKs, which overloaded the
-/// host until its own delays made every path look bad (issue 52). The oracle needs a few
-/// samples per period, not one per connection: the endpoint spreads `PROBES_PER_SECOND`
-/// over the connections that probe, and each probes at that pace when it is slower.
-pub(super) const PROBES_PER_SECOND: u64 = 1_000;
-
-/// Which connections probe for a failover, and how many do.
-#[derive(Debug, Default)]
-pub(super) struct Probing {
-    on: Vec<bool>,
-    count: u64,
-}
-
 impl Endpoint {
     /// Brings the count of probing connections up to date with the connections changed since
     /// it last looked (those whose deadline is stale: every call into a connection makes it
@@ -145,15 +106,82 @@ impl Endpoint {
         self.oracle.as_ref()?;
         for &idx in self.activity.stale() {
             let on = self.conns.get(idx).is_some_and(|c| c.failover_open());
-            let p = &mut self.probing;
-            if p.on.len() <= idx {
-                p.on.resize(idx + 1, false);
-            }
-            if p.on[idx] != on {
-                p.on[idx] = on;
-                p.count = if on { p.count + 1 } else { p.count.saturating_sub(1) };
-            }
+            self.probing.set(idx, on);
         }
-        Some(self.probing.count * 1_000_000 / PROBES_PER_SECOND)
+        Some(self.probing.interval())
+    }
+}
+
+impl Endpoint {
+    /// The app's word on local path `path`'s link (see [`LinkHint`]). A suspicious hint on
+    /// a regular path wakes the cellular radio at once, where pre-warming is on.
+    pub fn path_hint(&mut self, now: Time, path: PathId, hint: LinkHint) {
+        self.now = self.now.max(now);
+        self.wake_oracle(now);
+        let p = usize::from(path.0);
+        if p >= self.paths.len() {
+            return;
+        }
+        if self.warmer.hint(p, hint, now) {
+            self.prewarm(now);
+        }
+    }
+
+    /// WARM datagrams sent and received so far.
+    pub fn warmups(&self) -> (u64, u64) {
+        (self.warmer.sent, self.warmer.received)
+    }
+
+    /// The latest suspicion of a regular, non-cellular path, from the oracle or a hint.
+    fn last_suspicion(&self) -> Option<Time> {
+        let warmable = |p: usize| self.path(PathId(p as u8)).is_some_and(|lp| lp.iface != Iface::Cellular);
+        let hinted = self.warmer.last_hinted(warmable);
+        let oracle = self.oracle.iter().flat_map(|o| o.suspicions());
+        let measured = oracle.filter(|(np, _)| warmable(usize::from(np.iface))).map(|(_, t)| t).max();
+        hinted.max(measured)
+    }
+
+    /// Whether a suspicion within `Prewarm::hold` keeps the cellular radios warm (the
+    /// periods that warm them must go on).
+    pub(super) fn prewarm_holding(&self, now: Time) -> bool {
+        let cfg = self.config.prewarm;
+        cfg.every != 0 && !self.server && self.last_suspicion().is_some_and(|l| now <= l.saturating_add(cfg.hold))
+    }
+
+    /// Warms every cellular path not warmed for `Prewarm::every`, while a regular path has
+    /// been suspected within `Prewarm::hold` (client endpoints only).
+    pub(super) fn prewarm(&mut self, now: Time) {
+        if !self.prewarm_holding(now) {
+            return;
+        }
+        let cfg = self.config.prewarm;
+        // Where to: the server of a live connection (any packet wakes the radio).
+        let Some(remote) = self.conns.values().find_map(|c| (!c.is_closed()).then(|| c.peer_address()).flatten())
+        else {
+            return;
+        };
+        for p in 0..self.paths.len() {
+            let path = PathId(p as u8);
+            let cellular = self.path(path).is_some_and(|lp| lp.iface == Iface::Cellular);
+            if !cellular || self.path_down[p] || self.unwritable.contains(path) {
+                continue;
+            }
+            if self.warmer.warm_at(p, now, cfg.every) {
+                continue;
+            }
+            // A path carrying a connection's traffic has its radio awake already.
+            let since = now.saturating_sub(cfg.every);
+            if self.conns.values().any(|c| c.path_active_since(path, since)) {
+                continue;
+            }
+            self.warmer.warmed(p, now);
+            self.stateless.push_back((path, remote, WARM.to_vec(), crate::Carrier::Udp));
+            tracing::debug!(path = p, "pre-warming the cellular radio");
+        }
+    }
+
+    /// A WARM datagram arrived: discarded (counted).
+    pub(super) fn on_warm(&mut self) {
+        self.warmer.received += 1;
     }
 }

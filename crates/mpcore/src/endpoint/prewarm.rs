@@ -12,11 +12,11 @@
 //! radio's tail), for at most [`crate::Prewarm::hold`] after the last suspicion. Each warm-up of an
 //! idle LTE radio costs a promotion and a tail, about 13 J: the setting is the trade-off.
 
-use super::Endpoint;
-use crate::radio::{LinkHint, WARM};
-use crate::{Iface, PathId, Time};
+use crate::radio::LinkHint;
+use crate::Time;
 
-/// The endpoint's pre-warming state.
+/// The endpoint's pre-warming state: the hints the app gave, the WARMs sent per path. The
+/// endpoint (`oracle_periods.rs`) decides when to warm, from its oracle's suspicions and these.
 #[derive(Debug, Default)]
 pub(super) struct Warmer {
     /// Per local path: the last WARM sent on it.
@@ -28,88 +28,35 @@ pub(super) struct Warmer {
     pub(super) received: u64,
 }
 
-impl Endpoint {
-    /// The app's word on local path `path`'s link (see [`LinkHint`]). A suspicious hint on
-    /// a regular path wakes the cellular radio at once, where pre-warming is on.
-    pub fn path_hint(&mut self, now: Time, path: PathId, hint: LinkHint) {
-        self.now = self.now.max(now);
-        self.wake_oracle(now);
-        let p = usize::from(path.0);
-        if p >= self.paths.len() {
-            return;
+impl Warmer {
+    /// The app's hint on local path `p` at `now`; whether it is suspicious.
+    pub(super) fn hint(&mut self, p: usize, hint: LinkHint, now: Time) -> bool {
+        if self.hints.len() <= p {
+            self.hints.resize(p + 1, (LinkHint::default(), None));
         }
-        let w = &mut self.warmer;
-        if w.hints.len() <= p {
-            w.hints.resize(p + 1, (LinkHint::default(), None));
-        }
-        w.hints[p].0 = hint;
+        self.hints[p].0 = hint;
         if hint.suspicious() {
-            w.hints[p].1 = Some(now);
-            self.prewarm(now);
+            self.hints[p].1 = Some(now);
         }
+        hint.suspicious()
     }
 
-    /// WARM datagrams sent and received so far.
-    pub fn warmups(&self) -> (u64, u64) {
-        (self.warmer.sent, self.warmer.received)
+    /// The latest suspicious hint on a path `warmable` takes.
+    pub(super) fn last_hinted(&self, warmable: impl Fn(usize) -> bool) -> Option<Time> {
+        (self.hints.iter().enumerate()).filter(|(p, h)| h.0.suspicious() && warmable(*p)).filter_map(|(_, h)| h.1).max()
     }
 
-    /// The latest suspicion of a regular, non-cellular path, from the oracle or a hint.
-    fn last_suspicion(&self) -> Option<Time> {
-        let warmable = |p: usize| self.path(PathId(p as u8)).is_some_and(|lp| lp.iface != Iface::Cellular);
-        let hinted = (self.warmer.hints.iter().enumerate())
-            .filter(|(p, h)| h.0.suspicious() && warmable(*p))
-            .filter_map(|(_, h)| h.1);
-        let oracle = self.oracle.iter().flat_map(|o| o.suspicions());
-        let measured = oracle.filter(|(np, _)| warmable(usize::from(np.iface))).map(|(_, t)| t);
-        hinted.chain(measured).max()
+    /// Whether local path `p` was warmed within `every` of `now`.
+    pub(super) fn warm_at(&self, p: usize, now: Time, every: Time) -> bool {
+        self.warmed.get(p).copied().flatten().is_some_and(|t| now < t.saturating_add(every))
     }
 
-    /// Whether a suspicion within `Prewarm::hold` keeps the cellular radios warm (the
-    /// periods that warm them must go on).
-    pub(super) fn prewarm_holding(&self, now: Time) -> bool {
-        let cfg = self.config.prewarm;
-        cfg.every != 0 && !self.server && self.last_suspicion().is_some_and(|l| now <= l.saturating_add(cfg.hold))
-    }
-
-    /// Warms every cellular path not warmed for `Prewarm::every`, while a regular path has
-    /// been suspected within `Prewarm::hold` (client endpoints only).
-    pub(super) fn prewarm(&mut self, now: Time) {
-        if !self.prewarm_holding(now) {
-            return;
+    /// A WARM went on local path `p` at `now`.
+    pub(super) fn warmed(&mut self, p: usize, now: Time) {
+        if self.warmed.len() <= p {
+            self.warmed.resize(p + 1, None);
         }
-        let cfg = self.config.prewarm;
-        // Where to: the server of a live connection (any packet wakes the radio).
-        let Some(remote) = self.conns.values().find_map(|c| (!c.is_closed()).then(|| c.peer_address()).flatten())
-        else {
-            return;
-        };
-        for p in 0..self.paths.len() {
-            let path = PathId(p as u8);
-            let cellular = self.path(path).is_some_and(|lp| lp.iface == Iface::Cellular);
-            if !cellular || self.path_down[p] || self.unwritable.contains(path) {
-                continue;
-            }
-            if self.warmer.warmed.len() <= p {
-                self.warmer.warmed.resize(p + 1, None);
-            }
-            if self.warmer.warmed[p].is_some_and(|t| now < t.saturating_add(cfg.every)) {
-                continue;
-            }
-            // A path carrying a connection's traffic has its radio awake already.
-            let since = now.saturating_sub(cfg.every);
-            if self.conns.values().any(|c| c.path_active_since(path, since)) {
-                continue;
-            }
-            self.warmer.warmed[p] = Some(now);
-            self.warmer.sent += 1;
-            self.stateless.push_back((path, remote, WARM.to_vec(), crate::Carrier::Udp));
-            tracing::debug!(path = p, "pre-warming the cellular radio");
-        }
-    }
-
-    /// A WARM datagram arrived: discarded (counted).
-    pub(super) fn on_warm(&mut self) {
-        self.warmer.received += 1;
+        self.warmed[p] = Some(now);
+        self.sent += 1;
     }
 }
