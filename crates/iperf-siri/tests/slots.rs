@@ -85,25 +85,31 @@ fn a_declared_silence_beyond_the_servers_bound_is_refused() {
 fn a_server_frozen_or_a_client_suspended_for_5_s_keeps_its_test() {
     let _serial = one_at_a_time();
     let workload = ["--requests", "3", "--bursts", "2", "--burst-gap", "50ms", "--wait", "2s", "-J"];
-    for frozen in ["server", "client"] {
-        let (mut srv, port) = server(&[]);
-        let c = Command::new(BIN)
-            .args(["--server-key", key().1.as_str(), "-c", "127.0.0.1", "-p", &port.to_string()])
-            .args(workload)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // The first request is answered within a second; the freeze starts in the wait.
-        std::thread::sleep(Duration::from_millis(1_000));
-        let pid = if frozen == "server" { srv.id() } else { c.id() };
-        signal(pid, "-STOP");
-        std::thread::sleep(Duration::from_secs(5));
-        signal(pid, "-CONT");
-        let out = c.wait_with_output().unwrap();
-        let doc = json(&out);
-        assert_eq!(doc["end"]["delay"]["requests_answered"], 3, "{frozen} frozen");
-        srv.kill().unwrap();
-        let _ = srv.wait();
+    // The two cases at once, each with its own server (the test's time is one case's).
+    let cases = ["server", "client"].map(|frozen| {
+        std::thread::spawn(move || {
+            let (mut srv, port) = server(&[]);
+            let c = Command::new(BIN)
+                .args(["--server-key", key().1.as_str(), "-c", "127.0.0.1", "-p", &port.to_string()])
+                .args(workload)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // The first request is answered within a second; the freeze starts in the wait.
+            std::thread::sleep(Duration::from_millis(1_000));
+            let pid = if frozen == "server" { srv.id() } else { c.id() };
+            signal(pid, "-STOP");
+            std::thread::sleep(Duration::from_secs(5));
+            signal(pid, "-CONT");
+            let out = c.wait_with_output().unwrap();
+            srv.kill().unwrap();
+            let _ = srv.wait();
+            (frozen, json(&out)["end"]["delay"]["requests_answered"].clone())
+        })
+    });
+    for case in cases {
+        let (frozen, answered) = case.join().unwrap();
+        assert_eq!(answered, 3, "{frozen} frozen");
     }
 }
