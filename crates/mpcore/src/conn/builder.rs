@@ -7,7 +7,7 @@ use super::send::{Seg, Sent};
 use super::subflow::recovery::SentPacket;
 use super::subflow::{DataRef, FrameSet};
 use super::{Connection, State};
-use crate::wire::packet::{Confirm, Join, Short};
+use crate::wire::packet::{Confirm, Early as EarlyHeader, Join, Short};
 use crate::wire::{packet, Dss, Frame, MapHeader, Writer};
 use crate::{crypto, Time, Transmit};
 
@@ -358,4 +358,61 @@ pub(super) struct PacketBuilt {
     pub injected: bool,
     pub kind: PacketKind,
     pub data: DataWritten,
+}
+
+impl Connection {
+    /// Client, after the INITIAL: an EARLY packet on subflow 0 with the next early bytes.
+    pub(super) fn build_early(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let hs = self.hs.as_ref()?;
+        let (generation, odcid) = (hs.generation(), hs.odcid());
+        hs.early_key()?;
+        if self.early.new_generation(generation) {
+            // The INITIAL went again or was rebuilt: the early data goes again after it.
+            self.reinject_in_flight(now, 0, false);
+        }
+        let seg = self.send.peek().filter(|s| s.off < self.early.limit())?;
+        let sf = &self.subflows[0];
+        let pn = sf.rec().next_pn;
+        let mss = self.subflow_mss(0).min(buf.len());
+        if sf.rec().cwnd_room() < mss as u64 {
+            return None;
+        }
+        let header = EarlyHeader { version: packet::VERSION_2, dcid: odcid, scid: sf.local_cid(), pn: pn as u32 };
+        let mut w = Writer::new(&mut buf[..mss]);
+        let hl = header.emit(&mut w).ok()?;
+        let flight_start = sf.rec().eliciting_in_flight == 0;
+        if flight_start {
+            Frame::Ping.emit(&mut w).ok()?;
+        }
+        // §4.9: the mapping's DSN is the offset from the stream's start, in full.
+        let map = |len| MapHeader { dsn: seg.off, len, short_dsn: false, to_end: true };
+        let room = (mss - crypto::TAG_LEN).saturating_sub(w.len() + Dss::header_len(None, Some(map(0))));
+        let take = seg.len.min(self.early.limit() - seg.off).min(room as u64);
+        if take == 0 {
+            return None;
+        }
+        let fin = seg.fin && take == seg.len;
+        Dss::emit_header(&mut w, None, Some(map(take as usize)), fin, false).ok()?;
+        if !self.send.copy_out(seg.off, w.reserve(take as usize).ok()?) {
+            return None;
+        }
+        let pt_len = w.len() - hl;
+        let len = self.hs.as_ref()?.early_key()?.seal(0, pn, buf, hl, pt_len).ok()?;
+        self.early.on_sent(seg.off + take);
+        let d = DataRef { off: seg.off, len: take as u32, fin };
+        let sent = if flight_start { FrameSet::PING } else { FrameSet::EMPTY };
+        let data = DataWritten {
+            sent: Some(d),
+            data: Some((d, seg.retrans, !seg.retrans)),
+            fast_join_data: false,
+            data_ack: None,
+            idle: false,
+        };
+        let seg = Some(super::send::Seg { len: take, ..seg });
+        let built =
+            PacketBuilt { pn, sent, eliciting: true, ack_sent: false, injected: false, kind: PacketKind::Early, data };
+        self.on_built(now, 0, seg, len, built);
+        let sf = &self.subflows[0];
+        Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() })
+    }
 }

@@ -3,14 +3,15 @@
 //! its frames applied; the connection-level data frames (DSS: mappings, DATA_ACK, DATA_FIN).
 
 use super::dsn::Dsn;
-use super::events::{CloseReason, Event, Side};
+use super::early::{EarlyStart, MAX_EARLY_DATA};
+use super::events::{CloseReason, EndpointEvent, Event, Side};
 use super::qlog::{PacketHead, PacketKind};
 use super::subflow::{Subflow, SubflowState};
 use super::{Connection, State};
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
 use crate::wire::packet::decode_pn;
-use crate::wire::{Dss, Frame, FrameList, Header, Packet};
+use crate::wire::{Cid, Dss, Frame, FrameList, Header, Packet};
 use crate::{Carrier, PathId, Time};
 use std::net::SocketAddr;
 
@@ -412,5 +413,131 @@ impl Connection {
         if self.state == State::Established && self.send.fin_acked() && self.recv.is_finished() {
             self.enter_closed(now, CloseReason::Graceful);
         }
+    }
+}
+
+impl Connection {
+    // 0-RTT data as it arrives: the client's answer, the server's EARLY packets and the
+    // address they come from (`early::Early` keeps the state).
+
+    /// Client: the HANDSHAKE came; `accepted`: the server took the early data. If it did
+    /// not, everything the EARLY packets carried goes again at once under the 1-RTT keys.
+    pub(super) fn on_early_answer(&mut self, now: Time, resumed: bool, accepted: bool) {
+        if self.early.answered(resumed, accepted) {
+            self.reinject_in_flight(now, 0, false);
+        }
+    }
+
+    /// Server: the connection was made at a 0-RTT INITIAL: subflow 0's address is unproven
+    /// (three times what it sent may go to it), EARLY packets for `odcid` come here.
+    pub(crate) fn start_early(&mut self, e: EarlyStart) {
+        if let Some(sf) = self.subflows.get_mut(0) {
+            sf.await_proof(e.initial_len, e.handshake.len() as u64);
+        }
+        self.early.start(e);
+    }
+
+    /// Server: the client repeated its INITIAL (our HANDSHAKE was lost): the same HANDSHAKE,
+    /// while the address is unproven and its budget allows. Only the very INITIAL the
+    /// connection was made at (`dcid`, its bytes' hash), from subflow 0's address, gets it.
+    pub(crate) fn handshake_again(
+        &mut self,
+        remote: SocketAddr,
+        dcid: &Cid,
+        initial_hash: &[u8; 32],
+        len: u64,
+    ) -> Option<Vec<u8>> {
+        let same = self.early.is_initial(dcid, initial_hash);
+        let sf = self.subflows.get_mut(0)?;
+        if !same || sf.remote() != remote || sf.val().validated || self.early.handshake().is_empty() {
+            return None;
+        }
+        sf.count_received(len);
+        let hs = self.early.handshake().len() as u64;
+        (sf.val().room() >= hs).then(|| {
+            sf.count_sent_outside(hs);
+            self.early.handshake().to_vec()
+        })
+    }
+
+    /// Server: a CONFIRM authenticated under the 1-RTT keys came from subflow 0's address:
+    /// the address is proven.
+    pub(super) fn on_address_proven(&mut self) {
+        if let Some(sf) = self.subflows.get_mut(0) {
+            sf.prove_address();
+        }
+        self.settle_early();
+    }
+
+    /// Server: once subflow 0's address is proven (a CONFIRM, an acknowledgement of our
+    /// packets, a PATH_RESPONSE) or the subflow is gone, EARLY packets are done (late ones are
+    /// sent again by the client under the 1-RTT keys): the early key, the HANDSHAKE kept for
+    /// a repeated INITIAL and the original DCID's route go.
+    pub(super) fn settle_early(&mut self) {
+        if self.early.key().is_none() {
+            return;
+        }
+        if self.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated) {
+            return;
+        }
+        if let Some(odcid) = self.early.settle() {
+            self.endpoint_events.push_back(EndpointEvent::RetireCid(odcid));
+        }
+    }
+
+    /// Server: an EARLY packet (§4.9) for subflow 0, `header_len` bytes of header in
+    /// `scratch`. Only PADDING, PING and DSS mappings (without DATA_ACK) may be in it.
+    pub(super) fn handle_early(
+        &mut self,
+        now: Time,
+        pn: u64,
+        header_len: usize,
+        scratch: &mut [u8],
+    ) -> Result<(), DropReason> {
+        let key = self.early.key().ok_or(DropReason::Unexpected)?;
+        let open = self.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated);
+        if self.side != Side::Server || !open {
+            return Err(DropReason::Unexpected);
+        }
+        let len = scratch.len() as u64;
+        let plain = key.open(0, pn, scratch, header_len).map_err(|_| DropReason::DecryptFailed)?;
+        let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
+        let start = self.recv.start().0;
+        let mut eliciting = false;
+        for f in frames.iter() {
+            match f {
+                Frame::Padding { .. } => {}
+                Frame::Ping => eliciting = true,
+                Frame::Dss(d) if d.ack.is_none() && d.mapping.is_some() => {
+                    let (rel, data) = d.mapping_near(0).ok_or(DropReason::Protocol)?;
+                    // §4.9: early data is at most MAX_EARLY_DATA bytes of the stream's start.
+                    if rel.saturating_add(data.len() as u64) > MAX_EARLY_DATA {
+                        return Err(DropReason::Protocol);
+                    }
+                    self.recv.check(Dsn(start).add(rel), data.len()).map_err(|_| DropReason::Protocol)?;
+                    eliciting = true;
+                }
+                _ => return Err(DropReason::Protocol),
+            }
+        }
+        let max_ack_delay = self.config.max_ack_delay;
+        let sf = self.subflows.get_mut(0).ok_or(DropReason::Unexpected)?;
+        if !sf.on_packet_received(now, pn, eliciting, max_ack_delay) {
+            return Err(DropReason::Duplicate);
+        }
+        sf.count_received(len);
+        sf.ack_now();
+        self.last_rx = now;
+        for f in frames.iter() {
+            if let Frame::Dss(d) = f {
+                if let Some((rel, data)) = d.mapping_near(0) {
+                    let dss = Dss::data(Dsn(start).add(rel).0, data, d.fin);
+                    self.on_dss(now, 0, &dss);
+                    self.early.on_received(rel + data.len() as u64);
+                }
+            }
+        }
+        self.after_receive(now);
+        Ok(())
     }
 }

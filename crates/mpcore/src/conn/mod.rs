@@ -231,7 +231,7 @@ impl Connection {
     /// The CIDs the endpoint routes to this connection: its subflow records' (reclaimed ones
     /// were retired).
     pub(crate) fn local_cids(&self) -> impl Iterator<Item = Cid> + '_ {
-        self.subflows.iter().map(|s| s.local_cid()).chain(self.early_route())
+        self.subflows.iter().map(|s| s.local_cid()).chain(self.early.route())
     }
 
     /// A CID for the peer to send on: random, naming this core on a server spread over cores,
@@ -485,7 +485,7 @@ impl Connection {
 
     /// Queues bytes for sending; returns how many were taken.
     pub fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
-        self.close_early_prefix();
+        self.early.close_prefix();
         self.write_stream(data)
     }
 
@@ -494,7 +494,7 @@ impl Connection {
     /// application's buffer until the peer acknowledges them and are copied once, into the
     /// packet that seals them (`write` copies them into the send buffer first).
     pub fn write_bytes(&mut self, data: &mut bytes::Bytes) -> Result<usize, WriteError> {
-        self.close_early_prefix();
+        self.early.close_prefix();
         self.check_writable()?;
         let n = self.send.write_bytes(data);
         self.wrote(n, data.is_empty())

@@ -1,5 +1,7 @@
 //! The send loop: control frames first, then data through the scheduler.
 
+use super::early::MAX_EARLY_DATA;
+use super::events::{Side, WriteError};
 use super::send::Seg;
 use super::subflow::recovery::Probe;
 use super::subflow::{DataRef, FrameSet, Subflow};
@@ -258,5 +260,41 @@ impl Connection {
         };
         let d = DataRef { off: s.off, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin };
         Some((d, s.retrans, !s.retrans))
+    }
+}
+
+impl Connection {
+    // 0-RTT data, the client's side of what goes early (`early::Early` keeps its state).
+
+    /// Queues bytes that may go before the handshake completes, as 0-RTT data (PROTOCOL.md
+    /// §4.9), on a connection opened with `Endpoint::connect_resuming`. Early data can be
+    /// replayed by an attacker who captured it (the server refuses a replay it sees, §4.9):
+    /// write early only what is safe to act on twice, such as a request without side
+    /// effects. Only a prefix of the stream goes early: after a plain `write`, or once the
+    /// handshake is done, this is a plain `write`. Whatever the server did not take is sent
+    /// again under the 1-RTT keys; nothing is lost and no error follows.
+    pub fn write_early(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        let open = self.side == Side::Client && self.state == State::Initial && self.early.prefix_open();
+        let n = self.write_stream(data)?;
+        if open && self.hs.as_ref().is_some_and(|hs| hs.offers_early()) {
+            self.early.extend_prefix(self.send.end());
+            // The server's window is not known before its HANDSHAKE; it holds the early
+            // data's most (§4.9). Its own window replaces this at the HANDSHAKE.
+            if self.send.peer_window() < MAX_EARLY_DATA {
+                self.send.set_peer_window(MAX_EARLY_DATA);
+            }
+            if let Some(hs) = self.hs.as_mut() {
+                hs.want_early(&self.config);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Server: how many of the stream's first bytes came as 0-RTT data (replayable by
+    /// whoever captured them, PROTOCOL.md §4.9; the server refused any replay it saw).
+    /// Client: how many of them went in EARLY packets to a server that takes early data (0 if
+    /// it did not; those of them lost were sent again after the handshake).
+    pub fn early_data(&self) -> u64 {
+        self.early.bytes(self.side)
     }
 }
