@@ -15,12 +15,15 @@
 
 pub mod apps;
 pub mod day;
+pub(crate) mod delivery;
 pub mod pcap;
 pub mod qlog;
 pub mod radio;
 pub mod scenarios;
+mod sim_radio;
 mod tcp;
 
+use delivery::Delivery;
 use mpcore::{Carrier, Config, ConfigError, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -222,20 +225,6 @@ impl PathState {
         let half = (self.cfg.queue_bytes / 2) as u128 * 8 * 1_000_000 / u128::from(self.cfg.rate_bps.max(1));
         self.busy_until[0].saturating_sub(half as Time)
     }
-}
-
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Delivery {
-    at: Time,
-    seq: u64,
-    to_server: bool,
-    path: usize,
-    /// The client's local path it arrives on (towards the client).
-    local: PathId,
-    from: SocketAddr,
-    bytes: Vec<u8>,
-    /// UDP, or the path's TCP connection (`tcp`).
-    carrier: Carrier,
 }
 
 /// The simulated network and its two endpoints.
