@@ -1,6 +1,6 @@
 //! Connections: read, write, shut down, abort; events (polled or pushed) and statistics.
 
-use crate::{block, get, guard, guard_len, invalid, put, runtime, timeout, unregister, Fail, Obj, Res};
+use crate::{block, get, guard, guard_len, invalid, put, runtime, timeout, unregister, Fail, Res};
 use crate::{MPU_ERR_CLOSED, MPU_OK};
 use mpudp::{CloseReason, ConnEvent, Event, Events, MpStream, OwnedReadHalf, OwnedWriteHalf, StreamControl};
 use std::ffi::c_void;
@@ -32,18 +32,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn conn(h: u64) -> Res<Arc<Obj>> {
-    let o = get(h)?;
-    match &*o {
-        Obj::Conn(_) => Ok(o),
-        _ => Err(invalid(format!("handle {h} is not a connection"))),
-    }
+fn conn(h: u64) -> Res<Arc<Conn>> {
+    get::<Conn>(h, "a connection")
 }
 
 fn with_conn<T>(h: u64, f: impl FnOnce(&Conn) -> Res<T>) -> Res<T> {
-    let o = conn(h)?;
-    let Obj::Conn(c) = &*o else { unreachable!("checked by conn()") };
-    f(c)
+    let c = conn(h)?;
+    f(&c)
 }
 
 fn io_fail(e: std::io::Error) -> Fail {
@@ -136,7 +131,7 @@ pub extern "C" fn mpu_abort(conn: u64) -> i32 {
 #[no_mangle]
 pub extern "C" fn mpu_conn_free(conn: u64) -> i32 {
     guard(|| {
-        let o = unregister(conn, |o| matches!(o, Obj::Conn(_)), "a connection")?;
+        let o = unregister::<Conn>(conn, "a connection")?;
         let _rt = runtime().enter();
         drop(o);
         Ok(MPU_OK)

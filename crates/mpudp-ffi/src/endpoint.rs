@@ -5,7 +5,7 @@ use crate::conn::Conn;
 use crate::options::{iface_kind, options_of};
 use crate::{
     arg_addr, arg_str, block, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any,
-    write_str, Fail, Obj, Res, MPU_OK,
+    write_str, Fail, Res, MPU_OK,
 };
 use mpudp::{Interface, LinkHint, MpEndpoint, MpListener};
 use std::ffi::c_char;
@@ -26,19 +26,18 @@ impl Endpoint {
 }
 
 /// The endpoint of handle `h` (kept alive by the returned `Arc`).
-fn endpoint_of(h: u64) -> Res<(Arc<Obj>, &'static str)> {
-    let o = get(h)?;
-    match &*o {
-        Obj::Endpoint(Endpoint::Client(_)) => Ok((o, "client")),
-        Obj::Endpoint(Endpoint::Server(_)) => Ok((o, "server")),
-        _ => Err(invalid(format!("handle {h} is not an endpoint"))),
-    }
+fn endpoint_of(h: u64) -> Res<(Arc<Endpoint>, &'static str)> {
+    let o = get::<Endpoint>(h, "an endpoint")?;
+    let kind = match &*o {
+        Endpoint::Client(_) => "client",
+        Endpoint::Server(_) => "server",
+    };
+    Ok((o, kind))
 }
 
 fn with_ep<T>(h: u64, f: impl FnOnce(&Endpoint) -> Res<T>) -> Res<T> {
-    let (o, _) = endpoint_of(h)?;
-    let Obj::Endpoint(e) = &*o else { unreachable!("checked by endpoint_of()") };
-    f(e)
+    let (e, _) = endpoint_of(h)?;
+    f(&e)
 }
 
 /// A client endpoint with the options of handle `options` (its interfaces: the first is the
@@ -52,7 +51,7 @@ pub unsafe extern "C" fn mpu_client_new(options: u64, out: *mut u64) -> i32 {
         let o = options_of(options)?;
         let _rt = runtime().enter();
         let ep = MpEndpoint::client(o)?;
-        let h = register(Obj::Endpoint(Endpoint::Client(ep)));
+        let h = register(Endpoint::Client(ep));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -72,7 +71,7 @@ pub unsafe extern "C" fn mpu_server_new(options: u64, addr: *const c_char, out: 
         let o = options_of(options)?;
         let _rt = runtime().enter();
         let l = MpListener::bind(a, o)?;
-        let h = register(Obj::Endpoint(Endpoint::Server(l)));
+        let h = register(Endpoint::Server(l));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -84,7 +83,7 @@ pub unsafe extern "C" fn mpu_server_new(options: u64, addr: *const c_char, out: 
 #[no_mangle]
 pub extern "C" fn mpu_endpoint_free(endpoint: u64) -> i32 {
     guard(|| {
-        let o = unregister(endpoint, |o| matches!(o, Obj::Endpoint(_)), "an endpoint")?;
+        let o = unregister::<Endpoint>(endpoint, "an endpoint")?;
         let _rt = runtime().enter();
         drop(o);
         Ok(MPU_OK)
@@ -119,11 +118,11 @@ pub unsafe extern "C" fn mpu_connect(endpoint: u64, addr: *const c_char, timeout
         // SAFETY: the caller's promise.
         let a = unsafe { arg_addr(addr, "addr") }?;
         let (o, kind) = endpoint_of(endpoint)?;
-        let Obj::Endpoint(Endpoint::Client(ep)) = &*o else {
+        let Endpoint::Client(ep) = &*o else {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
         };
         let s = block(timeout(timeout_ms), ep.connect(a))??;
-        let h = register(Obj::Conn(Conn::new(s)));
+        let h = register(Conn::new(s));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -157,11 +156,11 @@ pub unsafe extern "C" fn mpu_connect_early(
         // SAFETY: `len` readable bytes (the caller's promise).
         let early = if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(data, len) } };
         let (o, kind) = endpoint_of(endpoint)?;
-        let Obj::Endpoint(Endpoint::Client(ep)) = &*o else {
+        let Endpoint::Client(ep) = &*o else {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
         };
         let s = block(timeout(timeout_ms), ep.connect_early(a, early))??;
-        let h = register(Obj::Conn(Conn::new(s)));
+        let h = register(Conn::new(s));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -201,11 +200,11 @@ pub unsafe extern "C" fn mpu_endpoint_tickets(endpoint: u64, buf: *mut u8, len: 
 pub unsafe extern "C" fn mpu_accept(endpoint: u64, timeout_ms: i32, out: *mut u64) -> i32 {
     guard(|| {
         let (o, kind) = endpoint_of(endpoint)?;
-        let Obj::Endpoint(Endpoint::Server(l)) = &*o else {
+        let Endpoint::Server(l) = &*o else {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a server accepts")));
         };
         let (s, _peer) = block(timeout(timeout_ms), l.accept())??;
-        let h = register(Obj::Conn(Conn::new(s)));
+        let h = register(Conn::new(s));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)

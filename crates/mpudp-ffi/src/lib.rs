@@ -36,6 +36,7 @@ pub use conn::*;
 pub use endpoint::*;
 pub use options::*;
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
@@ -265,44 +266,46 @@ pub(crate) fn block<T>(limit: Option<Duration>, fut: impl std::future::Future<Ou
     }
 }
 
-/// The objects behind the handles.
-pub(crate) enum Obj {
-    Options(Box<Mutex<mpudp::Options>>),
-    Endpoint(endpoint::Endpoint),
-    Conn(conn::Conn),
-}
+/// The objects behind the handles: options, endpoints and connections, each its own type (the
+/// table names none of them: a handle's object is checked for the type a call expects).
+type Object = Arc<dyn Any + Send + Sync>;
 
-fn table() -> &'static Mutex<HashMap<u64, Arc<Obj>>> {
-    static T: OnceLock<Mutex<HashMap<u64, Arc<Obj>>>> = OnceLock::new();
+fn table() -> &'static Mutex<HashMap<u64, Object>> {
+    static T: OnceLock<Mutex<HashMap<u64, Object>>> = OnceLock::new();
     T.get_or_init(Default::default)
 }
 
-fn lock_table() -> std::sync::MutexGuard<'static, HashMap<u64, Arc<Obj>>> {
+fn lock_table() -> std::sync::MutexGuard<'static, HashMap<u64, Object>> {
     table().lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Registers `o`; its handle (never 0, never reused).
-pub(crate) fn register(o: Obj) -> u64 {
+pub(crate) fn register<T: Any + Send + Sync>(o: T) -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let h = NEXT.fetch_add(1, Ordering::Relaxed);
     lock_table().insert(h, Arc::new(o));
     h
 }
 
-/// The object of handle `h` (kept alive by the caller while it uses it, even if another thread
-/// frees the handle meanwhile).
-pub(crate) fn get(h: u64) -> Res<Arc<Obj>> {
-    lock_table().get(&h).cloned().ok_or_else(|| invalid(format!("no object with handle {h} (freed, or never made)")))
+/// The object of handle `h`, a `T` (`what` names the kind), kept alive by the caller while it
+/// uses it, even if another thread frees the handle meanwhile.
+pub(crate) fn get<T: Any + Send + Sync>(h: u64, what: &str) -> Res<Arc<T>> {
+    let o = lock_table().get(&h).cloned();
+    let o = o.ok_or_else(|| invalid(format!("no object with handle {h} (freed, or never made)")))?;
+    o.downcast::<T>().map_err(|_| invalid(format!("handle {h} is not {what}")))
 }
 
-/// Removes handle `h` from the table if its object is of the kind `is` accepts (`what`); the
-/// object goes once no call is using it.
-pub(crate) fn unregister(h: u64, is: fn(&Obj) -> bool, what: &str) -> Res<Arc<Obj>> {
+/// Removes handle `h` from the table if its object is a `T` (`what` names the kind); the object
+/// goes once no call is using it.
+pub(crate) fn unregister<T: Any + Send + Sync>(h: u64, what: &str) -> Res<Arc<T>> {
     let mut t = lock_table();
     match t.get(&h) {
         None => Err(invalid(format!("no object with handle {h} (freed twice?)"))),
-        Some(o) if !is(o) => Err(invalid(format!("handle {h} is not {what}"))),
-        Some(_) => Ok(t.remove(&h).expect("present")),
+        Some(o) if !o.is::<T>() => Err(invalid(format!("handle {h} is not {what}"))),
+        Some(_) => {
+            let o = t.remove(&h).expect("present");
+            Ok(o.downcast::<T>().unwrap_or_else(|_| unreachable!("checked above")))
+        }
     }
 }
 

@@ -2,10 +2,11 @@
 //! scheduler), built up by calls on an options handle.
 
 use crate::{
-    arg_addr, arg_str, get, guard, invalid, opt_str, put, register, unregister, unregister_any, Fail, Obj, Res, MPU_OK,
+    arg_addr, arg_str, get, guard, invalid, opt_str, put, register, unregister, unregister_any, Fail, Res, MPU_OK,
 };
 use mpudp::{Iface, Interface, Options, PublicKey, ServerIdentity};
 use std::ffi::c_char;
+use std::sync::Mutex;
 
 /// mpudp's defaults: any scheduler and path manager may be set after.
 pub const MPU_PRESET_DEFAULT: u32 = 0;
@@ -36,8 +37,7 @@ pub(crate) fn iface_kind(k: u32) -> Res<Iface> {
 
 /// The options of handle `h`, changed by `f`.
 fn with(h: u64, f: impl FnOnce(Options) -> Res<Options>) -> Res<i32> {
-    let o = get(h)?;
-    let Obj::Options(m) = &*o else { return Err(invalid(format!("handle {h} is not an options handle"))) };
+    let m = get::<Mutex<Options>>(h, "an options handle")?;
     let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
     *g = f(g.clone())?;
     Ok(MPU_OK)
@@ -45,8 +45,7 @@ fn with(h: u64, f: impl FnOnce(Options) -> Res<Options>) -> Res<i32> {
 
 /// A copy of the options of handle `h`.
 pub(crate) fn options_of(h: u64) -> Res<Options> {
-    let o = get(h)?;
-    let Obj::Options(m) = &*o else { return Err(invalid(format!("handle {h} is not an options handle"))) };
+    let m = get::<Mutex<Options>>(h, "an options handle")?;
     let g = m.lock().unwrap_or_else(|e| e.into_inner());
     Ok(g.clone())
 }
@@ -65,7 +64,7 @@ pub unsafe extern "C" fn mpu_options_new(preset: u32, out: *mut u64) -> i32 {
             MPU_PRESET_SERVER => Options::server(),
             _ => return Err(invalid(format!("preset {preset} (MPU_PRESET_*)"))),
         };
-        let h = register(Obj::Options(Box::new(std::sync::Mutex::new(o))));
+        let h = register(Mutex::new(o));
         // SAFETY: the caller's promise on `out`.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -75,7 +74,7 @@ pub unsafe extern "C" fn mpu_options_new(preset: u32, out: *mut u64) -> i32 {
 /// Frees an options handle.
 #[no_mangle]
 pub extern "C" fn mpu_options_free(options: u64) -> i32 {
-    guard(|| unregister(options, |o| matches!(o, Obj::Options(_)), "an options handle").map(|_| MPU_OK))
+    guard(|| unregister::<Mutex<Options>>(options, "an options handle").map(|_| MPU_OK))
 }
 
 /// Adds an interface by device name (`wlan0`, `rmnet_data0`): its socket is bound to the
