@@ -309,12 +309,17 @@ impl Connection {
         let keys = self.keys.as_ref()?;
         let sf = &self.subflows[i];
         let pn = sf.rec().next_pn;
-        let mut w = Writer::new(buf.get_mut(..size)?);
         let pn_len = packet::pn_len(pn, sf.rec().largest_acked);
-        let hl = Short::emit(sf.remote_cid()?, usize::from(self.peer_params.cid_len), pn, pn_len, &mut w).ok()?;
-        Frame::Ping.emit(&mut w).ok()?;
-        w.zeros(size.checked_sub(w.len() + crypto::TAG_LEN)?).ok()?;
-        let pt_len = w.len() - hl;
+        let (cid, cid_len) = (sf.remote_cid()?, usize::from(self.peer_params.cid_len));
+        let mut b = PacketBuilder::new(buf.get_mut(..size)?, |w| {
+            Some((Short::emit(cid, cid_len, pn, pn_len, w).ok()?, pn_len))
+        })?;
+        // A PING, and PADDING to the size probed.
+        if !b.control(FrameSet::PING, Frame::Ping) {
+            return None;
+        }
+        b.pad_to_end()?;
+        let (hl, pt_len, _) = b.finish()?;
         let len = keys.send.seal_short(sf.id(), pn, buf, hl, pt_len).ok()?;
         if let Some(q) = self.qlog.as_deref_mut() {
             let head = PacketHead { subflow: sf.id(), kind: PacketKind::Short, pn, len };
@@ -378,25 +383,24 @@ impl Connection {
             return None;
         }
         let header = EarlyHeader { version: packet::VERSION_2, dcid: odcid, scid: sf.local_cid(), pn: pn as u32 };
-        let mut w = Writer::new(&mut buf[..mss]);
-        let hl = header.emit(&mut w).ok()?;
+        let mut b = PacketBuilder::new(&mut buf[..mss], |w| Some((header.emit(w).ok()?, 0)))?;
         let flight_start = sf.rec().eliciting_in_flight == 0;
-        if flight_start {
-            Frame::Ping.emit(&mut w).ok()?;
+        if flight_start && !b.control(FrameSet::PING, Frame::Ping) {
+            return None;
         }
         // §4.9: the mapping's DSN is the offset from the stream's start, in full.
         let map = |len| MapHeader { dsn: seg.off, len, short_dsn: false, to_end: true };
-        let room = (mss - crypto::TAG_LEN).saturating_sub(w.len() + Dss::header_len(None, Some(map(0))));
+        let room = b.room().saturating_sub(Dss::header_len(None, Some(map(0))));
         let take = seg.len.min(self.early.limit() - seg.off).min(room as u64);
         if take == 0 {
             return None;
         }
         let fin = seg.fin && take == seg.len;
-        Dss::emit_header(&mut w, None, Some(map(take as usize)), fin, false).ok()?;
-        if !self.send.copy_out(seg.off, w.reserve(take as usize).ok()?) {
+        Dss::emit_header(b.writer(), None, Some(map(take as usize)), fin, false).ok()?;
+        if !self.send.copy_out(seg.off, b.writer().reserve(take as usize).ok()?) {
             return None;
         }
-        let pt_len = w.len() - hl;
+        let (hl, pt_len, _) = b.finish()?;
         let len = self.hs.as_ref()?.early_key()?.seal(0, pn, buf, hl, pt_len).ok()?;
         self.early.on_sent(seg.off + take);
         let d = DataRef { off: seg.off, len: take as u32, fin };

@@ -61,6 +61,12 @@ impl<'a> PacketBuilder<'a> {
         &mut self.w
     }
 
+    /// Fills the room left before the tag with PADDING (an MTU probe is its size).
+    pub fn pad_to_end(&mut self) -> Option<()> {
+        let n = self.room();
+        self.w.zeros(n).ok()
+    }
+
     /// Ends the frames: pads a short header's packet so that header protection has its 4
     /// bytes after the packet number (§9.3). Returns the header's length, the plaintext's
     /// length and whether the header is short.
