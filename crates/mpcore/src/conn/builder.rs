@@ -17,7 +17,7 @@ impl Connection {
     /// the tag, a DATA frame (a short DSN, no length).
     pub(super) fn max_payload(&self) -> usize {
         let map = MapHeader { dsn: 0, len: 0, short_dsn: true, to_end: true };
-        let header = Short::pn_offset(usize::from(self.peer_params.cid_len)) + 4;
+        let header = Short::pn_offset(usize::from(self.session.peer_params.cid_len)) + 4;
         self.mss().saturating_sub(header + crypto::TAG_LEN + Dss::header_len(None, Some(map)))
     }
 
@@ -26,7 +26,7 @@ impl Connection {
     /// the join, the subflow's signals and validation, the connection's addresses, the
     /// closing frames and PING, then the data), and is told what left when it is sealed.
     pub(super) fn build(&mut self, now: Time, i: usize, seg: Option<Seg>, buf: &mut [u8]) -> Option<Transmit> {
-        if self.addrs.nothing_withdrawn() {
+        if self.local.addrs.nothing_withdrawn() {
             // The addresses came back before a pending REMOVE_ADDR left: nothing to withdraw.
             self.subflows[i].drop_carried(FrameSet::REMOVE_ADDR);
         }
@@ -35,7 +35,7 @@ impl Connection {
             Some(p) if seg.is_none() && self.subflows[i].copy().is_none() => self.probe_data(i, p),
             _ => None,
         };
-        let keys = self.keys.as_ref()?;
+        let keys = self.session.keys.as_ref()?;
         let sf = &self.subflows[i];
         let joining = sf.opening();
         let confirm = self.side == Side::Client && self.state == State::Confirm && i == 0;
@@ -52,7 +52,7 @@ impl Connection {
         sf.write_signals(FrameSet::HS_DONE | FrameSet::PRIO, false, remote_key, &mut b);
         sf.val().write(&mut b);
         sf.write_signals(FrameSet::RTO_REQ | FrameSet::RTO_VAL, false, remote_key, &mut b);
-        self.addrs.write(sf.carried(), keys.local_key, remote_key, &mut b);
+        self.local.addrs.write(sf.carried(), keys.local_key, remote_key, &mut b);
         self.tickets.write(sf.carried(), &mut b);
         self.write_reset_token(i, &mut b);
         // A probe (tail loss probe, RTO) carries a PING, which the peer acknowledges at once
@@ -100,7 +100,7 @@ impl Connection {
         if joining {
             let j = Join {
                 version: packet::VERSION_2,
-                token: self.remote_token,
+                token: self.session.remote_token,
                 scid: sf.local_cid(),
                 subflow: sf.id(),
                 pn: pn as u32,
@@ -108,7 +108,7 @@ impl Connection {
             return Some((j.emit(w).ok()?, 0));
         }
         if confirm {
-            let cookie = self.hs.as_ref()?.cookie();
+            let cookie = self.session.hs.as_ref()?.cookie();
             let c = Confirm {
                 version: packet::VERSION_2,
                 dcid: sf.remote_cid()?,
@@ -119,7 +119,7 @@ impl Connection {
             return Some((c.emit(w).ok()?, 0));
         }
         let len = packet::pn_len(pn, sf.rec().largest_acked);
-        Some((Short::emit(sf.remote_cid()?, usize::from(self.peer_params.cid_len), pn, len, w).ok()?, len))
+        Some((Short::emit(sf.remote_cid()?, usize::from(self.session.peer_params.cid_len), pn, len, w).ok()?, len))
     }
 
     /// The data, or the DATA_ACK alone, on subflow `i` (§5.5): the scheduled segment, a probe,
@@ -228,7 +228,7 @@ impl Connection {
     /// the subflow records it for its acknowledgement or loss.
     pub(super) fn on_built(&mut self, now: Time, i: usize, seg: Option<Seg>, len: usize, p: PacketBuilt) {
         let DataWritten { sent: sent_data, data, data_ack, .. } = p.data;
-        if let Some(q) = self.qlog.as_deref_mut() {
+        if let Some(q) = self.out.qlog.as_deref_mut() {
             let dss = SentDss {
                 map: sent_data.map(|d| (self.send.dsn(d.off).0, d.len, d.fin, p.data.idle)),
                 data_ack,
@@ -237,9 +237,9 @@ impl Connection {
             let head = PacketHead { subflow: self.subflows[i].id(), kind: p.kind, pn: p.pn, len };
             q.packet_sent(now, head, p.sent, p.ack_sent, dss);
         }
-        if sent_data.is_some() && self.peer_wait.is_none() {
+        if sent_data.is_some() && self.live.peer_wait.is_none() {
             // The first data sent since the peer had all of ours: we wait for it from now.
-            self.peer_wait = Some(now);
+            self.live.peer_wait = Some(now);
         }
         let sf_bit = 1u64 << (i % 64);
         let sf = &mut self.subflows[i];
@@ -247,7 +247,7 @@ impl Connection {
             sf.on_ack_sent();
         }
         sf.on_frames_sent(p.sent);
-        self.addrs.on_sent(p.sent);
+        self.local.addrs.on_sent(p.sent);
         if p.data.fast_join_data {
             self.send.on_fast_join_sent();
         }
@@ -306,11 +306,11 @@ impl Connection {
     /// A path MTU probe of `size` bytes on subflow `i` (§10): a PING padded to the size. Its
     /// acknowledgement raises the subflow's datagram size; its loss is no congestion signal.
     pub(super) fn build_mtu_probe(&mut self, now: Time, i: usize, size: usize, buf: &mut [u8]) -> Option<Transmit> {
-        let keys = self.keys.as_ref()?;
+        let keys = self.session.keys.as_ref()?;
         let sf = &self.subflows[i];
         let pn = sf.rec().next_pn;
         let pn_len = packet::pn_len(pn, sf.rec().largest_acked);
-        let (cid, cid_len) = (sf.remote_cid()?, usize::from(self.peer_params.cid_len));
+        let (cid, cid_len) = (sf.remote_cid()?, usize::from(self.session.peer_params.cid_len));
         let mut b = PacketBuilder::new(buf.get_mut(..size)?, |w| {
             Some((Short::emit(cid, cid_len, pn, pn_len, w).ok()?, pn_len))
         })?;
@@ -321,7 +321,7 @@ impl Connection {
         b.pad_to_end()?;
         let (hl, pt_len, _) = b.finish()?;
         let len = keys.send.seal_short(sf.id(), pn, buf, hl, pt_len).ok()?;
-        if let Some(q) = self.qlog.as_deref_mut() {
+        if let Some(q) = self.out.qlog.as_deref_mut() {
             let head = PacketHead { subflow: sf.id(), kind: PacketKind::Short, pn, len };
             q.packet_sent(now, head, FrameSet::PING, false, SentDss::default());
         }
@@ -368,7 +368,7 @@ pub(super) struct PacketBuilt {
 impl Connection {
     /// Client, after the INITIAL: an EARLY packet on subflow 0 with the next early bytes.
     pub(super) fn build_early(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
-        let hs = self.hs.as_ref()?;
+        let hs = self.session.hs.as_ref()?;
         let (generation, odcid) = (hs.generation(), hs.odcid());
         hs.early_key()?;
         if self.early.new_generation(generation) {
@@ -401,7 +401,7 @@ impl Connection {
             return None;
         }
         let (hl, pt_len, _) = b.finish()?;
-        let len = self.hs.as_ref()?.early_key()?.seal(0, pn, buf, hl, pt_len).ok()?;
+        let len = self.session.hs.as_ref()?.early_key()?.seal(0, pn, buf, hl, pt_len).ok()?;
         self.early.on_sent(seg.off + take);
         let d = DataRef { off: seg.off, len: take as u32, fin };
         let sent = if flight_start { FrameSet::PING } else { FrameSet::EMPTY };

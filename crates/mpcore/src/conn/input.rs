@@ -42,7 +42,7 @@ impl Connection {
         p: &Packet<'_>,
         dgram: &[u8],
     ) -> Result<(), DropReason> {
-        let hs = self.hs.as_mut().filter(|_| self.state == State::Initial).ok_or(DropReason::Unexpected)?;
+        let hs = self.session.hs.as_mut().filter(|_| self.state == State::Initial).ok_or(DropReason::Unexpected)?;
         hs.on_retry(now, remote, p, dgram, &self.config)?;
         // The token binds the address the RETRY answered: over TCP, the carrier's. The INITIAL
         // with it goes back the same way (§4.11).
@@ -60,7 +60,7 @@ impl Connection {
         p: &Packet<'_>,
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
-        let hs = self.hs.as_mut().filter(|_| self.state == State::Initial).ok_or(DropReason::Unexpected)?;
+        let hs = self.session.hs.as_mut().filter(|_| self.state == State::Initial).ok_or(DropReason::Unexpected)?;
         let agreed = hs.on_handshake(now, remote, p, scratch, &self.config, &mut self.rng)?;
         // An answer on the first path to its only INITIAL times the round trip; one through
         // another path answers a copy sent later (§4.10).
@@ -75,7 +75,7 @@ impl Connection {
         let sf = &mut self.subflows[0];
         sf.on_handshake(agreed.server_cid, rtt_sample, now);
         self.state = State::Confirm;
-        self.last_rx = now;
+        self.live.last_rx = now;
         Ok(())
     }
 
@@ -91,7 +91,7 @@ impl Connection {
         header_len: usize,
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
-        if self.drained {
+        if self.live.drained {
             return Err(DropReason::Unexpected);
         }
         // Any packet for us arms the trim timer (a forged one too: one pending timer at most).
@@ -99,7 +99,7 @@ impl Connection {
         if let Header::Early(e) = header {
             return self.handle_early(now, u64::from(e.pn), header_len, scratch);
         }
-        let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
+        let keys = self.session.keys.as_ref().ok_or(DropReason::Unexpected)?;
         let dgram_len = scratch.len() as u64;
         let (i, pn, hl, is_join) = match header {
             Header::Short(s) => {
@@ -165,7 +165,7 @@ impl Connection {
             }
         }
         sf.count_received(dgram_len);
-        self.last_rx = now;
+        self.live.last_rx = now;
         // A CONFIRM under the 1-RTT keys proves the address of a connection made at its 0-RTT
         // INITIAL (§4.9): only who got our HANDSHAKE there could send it.
         let proves = matches!(header, Header::Confirm(_)) && !sf.val().validated && sf.remote() == remote;
@@ -173,11 +173,11 @@ impl Connection {
             self.on_address_proven();
         }
         // The peer is there: the application's probe is answered.
-        if self.probe.take().is_some() && !self.awaits_peer() {
-            self.peer_wait = None;
+        if self.live.probe.take().is_some() && !self.awaits_peer() {
+            self.live.peer_wait = None;
         }
         let sf = &mut self.subflows[i];
-        if let Some(q) = self.qlog.as_deref_mut() {
+        if let Some(q) = self.out.qlog.as_deref_mut() {
             let kind = match header {
                 Header::Confirm(_) => PacketKind::Confirm,
                 Header::Join(_) => PacketKind::Join,
@@ -196,7 +196,7 @@ impl Connection {
         }
         if self.side == Side::Client && self.state == State::Confirm && matches!(header, Header::Short(_)) {
             self.state = State::Established;
-            self.hs = None;
+            self.session.hs = None;
             self.emit(now, Event::Connected);
             self.emit(now, Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path(), backup: false });
         }
@@ -262,8 +262,8 @@ impl Connection {
     pub(super) fn after_receive(&mut self, now: Time) {
         self.settle_early();
         self.tune_window(now);
-        if self.state == State::Established && !self.pm_ran && self.side == Side::Client {
-            self.pm_ran = true;
+        if self.state == State::Established && !self.local.pm_ran && self.side == Side::Client {
+            self.local.pm_ran = true;
             // The first path first: with MP_JOIN (§4.10), before a path manager that joins
             // every path opens it with FAST_JOIN.
             self.join_first_path(now);
@@ -290,7 +290,7 @@ impl Connection {
         match f {
             Frame::NewTicket(t) => {
                 // A server ignores one; a short packet has keys.
-                let Some(keys) = self.keys.as_ref().filter(|_| self.side == Side::Client) else { return };
+                let Some(keys) = self.session.keys.as_ref().filter(|_| self.side == Side::Client) else { return };
                 if self.tickets.on_new_ticket(now, &t, &keys.resumption, keys.send.suite().id()) {
                     self.emit(now, Event::TicketReceived);
                 }
@@ -306,15 +306,15 @@ impl Connection {
             Frame::AddAddr(a) => {
                 // An address of the other family lets paths of that family join (fullmesh and
                 // backup open them now; multimob and ondemand when they fail over).
-                let family = self.peer_addr.is_ipv6() != a.ip.is_ipv6();
+                let family = self.session.peer_addr.is_ipv6() != a.ip.is_ipv6();
                 if self.on_add_addr(now, i, a) && family && self.rejoins_silent_paths() {
-                    self.pm_ran = false;
+                    self.local.pm_ran = false;
                 }
             }
             Frame::RemoveAddr(ids) => self.on_remove_addr(now, ids),
             Frame::MpPrio { backup } => self.subflows[i].on_peer_prio(backup),
             Frame::FastClose { key, .. } => {
-                if self.keys.as_ref().is_some_and(|k| k.local_key == key) {
+                if self.session.keys.as_ref().is_some_and(|k| k.local_key == key) {
                     self.enter_closed(now, CloseReason::PeerAborted);
                     self.set_drained();
                 } else {
@@ -402,7 +402,7 @@ impl Connection {
         if a.advanced {
             self.counters.bytes_acked += a.bytes;
             // The peer took some: what still awaits it waits from now.
-            self.peer_wait = self.awaits_peer().then_some(now);
+            self.live.peer_wait = self.awaits_peer().then_some(now);
             self.subflows[i].on_original_data(now);
             let rto = self.peer_rto();
             self.multimob.idle_timer.on_data_ack(now, rto);
@@ -481,7 +481,7 @@ impl Connection {
             return;
         }
         if let Some(odcid) = self.early.settle() {
-            self.endpoint_events.push_back(EndpointEvent::RetireCid(odcid));
+            self.out.endpoint(EndpointEvent::RetireCid(odcid));
         }
     }
 
@@ -527,7 +527,7 @@ impl Connection {
         }
         sf.count_received(len);
         sf.ack_now();
-        self.last_rx = now;
+        self.live.last_rx = now;
         for f in frames.iter() {
             if let Frame::Dss(d) = f {
                 if let Some((rel, data)) = d.mapping_near(0) {

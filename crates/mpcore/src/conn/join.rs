@@ -39,7 +39,7 @@ impl Connection {
         remote: SocketAddr,
         backup: bool,
     ) -> Option<usize> {
-        if self.state != State::Established || self.keys.is_none() {
+        if self.state != State::Established || self.session.keys.is_none() {
             return None;
         }
         if self.subflows.open_count() >= self.max_subflows() || self.subflows.records() >= MAX_SLOTS {
@@ -55,7 +55,7 @@ impl Connection {
         sf.start_join(self.rng.u32(), self.fast_join_negotiated(), backup);
         sf.set_carrier(carrier);
         let slot = self.subflows.insert(sf)?;
-        self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
+        self.out.endpoint(EndpointEvent::NewCid(cid));
         if carrier == Carrier::Udp {
             self.on_udp_join_opened(now, slot, path);
         }
@@ -79,7 +79,7 @@ impl Connection {
         let p = usize::from(path.0);
         if !self.rejoins_silent_paths()
             || self.is_closed()
-            || self.path_down.get(p).is_none_or(|&d| d)
+            || self.local.is_down(path)
             || self.subflows.iter().any(|s| s.local_path() == path && s.is_open())
         {
             return;
@@ -92,11 +92,11 @@ impl Connection {
 
     /// Both ends offered FAST_JOIN (MultiMob), so our joins are fast ones.
     pub(super) fn fast_join_negotiated(&self) -> bool {
-        self.config.fast_join && self.peer_params.fast_join
+        self.config.fast_join && self.session.peer_params.fast_join
     }
 
     pub(super) fn max_subflows(&self) -> usize {
-        self.config.max_subflows.min(self.peer_params.max_subflows.max(1) as usize)
+        self.config.max_subflows.min(self.session.peer_params.max_subflows.max(1) as usize)
     }
 
     /// A JOIN naming a subflow number not seen before (§3.1, §5.6).
@@ -124,7 +124,7 @@ impl Connection {
             return Err(DropReason::Refused);
         }
         let len = scratch.len() as u64;
-        let keys = self.keys.as_ref().ok_or(DropReason::Unexpected)?;
+        let keys = self.session.keys.as_ref().ok_or(DropReason::Unexpected)?;
         let plain = keys.recv.open(j.subflow, u64::from(j.pn), scratch, header_len);
         let plain = plain.map_err(|_| DropReason::DecryptFailed)?;
         // A new subflow has sent nothing: an ACK in its JOIN is a violation. A later packet
@@ -137,7 +137,7 @@ impl Connection {
             return Err(DropReason::Unexpected);
         }
         let mut frames = list.iter();
-        let local_token = self.local_token.unwrap_or_default();
+        let local_token = self.session.local_token.unwrap_or_default();
         // What the first frame asks for: (backup, address id, how, the data to deliver, R-A).
         let (backup, addr_id, join, data, nonce) = match frames.next() {
             Some(Frame::MpJoin(mj)) => (mj.backup, mj.addr_id, JoinKind::Regular, None, mj.nonce),
@@ -179,9 +179,9 @@ impl Connection {
         sf.accept_join(now, join, nonce, nonce_local);
         let id = sf.id();
         let i = self.subflows.insert(sf).ok_or(DropReason::Refused)?;
-        self.endpoint_events.push_back(EndpointEvent::NewCid(cid));
-        self.last_rx = now;
-        if let Some(q) = self.qlog.as_deref_mut() {
+        self.out.endpoint(EndpointEvent::NewCid(cid));
+        self.live.last_rx = now;
+        if let Some(q) = self.out.qlog.as_deref_mut() {
             let head = PacketHead { subflow: id, kind: PacketKind::Join, pn: u64::from(j.pn), len: len as usize };
             q.packet_received(now, head, &list, self.recv.edsn().0);
         }
@@ -229,7 +229,7 @@ impl Connection {
     }
 
     pub(super) fn on_synack(&mut self, now: Time, i: usize, sa: &MpJoinSynAck) {
-        let Some(keys) = self.keys.as_ref() else { return };
+        let Some(keys) = self.session.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
         if sf.state() != SubflowState::JoinSent || !sf.local_opener() {
             return;
@@ -247,12 +247,12 @@ impl Connection {
 
     /// FAST_JOIN_REPLY (§5.11): our fast join is accepted; the subflow is established.
     pub(super) fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply) {
-        let Some(keys) = self.keys.as_ref() else { return };
+        let Some(keys) = self.session.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
         if sf.state() != SubflowState::JoinSent || sf.join().kind != JoinKind::FastInitiator {
             return; // a repeat, or not ours to receive
         }
-        if !fastjoin::verify_reply(&keys.fast(), self.remote_token, r) {
+        if !fastjoin::verify_reply(&keys.fast(), self.session.remote_token, r) {
             sf.answer_to(Cid(r.cid));
             self.reject(DropReason::BadHmac);
             self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
@@ -265,7 +265,7 @@ impl Connection {
     }
 
     pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20]) {
-        let Some(keys) = self.keys.as_ref() else { return };
+        let Some(keys) = self.session.keys.as_ref() else { return };
         let sf = &mut self.subflows[i];
         if sf.state() != SubflowState::JoinReceived {
             return;
@@ -305,7 +305,7 @@ impl Connection {
             match seg {
                 Some(s) if first && take > 0 => {
                     let dsn = self.send.dsn(s.off).0;
-                    let mut hmac = keys.fast().sign(fastjoin::Kind::Out, dsn, self.remote_token);
+                    let mut hmac = keys.fast().sign(fastjoin::Kind::Out, dsn, self.session.remote_token);
                     hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
                     let (backup, addr_id) = (sf.backup(), sf.local_addr_id());
                     let w = b.writer();
@@ -323,7 +323,7 @@ impl Connection {
                 }
                 _ => {
                     let data_ack = self.recv.edsn().0;
-                    let mut hmac = keys.fast().sign(fastjoin::Kind::In, data_ack, self.remote_token);
+                    let mut hmac = keys.fast().sign(fastjoin::Kind::In, data_ack, self.session.remote_token);
                     hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
                     let f = Frame::FastJoinIn(FastJoinIn {
                         backup: sf.backup(),
@@ -351,7 +351,7 @@ impl Connection {
                 JoinKind::FastIn => ReplyValue::Dsn(self.send.dsn(self.send.una()).0),
                 _ => ReplyValue::DataAck(self.recv.edsn().0),
             };
-            let token = self.local_token.unwrap_or_default();
+            let token = self.session.local_token.unwrap_or_default();
             let r = fastjoin::reply(&keys.fast(), token, sf.backup(), sf.local_addr_id(), value, sf.local_cid().0);
             b.control(FrameSet::FJ_REPLY, Frame::FastJoinReply(r));
         }

@@ -14,8 +14,11 @@ mod early;
 mod events;
 mod input;
 mod join;
+mod liveness;
+mod local_paths;
 mod multimob;
 mod multimob_state;
+mod outbox;
 mod packet_builder;
 mod paths;
 pub(crate) mod qlog;
@@ -25,6 +28,7 @@ mod reset;
 mod sched;
 mod send;
 mod send_buf;
+mod session;
 mod spread;
 mod subflow;
 mod tickets;
@@ -32,20 +36,22 @@ mod timer_table;
 mod timers;
 
 use crate::config::Config;
-use crate::crypto::{self, PacketKey};
+use crate::crypto;
 use crate::drops::DropReason;
 use crate::handshake;
 use crate::rng::Rng;
 use crate::wire::{Cid, TransportParams};
-use crate::{LocalPath, PathId, PathSet, Time};
-use addresses::Addresses;
+use crate::{LocalPath, PathId, Time};
 use cc::Cc;
 use dsn::Dsn;
+use liveness::Liveness;
+use local_paths::LocalPaths;
 use multimob_state::MultiMob;
+use outbox::Outbox;
 use recv::RecvSide;
 use scheduler::{AnyScheduler, SubflowInfo};
 use send::SendSide;
-use std::collections::VecDeque;
+use session::{Keys, Session};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use subflow::recovery::Rtt;
@@ -73,91 +79,47 @@ enum State {
     Closed(CloseReason),
 }
 
-struct Keys {
-    send: PacketKey,
-    recv: PacketKey,
-    local_key: u64,
-    remote_key: u64,
-    /// The resumption secret (a client derives its tickets' PSKs from it).
-    resumption: [u8; 32],
-}
-
-impl Keys {
-    /// The fast-join HMAC keys, made when a join needs them: joins are rare, and an idle
-    /// connection does not keep two HMAC states (352 bytes, issue 52).
-    fn fast(&self) -> fastjoin::Keys {
-        fastjoin::Keys::new(self.local_key, self.remote_key)
-    }
-}
-
 /// One multipath connection: its subflows, stream, keys and timers (sans-IO: every call carries `now`).
 pub struct Connection {
     side: Side,
     state: State,
     /// Shared with the endpoint and its other connections.
     config: Arc<Config>,
-    paths: Vec<LocalPath>,
-    /// Client: the first handshake, until the server's first short packet.
-    hs: Option<Box<handshake::Client>>,
-    keys: Option<Keys>,
-    local_token: Option<u32>,
-    remote_token: u32,
-    /// The address the connection was opened to (the client's view of the server): where
-    /// the client's joins go.
-    peer_addr: SocketAddr,
-    peer_params: TransportParams,
+    /// What the first handshake agreed: keys, tokens, the peer's parameters and address.
+    session: Session,
     subflows: SubflowTable,
+    /// Subflows this side opened so far (their numbers count from it).
     opened: u32,
     send: SendSide,
     recv: RecvSide,
-    sched: AnyScheduler,
-    infos: Vec<SubflowInfo>,
-    events: VecDeque<Event>,
-    /// What the endpoint must do for us (routes, token, oracle, counters, forgetting us).
-    endpoint_events: VecDeque<EndpointEvent>,
+    sched: Scheduling,
+    /// The application's and the endpoint's events, and the event log.
+    out: Outbox,
     rng: Rng,
-    rr: usize,
-    last_rx: Time,
-    drain_until: Option<Time>,
     counters: ConnCounters,
-    /// Ours and the peer's, announced and withdrawn.
-    addrs: Addresses,
+    /// When the peer was heard, what awaits it, the drain and the trim timer.
+    live: Liveness,
+    /// The local paths: their addresses, ids, interfaces up or down, sockets full or not.
+    local: LocalPaths,
     /// Tests only: raw frames for the next packet (see [`Connection::inject_frames`]).
     injected: Vec<u8>,
-    fastclose: bool,
     /// `multimob`: the receive idle timer and the fail-back hold.
     multimob: MultiMob,
-    pm_ran: bool,
-    drained: bool,
-    /// Since when our data has awaited the peer's acknowledgement (the peer timeout counts
-    /// from this or the last packet heard, whichever is later).
-    peer_wait: Option<Time>,
-    /// Since when the application's probe of the peer (`probe_peer`) awaits an answer.
-    probe: Option<Time>,
-    /// Per local path: its interface is down (the driver said so with `path_down`).
-    path_down: Vec<bool>,
-    /// Per local path: `path_down` closed a subflow there, so `path_up` opens one again.
-    reopen: Vec<bool>,
-    /// Per local path: the address id its address has (RFC 8684 §3.4.1; see `paths`).
-    addr_ids: Vec<u8>,
-    /// The address id the next address added gets (`path_added`).
-    next_addr_id: u8,
-    /// When to look whether the connection's buffers can be given back (`trim`), armed by
-    /// the first datagram sent or received after the last look.
-    trim_at: Option<Time>,
-    /// Local paths whose socket is full (the endpoint's, given with each poll,
-    /// `poll_transmit_with`): nothing is written for them.
-    unwritable: PathSet,
-    /// The first unwritable path a poll held back a datagram for (returned by the poll).
-    held_back: Option<PathId>,
-    /// The event log, when `Config::qlog` is on (`qlog`).
-    qlog: Option<Box<qlog::Qlog>>,
     /// The resumption ticket to send (server) or received (client).
     tickets: tickets::Tickets,
     /// 0-RTT data: what the client may send early, what the server took.
     early: early::Early,
     /// Client: the first handshake's INITIAL on the other paths (§4.10).
     spread: spread::Spread,
+}
+
+/// The scheduler and what it is given to choose from.
+struct Scheduling {
+    algo: AnyScheduler,
+    /// The subflows as the scheduler sees them, rebuilt for each pick (kept for its room).
+    infos: Vec<SubflowInfo>,
+    /// Where the round of subflows owed a packet starts next (`transmit`).
+    rr: usize,
 }
 
 impl std::fmt::Debug for Connection {
@@ -186,45 +148,22 @@ impl Connection {
             side,
             state: State::Initial,
             config: config.clone(),
-            paths: paths.to_vec(),
-            hs: None,
-            keys: None,
-            local_token: None,
-            remote_token: 0,
-            peer_addr,
-            peer_params: TransportParams::default(),
+            session: Session::new(peer_addr),
             subflows: SubflowTable::default(),
             opened: 0,
             send: SendSide::new(config.send_buffer),
             recv: RecvSide::new(config.recv_window, config.max_recv_window),
-            sched,
-            infos: Vec::new(),
-            events: VecDeque::new(),
-            endpoint_events: VecDeque::new(),
+            sched: Scheduling { algo: sched, infos: Vec::new(), rr: 0 },
+            out: Outbox::new(config.qlog.then(|| Box::new(qlog::Qlog::new(now, side)))),
             rng,
-            rr: 0,
-            last_rx: now,
-            drain_until: None,
             counters: ConnCounters::default(),
-            addrs: Addresses::default(),
+            live: Liveness::new(now),
+            local: LocalPaths::new(paths, initial_path),
             injected: Vec::new(),
-            fastclose: false,
             multimob: MultiMob::default(),
-            pm_ran: false,
-            drained: false,
-            peer_wait: None,
-            probe: None,
-            path_down: vec![false; paths.len()],
-            reopen: vec![false; paths.len()],
-            addr_ids: (0..paths.len()).map(|p| addresses::initial_addr_id(PathId(p as u8), initial_path)).collect(),
-            next_addr_id: paths.len().clamp(1, 255) as u8,
-            trim_at: None,
-            unwritable: PathSet::default(),
-            held_back: None,
             tickets: tickets::Tickets::default(),
             early: early::Early::default(),
             spread: spread::Spread::default(),
-            qlog: config.qlog.then(|| Box::new(qlog::Qlog::new(now, side))),
         }
     }
 
@@ -258,13 +197,13 @@ impl Connection {
             Side::Client => id & 0x8000_0000 == 0,
             Side::Server => id & 0x8000_0000 != 0,
         };
-        let backup = self.paths.get(usize::from(path.0)).is_some_and(|p| p.backup);
+        let backup = self.local.get(path).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
-        sf.set_up(self.addr_id(path), self.mss(), now);
+        sf.set_up(self.local.addr_id(path), self.mss(), now);
         if self.side == Side::Server && self.config.fleet.is_some() && state != SubflowState::Closed {
             sf.send_reset_token();
         }
-        if self.qlog.is_some() {
+        if self.out.qlog.is_some() {
             sf.log_losses();
         }
         sf
@@ -289,8 +228,8 @@ impl Connection {
         sf.opened_by_client();
         c.subflows.insert(sf);
         c.opened = 1;
-        c.endpoint_events.push_back(EndpointEvent::NewCid(local_cid));
-        c.hs = Some(Box::new(hs));
+        c.out.endpoint(EndpointEvent::NewCid(local_cid));
+        c.session.hs = Some(Box::new(hs));
         Ok(c)
     }
 
@@ -316,10 +255,10 @@ impl Connection {
         sf.set_carrier(carrier);
         sf.accept_handshake(client_cid, now);
         c.subflows.insert(sf);
-        c.endpoint_events.push_back(EndpointEvent::NewCid(server_cid));
+        c.out.endpoint(EndpointEvent::NewCid(server_cid));
         c.state = State::Established;
         c.emit(now, Event::Connected);
-        if let Some(q) = c.qlog.as_deref_mut() {
+        if let Some(q) = c.out.qlog.as_deref_mut() {
             // The application hears of the connection only; the log has its first subflow too.
             q.event(now, &Event::SubflowEstablished { id: 0, path, backup: false });
         }
@@ -339,17 +278,17 @@ impl Connection {
             true => (send.in_clear(), recv.in_clear()),
             false => (send, recv),
         };
-        self.keys = Some(Keys { send, recv, local_key, remote_key, resumption: s.resumption });
+        self.session.keys = Some(Keys { send, recv, local_key, remote_key, resumption: s.resumption });
         let token = if self.config.faults().same_token { 0 } else { crypto::token(local_key) };
-        self.local_token = Some(token);
-        self.endpoint_events.push_back(EndpointEvent::Token(token));
-        self.remote_token = crypto::token(remote_key);
+        self.session.local_token = Some(token);
+        self.out.endpoint(EndpointEvent::Token(token));
+        self.session.remote_token = crypto::token(remote_key);
         self.send.set_start(Dsn(crypto::idsn(local_key)).add(1));
         self.recv.set_start(Dsn(crypto::idsn(remote_key)).add(1));
     }
 
     fn set_peer_params(&mut self, p: TransportParams) {
-        self.peer_params = p;
+        self.session.peer_params = p;
         self.send.set_peer_window(p.initial_window);
         let mss = self.mss();
         for sf in self.subflows.iter_mut() {
@@ -359,7 +298,7 @@ impl Connection {
 
     /// The largest datagram either side allows: the path MTU search's ceiling.
     fn mss(&self) -> usize {
-        self.config.max_datagram_size.min(self.peer_params.max_datagram_size as usize)
+        self.config.max_datagram_size.min(self.session.peer_params.max_datagram_size as usize)
     }
 
     /// The largest datagram to send on subflow `i`: what its path is known to carry.
@@ -392,12 +331,12 @@ impl Connection {
 
     /// True once the connection may be forgotten (closed and drained).
     pub fn is_drained(&self) -> bool {
-        self.drained
+        self.live.drained
     }
 
     /// The token that names it to this endpoint (§4.3), once known.
     pub fn local_token(&self) -> Option<u32> {
-        self.local_token
+        self.session.local_token
     }
 
     /// The MP_IDLE state of the last in-order data received (MultiMob §III-B).
@@ -407,60 +346,48 @@ impl Connection {
 
     /// The next event for the application.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.out.events.pop_front()
     }
 
     /// The next thing the endpoint must do for this connection.
     pub(crate) fn poll_endpoint_event(&mut self) -> Option<EndpointEvent> {
-        self.endpoint_events.pop_front()
+        self.out.endpoint_events.pop_front()
     }
 
     /// A frame was rejected (the rest of its packet is processed): the endpoint counts it.
     fn reject(&mut self, r: DropReason) {
-        self.endpoint_events.push_back(EndpointEvent::Rejected(r));
+        self.out.reject(r);
     }
 
     /// Nothing more to do: the endpoint may forget the connection.
     fn set_drained(&mut self) {
-        if !self.drained {
-            self.drained = true;
-            self.endpoint_events.push_back(EndpointEvent::Drained);
+        if self.live.drain() {
+            self.out.endpoint(EndpointEvent::Drained);
         }
     }
 
-    /// Queues an event for the application and logs it (`tracing`, target `mpcore`).
+    /// Queues an event for the application and logs it (see [`Outbox::emit`]).
     fn emit(&mut self, now: Time, e: Event) {
-        if let Some(q) = self.qlog.as_deref_mut() {
-            q.event(now, &e);
-        }
-        // One `Readable` stands for any number of packets that arrived since the application
-        // last looked: the queue does not grow with the packet rate.
-        if e == Event::Readable && self.events.back() == Some(&Event::Readable) {
-            return;
-        }
-        if e != Event::Readable {
-            tracing::debug!(side = ?self.side, event = ?e, "connection event");
-        }
-        self.events.push_back(e);
+        self.out.emit(now, self.side, e);
     }
 
     /// Appends the event log's records since the last call to `out` (JSON-SEQ, PROTOCOL.md
     /// §13; the first call gives the header record too). Nothing when `Config::qlog` is off.
     pub fn take_qlog(&mut self, out: &mut Vec<u8>) {
         self.qlog_losses();
-        if let Some(q) = self.qlog.as_deref_mut() {
+        if let Some(q) = self.out.qlog.as_deref_mut() {
             q.take(out);
         }
     }
 
     /// Events the log dropped because it was not taken (more than 16 MiB pending).
     pub fn qlog_dropped(&self) -> u64 {
-        self.qlog.as_ref().map_or(0, |q| q.dropped())
+        self.out.qlog.as_ref().map_or(0, |q| q.dropped())
     }
 
     /// The subflows' packets declared lost since the last look, into the log.
     fn qlog_losses(&mut self) {
-        let Some(q) = self.qlog.as_deref_mut() else { return };
+        let Some(q) = self.out.qlog.as_deref_mut() else { return };
         for sf in self.subflows.iter_mut() {
             let id = sf.id();
             sf.take_losses(|now, pn, trigger| q.packet_lost(now, id, pn, trigger));
@@ -469,7 +396,7 @@ impl Connection {
 
     /// Subflow `i`'s recovery metrics, into the log if one changed.
     fn qlog_metrics(&mut self, now: Time, i: usize) {
-        let Some(q) = self.qlog.as_deref_mut() else { return };
+        let Some(q) = self.out.qlog.as_deref_mut() else { return };
         let sf = &self.subflows[i];
         let r = sf.rec();
         let m = qlog::Metrics {
@@ -611,8 +538,8 @@ impl Connection {
         if self.is_closed() {
             return;
         }
-        if self.keys.is_some() {
-            self.fastclose = true;
+        if self.session.keys.is_some() {
+            self.live.fastclose = true;
             for sf in self.subflows.iter_mut().filter(|s| s.is_open() && s.remote_cid().is_some()) {
                 sf.send_fast_close();
             }
@@ -632,7 +559,7 @@ impl Connection {
         }
         self.state = State::Closed(reason);
         let rto = self.subflows.iter().map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.initial_rto);
-        self.drain_until = Some(now + 3 * rto);
+        self.live.drain_until = Some(now + 3 * rto);
         self.emit(now, Event::Closed { reason });
     }
 
@@ -688,7 +615,7 @@ impl Connection {
 
     /// The address the connection was opened to: the client's view of its server.
     pub fn server_addr(&self) -> SocketAddr {
-        self.peer_addr
+        self.session.peer_addr
     }
 
     /// A snapshot of the connection and its subflows.
@@ -702,7 +629,7 @@ impl Connection {
             },
             counters: self.counters,
             subflows: self.subflows.stats(Subflow::stats),
-            scheduler: self.sched.name().to_string(),
+            scheduler: self.sched.algo.name().to_string(),
             resumed: self.tickets.resumed(),
             early_bytes: self.early_data(),
             recv_window: self.recv.size(),
@@ -714,22 +641,17 @@ impl Connection {
     pub fn memory(&self) -> Memory {
         use std::mem::size_of;
         let cap = |n: usize, each: usize| n * each;
-        let hs = self.hs.as_ref().map_or(0, |h| size_of::<handshake::Client>() + h.heap_bytes());
         Memory {
             connection: size_of::<Connection>(),
-            keys: if self.keys.is_some() { size_of::<Keys>() } else { 0 },
+            keys: if self.session.keys.is_some() { size_of::<Keys>() } else { 0 },
             subflows: self.subflows.heap_bytes(),
             buffers: self.buffer_bytes(),
-            scheduler: cap(self.infos.capacity(), size_of::<SubflowInfo>()),
-            qlog: self.qlog.as_ref().map_or(0, |q| q.heap_bytes()),
-            other: cap(self.paths.capacity(), size_of::<LocalPath>())
-                + self.path_down.capacity()
-                + self.reopen.capacity()
-                + self.addr_ids.capacity()
-                + cap(self.events.capacity(), size_of::<Event>())
-                + cap(self.endpoint_events.capacity(), size_of::<EndpointEvent>())
+            scheduler: cap(self.sched.infos.capacity(), size_of::<SubflowInfo>()),
+            qlog: self.out.qlog.as_ref().map_or(0, |q| q.heap_bytes()),
+            other: self.local.heap_bytes()
+                + self.out.heap_bytes()
                 + self.injected.capacity()
-                + hs,
+                + self.session.heap_bytes(),
         }
     }
 }

@@ -138,7 +138,7 @@ impl Connection {
 
     /// The local path of a netpath.
     fn netpath_path(&self, np: &oracle::Netpath) -> Option<PathId> {
-        self.paths.get(usize::from(np.iface)).map(|_| PathId(np.iface))
+        self.local.paths.get(usize::from(np.iface)).map(|_| PathId(np.iface))
     }
 
     /// The local path of subflow `id`, if it is one of ours.
@@ -149,7 +149,7 @@ impl Connection {
     /// The netpath of subflow `i`: (local address, remote address, local path).
     pub(super) fn netpath(&self, i: usize) -> Option<oracle::Netpath> {
         let sf = self.subflows.get(i)?;
-        let lp = self.paths.get(usize::from(sf.local_path().0))?;
+        let lp = self.local.paths.get(usize::from(sf.local_path().0))?;
         let tcp = sf.carrier() == crate::Carrier::Tcp;
         Some(oracle::Netpath { src: lp.addr.ip(), dst: sf.remote().ip(), iface: sf.local_path().0, tcp })
     }
@@ -236,7 +236,7 @@ impl Connection {
         }
         if let Some(netpath) = self.netpath(i) {
             let since = now.saturating_sub(self.subflows[i].silent_for(now));
-            self.endpoint_events.push_back(EndpointEvent::NetpathFailed { netpath, since });
+            self.out.endpoint(EndpointEvent::NetpathFailed { netpath, since });
         }
         let id = self.subflows[i].id();
         self.fail_over(now, true, |_, s| s.id() == id);

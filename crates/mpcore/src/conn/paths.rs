@@ -13,11 +13,6 @@ use crate::{crypto, Carrier, LocalPath, PathId, PathSet, Time, Transmit};
 use std::net::SocketAddr;
 
 impl Connection {
-    /// The address id of local path `path`'s current address.
-    pub(super) fn addr_id(&self, path: PathId) -> u8 {
-        self.addr_ids.get(usize::from(path.0)).copied().unwrap_or(path.0)
-    }
-
     /// Local path `path` has a new address, `lp` (a new interface, or a new address on one):
     /// the endpoint reused a removed path's slot or added one. The address gets an address
     /// id no live address of the connection has, never one just withdrawn (a REMOVE_ADDR
@@ -27,19 +22,9 @@ impl Connection {
     /// a network whose address replaces the lost one).
     pub fn path_added(&mut self, now: Time, path: PathId, lp: LocalPath) {
         let p = usize::from(path.0);
-        if p > self.paths.len() || p > 254 {
+        if !self.local.readdress(p, lp) {
             return;
         }
-        if p == self.paths.len() {
-            self.paths.push(lp);
-            self.path_down.push(false);
-            self.reopen.push(false);
-            self.addr_ids.push(0);
-        }
-        self.paths[p] = lp;
-        self.path_down[p] = false;
-        self.reopen[p] = false;
-        self.addr_ids[p] = self.fresh_addr_id(p);
         if self.side != Side::Client || self.state != State::Established || self.is_closed() {
             return;
         }
@@ -57,20 +42,6 @@ impl Connection {
         tracing::debug!(side = ?self.side, path = p, addr = %lp.addr, "local path added");
     }
 
-    /// An address id for path slot `p` that no other path uses and no pending REMOVE_ADDR
-    /// names; ids cycle through 1..=255 (0 is the initial address's).
-    fn fresh_addr_id(&mut self, p: usize) -> u8 {
-        for _ in 0..255 {
-            let id = self.next_addr_id.max(1);
-            self.next_addr_id = id.checked_add(1).unwrap_or(1);
-            let taken = self.addr_ids.iter().enumerate().any(|(k, &a)| k != p && a == id) || self.addrs.uses_id(id);
-            if !taken {
-                return id;
-            }
-        }
-        self.addr_ids[p]
-    }
-
     /// Local path `path`'s address is gone for good (the interface went away, or lost this
     /// address): unlike `path_down`, its subflows are closed even where nothing else could
     /// carry the connection, and nothing reopens them there. A client first joins from a path
@@ -79,11 +50,11 @@ impl Connection {
     /// The peer is told with SUBFLOW_RESETs (if they still get out) and a REMOVE_ADDR.
     pub fn path_removed(&mut self, now: Time, path: PathId) {
         let p = usize::from(path.0);
-        if p >= self.paths.len() {
+        if p >= self.local.paths.len() {
             return;
         }
-        self.path_down[p] = true;
-        self.reopen[p] = false;
+        self.local.path_down[p] = true;
+        self.local.reopen[p] = false;
         if self.is_closed() {
             return;
         }
@@ -95,16 +66,16 @@ impl Connection {
             let regular_elsewhere =
                 self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup() && s.local_path() != path);
             if !regular_elsewhere {
-                let kind = self.paths[p].iface;
-                let same_kind = (0..self.paths.len()).find(|&k| {
+                let kind = self.local.paths[p].iface;
+                let same_kind = (0..self.local.paths.len()).find(|&k| {
                     k != p
-                        && !self.path_down[k]
-                        && self.paths[k].iface == kind
+                        && !self.local.path_down[k]
+                        && self.local.paths[k].iface == kind
                         && !self.subflows.iter().any(|s| s.local_path().0 == k as u8 && s.is_open())
                 });
                 match same_kind {
                     Some(k) => {
-                        let backup = self.paths[k].backup;
+                        let backup = self.local.paths[k].backup;
                         if let Some(remote) = self.remote_for(PathId(k as u8)) {
                             self.open(now, PathId(k as u8), remote, backup);
                         }
@@ -124,9 +95,9 @@ impl Connection {
 
     /// Announces a local path's address to the peer (ADD_ADDR).
     pub fn announce_address(&mut self, path: PathId) -> bool {
-        let Some(lp) = self.paths.get(usize::from(path.0)) else { return false };
-        let id = self.addr_id(path);
-        if !self.addrs.announce(id, lp.addr) {
+        let Some(lp) = self.local.paths.get(usize::from(path.0)) else { return false };
+        let id = self.local.addr_id(path);
+        if !self.local.addrs.announce(id, lp.addr) {
             return false;
         }
         self.pend_on_any(FrameSet::ADD_ADDR);
@@ -147,22 +118,14 @@ impl Connection {
     /// Queues a REMOVE_ADDR for `path`'s address (once; it goes on another subflow; see
     /// [`Addresses::withdraw`]).
     fn withdraw(&mut self, path: PathId) {
-        let id = self.addr_id(path);
-        self.addrs.withdraw(id);
+        let id = self.local.addr_id(path);
+        self.local.addrs.withdraw(id);
         self.pend_on_any(FrameSet::REMOVE_ADDR);
     }
 
-    /// Where a join from local path `path` goes: the address the connection started on if the
-    /// path is of its family (or a dual-stack socket on `[::]`), else the last address of the
-    /// path's family the server announced (an IPv6-only cellular path joins the server's IPv6
-    /// address); `None` while there is none.
+    /// Where a join from local path `path` goes (see [`super::local_paths::LocalPaths::remote_for`]).
     pub(super) fn remote_for(&self, path: PathId) -> Option<SocketAddr> {
-        let local = self.paths.get(usize::from(path.0))?.addr;
-        let reaches = |r: &SocketAddr| r.is_ipv6() == local.is_ipv6() || local.ip().is_unspecified() && local.is_ipv6();
-        if reaches(&self.peer_addr) {
-            return Some(self.peer_addr);
-        }
-        self.addrs.remote().iter().rev().map(|r| r.1).find(|r| reaches(r) && !r.ip().is_unspecified())
+        self.local.remote_for(path, self.session.peer_addr)
     }
 
     /// A server announces the addresses its configuration names ([`Config::announce`]), with
@@ -173,14 +136,14 @@ impl Connection {
         }
         for (k, &a) in self.config.announce.iter().enumerate().take(64) {
             let id = 0x80 | k as u8;
-            self.addrs.announce(id, a);
+            self.local.addrs.announce(id, a);
         }
         self.pend_on_any(FrameSet::ADD_ADDR);
     }
 
     /// The addresses the peer announced.
     pub fn remote_addresses(&self) -> &[(u8, SocketAddr)] {
-        self.addrs.remote()
+        self.local.addrs.remote()
     }
 
     /// The peer's address: that of its first open subflow (the one the connection started
@@ -205,7 +168,7 @@ impl Connection {
         let pick = slot(&|s| s.established() && !s.pf() && !s.backup()).or_else(|| slot(&|s| s.established()));
         match pick {
             Some(i) => self.subflows[i].carry(frames),
-            None => self.addrs.orphan(frames),
+            None => self.local.addrs.orphan(frames),
         }
     }
 
@@ -246,13 +209,13 @@ impl Connection {
         if self.side != Side::Client || self.is_closed() {
             return;
         }
-        for p in 0..self.paths.len() {
+        for p in 0..self.local.paths.len() {
             let path = PathId(p as u8);
-            if self.path_down[p] || self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
+            if self.local.path_down[p] || self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
                 continue;
             }
             let Some(remote) = self.remote_for(path) else { continue };
-            let backup = backup_all || self.paths[p].backup;
+            let backup = backup_all || self.local.paths[p].backup;
             if let Some(i) = self.open(now, path, remote, backup) {
                 if failover {
                     self.subflows[i].mark_failover();
@@ -263,8 +226,9 @@ impl Connection {
 
     /// A local path has no open subflow: a failover could open one.
     pub(super) fn has_unused_path(&self) -> bool {
-        (0..self.paths.len())
-            .any(|p| !self.path_down[p] && !self.subflows.iter().any(|s| s.local_path().0 == p as u8 && s.is_open()))
+        (0..self.local.paths.len()).any(|p| {
+            !self.local.path_down[p] && !self.subflows.iter().any(|s| s.local_path().0 == p as u8 && s.is_open())
+        })
     }
 
     /// The interface of local path `path` went down (the driver watches the links). A client
@@ -277,10 +241,10 @@ impl Connection {
     /// retransmission timers probe the path.
     pub fn path_down(&mut self, now: Time, path: PathId) {
         let p = usize::from(path.0);
-        if p >= self.paths.len() || self.path_down[p] {
+        if p >= self.local.paths.len() || self.local.path_down[p] {
             return;
         }
-        self.path_down[p] = true;
+        self.local.path_down[p] = true;
         if self.is_closed() {
             return;
         }
@@ -294,7 +258,7 @@ impl Connection {
                 continue;
             }
             if elsewhere && self.side == Side::Client {
-                self.reopen[p] = true;
+                self.local.reopen[p] = true;
                 self.shut_subflow(now, i, reason::UNSPECIFIED, true);
                 self.withdraw(path);
             } else {
@@ -310,18 +274,18 @@ impl Connection {
     /// under `multimob`, stays unused).
     pub fn path_up(&mut self, now: Time, path: PathId) {
         let p = usize::from(path.0);
-        if p >= self.paths.len() || !self.path_down[p] {
+        if p >= self.local.paths.len() || !self.local.path_down[p] {
             return;
         }
-        self.path_down[p] = false;
+        self.local.path_down[p] = false;
         // The address is back: a REMOVE_ADDR not yet sent for it must not follow the rejoin.
-        let id = self.addr_id(path);
-        self.addrs.restore(id);
-        if !std::mem::take(&mut self.reopen[p]) || self.side != Side::Client {
+        let id = self.local.addr_id(path);
+        self.local.addrs.restore(id);
+        if !std::mem::take(&mut self.local.reopen[p]) || self.side != Side::Client {
             return;
         }
         if !self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
-            let backup = self.paths[p].backup;
+            let backup = self.local.paths[p].backup;
             if let Some(remote) = self.remote_for(path) {
                 self.open(now, path, remote, backup);
             }
@@ -331,17 +295,17 @@ impl Connection {
 
     /// A new connection starts with the endpoint's view of its paths (nothing to close yet).
     pub(crate) fn start_with_path_down(&mut self, path: PathId) {
-        if let Some(d) = self.path_down.get_mut(usize::from(path.0)) {
+        if let Some(d) = self.local.path_down.get_mut(usize::from(path.0)) {
             *d = true;
         }
     }
 
     /// An ADD_ADDR or its echo on subflow `i`; true if it told a new address.
     pub(super) fn on_add_addr(&mut self, now: Time, i: usize, a: AddAddr) -> bool {
-        let Some(keys) = self.keys.as_ref() else { return false };
+        let Some(keys) = self.session.keys.as_ref() else { return false };
         let Some(h) = a.hmac else {
             // An echo: our announcement arrived.
-            self.addrs.on_echo(a.addr_id);
+            self.local.addrs.on_echo(a.addr_id);
             return false;
         };
         let expect = crypto::add_addr_hmac(keys.remote_key, keys.local_key, a.addr_id, a.ip, a.port);
@@ -349,7 +313,7 @@ impl Connection {
             self.reject(DropReason::BadHmac);
             return false;
         }
-        let new = self.addrs.on_announced(a);
+        let new = self.local.addrs.on_announced(a);
         if new {
             self.emit(now, Event::AddressAnnounced { addr_id: a.addr_id, addr: SocketAddr::new(a.ip, a.port) });
         }
@@ -365,7 +329,7 @@ impl Connection {
                     self.shut_subflow(now, k, reason::UNSPECIFIED, false);
                 }
             }
-            self.addrs.on_removed(*id);
+            self.local.addrs.on_removed(*id);
         }
     }
 }
@@ -382,9 +346,9 @@ impl Connection {
 
     /// Every local path that is up and reaches the server's address.
     fn handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
-        (0..self.paths.len().min(256)).map(|p| PathId(p as u8)).filter(move |&p| {
-            !self.path_down.get(usize::from(p.0)).is_none_or(|&d| d) && self.remote_for(p) == Some(self.peer_addr)
-        })
+        (0..self.local.paths.len().min(256))
+            .map(|p| PathId(p as u8))
+            .filter(move |&p| !self.local.is_down(p) && self.remote_for(p) == Some(self.session.peer_addr))
     }
 
     /// The INITIAL (or its repeat) went on subflow 0's path at `now`.
@@ -406,7 +370,7 @@ impl Connection {
 
     /// Tells the endpoint what was found of UDP on `path`.
     fn udp_verdict(&mut self, path: PathId, silent: bool) {
-        self.endpoint_events.push_back(super::events::EndpointEvent::UdpVerdict { path, silent });
+        self.out.endpoint(super::events::EndpointEvent::UdpVerdict { path, silent });
     }
 
     /// A bound passed: before the handshake, the other paths (or TCP on every path) are owed
@@ -424,13 +388,13 @@ impl Connection {
     /// A copy of the INITIAL owed to another path (UDP first, then TCP), written into `buf`.
     /// A path whose socket is full keeps its copy owed for later.
     pub(super) fn poll_initial_copy(&mut self, buf: &mut [u8]) -> Option<Transmit> {
-        let initial = self.hs.as_ref()?.initial_datagram();
+        let initial = self.session.hs.as_ref()?.initial_datagram();
         if buf.len() < initial.len() {
             return None;
         }
-        let (p, carrier) = self.spread.next_copy(&self.unwritable)?;
+        let (p, carrier) = self.spread.next_copy(&self.local.unwritable)?;
         buf[..initial.len()].copy_from_slice(initial);
-        Some(Transmit { path: p, remote: self.peer_addr, len: initial.len(), carrier })
+        Some(Transmit { path: p, remote: self.session.peer_addr, len: initial.len(), carrier })
     }
 
     /// The HANDSHAKE came on local path `path` over `carrier`. If that is not subflow 0's,
@@ -443,7 +407,7 @@ impl Connection {
             self.udp_verdict(path, false);
         }
         let first = self.subflows[0].local_path();
-        if usize::from(path.0) >= self.paths.len() || (path == first && carrier == Carrier::Udp) {
+        if usize::from(path.0) >= self.local.paths.len() || (path == first && carrier == Carrier::Udp) {
             return;
         }
         self.subflows[0].set_carrier(carrier);
@@ -464,7 +428,7 @@ impl Connection {
             // again at the fail-back once the first path has worked for the hold time.
             self.subflows[0].mark_failover();
         }
-        for (p, id) in self.addr_ids.iter_mut().enumerate() {
+        for (p, id) in self.local.addr_ids.iter_mut().enumerate() {
             *id = super::addresses::initial_addr_id(PathId(p as u8), path);
         }
         self.spread.rejoin_first(first);
@@ -480,11 +444,11 @@ impl Connection {
             return;
         }
         let in_use = self.subflows.iter().any(|s| s.local_path() == first && s.is_open());
-        let down = self.path_down.get(usize::from(first.0)).is_none_or(|&d| d);
+        let down = self.local.is_down(first);
         if in_use || down {
             return;
         }
-        let backup = self.paths.get(usize::from(first.0)).is_some_and(|lp| lp.backup);
+        let backup = self.local.paths.get(usize::from(first.0)).is_some_and(|lp| lp.backup);
         if let Some(k) = self.remote_for(first).and_then(|remote| self.open(now, first, remote, backup)) {
             self.subflows[k].plain_join();
         }

@@ -132,7 +132,7 @@ impl Connection {
     pub(super) fn reclaim_subflow(&mut self, i: usize) {
         let stats = self.subflows[i].stats();
         if let Some(sf) = self.subflows.reclaim(i, stats) {
-            self.endpoint_events.push_back(EndpointEvent::RetireCid(sf.local_cid()));
+            self.out.endpoint(EndpointEvent::RetireCid(sf.local_cid()));
             self.send.forget_slot(1 << (i % 64));
             self.recv.forget_slot(i);
             tracing::trace!(side = ?self.side, id = sf.id(), "subflow record reclaimed");

@@ -24,20 +24,20 @@ impl Connection {
         buf: &mut [u8],
         unwritable: PathSet,
     ) -> (Option<Transmit>, Option<PathId>) {
-        self.unwritable = unwritable;
+        self.local.unwritable = unwritable;
         let t = self.transmit(now, buf);
         if t.is_some() {
             self.arm_trim(now);
         }
-        (t, std::mem::take(&mut self.held_back))
+        (t, std::mem::take(&mut self.local.held_back))
     }
 
     fn transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
-        if self.drained {
+        if self.live.drained {
             return None;
         }
         if self.state == State::Initial {
-            let Some(len) = self.hs.as_mut()?.poll_initial(now, self.config.initial_rto, buf) else {
+            let Some(len) = self.session.hs.as_mut()?.poll_initial(now, self.config.initial_rto, buf) else {
                 // After the INITIAL, its copies on the other paths once they are due (§4.10),
                 // then its 0-RTT data (§4.9).
                 if let Some(t) = self.poll_initial_copy(buf) {
@@ -49,7 +49,7 @@ impl Connection {
             let sf = &self.subflows[0];
             return Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() });
         }
-        let orphans = self.addrs.take_orphans();
+        let orphans = self.local.addrs.take_orphans();
         if !orphans.is_empty() {
             self.pend_on_any(orphans);
         }
@@ -66,7 +66,7 @@ impl Connection {
         }
         // Control first: ACKs due, pending frames, probes, redundant copies.
         for k in 0..n {
-            let i = (self.rr + k) % n;
+            let i = (self.sched.rr + k) % n;
             let Some(sf) = self.subflows.get(i) else { continue };
             let closing_only = !sf.is_open() && sf.pending().intersects(FrameSet::CLOSING);
             if !sf.is_open() && !closing_only {
@@ -74,9 +74,9 @@ impl Connection {
             }
             let urgent =
                 sf.acks().due(now) || !sf.pending().is_empty() || sf.rec().probe.is_some() || sf.copy().is_some();
-            if urgent && self.unwritable.contains(sf.local_path()) {
+            if urgent && self.local.unwritable.contains(sf.local_path()) {
                 // Its socket is full: this waits until the endpoint says it is writable.
-                self.held_back.get_or_insert(sf.local_path());
+                self.local.held_back.get_or_insert(sf.local_path());
                 continue;
             }
             if urgent {
@@ -86,7 +86,7 @@ impl Connection {
                 let repeat = self.config.faults().repeat_fast_join_dsn;
                 let seg = if first_fast_join { self.send.fast_join_segment(repeat) } else { None };
                 if let Some(t) = self.build(now, i, seg, buf) {
-                    self.rr = (i + 1) % n;
+                    self.sched.rr = (i + 1) % n;
                     return Some(t);
                 }
             }
@@ -102,7 +102,7 @@ impl Connection {
             let usable = self.state == State::Established && sf.established() && !sf.rec().pf && sf.val().validated;
             // Not while it loses packets: a lost probe would then say nothing of its size.
             let calm = sf.rec().recent_losses == 0;
-            if !busy || !usable || !calm || self.unwritable.contains(sf.local_path()) {
+            if !busy || !usable || !calm || self.local.unwritable.contains(sf.local_path()) {
                 continue;
             }
             if let Some(size) = sf.pmtu().probe_due(now).filter(|&s| sf.rec().cwnd_room() >= s as u64) {
@@ -121,14 +121,14 @@ impl Connection {
         let payload = self.max_payload() as u64;
         let len = seg.len.min(payload).max(1) as u32;
         let slow = self.slow_subflows(u64::from(len));
-        self.infos.clear();
+        self.sched.infos.clear();
         // Room for the slots there are (grown once per new slot, not per packet: an idle
         // connection does not keep room for 64, 2.5 KiB).
-        self.infos.reserve(self.subflows.slot_bound());
+        self.sched.infos.reserve(self.subflows.slot_bound());
         for k in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get(k) else {
                 // A free slot: never eligible.
-                self.infos.push(SubflowInfo::default());
+                self.sched.infos.push(SubflowInfo::default());
                 continue;
             };
             let mut flags = Flags(0);
@@ -143,15 +143,15 @@ impl Connection {
             flags.set(Flags::HIGH_RTO, sf.high_rto());
             flags.set(Flags::WAS_BAD, sf.was_bad());
             let mut room = sf.rec().cwnd_room().min(sf.val().room());
-            if self.unwritable.contains(sf.local_path()) && room > 0 {
+            if self.local.unwritable.contains(sf.local_path()) && room > 0 {
                 // A full socket: no room until it drains (the scheduler picks another, or waits).
                 room = 0;
-                self.held_back.get_or_insert(sf.local_path());
+                self.local.held_back.get_or_insert(sf.local_path());
             }
-            self.infos.push(SubflowInfo {
+            self.sched.infos.push(SubflowInfo {
                 id: sf.id(),
                 flags,
-                iface: self.paths.get(usize::from(sf.local_path().0)).map(|p| p.iface).unwrap_or_default(),
+                iface: self.local.paths.get(usize::from(sf.local_path().0)).map(|p| p.iface).unwrap_or_default(),
                 srtt_us: sf.rec().rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
                 rttvar_us: sf.rec().rtt.rttvar.min(u64::from(u32::MAX)) as u32,
                 cwnd: sf.rec().cc.cwnd().min(u64::from(u32::MAX)) as u32,
@@ -167,17 +167,17 @@ impl Connection {
             send_window: self.send.peer_window(),
             now_us: now,
         };
-        let mut pick = self.sched.pick(&self.infos, &s);
+        let mut pick = self.sched.algo.pick(&self.sched.infos, &s);
         if pick == Pick::Unavailable && seg.mask != 0 {
             // A reinjection no other usable subflow can carry goes back where it was sent (its
             // own subflow recovered, or is the last one): the mask steers data away from a
             // subflow that failed, it does not strand it.
-            for info in self.infos.iter_mut() {
+            for info in self.sched.infos.iter_mut() {
                 info.flags.set(Flags::ALREADY_SENT, false);
             }
-            pick = self.sched.pick(&self.infos, &s);
+            pick = self.sched.algo.pick(&self.sched.infos, &s);
         }
-        if let (Some(q), Pick::Send(i)) = (self.qlog.as_deref_mut(), pick) {
+        if let (Some(q), Pick::Send(i)) = (self.out.qlog.as_deref_mut(), pick) {
             if let Some(sf) = self.subflows.get(i) {
                 q.pick(now, sf.id());
             }
@@ -276,14 +276,14 @@ impl Connection {
     pub fn write_early(&mut self, data: &[u8]) -> Result<usize, WriteError> {
         let open = self.side == Side::Client && self.state == State::Initial && self.early.prefix_open();
         let n = self.write_stream(data)?;
-        if open && self.hs.as_ref().is_some_and(|hs| hs.offers_early()) {
+        if open && self.session.hs.as_ref().is_some_and(|hs| hs.offers_early()) {
             self.early.extend_prefix(self.send.end());
             // The server's window is not known before its HANDSHAKE; it holds the early
             // data's most (§4.9). Its own window replaces this at the HANDSHAKE.
             if self.send.peer_window() < MAX_EARLY_DATA {
                 self.send.set_peer_window(MAX_EARLY_DATA);
             }
-            if let Some(hs) = self.hs.as_mut() {
+            if let Some(hs) = self.session.hs.as_mut() {
                 hs.want_early(&self.config);
             }
         }

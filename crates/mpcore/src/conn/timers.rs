@@ -46,22 +46,22 @@ impl Connection {
     /// The deadline of each of the connection's own timers.
     pub(super) fn timers(&self) -> TimerTable<{ timer::COUNT }> {
         let mut t = TimerTable::default();
-        t.set(timer::DRAIN, self.drain_until);
-        t.set(timer::TRIM, self.trim_at);
+        t.set(timer::DRAIN, self.live.drain_until);
+        t.set(timer::TRIM, self.live.trim_at);
         if !self.is_closed() {
             t.set(timer::CARRIER, self.spread.deadline());
         }
         if self.state == State::Initial {
-            t.set(timer::HANDSHAKE, self.hs.as_ref().and_then(|hs| hs.deadline()));
+            t.set(timer::HANDSHAKE, self.session.hs.as_ref().and_then(|hs| hs.deadline()));
         }
         if !self.is_closed() {
             let idle = self.idle_timeout();
             if idle > 0 {
-                t.set(timer::IDLE, Some(self.last_rx.saturating_add(idle)));
+                t.set(timer::IDLE, Some(self.live.last_rx.saturating_add(idle)));
             }
             let watch = self.config.peer_timeout > 0 && self.state == State::Established && self.awaits_peer();
-            if let Some(since) = self.peer_wait.filter(|_| watch) {
-                t.set(timer::PEER, Some(self.last_rx.max(since).saturating_add(self.peer_timeout())));
+            if watch && self.live.peer_wait.is_some() {
+                t.set(timer::PEER, Some(self.live.silent_since().saturating_add(self.peer_timeout())));
             }
             if self.idle_timer_applies() {
                 t.set(timer::RECEIVE_IDLE, self.multimob.idle_timer.deadline());
@@ -79,7 +79,8 @@ impl Connection {
     /// Before the handshake tells the peer's, ours.
     pub(super) fn idle_timeout(&self) -> u64 {
         let local = self.config.idle_timeout;
-        let peer = if self.keys.is_some() { self.peer_params.idle_timeout_ms.saturating_mul(1000) } else { 0 };
+        let peer =
+            if self.session.keys.is_some() { self.session.peer_params.idle_timeout_ms.saturating_mul(1000) } else { 0 };
         let t = match (local, peer) {
             (0, p) => p,
             (l, 0) => l,
@@ -106,7 +107,7 @@ impl Connection {
 
     /// Data of ours (or our DATA_FIN) awaits the peer's acknowledgement.
     pub(super) fn awaits_peer(&self) -> bool {
-        self.send.unacked() > 0 || (self.send.is_finished() && !self.send.fin_acked()) || self.probe.is_some()
+        self.send.unacked() > 0 || (self.send.is_finished() && !self.send.fin_acked()) || self.live.probe.is_some()
     }
 
     /// The application asks whether the peer is still there (a client in a long pause
@@ -123,8 +124,7 @@ impl Connection {
         let Some(id) = self.keep_alive_subflow().map(|s| s.id()) else { return false };
         let Some(i) = self.subflows.by_number(id) else { return false };
         self.subflows[i].ping();
-        self.probe.get_or_insert(now);
-        self.peer_wait.get_or_insert(now);
+        self.live.start_probe(now);
         true
     }
 
@@ -134,7 +134,7 @@ impl Connection {
         let open = || self.subflows.iter().filter(|s| s.is_open());
         let probes = open().map(|s| s.rec().rto_backoff + u32::from(s.rec().tlp_sent)).sum();
         let paths = open().filter(|s| s.local_path().0 < 64).fold(0u64, |m, s| m | 1 << s.local_path().0);
-        let since = self.last_rx.max(self.peer_wait.unwrap_or(0));
+        let since = self.live.silent_since();
         CloseReason::PeerUnresponsive { probes, silent_ms: now.saturating_sub(since) / 1000, paths }
     }
 
@@ -194,7 +194,7 @@ impl Connection {
 
     /// The earliest time `handle_timeout` has work to do.
     pub fn poll_timeout(&self) -> Option<Time> {
-        if self.drained {
+        if self.live.drained {
             return None;
         }
         let cx = self.timer_context();
@@ -208,8 +208,8 @@ impl Connection {
     /// A datagram went out or came in at `now`: arms the trim timer if the connection holds
     /// buffers and it is not armed.
     pub(super) fn arm_trim(&mut self, now: Time) {
-        if self.trim_at.is_none() && self.buffer_bytes() > 0 {
-            self.trim_at = Some(now.saturating_add(TRIM_AFTER));
+        if self.live.trim_at.is_none() && self.buffer_bytes() > 0 {
+            self.live.trim_at = Some(now.saturating_add(TRIM_AFTER));
         }
     }
 
@@ -225,10 +225,10 @@ impl Connection {
     fn trim(&mut self, now: Time) {
         let last_data = self.subflows.iter().map(|s| s.last_data_tx().max(s.last_original_rx())).max().unwrap_or(0);
         if now < last_data.saturating_add(TRIM_AFTER) {
-            self.trim_at = Some(last_data.saturating_add(TRIM_AFTER));
+            self.live.trim_at = Some(last_data.saturating_add(TRIM_AFTER));
             return;
         }
-        self.trim_at = None;
+        self.live.trim_at = None;
         self.send.trim();
         self.recv.trim();
         for sf in self.subflows.iter_mut() {
@@ -237,12 +237,12 @@ impl Connection {
     }
 
     pub(super) fn peer_max_ack_delay(&self) -> u64 {
-        self.peer_params.max_ack_delay_ms * 1000
+        self.session.peer_params.max_ack_delay_ms * 1000
     }
 
     /// Acts on every timer due at `now` (call at `poll_timeout`'s deadline).
     pub fn handle_timeout(&mut self, now: Time) {
-        if self.drained {
+        if self.live.drained {
             return;
         }
         let t = self.timers();
@@ -256,8 +256,8 @@ impl Connection {
         }
         if t.expired(timer::HANDSHAKE, now) {
             let max = self.config.max_handshake_attempts;
-            if !self.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
-                let auth = self.hs.as_ref().is_some_and(|hs| hs.auth_failed());
+            if !self.session.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
+                let auth = self.session.hs.as_ref().is_some_and(|hs| hs.auth_failed());
                 self.enter_closed(
                     now,
                     if auth { CloseReason::ServerAuthFailed } else { CloseReason::HandshakeTimeout },
@@ -281,7 +281,7 @@ impl Connection {
         if t.expired(timer::RECEIVE_IDLE, now) && self.multimob.idle_timer.expired(now) {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
-            if let Some(q) = self.qlog.as_deref_mut() {
+            if let Some(q) = self.out.qlog.as_deref_mut() {
                 q.receive_idle_timer(now);
             }
             self.fail_over(now, true, |_, s| !s.failover());
