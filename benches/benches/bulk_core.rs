@@ -45,20 +45,18 @@ struct Pair {
 
 fn pair() -> Pair {
     let id = ServerIdentity::from_seed(&[5; 32]).expect("identity");
-    let server = Config {
-        identity: Some(id.clone()),
-        recv_window: 8 << 20,
-        max_datagram_size: 1472,
-        rng_seed: Some(1),
-        ..Config::server()
-    };
-    let client = Config {
-        server_keys: vec![id.public_key()],
-        send_buffer: 8 << 20,
-        max_datagram_size: 1472,
-        rng_seed: Some(2),
-        ..Config::default()
-    };
+    let server = Config::server().with(|c| {
+        c.server.identity = Some(id.clone());
+        c.transport.recv_window = 8 << 20;
+        c.transport.max_datagram_size = 1472;
+        c.rng_seed = Some(1);
+    });
+    let client = Config::default().with(|c| {
+        c.transport.server_keys = vec![id.public_key()];
+        c.transport.send_buffer = 8 << 20;
+        c.transport.max_datagram_size = 1472;
+        c.rng_seed = Some(2);
+    });
     let mut client = endpoint(client, client_addr(), false);
     let server = endpoint(server, server_addr(), true);
     let c = client.connect(0, PathId(0), server_addr()).expect("connect");

@@ -22,21 +22,28 @@ fn server_config(identity: Option<&ServerIdentity>) -> Config {
     // Every INITIAL of the bench's single source gets a HANDSHAKE (no per-source limit, no
     // RETRY under load): the limits would otherwise measure refusals and RETRYs, as they did
     // unnoticed since the per-source limit came.
-    Config {
-        identity: identity.cloned(),
-        rng_seed: Some(1),
-        resumption,
-        initials_per_source: 0,
-        retry_above: 0,
-        ..Config::server()
-    }
+    Config::server().with(|c| {
+        c.server.identity = identity.cloned();
+        c.rng_seed = Some(1);
+        c.resumption = resumption;
+        c.server.initials_per_source = 0;
+        c.server.retry_above = 0;
+    })
 }
 
 fn client_config(identity: Option<&ServerIdentity>) -> Config {
     let resumption = Resumption { accept: true, ..Resumption::default() };
     match identity {
-        Some(id) => Config { server_keys: vec![id.public_key()], rng_seed: Some(2), resumption, ..Config::default() },
-        None => Config { unauthenticated_server: true, rng_seed: Some(2), resumption, ..Config::default() },
+        Some(id) => Config::default().with(|c| {
+            c.transport.server_keys = vec![id.public_key()];
+            c.rng_seed = Some(2);
+            c.resumption = resumption;
+        }),
+        None => Config::default().with(|c| {
+            c.transport.unauthenticated_server = true;
+            c.rng_seed = Some(2);
+            c.resumption = resumption;
+        }),
     }
 }
 
@@ -46,7 +53,7 @@ fn client(identity: Option<&ServerIdentity>, ticket: Option<&ResumptionTicket>, 
     // Each client its own randomness: a 0-RTT INITIAL is taken once (a copy is a replay).
     static SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(100);
     let seed = SEED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let config = Config { rng_seed: Some(seed), ..client_config(identity) };
+    let config = client_config(identity).with(|c| c.rng_seed = Some(seed));
     let mut c = endpoint(config, client_addr(), false);
     let h = match ticket {
         Some(t) => c.connect_resuming(0, PathId(0), server_addr(), t).expect("connect"),

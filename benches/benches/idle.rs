@@ -73,17 +73,25 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     for &n in sizes {
         // No keep-alives and long idle timeouts: nothing falls due while measuring.
-        let quiet = |c: Config| Config { keep_alive: 0, idle_timeout: 0, subflow_idle_timeout: 0, ..c };
+        let quiet = |c: Config| {
+            c.with(|c| {
+                c.transport.keep_alive = 0;
+                c.transport.idle_timeout = 0;
+                c.multipath.subflow_idle_timeout = 0;
+            })
+        };
         // All the connections come from one address and port: the per-source limit on
         // INITIALs (64 a second, issue 19) would hold the last ones back for seconds.
-        let server = quiet(Config {
-            identity: Some(id.clone()),
-            rng_seed: Some(1),
-            retry_above: 0,
-            initials_per_source: 0,
-            ..Config::server()
-        });
-        let client = quiet(Config { server_keys: vec![id.public_key()], rng_seed: Some(2), ..Config::default() });
+        let server = quiet(Config::server().with(|c| {
+            c.server.identity = Some(id.clone());
+            c.rng_seed = Some(1);
+            c.server.retry_above = 0;
+            c.server.initials_per_source = 0;
+        }));
+        let client = quiet(Config::default().with(|c| {
+            c.transport.server_keys = vec![id.public_key()];
+            c.rng_seed = Some(2);
+        }));
         let mut s = endpoint(server, server_addr(), true);
         let mut c = endpoint(client, client_addr(), false);
         let mut now: Time = 0;

@@ -228,7 +228,7 @@ fn serve() {
         // The clients here are thousands of phones behind one socket: the per-source limit on
         // first packets (made for floods from a few addresses) would count them as one.
         let mut opts = Options::server().identity(identity());
-        opts.config_mut().initials_per_source = 0;
+        opts.config_mut().server.initials_per_source = 0;
         let l = MpListener::bind("127.0.0.1:0".parse().expect("address"), opts).expect("bind");
         println!("{}", l.local_addr());
         let ep = l.endpoint().clone();
@@ -474,7 +474,7 @@ async fn load(streams: Vec<MpStream>, secs: u64) -> Load {
 
 /// A client's INITIAL, as an attacker would capture it.
 fn captured_initial(server: SocketAddr) -> Vec<u8> {
-    let cfg = Config { server_keys: vec![identity().public_key()], ..Config::default() };
+    let cfg = Config::default().with(|c| c.transport.server_keys = vec![identity().public_key()]);
     let path = LocalPath { addr: "127.0.0.1:40000".parse().expect("address"), iface: Iface::Wired, backup: false };
     let mut ep = Endpoint::new(cfg, vec![path], false).expect("endpoint");
     ep.connect(0, PathId(0), server).expect("connect");

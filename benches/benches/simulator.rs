@@ -10,8 +10,8 @@ use mpsim::apps::{pattern, Bulk, Siri, SiriConfig};
 use mpsim::{ms, multimob_paths, Flow, Sim};
 
 fn siri_60s() -> usize {
-    let client = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
-    let server = Config { scheduler: "last-received".into(), ..Config::default() };
+    let client = Config::default().with(|c| c.multipath.path_manager = PathManager::Fullmesh);
+    let server = Config::default().with(|c| c.multipath.scheduler = "last-received".into());
     let mut sim = Sim::new(7, client, server, multimob_paths()).expect("config");
     let mut app = Siri::new(SiriConfig { requests: 100, ..SiriConfig::default() }, 7);
     sim.run(ms(60_000), |s| app.drive(s));
@@ -19,7 +19,7 @@ fn siri_60s() -> usize {
 }
 
 fn bulk_10s() -> usize {
-    let cfg = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
+    let cfg = Config::default().with(|c| c.multipath.path_manager = PathManager::Fullmesh);
     let mut sim = Sim::new(42, cfg.clone(), cfg, multimob_paths()).expect("config");
     sim.logging = false;
     let mut app = Bulk::new(pattern(40 << 20, 1), true);

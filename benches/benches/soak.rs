@@ -53,7 +53,7 @@ fn serve() {
     rt.block_on(async {
         let mut opts = Options::server().identity(identity()).issue_tickets(true);
         // Thousands of phones behind one loopback address.
-        opts.config_mut().initials_per_source = 0;
+        opts.config_mut().server.initials_per_source = 0;
         let l = MpListener::bind_cores("127.0.0.1:0".parse().expect("address"), opts, 2).expect("bind");
         println!("{}", l.local_addr());
         let eps: Vec<MpEndpoint> = l.endpoints().to_vec();
@@ -156,7 +156,7 @@ fn phone(cc: CongestionControl, store: &TicketStore) -> MpEndpoint {
         .tickets(store.clone())
         .interface(Interface::unbound("127.0.0.1:0".parse().expect("address")).kind(Iface::Wifi).label("wifi"))
         .interface(Interface::unbound("127.0.0.2:0".parse().expect("address")).kind(Iface::Cellular).label("cell"));
-    opts.config_mut().congestion = cc;
+    opts.config_mut().transport.congestion = cc;
     MpEndpoint::client(opts).expect("client endpoint")
 }
 

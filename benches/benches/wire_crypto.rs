@@ -10,7 +10,7 @@ use mpcore::wire::packet::Short;
 use mpcore::wire::{Ack, Cid, Dss, Frame, Frames, Packet, Writer};
 
 const DATA: [u8; 1100] = [0x5a; 1100];
-/// The default CID length (`Config::cid_len`).
+/// The default CID length (`Config::transport.cid_len`).
 const CID_LEN: usize = 4;
 
 /// Emits a data packet's plaintext: short header, ACK with 3 ranges, DSS with DATA_ACK and

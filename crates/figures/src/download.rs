@@ -17,11 +17,11 @@ const DEADLINE: Time = 60_000_000;
 
 /// The client configurations compared: (name, client).
 fn clients() -> Vec<(&'static str, Config)> {
-    let mm = Config { failover_on_timeout: false, ..multimob_client(oracle::Config::default()) };
+    let mm = multimob_client(oracle::Config::default()).with(|c| c.multipath.failover_on_timeout = false);
     vec![
         ("MultiMob (receive idle timer)", mm.clone()),
-        ("backup subflow from the start", Config { path_manager: PathManager::Backup, ..mm.clone() }),
-        ("on-demand, no idle timer", Config { path_manager: PathManager::OnDemand, ..mm }),
+        ("backup subflow from the start", mm.clone().with(|c| c.multipath.path_manager = PathManager::Backup)),
+        ("on-demand, no idle timer", mm.with(|c| c.multipath.path_manager = PathManager::OnDemand)),
     ]
 }
 

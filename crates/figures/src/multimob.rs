@@ -31,8 +31,16 @@ fn second_request(client: Config, server: Config, cfg: SiriConfig, fail: bool, s
 /// between two requests, with the server's default scheduler (lowest RTT) and MultiMob's
 /// (the subflow the client used last). The client opens a backup subflow on cellular at once.
 pub fn fig3(seeds: u64) -> Figure {
-    let client = Config { path_manager: PathManager::Backup, keep_alive: 0, ..Config::default() };
-    let server = |s: &str| Config { scheduler: s.into(), keep_alive: 0, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Backup;
+        c.transport.keep_alive = 0;
+    });
+    let server = |s: &str| {
+        Config::default().with(|c| {
+            c.multipath.scheduler = s.into();
+            c.transport.keep_alive = 0;
+        })
+    };
     let series: Vec<Series> = [("default (lowest-rtt)", "lowest-rtt"), ("MultiMob (last-received)", "last-received")]
         .iter()
         .map(|(name, sched)| Series {
@@ -101,10 +109,20 @@ pub const FIG7_SIZES: [usize; 6] = [1_000, 2_500, 5_000, 10_000, 20_000, 40_000]
 /// with the four-packet MP_JOIN, by request size: the client opens no cellular subflow until
 /// WiFi's times out (`on-demand`), then joins.
 pub fn fig7(seeds: u64) -> Figure {
-    let client =
-        |fast_join| Config { path_manager: PathManager::OnDemand, keep_alive: 0, fast_join, ..Config::default() };
-    let server =
-        |fast_join| Config { scheduler: "last-received".into(), keep_alive: 0, fast_join, ..Config::default() };
+    let client = |fast_join| {
+        Config::default().with(|c| {
+            c.multipath.path_manager = PathManager::OnDemand;
+            c.transport.keep_alive = 0;
+            c.multipath.fast_join = fast_join;
+        })
+    };
+    let server = |fast_join| {
+        Config::default().with(|c| {
+            c.multipath.scheduler = "last-received".into();
+            c.transport.keep_alive = 0;
+            c.multipath.fast_join = fast_join;
+        })
+    };
     let points = FIG7_SIZES
         .iter()
         .map(|&size| {
@@ -181,8 +199,11 @@ fn oracle_run(seed: u64, loss: f64, oracle: Option<oracle::Config>) -> (f64, f64
     use mpsim::{multimob_backup_paths, multimob_client, multimob_server};
     let client = match oracle {
         // MultiMob's module: no timeout trigger, no pre-warming (issue 32's, not the paper's).
-        Some(o) => Config { failover_on_timeout: false, prewarm: mpcore::Prewarm::OFF, ..multimob_client(o) },
-        None => Config { path_manager: PathManager::Backup, ..multimob_client(oracle::Config::default()) },
+        Some(o) => multimob_client(o).with(|c| {
+            c.multipath.failover_on_timeout = false;
+            c.multipath.prewarm = mpcore::Prewarm::OFF;
+        }),
+        None => multimob_client(oracle::Config::default()).with(|c| c.multipath.path_manager = PathManager::Backup),
     };
     let Ok(mut sim) = Sim::new(seed, client, multimob_server(), crate::radio_paths(multimob_backup_paths())) else {
         return (f64::NAN, f64::NAN);

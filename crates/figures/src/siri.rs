@@ -35,8 +35,14 @@ fn paths() -> Vec<PathConfig> {
 /// Every request's delay (ms) in one run; `single`: over the default path alone (the study's
 /// TCP).
 fn run(seed: u64, scheduler: &str, ir: bool, mobile: bool, requests: usize, single: bool) -> Vec<f64> {
-    let client = Config { path_manager: PathManager::Fullmesh, keep_alive: 0, ..Config::default() };
-    let server = Config { scheduler: scheduler.into(), keep_alive: 0, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.transport.keep_alive = 0;
+    });
+    let server = Config::default().with(|c| {
+        c.multipath.scheduler = scheduler.into();
+        c.transport.keep_alive = 0;
+    });
     let mut paths = paths();
     if single {
         paths.truncate(1);

@@ -56,14 +56,13 @@ fn upload(
     iface: &[(Time, u8, bool)],
     congestion: CongestionControl,
 ) -> Option<(Vec<f64>, Vec<Vec<f64>>)> {
-    let client = Config {
-        path_manager: PathManager::Fullmesh,
-        scheduler: scheduler.into(),
-        keep_alive: 0,
-        congestion,
-        ..Config::default()
-    };
-    let server = Config { keep_alive: 0, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.multipath.scheduler = scheduler.into();
+        c.transport.keep_alive = 0;
+        c.transport.congestion = congestion;
+    });
+    let server = Config::default().with(|c| c.transport.keep_alive = 0);
     let capacity: u64 = paths.iter().map(|p| p.rate_bps).sum();
     let npaths = paths.len();
     let mut sim = Sim::new(seed, client, server, crate::radio_paths(paths)).ok()?;

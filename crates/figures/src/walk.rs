@@ -57,17 +57,27 @@ fn walk_back(sim: &mut Sim, t0: Time) {
 /// timeout trigger), MultiMob without issue 32's pre-warming as the paper's, and the phone
 /// preset with it: (name, client, server, paths).
 fn configs() -> Vec<(&'static str, Config, Config, Vec<PathConfig>)> {
-    let server = |s: &str| Config { scheduler: s.into(), keep_alive: 0, ..Config::default() };
-    let plain = |pm| Config { path_manager: pm, keep_alive: 0, ..Config::default() };
+    let server = |s: &str| {
+        Config::default().with(|c| {
+            c.multipath.scheduler = s.into();
+            c.transport.keep_alive = 0;
+        })
+    };
+    let plain = |pm| {
+        Config::default().with(|c| {
+            c.multipath.path_manager = pm;
+            c.transport.keep_alive = 0;
+        })
+    };
     let preset = multimob_client(oracle::Config::default());
-    let mm = Config { prewarm: mpcore::Prewarm::OFF, ..preset.clone() };
+    let mm = preset.clone().with(|c| c.multipath.prewarm = mpcore::Prewarm::OFF);
     vec![
         ("No backup", plain(PathManager::Fullmesh), server("lowest-rtt"), multimob_paths()),
         ("Backup", plain(PathManager::Backup), server("lowest-rtt"), multimob_paths()),
         ("MultiMob", mm.clone(), multimob_server(), multimob_backup_paths()),
         (
             "MultiMob, oracle and idle timer only",
-            Config { failover_on_timeout: false, ..mm },
+            mm.with(|c| c.multipath.failover_on_timeout = false),
             multimob_server(),
             multimob_backup_paths(),
         ),

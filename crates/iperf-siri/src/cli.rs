@@ -485,17 +485,17 @@ impl RunArgs {
         }
         let fleet = if client { None } else { crate::fleet::member(self.fleet, self.fleet_secret.as_ref())? };
         let c = o.config_mut();
-        c.fleet = fleet;
-        c.congestion = mpudp::CongestionControl::from_name(&self.cc).unwrap_or_default();
-        c.oracle.period = self.oracle_period.as_micros().max(1) as u64;
-        c.oracle.loss_threshold = self.sloss;
+        c.server.fleet = fleet;
+        c.transport.congestion = mpudp::CongestionControl::from_name(&self.cc).unwrap_or_default();
+        c.multipath.oracle.period = self.oracle_period.as_micros().max(1) as u64;
+        c.multipath.oracle.loss_threshold = self.sloss;
         if client {
-            c.server_keys.clone_from(&self.server_keys);
-            c.unauthenticated_server = self.insecure;
-            c.path_manager = pm;
+            c.transport.server_keys.clone_from(&self.server_keys);
+            c.transport.unauthenticated_server = self.insecure;
+            c.multipath.path_manager = pm;
             // Every path but the primary is a backup path under `backup` and, as the phone
             // preset has it, under `multimob`.
-            let backup_all = matches!(c.path_manager, PathManager::Backup | PathManager::MultiMob);
+            let backup_all = matches!(c.multipath.path_manager, PathManager::Backup | PathManager::MultiMob);
             for (k, spec) in self.subflows.iter().enumerate() {
                 o = o.interface(interface(spec, k, backup_all)?);
             }
@@ -627,23 +627,26 @@ mod tests {
         assert_eq!(p.test_id.as_deref(), Some("walk-1"));
         assert_eq!((p.scheduler.as_str(), p.path_manager.as_str(), p.seed), ("last-received", "multimob", 7));
         let o = c.run.options(true).expect("valid");
-        assert_eq!(o.config().path_manager, PathManager::MultiMob);
-        assert!(o.config().fast_join);
-        assert_eq!(o.config().congestion, mpudp::CongestionControl::Olia);
-        assert_eq!(o.config().server_keys[0].to_string(), "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=");
-        assert!(!o.config().unauthenticated_server);
+        assert_eq!(o.config().multipath.path_manager, PathManager::MultiMob);
+        assert!(o.config().multipath.fast_join);
+        assert_eq!(o.config().transport.congestion, mpudp::CongestionControl::Olia);
+        assert_eq!(o.config().transport.server_keys[0].to_string(), "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=");
+        assert!(!o.config().transport.unauthenticated_server);
         // The phone preset under multimob, the server's preset on the other side.
         let phone = parse(&["-c", "h", "--path-manager", "multimob", "--insecure"]).expect("parses").run;
         let o = phone.options(true).expect("valid");
-        assert!(o.config().unauthenticated_server && o.config().server_keys.is_empty());
-        assert_eq!((o.config().scheduler.as_str(), o.config().fast_join, o.config().mp_idle), ("priority", true, true));
-        assert_eq!(o.config().keep_alive, mpudp::Config::phone().keep_alive);
+        assert!(o.config().transport.unauthenticated_server && o.config().transport.server_keys.is_empty());
+        assert_eq!(
+            (o.config().multipath.scheduler.as_str(), o.config().multipath.fast_join, o.config().multipath.mp_idle),
+            ("priority", true, true)
+        );
+        assert_eq!(o.config().transport.keep_alive, mpudp::Config::phone().transport.keep_alive);
         // TCP where UDP gets no answer: after 1 s by default, off on request.
-        assert_eq!(o.config().tcp_after, Some(1_000_000));
+        assert_eq!(o.config().multipath.tcp_after, Some(1_000_000));
         let udp_only = parse(&["-c", "h", "--insecure", "--tcp-fallback", "off"]).expect("parses").run;
-        assert_eq!(udp_only.options(true).expect("valid").config().tcp_after, None);
+        assert_eq!(udp_only.options(true).expect("valid").config().multipath.tcp_after, None);
         let server = parse(&["-s"]).expect("parses").run;
-        assert_eq!(server.options(false).expect("valid").config().scheduler, "last-received");
+        assert_eq!(server.options(false).expect("valid").config().multipath.scheduler, "last-received");
     }
 
     #[test]

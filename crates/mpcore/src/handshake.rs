@@ -328,7 +328,7 @@ impl Client {
             return Err(DropReason::Unexpected);
         }
         let suite = Suite::from_id(h.suite).map_err(|_| DropReason::Malformed)?;
-        if !config.suites.contains(&suite) {
+        if !config.transport.suites.contains(&suite) {
             return Err(DropReason::Malformed);
         }
         // The transcript of the INITIAL the HANDSHAKE answers: ours, or the one a RETRY replaced.
@@ -356,9 +356,11 @@ impl Client {
         // §4.6: the server's signature of TH, checked before the key share is spent, so that a
         // forged HANDSHAKE (a man in the middle's own key share) leaves the real one acceptable.
         if psk.is_none() {
-            if !config.server_keys.is_empty() {
+            if !config.transport.server_keys.is_empty() {
                 let signed = h.signature.and_then(|sig| {
-                    transcripts().find_map(|t| config.server_keys.iter().find(|k| k.verifies(t, &sig)).map(|k| (*t, k)))
+                    transcripts().find_map(|t| {
+                        config.transport.server_keys.iter().find(|k| k.verifies(t, &sig)).map(|k| (*t, k))
+                    })
                 });
                 let Some((t, key)) = signed else {
                     self.auth_failed = true;
@@ -366,7 +368,7 @@ impl Client {
                 };
                 th = t;
                 server_key = Some(key.0);
-            } else if !config.unauthenticated_server {
+            } else if !config.transport.unauthenticated_server {
                 return Err(DropReason::Unexpected);
             }
         }
@@ -525,7 +527,9 @@ pub fn answer_initial(
         let datagram = retry(now, remote, &i, keys, rng)?;
         return Ok(Answer { datagram, resumption: Resumption::NotOffered, early: None });
     }
-    if !i.token.is_empty() && !keys.retry.validate(i.token, ms(now), ms(config.cookie_lifetime), &remote, &i.dcid.0) {
+    if !i.token.is_empty()
+        && !keys.retry.validate(i.token, ms(now), ms(config.server.cookie_lifetime), &remote, &i.dcid.0)
+    {
         return Err(DropReason::BadToken);
     }
     let params = TransportParams::parse(i.params).map_err(|_| DropReason::Malformed)?;
@@ -533,7 +537,7 @@ pub fn answer_initial(
         .suites()
         .iter()
         .filter_map(|&id| Suite::from_id(id).ok())
-        .find(|s| config.suites.contains(s))
+        .find(|s| config.transport.suites.contains(s))
         .ok_or(DropReason::Refused)?;
     let (psk, early_key, resumption) = take_offer(&i, &params, &dgram[..p.header_len], open_ticket, admit_early);
     let share = rng.key_share().map_err(|_| DropReason::Refused)?;
@@ -557,7 +561,12 @@ pub fn answer_initial(
             suite: suite.id(),
             // The S bit is in TH: set before TH is taken, the signature filled in after. A
             // resumed HANDSHAKE has none: the PSK authenticates it (§4.8).
-            signature: config.identity.as_ref().filter(|_| psk.is_none()).map(|_| [0u8; identity::SIGNATURE_LEN]),
+            signature: config
+                .server
+                .identity
+                .as_ref()
+                .filter(|_| psk.is_none())
+                .map(|_| [0u8; identity::SIGNATURE_LEN]),
             // Likewise the PSK proof's place (the P bit is in TH).
             psk_proof: psk.map(|_| [0u8; packet::PSK_PROOF_LEN]),
             pn: 0,
@@ -578,7 +587,7 @@ pub fn answer_initial(
         // §4.6: the identity signs TH (the signature is outside TH, inside the AEAD's data);
         // §4.8: a resumed HANDSHAKE proves the PSK instead.
         if hs.signature.is_some() {
-            hs.signature = config.identity.as_ref().map(|id| id.sign_transcript(&transcript));
+            hs.signature = config.server.identity.as_ref().map(|id| id.sign_transcript(&transcript));
         }
         hs.psk_proof = psk.map(|psk| crypto::psk_proof(&psk, &transcript));
         let mut server_params = config.transport_params();
@@ -746,7 +755,7 @@ pub fn open_cookie(
     let (issued, addr, master, (suite, resumed), client_params) = parsed.ok_or(DropReason::BadCookie)?;
     let mut a = [0u8; 19];
     let al = encode_addr(&remote, &mut a);
-    let expired = ms(now).saturating_sub(issued) > ms(config.cookie_lifetime) || issued > ms(now) + 1;
+    let expired = ms(now).saturating_sub(issued) > ms(config.server.cookie_lifetime) || issued > ms(now) + 1;
     if &a[..al] != addr || expired {
         return Err(DropReason::BadCookie);
     }

@@ -8,7 +8,7 @@
 //! clients behind one NAT address are counted apart); a source that lands on a slot held by
 //! another takes it over with a fresh count, so a collision lets packets through rather than
 //! locking a client out. Sources spread over more addresses than the table has slots (a
-//! spoofed flood) are left to `Config::retry_above` and the bounded queue of stateless answers.
+//! spoofed flood) are left to `Config::server.retry_above` and the bounded queue of stateless answers.
 
 use crate::Time;
 use std::hash::{Hash, Hasher};

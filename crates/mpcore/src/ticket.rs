@@ -154,7 +154,7 @@ pub struct ResumptionTicket {
     pub suite: u8,
     /// The server key that authenticated the connection that got it (`None`: an
     /// unauthenticated server). A client offers the ticket only while it still trusts that key
-    /// (`Config::server_keys`), as a resumed connection is authenticated by it (§4.8).
+    /// (`Config::transport.server_keys`), as a resumed connection is authenticated by it (§4.8).
     pub identity: Option<[u8; 32]>,
     /// The server's sealed record (opaque).
     pub ticket: Vec<u8>,

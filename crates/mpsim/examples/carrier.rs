@@ -12,12 +12,12 @@ use mpsim::{ms, multimob_client, multimob_paths, multimob_server, PathConfig, Pa
 const SEEDS: u64 = 5;
 
 fn client(tcp: bool) -> Config {
-    Config { tcp_after: tcp.then_some(ms(1_000)), ..multimob_client(oracle::Config::default()) }
+    multimob_client(oracle::Config::default()).with(|c| c.multipath.tcp_after = tcp.then_some(ms(1_000)))
 }
 
 /// When the client connects (or how it ends) with UDP blocked on `blocked` paths.
 fn connect_time(seed: u64, blocked: &[usize], other_paths_after: Option<u64>, tcp: bool) -> String {
-    let c = Config { other_paths_after, ..client(tcp) };
+    let c = client(tcp).with(|c| c.multipath.other_paths_after = other_paths_after);
     let mut sim = Sim::new(seed, c, multimob_server(), multimob_paths()).unwrap();
     for &p in blocked {
         sim.at(0, p, PathEvent::Firewall(true));

@@ -24,8 +24,16 @@ fn main() {
             ("on-demand+FAST".to_string(), PathManager::OnDemand, true, "last-received"),
         ]);
     for (label, path_manager, fast_join, sched) in runs {
-        let client = Config { path_manager, keep_alive: 0, fast_join, ..Config::default() };
-        let server = Config { scheduler: sched.into(), keep_alive: 0, fast_join, ..Config::default() };
+        let client = Config::default().with(|c| {
+            c.multipath.path_manager = path_manager;
+            c.transport.keep_alive = 0;
+            c.multipath.fast_join = fast_join;
+        });
+        let server = Config::default().with(|c| {
+            c.multipath.scheduler = sched.into();
+            c.transport.keep_alive = 0;
+            c.multipath.fast_join = fast_join;
+        });
         let Ok(mut sim) = Sim::new(1, client, server, multimob_paths()) else {
             eprintln!("bad configuration");
             std::process::exit(1);

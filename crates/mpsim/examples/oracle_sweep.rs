@@ -11,12 +11,11 @@
 //!
 //! Run: `cargo run --release -p mpsim --example oracle_sweep [loss]`
 
-use mpcore::Config;
 use mpsim::apps::{Siri, SiriConfig, Trickle};
 use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, PathEvent, Sim};
 
 fn run(seed: u64, event: PathEvent, oracle: oracle::Config, failover_on_timeout: bool) -> (f64, f64, f64) {
-    let client = Config { failover_on_timeout, ..multimob_client(oracle) };
+    let client = multimob_client(oracle).with(|c| c.multipath.failover_on_timeout = failover_on_timeout);
     let Ok(mut sim) = Sim::new(seed, client, multimob_server(), multimob_backup_paths()) else {
         eprintln!("bad configuration");
         std::process::exit(1);

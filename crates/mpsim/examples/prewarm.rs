@@ -1,4 +1,4 @@
-//! Pre-warming's trade-off (issue 32), as one table: for each setting of `Config::prewarm`,
+//! Pre-warming's trade-off (issue 32), as one table: for each setting of `Config::multipath.prewarm`,
 //! the worst response over seeds 1-3 in the scenarios where WiFi fails or degrades, with an
 //! LTE radio on the cellular path (promotion 0.26 s, tail 11.6 s), the cellular energy they
 //! cost, and the energy of a whole day (`mpsim::day`, the phone presets, LTE) with clean WiFi
@@ -16,7 +16,10 @@ use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, PathEve
 
 /// MultiMob Fig. 4's setting at 5% WiFi loss, LTE radio: the cellular energy above idle (J).
 fn fig4_five_percent(seed: u64, prewarm: Prewarm) -> f64 {
-    let client = Config { failover_on_timeout: false, prewarm, ..multimob_client(oracle::Config::default()) };
+    let client = multimob_client(oracle::Config::default()).with(|c| {
+        c.multipath.failover_on_timeout = false;
+        c.multipath.prewarm = prewarm;
+    });
     let mut paths = multimob_backup_paths();
     paths[1] = paths[1].with_radio(RadioProfile::LTE);
     let Ok(mut sim) = Sim::new(seed, client, multimob_server(), paths) else { return f64::NAN };
@@ -51,7 +54,7 @@ fn main() {
     println!("{head}");
     println!("|{}", "---|".repeat(SCENARIOS.len() + 4));
     for (name, prewarm) in settings {
-        let client = Config { prewarm, ..multimob_client(oracle::Config::default()) };
+        let client = multimob_client(oracle::Config::default()).with(|c| c.multipath.prewarm = prewarm);
         let setup = Setup { client: Some(client), ..Setup::lte() };
         let mut row = format!("| {name} |");
         for s in SCENARIOS {
@@ -62,7 +65,7 @@ fn main() {
         }
         for loss in [0.0, 0.01] {
             let day = DaySetup {
-                client: Config { prewarm, ..Config::phone() },
+                client: Config::phone().with(|c| c.multipath.prewarm = prewarm),
                 radio: Some(RadioProfile::LTE),
                 wifi_loss: loss,
                 ..DaySetup::phone()

@@ -85,11 +85,9 @@ fn main() {
         if let Some(r) = radio {
             paths[1] = paths[1].with_radio(r);
         }
-        let client = Config { resumption: Resumption { accept: true, ..Resumption::default() }, ..Config::default() };
-        let server = Config {
-            resumption: Resumption { issue: true, early_data: true, ..Resumption::default() },
-            ..Config::default()
-        };
+        let client = Config::default().with(|c| c.resumption = Resumption { accept: true, ..Resumption::default() });
+        let server = Config::default()
+            .with(|c| c.resumption = Resumption { issue: true, early_data: true, ..Resumption::default() });
         let mut sim = Sim::new(5, client, server, paths).unwrap();
         sim.client.set_unix_time(0, UNIX);
         sim.server.set_unix_time(0, UNIX);

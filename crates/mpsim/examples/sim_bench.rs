@@ -15,7 +15,10 @@ fn two_ten_mbit() -> Vec<PathConfig> {
 
 /// Goodput in Mbit/s of a 60 s download, over the whole run and after the first 5 s.
 fn bulk(cc: CongestionControl, seconds: u64) -> (f64, f64, f64) {
-    let cfg = Config { congestion: cc, path_manager: PathManager::Fullmesh, ..Config::default() };
+    let cfg = Config::default().with(|c| {
+        c.transport.congestion = cc;
+        c.multipath.path_manager = PathManager::Fullmesh;
+    });
     let mut sim = Sim::new(42, cfg.clone(), cfg, two_ten_mbit()).expect("config");
     sim.logging = false;
     // More than the paths can carry in the time.
@@ -33,8 +36,8 @@ fn bulk(cc: CongestionControl, seconds: u64) -> (f64, f64, f64) {
 }
 
 fn siri(seconds: u64) -> (f64, usize) {
-    let cfg = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
-    let server = Config { scheduler: "last-received".into(), ..Config::default() };
+    let cfg = Config::default().with(|c| c.multipath.path_manager = PathManager::Fullmesh);
+    let server = Config::default().with(|c| c.multipath.scheduler = "last-received".into());
     let mut sim = Sim::new(7, cfg, server, two_ten_mbit()).expect("config");
     let mut app = Siri::new(SiriConfig { requests: 100, ..SiriConfig::default() }, 7);
     let wall = Instant::now();

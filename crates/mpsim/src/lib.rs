@@ -254,7 +254,7 @@ pub struct Sim {
     injections: Vec<(Time, usize, Dir, SocketAddr, Vec<u8>)>,
     /// The simulated path (link) each of the client's local paths sends over, by `PathId`.
     links: Vec<usize>,
-    /// The connections' event logs, when `Config::qlog` is on for a side.
+    /// The connections' event logs, when `Config::logging.qlog` is on for a side.
     pub qlogs: qlog::QlogStore,
     /// Every datagram entering a path (and every one injected), when set.
     pub capture: Option<pcap::Pcap>,
@@ -301,7 +301,10 @@ pub fn multimob_backup_paths() -> Vec<PathConfig> {
 /// The MultiMob client of the paper: [`Config::phone`] with this oracle, without keep-alives
 /// (the paper's phones sent none).
 pub fn multimob_client(oracle: oracle::Config) -> Config {
-    Config { keep_alive: 0, oracle, ..Config::phone() }
+    Config::phone().with(|c| {
+        c.transport.keep_alive = 0;
+        c.multipath.oracle = oracle;
+    })
 }
 
 /// The MultiMob server: [`Config::server`] (`last-received`, FAST_JOIN, MP_IDLE).
@@ -320,15 +323,15 @@ impl Sim {
         let mut seeds = Rng::new(seed ^ 0x6d70_7369_6d00);
         client.rng_seed.get_or_insert(seeds.next_u64());
         server.rng_seed.get_or_insert(seeds.next_u64());
-        if server.identity.is_none() {
+        if server.server.identity.is_none() {
             let mut key = [0u8; 32];
             for chunk in key.chunks_mut(8) {
                 chunk.copy_from_slice(&seeds.next_u64().to_le_bytes());
             }
-            server.identity = Some(ServerIdentity::from_seed(&key).map_err(|e| ConfigError(e.to_string()))?);
+            server.server.identity = Some(ServerIdentity::from_seed(&key).map_err(|e| ConfigError(e.to_string()))?);
         }
-        if client.server_keys.is_empty() && !client.unauthenticated_server {
-            client.server_keys = server.identity.iter().map(|id| id.public_key()).collect();
+        if client.transport.server_keys.is_empty() && !client.transport.unauthenticated_server {
+            client.transport.server_keys = server.server.identity.iter().map(|id| id.public_key()).collect();
         }
         let cpaths =
             paths.iter().map(|p| LocalPath { addr: p.client_addr, iface: p.iface, backup: p.backup }).collect();

@@ -1,5 +1,5 @@
 //! The connections' qlog event logs in a simulation (PROTOCOL.md §13), in virtual time:
-//! turned on by `Config::qlog` on either side, taken from every connection after each step, so
+//! turned on by `Config::logging.qlog` on either side, taken from every connection after each step, so
 //! a connection's log outlives it.
 
 use mpcore::{ConnHandle, Endpoint};
@@ -15,7 +15,7 @@ impl QlogStore {
     /// Takes what every connection of both endpoints logged since the last call.
     pub fn collect(&mut self, client: &mut Endpoint, server: &mut Endpoint) {
         for (is_client, ep) in [(true, client), (false, server)] {
-            if !ep.config().qlog {
+            if !ep.config().logging.qlog {
                 continue;
             }
             self.handles.clear();

@@ -152,7 +152,7 @@ impl Setup {
     /// The `backup` path manager (the cellular subflow joined at once as a backup), lowest-RTT
     /// on both ends, no oracle: the demo's second pair.
     pub fn backup() -> Self {
-        let client = Config { path_manager: mpcore::PathManager::Backup, ..Config::default() };
+        let client = Config::default().with(|c| c.multipath.path_manager = mpcore::PathManager::Backup);
         Self { client: Some(client), server: Some(Config::default()), radio: None }
     }
 
@@ -206,7 +206,7 @@ fn connected_floor(from: Time, to: Time, end: Time) -> f64 {
 /// One seed of `s` as `setup` has it.
 pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
     let client = setup.client.clone().unwrap_or_else(|| multimob_client(oracle::Config::default()));
-    let client_hold = client.fail_back_hold;
+    let client_hold = client.multipath.fail_back_hold;
     let mut paths = multimob_backup_paths();
     if let Some(r) = setup.radio {
         paths[CELL] = paths[CELL].with_radio(r);

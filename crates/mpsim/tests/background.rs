@@ -33,7 +33,10 @@ enum Kind {
 fn run(cc: CongestionControl, rtt_ms: u64, mbps: u64, from: &[Time]) -> Vec<Run> {
     let mut path = PathConfig::new(client_addr(0), Iface::Wifi, rtt_ms, mbps);
     path.queue_bytes *= 4;
-    let client = Config { congestion: cc, path_manager: PathManager::OnDemand, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.transport.congestion = cc;
+        c.multipath.path_manager = PathManager::OnDemand;
+    });
     let mut sim = Sim::new(21, client, Config::default(), vec![path]).unwrap();
     let up = sim.connect();
     let asker = sim.connect();

@@ -1,11 +1,11 @@
 //! Issue 37 in the simulator: a network that drops UDP (`PathEvent::Firewall`) on the path a
-//! connection is opened on. After `Config::other_paths_after` without an answer the client
+//! connection is opened on. After `Config::multipath.other_paths_after` without an answer the client
 //! sends its INITIAL on its other paths too (PROTOCOL.md §4.10); the connection is made on the
 //! path that answers, and the client joins the first path, which carries data again once the
 //! firewall lets UDP through.
 #![allow(clippy::unwrap_used)]
 
-use mpcore::{CloseReason, Config, Event, PathId, SubflowState};
+use mpcore::{CloseReason, Event, PathId, SubflowState};
 use mpsim::apps::{Siri, SiriConfig};
 use mpsim::{ms, multimob_client, multimob_paths, multimob_server, Dir, PathEvent, Sim};
 use std::cell::RefCell;
@@ -31,7 +31,10 @@ fn tap_initials(sim: &mut Sim) -> Initials {
 
 /// The MultiMob phone, over UDP only (the TCP carrier's tests are `tcp_carrier.rs`).
 fn phone(other_paths_after: Option<u64>) -> Sim {
-    let client = Config { other_paths_after, tcp_after: None, ..multimob_client(oracle::Config::default()) };
+    let client = multimob_client(oracle::Config::default()).with(|c| {
+        c.multipath.other_paths_after = other_paths_after;
+        c.multipath.tcp_after = None;
+    });
     Sim::new(3, client, multimob_server(), multimob_paths()).unwrap()
 }
 

@@ -35,7 +35,7 @@ fn up(sim: &Sim, path: usize, verdict: Verdict) -> (usize, usize) {
 /// a full socket refused: 1.1 % of the packets, each a loss and a halved window.
 #[test]
 fn a_full_local_queue_blocks_the_sender_instead_of_dropping() {
-    let config = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
+    let config = Config::default().with(|c| c.multipath.path_manager = PathManager::Fullmesh);
     let (sim, app) = upload(two_paths(true), &config, 8 << 20);
     let c = sim.client.stats(app.client.unwrap()).unwrap();
     let lost: u64 = c.subflows.iter().map(|f| f.counters.packets_lost).sum();
@@ -58,11 +58,14 @@ fn a_full_local_queue_blocks_the_sender_instead_of_dropping() {
 #[test]
 fn a_data_packet_carries_29_bytes_besides_its_data() {
     // 1200-byte datagrams from the start: no path MTU search to account for.
-    let config = Config { path_manager: PathManager::Fullmesh, max_datagram_size: 1200, ..Config::default() };
+    let config = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.transport.max_datagram_size = 1200;
+    });
     let bytes = 8 << 20;
     let (sim, _) = upload(two_paths(true), &config, bytes);
     let wire = up(&sim, 0, Verdict::Delivered).1 + up(&sim, 1, Verdict::Delivered).1;
-    let full = config.max_datagram_size as f64;
+    let full = config.transport.max_datagram_size as f64;
     let ideal = bytes as f64 * full / (full - 29.0);
     let ratio = wire as f64 / ideal;
     assert!((1.0..1.002).contains(&ratio), "{wire} bytes sent for {bytes}: {ratio:.4} of the ideal {ideal:.0}");
@@ -75,7 +78,7 @@ fn a_data_packet_carries_29_bytes_besides_its_data() {
 /// larger datagrams.
 #[test]
 fn each_subflow_finds_its_path_mtu_and_a_probe_loss_is_no_loss() {
-    let config = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
+    let config = Config::default().with(|c| c.multipath.path_manager = PathManager::Fullmesh);
     let mut paths = two_paths(true);
     paths[1].mtu = 1350;
     let (sim, app) = upload(paths, &config, 8 << 20);
@@ -117,7 +120,7 @@ fn a_path_mtu_that_falls_is_followed_down() {
 fn turns(n: usize, mbps: u64) -> Vec<usize> {
     use std::cell::RefCell;
     use std::rc::Rc;
-    let config = Config { send_buffer: 4 << 20, ..Config::default() };
+    let config = Config::default().with(|c| c.transport.send_buffer = 4 << 20);
     let paths = vec![PathConfig::new(client_addr(0), Iface::Wifi, 4, mbps)];
     let mut sim = Sim::new(5, config.clone(), config, paths).unwrap();
     // The DCID (4 bytes, the default) of each full short-header datagram the client sends.
@@ -200,11 +203,10 @@ fn an_endpoints_connections_send_in_turns_of_many_datagrams() {
 #[test]
 fn without_encryption_the_data_crosses_in_clear() {
     let crosses_in_clear = |no_encryption: bool| {
-        let config = Config {
-            path_manager: PathManager::Fullmesh,
-            faults: mpcore::Faults { no_encryption, ..mpcore::Faults::default() },
-            ..Config::default()
-        };
+        let config = Config::default().with(|c| {
+            c.multipath.path_manager = PathManager::Fullmesh;
+            c.faults = mpcore::Faults { no_encryption, ..mpcore::Faults::default() };
+        });
         let mut sim = Sim::new(11, config.clone(), config, two_paths(false)).unwrap();
         sim.capture = Some(mpsim::pcap::Pcap::new());
         let data = pattern(200_000, 2);

@@ -299,7 +299,7 @@ fn nat_rebinding_moves_the_subflow_after_an_authenticated_packet() {
 
 #[test]
 fn retry_then_handshake_and_a_flood_of_initials_creates_no_state() {
-    let server = Config { require_retry: true, ..cfg(PathManager::OnDemand) };
+    let server = cfg(PathManager::OnDemand).with(|c| c.server.require_retry = true);
     let mut sim = Sim::new(9, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
     let log = capture(&mut sim);
     let mut app = Bulk::new(pattern(100_000, 2), false);
@@ -345,7 +345,7 @@ fn abort_sends_fastclose_and_both_sides_stop() {
 
 #[test]
 fn idle_timeout_closes_a_connection_whose_paths_all_died() {
-    let c = Config { idle_timeout: ms(3_000), ..cfg(PathManager::Fullmesh) };
+    let c = cfg(PathManager::Fullmesh).with(|c| c.transport.idle_timeout = ms(3_000));
     let mut sim = Sim::new(11, c.clone(), c, multimob_paths()).unwrap();
     let mut app = Bulk::new(pattern(10_000, 2), false);
     sim.at(ms(1_000), 0, mpsim::PathEvent::Down);
@@ -614,9 +614,15 @@ fn many_holes_in_reassembly_never_deliver_a_gap() {
 /// recovery sends it again; every byte arrives, in order.
 #[test]
 fn a_segment_refused_by_a_full_reassembly_is_sent_again() {
-    let client = Config { path_manager: PathManager::Fullmesh, scheduler: "round-robin".into(), ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.multipath.scheduler = "round-robin".into();
+    });
     // The smallest window, and one that stays so (no autotuning).
-    let server = Config { recv_window: 4096, max_recv_window: 4096, ..client.clone() };
+    let server = client.clone().with(|c| {
+        c.transport.recv_window = 4096;
+        c.transport.max_recv_window = 4096;
+    });
     let fast = mpsim::PathConfig::new(mpsim::client_addr(0), mpcore::Iface::Wifi, 10, 100);
     let slow = mpsim::PathConfig::new(mpsim::client_addr(1), mpcore::Iface::Cellular, 600, 100);
     let mut sim = Sim::new(7, client, server, vec![fast, slow]).unwrap();
@@ -648,7 +654,7 @@ fn a_segment_refused_by_a_full_reassembly_is_sent_again() {
 /// subflow that carried the segment, found none and sent nothing).
 #[test]
 fn a_reinjection_with_nowhere_else_to_go_returns_to_its_subflow() {
-    let rr = Config { scheduler: "round-robin".into(), ..cfg(PathManager::Fullmesh) };
+    let rr = cfg(PathManager::Fullmesh).with(|c| c.multipath.scheduler = "round-robin".into());
     let mut sim = Sim::new(5, rr.clone(), rr, multimob_paths()).unwrap();
     sim.logging = false;
     let data = pattern(4 << 20, 4);

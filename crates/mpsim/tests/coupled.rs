@@ -11,7 +11,10 @@ use mpsim::{ms, multimob_paths, PathConfig, Sim};
 /// same under Reno, for seeds 1-3, printed under `label`.
 fn uploads(label: &str, paths: &[PathConfig], pm: PathManager) -> Vec<(CongestionControl, usize, usize, usize)> {
     let run = |cc, seed| {
-        let config = Config { path_manager: pm, congestion: cc, ..Config::default() };
+        let config = Config::default().with(|c| {
+            c.multipath.path_manager = pm;
+            c.transport.congestion = cc;
+        });
         let mut sim = Sim::new(seed, config, Config::default(), paths.to_vec()).unwrap();
         let mut app = Bulk::new(pattern(64 << 20, seed), false);
         sim.run_until(ms(40_000), |s| app.step(s));

@@ -69,7 +69,7 @@ fn a_day_in_a_phones_life() {
     // falls in one of them, or in the fail-back after it: WiFi's join (its retries 1 s and
     // 2 s apart, when the link was not carrying yet), the oracle periods seeing WiFi carry
     // packets (its flags cleared), then the 3 s hold.
-    let hold = Config::phone().fail_back_hold + ms(6_000);
+    let hold = Config::phone().multipath.fail_back_hold + ms(6_000);
     let stray: Vec<Time> = (sim.path_log(CELL).iter().map(|e| e.time))
         .filter(|&t| !day.gaps.iter().any(|&(a, b)| (a..=b + hold).contains(&t)))
         .collect();

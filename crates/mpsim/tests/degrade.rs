@@ -69,7 +69,7 @@ fn random_loss_opens_no_cellular() {
 /// the whole request (91 ms before, 71 ms before the wait for the probe's answer came in).
 #[test]
 fn blackout_fails_back_within_the_hold() {
-    let hold = mpsim::multimob_client(oracle::Config::default()).fail_back_hold;
+    let hold = mpsim::multimob_client(oracle::Config::default()).multipath.fail_back_hold;
     for (seed, o) in runs(Scenario::Blackout).iter().enumerate() {
         assert!(o.worst_ms <= 60.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
         let last = o.cell_last.unwrap();

@@ -19,11 +19,11 @@ const SECRET: [u8; 32] = [0x5e; 32];
 
 fn server_config(early_data: bool) -> Config {
     let resumption = Resumption { issue: true, early_data, secret: Some(SECRET), ..Resumption::default() };
-    Config { resumption, ..Config::default() }
+    Config::default().with(|c| c.resumption = resumption)
 }
 
 fn pair(seed: u64, server: Config) -> Sim {
-    let client = Config { resumption: Resumption { accept: true, ..Resumption::default() }, ..Config::default() };
+    let client = Config::default().with(|c| c.resumption = Resumption { accept: true, ..Resumption::default() });
     dated(seed, client, server, multimob_paths())
 }
 
@@ -183,7 +183,7 @@ fn replay(ep: &mut Endpoint, now: u64, flight: &[Vec<u8>]) {
 fn fleet_server(strikes: Option<StrikeRegister>) -> Endpoint {
     let mut c = server_config(true);
     c.resumption.strikes = strikes;
-    c.identity = Some(mpcore::ServerIdentity::from_seed(&[1; 32]).unwrap());
+    c.server.identity = Some(mpcore::ServerIdentity::from_seed(&[1; 32]).unwrap());
     let paths = vec![LocalPath { addr: server_addr(), iface: mpcore::Iface::Wired, backup: false }];
     let mut ep = Endpoint::new(c, paths, true).unwrap();
     ep.set_unix_time(0, UNIX);
@@ -274,7 +274,7 @@ fn early_data_the_server_does_not_take_is_sent_again_and_nothing_is_lost() {
 fn a_retry_and_a_lost_handshake_keep_the_early_data_and_make_one_connection() {
     // A RETRY: the INITIAL is built again with the token; its early data goes again under
     // the new INITIAL's key, and is taken.
-    let mut sim = pair(20, Config { require_retry: true, ..server_config(true) });
+    let mut sim = pair(20, server_config(true).with(|c| c.server.require_retry = true));
     let t = first_ticket(&mut sim);
     let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
     let x = exchange(&mut sim, c, true, ms(3_000));
@@ -351,7 +351,7 @@ fn a_first_flight_answered_with_a_retry_is_a_replay_later() {
     // later, to a server (of the same record) that asks for no RETRY, is a replay: its binder
     // was recorded when the RETRY answered it.
     let strikes = StrikeRegister::default();
-    let mut server = Config { require_retry: true, ..server_config(true) };
+    let mut server = server_config(true).with(|c| c.server.require_retry = true);
     server.resumption.strikes = Some(strikes.clone());
     let mut sim = pair(70, server);
     let t = first_ticket(&mut sim);

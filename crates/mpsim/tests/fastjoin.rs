@@ -11,11 +11,19 @@ use mpsim::apps::{pattern, Bulk, Siri, SiriConfig};
 use mpsim::{client_addr, ms, multimob_paths, Dir, Flow, PathConfig, PathEvent, Sim};
 
 fn client(fast_join: bool) -> Config {
-    Config { path_manager: PathManager::OnDemand, keep_alive: 0, fast_join, ..Config::default() }
+    Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::OnDemand;
+        c.transport.keep_alive = 0;
+        c.multipath.fast_join = fast_join;
+    })
 }
 
 fn server(fast_join: bool) -> Config {
-    Config { scheduler: "last-received".into(), keep_alive: 0, fast_join, ..Config::default() }
+    Config::default().with(|c| {
+        c.multipath.scheduler = "last-received".into();
+        c.transport.keep_alive = 0;
+        c.multipath.fast_join = fast_join;
+    })
 }
 
 /// Two Siri requests; WiFi goes down 1 s before the second. Returns the second request's
@@ -134,7 +142,7 @@ fn three_paths() -> Vec<PathConfig> {
 fn a_second_fast_join_out_for_the_same_dsn_is_refused_by_the_replay_window() {
     // A faulty client sends FAST_JOIN_OUT for the same DSN on both cellular paths: the server
     // accepts the first and refuses the second as a replay, silently; the transfer goes on.
-    let faulty = Config { faults: Faults { repeat_fast_join_dsn: true, ..Faults::default() }, ..client(true) };
+    let faulty = client(true).with(|c| c.faults = Faults { repeat_fast_join_dsn: true, ..Faults::default() });
     let mut sim = Sim::new(6, faulty, server(true), three_paths()).unwrap();
     let data = pattern(1 << 20, 6);
     let mut app = Bulk::new(data.clone(), false);
@@ -155,7 +163,10 @@ fn a_forged_fast_join_hmac_is_refused_and_counted() {
     // UDP only: over TCP the refused join's path would be raced by a TCP join (a valid
     // MP_JOIN), which is not what this test looks at.
     let faults = Faults { forge_fast_join_hmac: true, ..Faults::default() };
-    let faulty = Config { faults, tcp_after: None, ..client(true) };
+    let faulty = client(true).with(|c| {
+        c.faults = faults;
+        c.multipath.tcp_after = None;
+    });
     let mut sim = Sim::new(7, faulty, server(true), multimob_paths()).unwrap();
     let data = pattern(4 << 20, 7);
     let mut app = Bulk::new(data, false);

@@ -13,7 +13,7 @@ use std::rc::Rc;
 const SECRET: [u8; 32] = [7; 32];
 
 fn member(server: u8, secret: [u8; 32]) -> Config {
-    Config { fleet: Some(Fleet { server, servers: 3, secret }), ..Config::default() }
+    Config::default().with(|c| c.server.fleet = Some(Fleet { server, servers: 3, secret }))
 }
 
 /// A connection to server 2 of 3 with both paths joined and data exchanged; every datagram the
@@ -24,8 +24,8 @@ fn connected(seed: u64) -> (Sim, mpcore::ConnHandle, Rc<RefCell<Vec<Vec<u8>>>>) 
 
 /// `connected`, the second path joined with FAST_JOIN if `fast`.
 fn connected_with(seed: u64, fast: bool) -> (Sim, mpcore::ConnHandle, Rc<RefCell<Vec<Vec<u8>>>>) {
-    let client = Config { fast_join: fast, ..Config::default() };
-    let server = Config { fast_join: fast, ..member(2, SECRET) };
+    let client = Config::default().with(|c| c.multipath.fast_join = fast);
+    let server = member(2, SECRET).with(|c| c.multipath.fast_join = fast);
     let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
     let sent = Rc::new(RefCell::new(Vec::new()));
     let log = sent.clone();
@@ -122,7 +122,7 @@ fn a_server_outside_a_fleet_sends_no_reset() {
     let c = sim.connect();
     sim.run_until(ms(1_000), |_| None);
     let paths = vec![LocalPath { addr: server_addr(), iface: Iface::Wired, backup: false }];
-    sim.server = Endpoint::new(Config { rng_seed: Some(4), ..Config::default() }, paths, true).unwrap();
+    sim.server = Endpoint::new(Config::default().with(|c| c.rng_seed = Some(4)), paths, true).unwrap();
     sim.client.conn_mut(c).unwrap().write(b"x").unwrap();
     sim.run_until(ms(3_000), |_| None);
     assert_eq!(sim.server.handshake_counters().resets_sent, 0);
@@ -142,16 +142,22 @@ fn a_fleets_servers_open_each_others_retry_tokens_cookies_and_tickets() {
     // server 0 (the same identity, as a fleet's servers have) gets the client's next packet:
     // the repeated INITIAL with the token, or the CONFIRM with the cookie.
     for (what, after_retries, after_answers) in [("RETRY token", 1, 0), ("cookie", 1, 1)] {
-        let retry = |k| Config { require_retry: true, ..member(k, SECRET) };
+        let retry = |k| member(k, SECRET).with(|c| c.server.require_retry = true);
         let mut sim = Sim::new(8, Config::default(), retry(2), multimob_paths()).unwrap();
-        let identity = sim.server.config().identity.clone();
+        let identity = sim.server.config().server.identity.clone();
         let c = sim.connect();
         let mut swapped = false;
         sim.run_until(ms(1_000), |s| {
             let h = s.server.handshake_counters();
             if !swapped && (h.retries, h.answered) == (after_retries, after_answers) {
                 swapped = true;
-                swap_in(s, Config { identity: identity.clone(), rng_seed: Some(9), ..retry(0) });
+                swap_in(
+                    s,
+                    retry(0).with(|c| {
+                        c.server.identity = identity.clone();
+                        c.rng_seed = Some(9);
+                    }),
+                );
             }
             None
         });
@@ -162,16 +168,22 @@ fn a_fleets_servers_open_each_others_retry_tokens_cookies_and_tickets() {
     }
     // A ticket server 2 issued resumes on server 0.
     let issuing =
-        |k| Config { resumption: mpcore::Resumption { issue: true, ..Default::default() }, ..member(k, SECRET) };
-    let client = Config { resumption: mpcore::Resumption { accept: true, ..Default::default() }, ..Config::default() };
+        |k| member(k, SECRET).with(|c| c.resumption = mpcore::Resumption { issue: true, ..Default::default() });
+    let client = Config::default().with(|c| c.resumption = mpcore::Resumption { accept: true, ..Default::default() });
     let mut sim = Sim::new(9, client, issuing(2), multimob_paths()).unwrap();
     sim.client.set_unix_time(0, 1_700_000_000_000);
     sim.server.set_unix_time(0, 1_700_000_000_000);
     let c = sim.connect();
     sim.run_until(ms(500), |_| None);
     let ticket = sim.client.take_ticket(c).expect("a ticket");
-    let identity = sim.server.config().identity.clone();
-    swap_in(&mut sim, Config { identity, rng_seed: Some(10), ..issuing(0) });
+    let identity = sim.server.config().server.identity.clone();
+    swap_in(
+        &mut sim,
+        issuing(0).with(|c| {
+            c.server.identity = identity;
+            c.rng_seed = Some(10);
+        }),
+    );
     sim.server.set_unix_time(sim.now, 1_700_000_000_000 + sim.now / 1000);
     let r = sim.client.connect_resuming(sim.now, mpcore::PathId(0), server_addr(), &ticket).unwrap();
     sim.run_until(ms(1_000), |_| None);

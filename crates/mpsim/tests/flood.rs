@@ -34,7 +34,10 @@ fn captured_initial() -> Vec<u8> {
 /// whether the client's data arrived.
 fn flood(retry_above: u32, initials_per_source: u32) -> (mpcore::HandshakeCounters, bool) {
     let initial = captured_initial();
-    let server = Config { retry_above, initials_per_source, ..Config::server() };
+    let server = Config::server().with(|c| {
+        c.server.retry_above = retry_above;
+        c.server.initials_per_source = initials_per_source;
+    });
     let mut sim = Sim::new(1, Config::default(), server, multimob_paths()).unwrap();
     for k in 0..20_000u64 {
         let from = SocketAddr::from(([198, 51, 100, (k % 200) as u8 + 1], 40_000 + (k % 200) as u16));
@@ -89,7 +92,7 @@ fn a_flood_from_few_addresses_is_answered_a_few_times_per_address() {
 fn stateless_answers_wait_in_a_bounded_queue() {
     let initial = captured_initial();
     let paths = vec![LocalPath { addr: server_addr(), iface: mpcore::Iface::Wired, backup: false }];
-    let mut ep = Endpoint::new(Config { retry_above: 0, ..Config::server() }, paths, true).unwrap();
+    let mut ep = Endpoint::new(Config::server().with(|c| c.server.retry_above = 0), paths, true).unwrap();
     // 2,000 INITIALs and no call to poll_transmit: the answers would pile up.
     for k in 0..2_000u16 {
         ep.handle_datagram(0, PathId(0), SocketAddr::from(([198, 51, 100, 7], 1_000 + k)), &initial);
@@ -119,7 +122,10 @@ fn stateless_answers_wait_in_a_bounded_queue() {
 #[test]
 fn a_handshake_answering_the_initial_a_retry_replaced_is_taken() {
     let mut sim = Sim::new(2, Config::default(), Config::server(), multimob_paths()).unwrap();
-    let retrier_config = Config { require_retry: true, rng_seed: Some(3), ..Config::server() };
+    let retrier_config = Config::server().with(|c| {
+        c.server.require_retry = true;
+        c.rng_seed = Some(3);
+    });
     let paths = vec![LocalPath { addr: server_addr(), iface: mpcore::Iface::Wired, backup: false }];
     let mut retrier = Endpoint::new(retrier_config, paths, true).unwrap();
     let seen = Rc::new(RefCell::new(Vec::new()));

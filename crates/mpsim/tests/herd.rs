@@ -25,7 +25,7 @@ const ANSWER: usize = 300;
 /// The server of thousands of connections from one address (the per-source limit on first
 /// packets, made for floods from a few addresses, would count them as one).
 fn server(base: Config) -> Config {
-    Config { initials_per_source: 0, ..base }
+    base.with(|c| c.server.initials_per_source = 0)
 }
 
 /// `n` connections of one client endpoint, each sending `count` requests of `REQUEST` bytes,
@@ -190,7 +190,7 @@ fn drop_one_connection_from(sim: &mut Sim, at: u64) {
         if path != 0 || dir != Dir::Up || t < at {
             return false;
         }
-        let cid_len = usize::from(Config::default().cid_len);
+        let cid_len = usize::from(Config::default().transport.cid_len);
         let Ok(Packet { header: Header::Short(s), .. }) = Packet::parse(d, cid_len) else { return false };
         if victim.is_none() && t == at && d.len() > 1_000 {
             victim = Some(s.dcid);

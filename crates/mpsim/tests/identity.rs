@@ -47,7 +47,10 @@ impl Attacker {
                 s2.borrow_mut().push((dir, bytes.to_vec()));
             }
         }));
-        let config = Config { identity, rng_seed: Some(66), ..Config::server() };
+        let config = Config::server().with(|c| {
+            c.server.identity = identity;
+            c.rng_seed = Some(66);
+        });
         let paths = vec![LocalPath { addr: server_addr(), iface: mpcore::Iface::Wired, backup: false }];
         Self { seen, answered: 0, ep: Endpoint::new(config, paths, true).unwrap(), claims_psk: false }
     }
@@ -187,9 +190,9 @@ fn a_forged_answer_that_races_the_server_does_not_break_the_connection() {
 fn the_right_key_connects_and_a_rotated_key_list_too() {
     let real = ServerIdentity::from_seed(&[0x11; 32]).unwrap();
     let old = ServerIdentity::from_seed(&[0x22; 32]).unwrap().public_key();
-    let server = Config { identity: Some(real.clone()), ..Config::server() };
+    let server = Config::server().with(|c| c.server.identity = Some(real.clone()));
     for keys in [vec![real.public_key()], vec![old, real.public_key()]] {
-        let client = Config { server_keys: keys.clone(), ..Config::default() };
+        let client = Config::default().with(|c| c.transport.server_keys = keys.clone());
         let mut sim = Sim::new(3, client, server.clone(), multimob_paths()).unwrap();
         let data = pattern(50_000, 3);
         let mut app = Bulk::new(data.clone(), false);
@@ -198,7 +201,7 @@ fn the_right_key_connects_and_a_rotated_key_list_too() {
         assert_eq!(sim.client.drops().bad_signature, 0);
     }
     // The old key alone: refused.
-    let client = Config { server_keys: vec![old], ..Config::default() };
+    let client = Config::default().with(|c| c.transport.server_keys = vec![old]);
     let mut sim = Sim::new(3, client, server.clone(), multimob_paths()).unwrap();
     let h = sim.connect();
     sim.run(ms(5_000), |_| Flow::Wake(None));
@@ -216,7 +219,7 @@ fn the_right_key_connects_and_a_rotated_key_list_too() {
 #[test]
 fn without_a_key_the_client_does_not_start_and_an_opted_out_one_is_fooled() {
     // No key, no opt-out: refused before any datagram.
-    let client = Config { server_keys: Vec::new(), ..Config::default() };
+    let client = Config::default().with(|c| c.transport.server_keys = Vec::new());
     let mut ep = Endpoint::new(
         client,
         vec![LocalPath { addr: client_addr(0), iface: mpcore::Iface::Wifi, backup: false }],
@@ -226,7 +229,7 @@ fn without_a_key_the_client_does_not_start_and_an_opted_out_one_is_fooled() {
     assert_eq!(ep.connect(0, PathId(0), server_addr()).unwrap_err(), mpcore::ConnectError::NoServerKey);
     // The explicit opt-out accepts the attacker's answer and sends it a CONFIRM: what the key
     // prevents.
-    let client = Config { unauthenticated_server: true, ..Config::default() };
+    let client = Config::default().with(|c| c.transport.unauthenticated_server = true);
     let mut sim = Sim::new(4, client, Config::default(), multimob_paths()).unwrap();
     let mut attacker = Attacker::on(&mut sim);
     sim.at(0, 0, PathEvent::Loss(1.0));
@@ -248,7 +251,7 @@ fn the_signed_answer_is_64_bytes_longer_and_within_three_initials() {
         (up, down)
     };
     let (initial, signed) = first(Config::default(), Config::default());
-    let unsigned_server = Config { identity: None, ..Config::default() };
+    let unsigned_server = Config::default().with(|c| c.server.identity = None);
     // (The simulator gives an identity to a server without one: a throwaway endpoint answers.)
     let mut ep = Endpoint::new(
         unsigned_server,
@@ -257,7 +260,7 @@ fn the_signed_answer_is_64_bytes_longer_and_within_three_initials() {
     )
     .unwrap();
     let mut c = Endpoint::new(
-        Config { unauthenticated_server: true, ..Config::default() },
+        Config::default().with(|c| c.transport.unauthenticated_server = true),
         vec![LocalPath { addr: client_addr(0), iface: mpcore::Iface::Wifi, backup: false }],
         false,
     )
@@ -276,8 +279,8 @@ fn the_signed_answer_is_64_bytes_longer_and_within_three_initials() {
 
 /// A client with a ticket, its first connection done: the attacker comes for its next one.
 fn resuming_client(seed: u64) -> (Sim, mpcore::ResumptionTicket) {
-    let client = Config { resumption: mpcore::Resumption { accept: true, ..Default::default() }, ..Config::default() };
-    let server = Config { resumption: mpcore::Resumption { issue: true, ..Default::default() }, ..Config::default() };
+    let client = Config::default().with(|c| c.resumption = mpcore::Resumption { accept: true, ..Default::default() });
+    let server = Config::default().with(|c| c.resumption = mpcore::Resumption { issue: true, ..Default::default() });
     let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
     let c = sim.connect();
     sim.run_until(ms(500), |_| None);

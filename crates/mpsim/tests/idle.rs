@@ -28,14 +28,20 @@ fn idle_packets(client: Config, server: Config, backup_cell: bool, idle: u64) ->
 }
 
 fn no_keep_alives(c: Config) -> Config {
-    Config { keep_alive: 0, idle_timeout: 0, ..c }
+    c.with(|c| {
+        c.transport.keep_alive = 0;
+        c.transport.idle_timeout = 0;
+    })
 }
 
 #[test]
 fn two_idle_endpoints_exchange_nothing_without_keep_alives() {
     // Both paths with a regular subflow each (fullmesh), the server's subflow idle timeout off
     // too: no acknowledgement of an acknowledgement, so not one packet in a minute.
-    let fullmesh = Config { path_manager: PathManager::Fullmesh, subflow_idle_timeout: 0, ..Config::default() };
+    let fullmesh = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.multipath.subflow_idle_timeout = 0;
+    });
     let got = idle_packets(no_keep_alives(fullmesh.clone()), no_keep_alives(fullmesh), false, ms(60_000));
     assert_eq!(got, vec![(0, 0), (0, 0)], "packets (up, down) per path in 60 idle seconds");
     // The phone presets, WiFi and a cellular backup: the same.
@@ -46,7 +52,7 @@ fn two_idle_endpoints_exchange_nothing_without_keep_alives() {
 #[test]
 fn an_idle_phone_sends_only_keep_alives_on_wifi_and_nothing_on_cellular() {
     // `backup` path manager: the cellular backup subflow is open, and stays silent.
-    let phone = Config { path_manager: PathManager::Backup, ..Config::phone() };
+    let phone = Config::phone().with(|c| c.multipath.path_manager = PathManager::Backup);
     let hour = ms(3_600_000);
     for (name, client) in [("multimob", Config::phone()), ("backup", phone)] {
         let got = idle_packets(client, Config::server(), true, hour);
@@ -81,8 +87,15 @@ fn slow_reader(seed: u64) -> Time {
     let mut paths = mpsim::multimob_paths();
     paths.truncate(1);
     paths[0].loss = 0.1;
-    let client = Config { path_manager: PathManager::OnDemand, keep_alive: 0, ..Config::default() };
-    let server = Config { recv_window: 16 << 10, max_recv_window: 16 << 10, keep_alive: 0, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::OnDemand;
+        c.transport.keep_alive = 0;
+    });
+    let server = Config::default().with(|c| {
+        c.transport.recv_window = 16 << 10;
+        c.transport.max_recv_window = 16 << 10;
+        c.transport.keep_alive = 0;
+    });
     let mut sim = Sim::new(seed, client, server, paths).unwrap();
     let data = mpsim::apps::pattern(1 << 20, 3);
     let (mut written, mut got, mut buf) = (0, Vec::new(), vec![0u8; 16 << 10]);
@@ -128,7 +141,12 @@ fn slow_reader(seed: u64) -> Time {
 /// both ends; the connection then holds only a few bytes of packet-number ranges.
 #[test]
 fn buffers_follow_activity() {
-    let quiet = |c: Config| Config { keep_alive: 0, idle_timeout: 0, ..c };
+    let quiet = |c: Config| {
+        c.with(|c| {
+            c.transport.keep_alive = 0;
+            c.transport.idle_timeout = 0;
+        })
+    };
     let mut sim = Sim::new(11, quiet(Config::phone()), quiet(Config::server()), mpsim::multimob_paths()).unwrap();
     let mut app = Bulk::new(vec![9; 4 << 20], false);
     let mut busiest = [0usize; 2];
@@ -177,7 +195,7 @@ fn buffers_follow_activity() {
 /// state, and `no_alloc.rs` covers the receiver's.)
 #[test]
 fn a_transfer_keeps_its_buffers_as_its_paths_change() {
-    let fullmesh = Config { path_manager: PathManager::Fullmesh, ..Config::default() };
+    let fullmesh = Config::default().with(|c| c.multipath.path_manager = PathManager::Fullmesh);
     let mut sim = Sim::new(3, fullmesh, Config::server(), mpsim::multimob_paths()).unwrap();
     let mut app = Bulk::new(vec![3; 12 << 20], false);
     let (mut sizes, mut last, mut cut, mut working) = (Vec::new(), 0, false, 0);
@@ -214,12 +232,12 @@ fn a_transfer_keeps_its_buffers_as_its_paths_change() {
 /// average (`benches/scale`).
 #[test]
 fn a_keep_alive_grows_no_buffer() {
-    let quiet_server = Config { idle_timeout: 0, ..Config::server() };
+    let quiet_server = Config::server().with(|c| c.transport.idle_timeout = 0);
     let mut sim = Sim::new(12, Config::phone(), quiet_server, mpsim::multimob_paths()).unwrap();
     let c = sim.connect();
     let mut h = None;
     let mut most = 0;
-    let keep_alive = Config::phone().keep_alive;
+    let keep_alive = Config::phone().transport.keep_alive;
     sim.run_until(ms(10_000), |s| {
         h = h.or_else(|| s.server.accept());
         None

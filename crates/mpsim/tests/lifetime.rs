@@ -150,7 +150,7 @@ fn flaps(client: Config, server: Config, paths: Vec<mpsim::PathConfig>, path: us
 fn two_hundred_flaps_of_the_second_interface_under_fullmesh() {
     // Round-robin spreads the trickle over both paths, so each flap shows whether the path
     // carries data again.
-    let client = Config { scheduler: "round-robin".into(), ..cfg(PathManager::Fullmesh) };
+    let client = cfg(PathManager::Fullmesh).with(|c| c.multipath.scheduler = "round-robin".into());
     let flapped = flaps(client, cfg(PathManager::Fullmesh), mpsim::multimob_paths(), 1);
     assert_recovered("fullmesh, the second path", flapped);
 }
@@ -201,7 +201,7 @@ fn a_server_reclaims_a_subflow_whose_client_end_went_silent() {
         }
         Flow::Wake(Some(app.step(sim)))
     });
-    let idle = Config::default().subflow_idle_timeout;
+    let idle = Config::default().multipath.subflow_idle_timeout;
     let at = closed_at.expect("the server closed the silent subflow");
     // The trickle goes over path 0 (the lower RTT) and nothing acknowledges an acknowledgement:
     // the server last heard on path 1 when the subflow was set up, well before it died.

@@ -21,7 +21,10 @@ fn last_delivered(sim: &Sim, dir: Dir) -> Time {
 fn a_peer_gone_while_data_awaits_it_is_declared_dead_within_the_bound() {
     // An upload of 20 MB on both paths; at 1 s every path goes silent for good. The idle
     // timeout is a minute: only the peer timeout (10 s) can end the client's wait sooner.
-    let c = Config { idle_timeout: ms(60_000), path_manager: PathManager::Fullmesh, ..Config::default() };
+    let c = Config::default().with(|c| {
+        c.transport.idle_timeout = ms(60_000);
+        c.multipath.path_manager = PathManager::Fullmesh;
+    });
     let mut sim = Sim::new(3, c.clone(), c, mpsim::multimob_paths()).unwrap();
     let mut app = Bulk::new(vec![5; 20 << 20], false);
     sim.at(ms(1_000), 0, PathEvent::Down);
@@ -48,7 +51,10 @@ fn a_peer_gone_while_data_awaits_it_is_declared_dead_within_the_bound() {
 fn a_silent_peer_with_nothing_awaiting_it_is_left_to_the_idle_timeout() {
     // The same outage after the upload completed: nothing awaits the peer, so the idle
     // timeout (20 s) ends the connection, not the peer timeout.
-    let c = Config { idle_timeout: ms(20_000), keep_alive: 0, ..Config::default() };
+    let c = Config::default().with(|c| {
+        c.transport.idle_timeout = ms(20_000);
+        c.transport.keep_alive = 0;
+    });
     let mut sim = Sim::new(4, c.clone(), c, mpsim::multimob_paths()).unwrap();
     let mut app = Bulk::new(vec![5; 10_000], false);
     sim.at(ms(1_000), 0, PathEvent::Down);
@@ -64,9 +70,12 @@ fn the_idle_timeout_is_the_smaller_of_both_sides() {
     // The phone says 30 s, the server 120 s (its preset); no keep-alives. After a small
     // exchange the connection is idle: the server lets it go 30 s after it last heard the
     // phone, as the phone does (RFC 9000 §10.1), not after 120 s.
-    let phone = Config { idle_timeout: ms(30_000), keep_alive: 0, ..Config::phone() };
+    let phone = Config::phone().with(|c| {
+        c.transport.idle_timeout = ms(30_000);
+        c.transport.keep_alive = 0;
+    });
     let server = Config::server();
-    assert_eq!(server.idle_timeout, ms(120_000));
+    assert_eq!(server.transport.idle_timeout, ms(120_000));
     let mut sim = Sim::new(5, phone, server, mpsim::multimob_backup_paths()).unwrap();
     let mut app = Bulk::new(vec![1; 3_000], false);
     sim.run(ms(200_000), |s| Flow::Wake(app.step(s)));
@@ -87,8 +96,11 @@ fn the_peer_timeout_counts_from_when_data_started_waiting() {
     // No keep-alives: the client hears nothing for 20 s between two requests. Its second
     // request must be given the peer timeout from when it was sent, not from the last packet
     // heard (which would end the connection the moment the request leaves).
-    let c =
-        Config { keep_alive: 0, idle_timeout: ms(60_000), path_manager: PathManager::Fullmesh, ..Config::default() };
+    let c = Config::default().with(|c| {
+        c.transport.keep_alive = 0;
+        c.transport.idle_timeout = ms(60_000);
+        c.multipath.path_manager = PathManager::Fullmesh;
+    });
     let mut sim = Sim::new(6, c.clone(), c, mpsim::multimob_paths()).unwrap();
     let mut app =
         mpsim::apps::Siri::new(mpsim::apps::SiriConfig { requests: 2, wait: ms(20_000), ..Default::default() }, 6);
@@ -103,7 +115,10 @@ fn the_peer_timeout_counts_from_when_data_started_waiting() {
 /// connection is given up the peer timeout after, not at the idle timeout (60 s here).
 #[test]
 fn an_idle_client_that_probes_its_peer_learns_of_its_death_within_the_peer_timeout() {
-    let c = Config { idle_timeout: ms(60_000), keep_alive: 0, ..Config::default() };
+    let c = Config::default().with(|c| {
+        c.transport.idle_timeout = ms(60_000);
+        c.transport.keep_alive = 0;
+    });
     let mut sim = Sim::new(7, c.clone(), c, mpsim::multimob_paths()).unwrap();
     let mut app = Bulk::new(vec![5; 10_000], false);
     sim.at(ms(5_000), 0, PathEvent::Down);

@@ -4,7 +4,7 @@
 //! counting allocator checks that the parts account for the heap the connections added.
 #![allow(clippy::unwrap_used, unsafe_code)] // a global allocator is an unsafe trait; this one only counts
 
-use mpcore::{Config, Memory};
+use mpcore::Memory;
 use mpsim::{ms, multimob_client, multimob_paths, multimob_server, Flow, Sim};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -90,7 +90,7 @@ fn per(m: &Memory, n: usize) -> String {
 
 #[test]
 fn an_idle_connection_stays_within_its_budget() {
-    let server = Config { initials_per_source: 0, ..multimob_server() };
+    let server = multimob_server().with(|c| c.server.initials_per_source = 0);
     let mut sim = Sim::new(3, multimob_client(oracle::Config::default()), server, multimob_paths()).unwrap();
     sim.logging = false;
     let n = 300;

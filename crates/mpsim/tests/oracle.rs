@@ -200,7 +200,7 @@ fn fail_back_closes_the_backup_once_wifi_is_healthy_again() {
         recovered / 1000,
         last_cell / 1000
     );
-    let hold = mpsim::multimob_client(oracle::Config::default()).fail_back_hold;
+    let hold = mpsim::multimob_client(oracle::Config::default()).multipath.fail_back_hold;
     assert!(last_cell >= recovered + hold, "no fail-back before the hold");
     assert!(last_cell < recovered + hold + ms(1_000), "the radio goes quiet after the hold");
     assert!(app.results[2].max_burst_delay().unwrap() < ms(60), "later requests are fast, over WiFi");

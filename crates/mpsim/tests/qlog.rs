@@ -35,8 +35,8 @@ fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
 
 /// The scenario: a lossy WiFi that fails before the second of two requests.
 fn run(qlog: bool) -> (Sim, Siri) {
-    let client = Config { qlog, ..mpsim::multimob_client(oracle::Config::default()) };
-    let server = Config { qlog, ..mpsim::multimob_server() };
+    let client = mpsim::multimob_client(oracle::Config::default()).with(|c| c.logging.qlog = qlog);
+    let server = mpsim::multimob_server().with(|c| c.logging.qlog = qlog);
     let mut paths = multimob_backup_paths();
     paths[0].loss = 0.02;
     let mut sim = Sim::new(11, client, server, paths).unwrap();
@@ -138,7 +138,10 @@ fn check(side: &str, log: &[Value], st: mpcore::ConnStats) {
 fn a_connection_that_ends_at_once_keeps_its_last_records() {
     // Every path goes silent under an upload: the client gives the peer up (peer timeout) and
     // is forgotten in the same step, with no drain period. Its log still ends with the close.
-    let c = Config { qlog: true, idle_timeout: ms(60_000), ..Config::default() };
+    let c = Config::default().with(|c| {
+        c.logging.qlog = true;
+        c.transport.idle_timeout = ms(60_000);
+    });
     let mut sim = Sim::new(9, c.clone(), c, multimob_backup_paths()).unwrap();
     let mut app = mpsim::apps::Bulk::new(vec![5; 4 << 20], false);
     sim.at(ms(1_000), 0, PathEvent::Down);

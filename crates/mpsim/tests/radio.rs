@@ -55,7 +55,7 @@ fn a_weak_wifi_warms_the_radio_before_it_fails() {
     for s in [Scenario::DegradeThenBlackout, Scenario::DegradeThenLateBlackout] {
         let lte = runs(s, &Setup::lte());
         assert!(worst(&lte) <= 120.0, "{s:?}: {lte:?}");
-        let cold = Config { prewarm: Prewarm::OFF, ..multimob_client(oracle::Config::default()) };
+        let cold = multimob_client(oracle::Config::default()).with(|c| c.multipath.prewarm = Prewarm::OFF);
         let off = runs(s, &Setup { client: Some(cold), ..Setup::lte() });
         assert!(worst(&off) >= 260.0, "{s:?} without pre-warming: {off:?}");
     }
@@ -132,7 +132,7 @@ fn a_hint_from_the_phone_makes_the_client_prewarm() {
     for (hint, prewarm, warms) in [(true, Prewarm::DEFAULT, 1), (false, Prewarm::DEFAULT, 0), (true, Prewarm::OFF, 0)] {
         let mut paths = multimob_backup_paths();
         paths[CELL] = paths[CELL].with_radio(RadioProfile::LTE);
-        let client = Config { prewarm, ..multimob_client(oracle::Config::default()) };
+        let client = multimob_client(oracle::Config::default()).with(|c| c.multipath.prewarm = prewarm);
         let mut sim = Sim::new(5, client, multimob_server(), paths).unwrap();
         if hint {
             sim.at(ms(3_000), 0, PathEvent::Hint(LinkHint { degraded: true, ..LinkHint::default() }));
@@ -163,7 +163,7 @@ fn an_idle_probe_waits_for_the_phone_to_wake() {
         let mut paths = multimob_backup_paths();
         paths[CELL].backup = false;
         paths[CELL] = paths[CELL].with_radio(RadioProfile::LTE);
-        let client = Config { keep_alive: 0, ..Config::default() };
+        let client = Config::default().with(|c| c.transport.keep_alive = 0);
         let mut sim = Sim::new(seed, client, Config::default(), paths).unwrap();
         let mut app = Siri::new(SiriConfig { requests: 9, ..SiriConfig::default() }, seed);
         assert!(sim.run(ms(90_000), |s| app.drive(s)));

@@ -15,8 +15,11 @@ const WIFI: usize = 0;
 /// An upload of 2 Mbit/s (5,000 bytes every 20 ms) over WiFi and cellular (`fullmesh`) until
 /// `end`; WiFi silent from 5 s to `back` (ms).
 fn upload(seed: u64, back: u64, end: u64) -> (Sim, Bulk) {
-    let client = Config { path_manager: PathManager::Fullmesh, keep_alive: 0, ..Config::default() };
-    let server = Config { keep_alive: 0, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.transport.keep_alive = 0;
+    });
+    let server = Config::default().with(|c| c.transport.keep_alive = 0);
     let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
     sim.at(ms(5_000), WIFI, PathEvent::Down);
     sim.at(ms(back), WIFI, PathEvent::Up);
@@ -86,8 +89,14 @@ fn joins_on_a_silent_path_back_off() {
 /// and joins again: a stream moves back to a WiFi that got slow, went away and came back.
 #[test]
 fn a_subflow_the_server_forgot_is_found_and_joined_again() {
-    let client = Config { path_manager: PathManager::Fullmesh, keep_alive: 0, ..Config::default() };
-    let server = Config { scheduler: "lowest-rtt".into(), keep_alive: 0, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.transport.keep_alive = 0;
+    });
+    let server = Config::default().with(|c| {
+        c.multipath.scheduler = "lowest-rtt".into();
+        c.transport.keep_alive = 0;
+    });
     let mut sim = Sim::new(1, client, server, multimob_paths()).unwrap();
     // WiFi slow from 5 s (the stream moves to cellular), down from 10 s to 50 s, then as before.
     sim.at(ms(5_000), WIFI, PathEvent::Delay(ms(60)));

@@ -16,8 +16,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 fn pair(seed: u64, server: Config) -> Sim {
-    let client = Config { resumption: Resumption { accept: true, ..Resumption::default() }, ..Config::default() };
-    let server = Config { resumption: Resumption { issue: true, ..server.resumption.clone() }, ..server };
+    let client = Config::default().with(|c| c.resumption = Resumption { accept: true, ..Resumption::default() });
+    let server = server.with(|c| c.resumption.issue = true);
     dated(seed, client, server, multimob_paths())
 }
 
@@ -166,7 +166,7 @@ fn a_ticket_the_server_cannot_take_gets_the_full_handshake_and_the_connection_wo
 fn a_retry_keeps_the_ticket() {
     // Under load the server asks for a RETRY: the client repeats its INITIAL with the token
     // and a binder over the new bytes; the ticket is still taken.
-    let mut sim = pair(60, Config { require_retry: true, ..Config::default() });
+    let mut sim = pair(60, Config::default().with(|c| c.server.require_retry = true));
     let t = first_ticket(&mut sim);
     let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
     exchange(&mut sim, c);
@@ -179,7 +179,7 @@ fn a_retry_keeps_the_ticket() {
 fn a_ticket_is_offered_only_while_the_key_that_authenticated_it_is_trusted() {
     let mut sim = pair(62, Config::default());
     let mut t = first_ticket(&mut sim);
-    let key = sim.server.config().identity.as_ref().unwrap().public_key().0;
+    let key = sim.server.config().server.identity.as_ref().unwrap().public_key().0;
     assert_eq!(t.identity, Some(key), "the ticket remembers the key that signed its handshake");
     // A ticket of a connection another key authenticated (the app no longer pins it): not
     // offered, the full handshake instead.
@@ -209,11 +209,19 @@ fn a_fast_join_carries_data_on_a_resumed_connection() {
     // connection; the first packet on cellular is a FAST_JOIN_OUT full of data, authenticated
     // with the keys of the resumed master, and the upload completes intact.
     let resumption = Resumption { accept: true, ..Resumption::default() };
-    let client =
-        Config { path_manager: PathManager::OnDemand, keep_alive: 0, fast_join: true, resumption, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::OnDemand;
+        c.transport.keep_alive = 0;
+        c.multipath.fast_join = true;
+        c.resumption = resumption;
+    });
     let resumption = Resumption { issue: true, ..Resumption::default() };
-    let server =
-        Config { scheduler: "last-received".into(), keep_alive: 0, fast_join: true, resumption, ..Config::default() };
+    let server = Config::default().with(|c| {
+        c.multipath.scheduler = "last-received".into();
+        c.transport.keep_alive = 0;
+        c.multipath.fast_join = true;
+        c.resumption = resumption;
+    });
     let mut sim = dated(43, client, server, multimob_paths());
     let t = first_ticket(&mut sim);
     let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();

@@ -13,8 +13,14 @@ use mpsim::{client_addr, ms, PathConfig, PathEvent, Sim};
 /// Two cellular paths (50 and 70 ms), both used (`fullmesh`, lowest-RTT at both ends); a 2 s
 /// spell of 30% loss and +150 ms on the first at 6 s; Siri requests every ~6.5 s.
 fn run(seed: u64, spell: bool) -> (Sim, Siri) {
-    let client = Config { path_manager: PathManager::Fullmesh, keep_alive: 0, ..Config::default() };
-    let server = Config { scheduler: "lowest-rtt".into(), keep_alive: 0, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.transport.keep_alive = 0;
+    });
+    let server = Config::default().with(|c| {
+        c.multipath.scheduler = "lowest-rtt".into();
+        c.transport.keep_alive = 0;
+    });
     let paths = vec![
         PathConfig::new(client_addr(0), Iface::Cellular, 50, 10),
         PathConfig::new(client_addr(1), Iface::Cellular, 70, 10),

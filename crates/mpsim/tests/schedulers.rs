@@ -12,8 +12,14 @@ use mpsim::{ms, multimob_paths, PathEvent, Sim};
 fn run(server_scheduler: &str, seed: u64) -> (u64, u64) {
     // Keep-alives off, as Linux MPTCP runs by default: an idle path's failure goes unnoticed
     // until data is sent, which is the case the seeds study.
-    let client = Config { path_manager: PathManager::Fullmesh, keep_alive: 0, ..Config::default() };
-    let server = Config { scheduler: server_scheduler.into(), keep_alive: 0, ..Config::default() };
+    let client = Config::default().with(|c| {
+        c.multipath.path_manager = PathManager::Fullmesh;
+        c.transport.keep_alive = 0;
+    });
+    let server = Config::default().with(|c| {
+        c.multipath.scheduler = server_scheduler.into();
+        c.transport.keep_alive = 0;
+    });
     let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
     let cfg = SiriConfig { requests: 2, ..SiriConfig::default() };
     let mut app = Siri::new(cfg, seed);
@@ -76,10 +82,9 @@ impl mpcore::Scheduler for CellularOnly {
 #[test]
 fn a_user_scheduler_steers_every_segment_to_the_second_path() {
     use mpsim::apps::{pattern, Bulk};
-    let client = Config {
-        custom_scheduler: Some(mpcore::SchedulerFactory::new(|| Box::new(CellularOnly::default()))),
-        ..Config::default()
-    };
+    let client = Config::default().with(|c| {
+        c.multipath.custom_scheduler = Some(mpcore::SchedulerFactory::new(|| Box::new(CellularOnly::default())))
+    });
     let mut sim = Sim::new(1, client, Config::default(), multimob_paths()).unwrap();
     let data = pattern(2 << 20, 1);
     let mut app = Bulk::new(data.clone(), false);
@@ -101,7 +106,10 @@ fn a_user_scheduler_steers_every_segment_to_the_second_path() {
 fn the_priority_schedulers_interface_order_is_configurable() {
     use mpsim::apps::{pattern, Bulk};
     for (order, busy) in [(vec![mpcore::Iface::Cellular, mpcore::Iface::Wifi], 1u8), (vec![], 0)] {
-        let client = Config { scheduler: "priority".into(), interface_order: order.clone(), ..Config::default() };
+        let client = Config::default().with(|c| {
+            c.multipath.scheduler = "priority".into();
+            c.multipath.interface_order = order.clone();
+        });
         let mut sim = Sim::new(2, client, Config::default(), multimob_paths()).unwrap();
         let data = pattern(1 << 20, 2);
         // Written once both subflows are up, below either path's rate (6.5 of 10 Mbit/s), so

@@ -3,7 +3,7 @@
 //! pipe that a UDP firewall lets through (`mpsim::tcp`).
 #![allow(clippy::unwrap_used)]
 
-use mpcore::{Carrier, Config, Event, PathId, SubflowState};
+use mpcore::{Carrier, Event, PathId, SubflowState};
 use mpsim::apps::{pattern, Bulk, Siri, SiriConfig};
 use mpsim::{ms, multimob_client, multimob_paths, multimob_server, PathEvent, Sim};
 
@@ -11,7 +11,7 @@ const WIFI: usize = 0;
 const CELL: usize = 1;
 
 fn phone(seed: u64) -> Sim {
-    let client = Config { tcp_after: Some(ms(1_000)), ..multimob_client(oracle::Config::default()) };
+    let client = multimob_client(oracle::Config::default()).with(|c| c.multipath.tcp_after = Some(ms(1_000)));
     Sim::new(seed, client, multimob_server(), multimob_paths()).unwrap()
 }
 
@@ -107,7 +107,7 @@ fn over_tcp_the_subflow_leaves_loss_repair_to_tcp() {
     // it and collapse its window: requests then waited over 2 s (PROTOCOL.md §4.11).
     for seed in 1..=5 {
         let paths: Vec<mpsim::PathConfig> = multimob_paths().into_iter().take(1).collect();
-        let client = Config { tcp_after: Some(ms(1_000)), ..multimob_client(oracle::Config::default()) };
+        let client = multimob_client(oracle::Config::default()).with(|c| c.multipath.tcp_after = Some(ms(1_000)));
         let mut sim = Sim::new(seed, client, multimob_server(), paths).unwrap();
         sim.at(0, WIFI, PathEvent::Loss(0.01));
         sim.at(0, WIFI, PathEvent::Firewall(true));

@@ -10,9 +10,12 @@ use mpsim::{ms, multimob_paths, server_addr, PathEvent, Sim};
 const UNIX: u64 = 1_700_000_000_000;
 
 fn pair(seed: u64, accept: bool, issue: bool) -> Sim {
-    let client = Config { resumption: Resumption { accept, ..Resumption::default() }, ..Config::default() };
+    let client = Config::default().with(|c| c.resumption = Resumption { accept, ..Resumption::default() });
     // The server logs (qlog): the tests count its NEW_TICKETs there.
-    let server = Config { resumption: Resumption { issue, ..Resumption::default() }, qlog: true, ..Config::default() };
+    let server = Config::default().with(|c| {
+        c.resumption = Resumption { issue, ..Resumption::default() };
+        c.logging.qlog = true;
+    });
     let mut sim = Sim::new(seed, client, server, multimob_paths()).unwrap();
     sim.client.set_unix_time(0, UNIX);
     sim.server.set_unix_time(0, UNIX);
@@ -32,7 +35,7 @@ fn each_client_that_takes_tickets_gets_one_whose_psk_the_server_derives_too() {
     let opened = sim.server.open_ticket(sim.now, &t.ticket).expect("its server opens it");
     assert_eq!(opened.psk, t.psk, "both ends derive the same PSK");
     assert_eq!(opened.age_add, t.age_add);
-    let identity = sim.server.config().identity.as_ref().unwrap().public_key().0;
+    let identity = sim.server.config().server.identity.as_ref().unwrap().public_key().0;
     assert_eq!(opened.identity, identity, "the ticket names the key that signed the handshake");
     assert!(t.received_unix_ms - opened.issued_ms < 100);
     // The application keeps it as bytes; they give it back whole.

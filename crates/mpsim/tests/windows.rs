@@ -6,7 +6,7 @@
 mod common;
 
 use common::{cfg, established, server_reads_all};
-use mpcore::{Config, Iface, PathManager};
+use mpcore::{Iface, PathManager};
 use mpsim::{client_addr, ms, multimob_paths, Flow, PathConfig, Sim};
 
 /// A writer blocked on a full send buffer is told it may write again (`write_space`) once a
@@ -15,7 +15,7 @@ use mpsim::{client_addr, ms, multimob_paths, Flow, PathConfig, Sim};
 #[test]
 fn a_full_send_buffer_takes_writes_again_once_a_third_is_free() {
     const BUF: usize = 64 << 10;
-    let client = Config { send_buffer: BUF, ..cfg(PathManager::OnDemand) };
+    let client = cfg(PathManager::OnDemand).with(|c| c.transport.send_buffer = BUF);
     let mut sim = Sim::new(4, client, cfg(PathManager::OnDemand), multimob_paths()).unwrap();
     let c = sim.connect();
     let (mut filled, mut some_room_first, mut space) = (false, false, None);
@@ -78,7 +78,10 @@ fn an_unused_window_does_not_grow() {
 fn a_window_held_back_by_flow_control_grows_to_twice_the_flight_at_most() {
     const WINDOW: usize = 8192;
     // A window that stays what it is (no autotuning).
-    let server = Config { recv_window: WINDOW, max_recv_window: WINDOW, ..cfg(PathManager::OnDemand) };
+    let server = cfg(PathManager::OnDemand).with(|c| {
+        c.transport.recv_window = WINDOW;
+        c.transport.max_recv_window = WINDOW;
+    });
     let mut sim = Sim::new(7, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
     let c = sim.connect();
     let (mut s_h, mut got) = (None, 0usize);
@@ -114,7 +117,10 @@ const START_WINDOW: usize = 64 << 10;
 /// whose window starts at 64 KiB and grows up to `max`. The server reads everything it has,
 /// or, with `pace = Some((n, every))`, at most `n` bytes every `every` µs.
 fn upload(max: usize, total: usize, pace: Option<(usize, u64)>) -> Upload {
-    let server = Config { recv_window: START_WINDOW, max_recv_window: max, ..cfg(PathManager::Fullmesh) };
+    let server = cfg(PathManager::Fullmesh).with(|c| {
+        c.transport.recv_window = START_WINDOW;
+        c.transport.max_recv_window = max;
+    });
     let paths = vec![
         PathConfig::new(client_addr(0), Iface::Wifi, 15, 100),
         PathConfig::new(client_addr(1), Iface::Cellular, 25, 100),

@@ -42,17 +42,14 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     }
     // A phone (MultiMob, FAST_JOIN, pre-warming) whose WiFi fails while it uploads; a server
     // that asks every client for a RETRY.
-    let client = Config {
-        resumption: Resumption { accept: true, ..Resumption::default() },
-        ..mpsim::multimob_client(oracle::Config::default())
-    };
-    let server = Config {
-        require_retry: true,
-        resumption: Resumption { issue: true, early_data: true, ..Resumption::default() },
+    let client = mpsim::multimob_client(oracle::Config::default())
+        .with(|c| c.resumption = Resumption { accept: true, ..Resumption::default() });
+    let server = mpsim::multimob_server().with(|c| {
+        c.server.require_retry = true;
+        c.resumption = Resumption { issue: true, early_data: true, ..Resumption::default() };
         // One of a fleet: RESET_TOKENs, and at the end another server's STATELESS_RESET.
-        fleet: Some(mpcore::Fleet { server: 2, servers: 3, secret: [3; 32] }),
-        ..mpsim::multimob_server()
-    };
+        c.server.fleet = Some(mpcore::Fleet { server: 2, servers: 3, secret: [3; 32] });
+    });
     let mut sim = Sim::new(21, client, server, multimob_backup_paths()).unwrap();
     sim.capture = Some(Pcap::new());
     let mut app = mpsim::apps::Bulk::new(mpsim::apps::pattern(2_000_000, 3), false);
@@ -75,11 +72,10 @@ fn tshark_decodes_every_packet_type_as_mpcore_parses_it() {
     sim.run_until(ms(6_000), |_| None);
     assert!(sim.client.stats(resumed).is_some_and(|s| s.resumed && s.established));
     // The server dies; the fleet's server 0 gets the connection's next packets and resets it.
-    let other = Config {
-        fleet: Some(mpcore::Fleet { server: 0, servers: 3, secret: [3; 32] }),
-        rng_seed: Some(21),
-        ..Config::default()
-    };
+    let other = Config::default().with(|c| {
+        c.server.fleet = Some(mpcore::Fleet { server: 0, servers: 3, secret: [3; 32] });
+        c.rng_seed = Some(21);
+    });
     let paths = vec![mpcore::LocalPath { addr: server, iface: mpcore::Iface::Wired, backup: false }];
     sim.server = mpcore::Endpoint::new(other, paths, true).unwrap();
     sim.client.conn_mut(resumed).unwrap().write(&[2; 100]).unwrap();

@@ -295,7 +295,8 @@ pub extern "C" fn mpu_options_tcp_fallback(options: u64, ms: u32) -> i32 {
 pub unsafe extern "C" fn mpu_options_public_key(options: u64, buf: *mut c_char, len: usize) -> i32 {
     guard(|| {
         let o = options_of(options)?;
-        let id = o.config().identity.as_ref().ok_or_else(|| Fail(crate::MPU_ERR_CONFIG, "no identity".into()))?;
+        let id =
+            o.config().server.identity.as_ref().ok_or_else(|| Fail(crate::MPU_ERR_CONFIG, "no identity".into()))?;
         let k = id.public_key().to_string();
         if buf.is_null() || len <= k.len() {
             return Err(invalid(format!("buffer of {len} bytes for {} bytes", k.len() + 1)));

@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, default_value_t = 2.0)]
     pub warmup: f64,
     /// A fixed receive window for the server (bytes; it does not grow). Without it, the
-    /// library's: 1 MiB, grown with the reader up to 8 MiB (`Config::max_recv_window`).
+    /// library's: 1 MiB, grown with the reader up to 8 MiB (`Config::transport.max_recv_window`).
     #[arg(long, value_parser = clap::value_parser!(u64).range(4096..=1 << 30))]
     pub window: Option<u64>,
     /// The upload's congestion control: lia (the default, coupled), olia, cubic, reno, or ledbat
@@ -86,7 +86,7 @@ async fn serve(mut s: MpStream, received: Arc<AtomicU64>) -> std::io::Result<()>
 /// A client endpoint over both emulated paths (fullmesh, lowest RTT), with `cc`.
 fn phone(key: mpudp::PublicKey, cc: CongestionControl) -> Result<MpEndpoint, Box<dyn std::error::Error>> {
     let mut opts = Options::new();
-    opts.config_mut().congestion = cc;
+    opts.config_mut().transport.congestion = cc;
     let opts = opts
         .interface(Interface::unbound(SocketAddr::new(WIFI, 0)).kind(Iface::Wifi))
         .interface(Interface::unbound(SocketAddr::new(CELLULAR, 0)).kind(Iface::Cellular))
@@ -137,8 +137,8 @@ pub async fn measure(args: &Args) -> Result<Figures, Box<dyn std::error::Error>>
     let key = id.public_key();
     let mut opts = Options::server().identity(id);
     if let Some(w) = args.window {
-        opts.config_mut().recv_window = w as usize;
-        opts.config_mut().max_recv_window = w as usize;
+        opts.config_mut().transport.recv_window = w as usize;
+        opts.config_mut().transport.max_recv_window = w as usize;
     }
     let l = MpListener::bind(SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0), opts)?;
     let path = |rtt: Duration| PathSpec {

@@ -146,12 +146,12 @@ fn options(cli: &Cli) -> Result<Options, String> {
     if cli.driver_task {
         o = o.driver_thread(false);
     }
-    o.config_mut().recv_window = cli.window;
-    o.config_mut().max_recv_window = cli.window;
-    o.config_mut().max_datagram_size = cli.max_datagram;
+    o.config_mut().transport.recv_window = cli.window;
+    o.config_mut().transport.max_recv_window = cli.window;
+    o.config_mut().transport.max_datagram_size = cli.max_datagram;
     o.config_mut().faults.no_encryption = cli.no_encryption;
-    o.config_mut().tcp_after = (cli.tcp_fallback_ms > 0).then(|| cli.tcp_fallback_ms * 1000);
-    o.config_mut().congestion = CongestionControl::from_name(&cli.cc)
+    o.config_mut().multipath.tcp_after = (cli.tcp_fallback_ms > 0).then(|| cli.tcp_fallback_ms * 1000);
+    o.config_mut().transport.congestion = CongestionControl::from_name(&cli.cc)
         .ok_or_else(|| format!("unknown congestion control {:?} ({})", cli.cc, CongestionControl::NAMES.join(", ")))?;
     Ok(o)
 }

@@ -288,7 +288,7 @@ impl MpEndpoint {
 
     /// How many times the endpoint's driver task has run: each run is a wake-up of the thread
     /// it is on. An idle endpoint runs only for its connections' timers (keep-alives:
-    /// `Config::keep_alive`), a datagram, or the application.
+    /// `Config::transport.keep_alive`), a datagram, or the application.
     pub fn driver_wakeups(&self) -> u64 {
         self.shared.lock().wakeups
     }
@@ -332,7 +332,7 @@ impl MpEndpoint {
     }
 
     /// What the server did with first packets: answered, asked to retry, shed
-    /// (`Config::retry_above`, `Config::initials_per_source` and the bound on stateless
+    /// (`Config::server.retry_above`, `Config::server.initials_per_source` and the bound on stateless
     /// answers).
     pub fn handshake_counters(&self) -> crate::HandshakeCounters {
         self.shared.lock().ep.handshake_counters()

@@ -91,7 +91,7 @@ impl MpListener {
         // One after another, so that each core's socket takes its place in the group in order.
         for k in 0..n {
             let mut o = opts.clone();
-            o.config_mut().steering = Steering::new(k, n);
+            o.config_mut().server.steering = Steering::new(k, n);
             // Each core is a thread of its own already.
             o.driver_thread = Some(false);
             let (tx, rx) = std::sync::mpsc::channel();

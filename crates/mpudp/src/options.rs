@@ -207,7 +207,7 @@ impl Interface {
 ///     .scheduler("last-received")
 ///     .path_manager(PathManager::MultiMob)
 ///     .fast_join(true);
-/// assert_eq!(opts.config().scheduler, "last-received");
+/// assert_eq!(opts.config().multipath.scheduler, "last-received");
 /// ```
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -279,7 +279,7 @@ impl Options {
     /// let opts = Options::phone()
     ///     .interface(Interface::new("wlan0").kind(Iface::Wifi))
     ///     .interface(Interface::new("rmnet0").kind(Iface::Cellular).backup(true));
-    /// assert_eq!(opts.config().path_manager, PathManager::MultiMob);
+    /// assert_eq!(opts.config().multipath.path_manager, PathManager::MultiMob);
     /// ```
     pub fn phone() -> Self {
         Self { config: Config::phone(), ..Self::new() }
@@ -300,7 +300,7 @@ impl Options {
     /// The packet scheduler by name (`scheduler::NAMES`: lowest-rtt, last-received, priority,
     /// round-robin, redundant, ecf, blest).
     pub fn scheduler(mut self, name: &str) -> Self {
-        self.config.scheduler = name.to_string();
+        self.config.multipath.scheduler = name.to_string();
         self
     }
 
@@ -320,29 +320,29 @@ impl Options {
     ///     }
     /// }
     /// let opts = Options::new().custom_scheduler(|| Box::new(FirstThatCanSend));
-    /// assert!(opts.config().custom_scheduler.is_some());
+    /// assert!(opts.config().multipath.custom_scheduler.is_some());
     /// ```
     pub fn custom_scheduler(mut self, make: impl Fn() -> Box<dyn Scheduler> + Send + Sync + 'static) -> Self {
-        self.config.custom_scheduler = Some(SchedulerFactory::new(make));
+        self.config.multipath.custom_scheduler = Some(SchedulerFactory::new(make));
         self
     }
 
     /// The `priority` scheduler's interface preference, most preferred first (default WiFi,
     /// wired, cellular): `&[Iface::Cellular, Iface::Wifi]` for a metered WiFi.
     pub fn interface_order(mut self, order: &[Iface]) -> Self {
-        self.config.interface_order = order.to_vec();
+        self.config.multipath.interface_order = order.to_vec();
         self
     }
 
     /// How the client opens subflows (fullmesh, backup, on-demand, multimob).
     pub fn path_manager(mut self, pm: PathManager) -> Self {
-        self.config.path_manager = pm;
+        self.config.multipath.path_manager = pm;
         self
     }
 
     /// The `multimob` path manager's oracle: period and thresholds.
     pub fn oracle(mut self, o: oracle::Config) -> Self {
-        self.config.oracle = o;
+        self.config.multipath.oracle = o;
         self
     }
 
@@ -350,14 +350,14 @@ impl Options {
     /// oracle's suspicion of a regular path or a [`MpEndpoint::path_hint`](crate::MpEndpoint);
     /// [`Prewarm::DEFAULT`] unless set). [`Prewarm::OFF`] spends no energy on it.
     pub fn prewarm(mut self, p: Prewarm) -> Self {
-        self.config.prewarm = p;
+        self.config.multipath.prewarm = p;
         self
     }
 
     /// Offers FAST_JOIN (data in the first packet of a new subflow) and MP_IDLE.
     pub fn fast_join(mut self, on: bool) -> Self {
-        self.config.fast_join = on;
-        self.config.mp_idle = on;
+        self.config.multipath.fast_join = on;
+        self.config.multipath.mp_idle = on;
         self
     }
 
@@ -366,7 +366,7 @@ impl Options {
     /// with one of them fails with [`Error::ServerNotAuthenticated`](crate::Error) and sends
     /// it nothing.
     pub fn server_key(mut self, key: PublicKey) -> Self {
-        self.config.server_keys.push(key);
+        self.config.transport.server_keys.push(key);
         self
     }
 
@@ -374,14 +374,14 @@ impl Options {
     /// the middle of the connection; connecting with neither this nor a
     /// [`server_key`](Self::server_key) is refused.
     pub fn insecure_unauthenticated_server(mut self) -> Self {
-        self.config.unauthenticated_server = true;
+        self.config.transport.unauthenticated_server = true;
         self
     }
 
     /// Server: the identity that signs its handshakes (its public key is what clients are
     /// given). Without one, only clients that opted out of authentication can connect.
     pub fn identity(mut self, id: ServerIdentity) -> Self {
-        self.config.identity = Some(id);
+        self.config.server.identity = Some(id);
         self
     }
 
@@ -390,7 +390,7 @@ impl Options {
     /// the IPv6 address (as clients reach it) to phones whose cellular network is IPv6-only.
     /// May be given several times (at most 64).
     pub fn announce(mut self, addr: SocketAddr) -> Self {
-        self.config.announce.push(addr);
+        self.config.server.announce.push(addr);
         self
     }
 
@@ -472,7 +472,7 @@ impl Options {
     /// 8305's Connection Attempt Delay; `None`: the first interface only). A network that
     /// drops UDP then costs a connection this long, not the connect timeout.
     pub fn other_paths_after(mut self, d: Option<Duration>) -> Self {
-        self.config.other_paths_after = d.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
+        self.config.multipath.other_paths_after = d.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
         self
     }
 
@@ -481,7 +481,7 @@ impl Options {
     /// is raced by one over TCP on its interface (a server accepts TCP on its UDP port number
     /// whatever this says). 1 s by default; `None`: UDP only.
     pub fn tcp_fallback(mut self, d: Option<Duration>) -> Self {
-        self.config.tcp_after = d.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
+        self.config.multipath.tcp_after = d.map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
         self
     }
 
@@ -499,7 +499,7 @@ impl Options {
     /// recovery metrics and the transport's decisions; never a key or a payload byte.
     pub fn qlog_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.qlog_dir = Some(dir.into());
-        self.config.qlog = true;
+        self.config.logging.qlog = true;
         self
     }
 

@@ -526,7 +526,7 @@ async fn a_writer_whose_peer_vanished_fails_within_the_idle_timeout() {
     let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let addr = relay(server_addr, cut.clone()).await;
     let mut opts = client();
-    opts.config_mut().idle_timeout = 2_000_000;
+    opts.config_mut().transport.idle_timeout = 2_000_000;
     let mut s = MpStream::connect(addr, opts).await.unwrap();
     s.write_all(b"hello").await.unwrap();
     cut.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -555,8 +555,8 @@ async fn a_writer_whose_peer_vanished_fails_within_the_idle_timeout() {
 async fn small_buffers_and_small_reads_still_move_everything() {
     let mut srv = server();
     // A small window, and one that stays so (no autotuning).
-    srv.config_mut().recv_window = 8192;
-    srv.config_mut().max_recv_window = 8192;
+    srv.config_mut().transport.recv_window = 8192;
+    srv.config_mut().transport.max_recv_window = 8192;
     let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), srv).unwrap();
     let addr = l.local_addr();
     let data = pattern(2 << 20);
@@ -575,7 +575,7 @@ async fn small_buffers_and_small_reads_still_move_everything() {
         got
     });
     let mut opts = client();
-    opts.config_mut().send_buffer = 8192;
+    opts.config_mut().transport.send_buffer = 8192;
     let mut s = MpStream::connect(addr, opts).await.unwrap();
     let sent = tokio::time::timeout(Duration::from_secs(60), async {
         s.write_all(&data).await.unwrap();

@@ -196,7 +196,7 @@ fn fleet_peer() {
 /// the JOINs whose token it did not know, and the joins it took.
 async fn server(k: u8) {
     let mut opts = Options::new().identity(common::identity()).fast_join(true);
-    opts.config_mut().fleet = Some(mpcore::Fleet { server: k, servers: 3, secret: SECRET });
+    opts.config_mut().server.fleet = Some(mpcore::Fleet { server: k, servers: 3, secret: SECRET });
     let l = std::sync::Arc::new(MpListener::bind("0.0.0.0:5201".parse().unwrap(), opts).unwrap());
     let accepted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let joins = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));

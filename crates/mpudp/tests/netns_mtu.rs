@@ -92,7 +92,7 @@ async fn server() {
 
 async fn client() {
     let opts = common::client_options().interface(Interface::new("c0"));
-    assert_eq!(opts.config().max_datagram_size, 1452, "the default allows more than the link");
+    assert_eq!(opts.config().transport.max_datagram_size, 1452, "the default allows more than the link");
     let mut s = MpStream::connect(SERVER, opts).await.unwrap();
     let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
     let mut x = 0x2545_f491_4f6c_dd1du64;

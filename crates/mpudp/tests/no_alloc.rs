@@ -81,7 +81,7 @@ fn measure(chunked: bool) {
         // The receive window stays as it starts: its growth reallocates the ring, a step of
         // the warm-up that a loaded machine's slower reads could put in the measured part.
         let mut so = Options::new().identity(id);
-        so.config_mut().max_recv_window = so.config_mut().recv_window;
+        so.config_mut().transport.max_recv_window = so.config_mut().transport.recv_window;
         let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), so).unwrap();
         let addr = l.local_addr();
         const WARM: usize = 16 << 20;

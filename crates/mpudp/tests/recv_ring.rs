@@ -63,7 +63,7 @@ fn measure() -> (usize, u64) {
         let id = mpudp::ServerIdentity::from_seed(&[3; 32]).unwrap();
         let key = id.public_key();
         let mut so = Options::new().identity(id);
-        so.config_mut().recv_window = WINDOW;
+        so.config_mut().transport.recv_window = WINDOW;
         let l = MpListener::bind("127.0.0.1:0".parse().unwrap(), so).unwrap();
         let addr = l.local_addr();
         const BYTES: usize = 256 << 20;

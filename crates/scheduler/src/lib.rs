@@ -6,7 +6,7 @@
 //! and [`AnyScheduler`] selects one by name at run time with a `match` (no dynamic dispatch).
 //!
 //! An application brings its own by implementing [`Scheduler`] (mpcore's
-//! `Config::custom_scheduler`, mpudp's `Options::custom_scheduler`); it runs behind the one
+//! `Config::multipath.custom_scheduler`, mpudp's `Options::custom_scheduler`); it runs behind the one
 //! `AnyScheduler::Custom` arm, so only custom schedulers pay for a dynamic call:
 //!
 //! ```

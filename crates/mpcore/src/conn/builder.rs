@@ -201,7 +201,7 @@ impl Connection {
             }
             let fin = d.fin && take == u64::from(d.len);
             // MP_IDLE (MultiMob): set on the segment that empties the send queue.
-            let idle_flag = self.config.mp_idle && self.side == Side::Server && flight_end(take);
+            let idle_flag = self.config.multipath.mp_idle && self.side == Side::Server && flight_end(take);
             if take > 0 || fin {
                 // The room was measured: the header and the data fit. A range the send buffer
                 // no longer holds would be a bug; no packet goes out.

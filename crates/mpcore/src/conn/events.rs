@@ -29,7 +29,7 @@ pub enum CloseReason {
     /// Nothing authenticated arrived for the idle timeout.
     IdleTimeout,
     /// The peer answered nothing while our data awaited its acknowledgement, for
-    /// `Config::peer_timeout` (PROTOCOL.md §7): it is gone, or every path to it is.
+    /// `Config::transport.peer_timeout` (PROTOCOL.md §7): it is gone, or every path to it is.
     PeerUnresponsive {
         /// Retransmission timeouts and tail loss probes that went unanswered, on every path.
         probes: u32,
@@ -241,8 +241,8 @@ pub struct ConnStats {
     /// those it received early (replayable by whoever captured them); on a client, those it
     /// sent early that the server took.
     pub early_bytes: u64,
-    /// Our receive window now: `Config::recv_window` at first, grown with the reader up to
-    /// `Config::max_recv_window` (PROTOCOL.md §6).
+    /// Our receive window now: `Config::transport.recv_window` at first, grown with the reader up to
+    /// `Config::transport.max_recv_window` (PROTOCOL.md §6).
     pub recv_window: u64,
 }
 
@@ -265,7 +265,7 @@ pub struct Memory {
     pub buffers: usize,
     /// The scheduler's view of the subflows (one entry per slot).
     pub scheduler: usize,
-    /// The event log (`Config::qlog`): its text not yet taken, its metrics.
+    /// The event log (`Config::logging.qlog`): its text not yet taken, its metrics.
     pub qlog: usize,
     /// The rest: the local paths' copy and per-path flags, the event queues, a client's
     /// first-handshake state until it ends.

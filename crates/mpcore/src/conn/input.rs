@@ -138,7 +138,7 @@ impl Connection {
             self.counters.reassembly_refused += 1;
             return Ok(());
         }
-        let max_ack_delay = self.config.max_ack_delay;
+        let max_ack_delay = self.config.transport.max_ack_delay;
         let sf = &mut self.subflows[i];
         if sf.fast_opening() && !look.answers_join {
             // Nothing on a fast join is usable before the reply: not acknowledged, so the peer
@@ -520,7 +520,7 @@ impl Connection {
                 _ => return Err(DropReason::Protocol),
             }
         }
-        let max_ack_delay = self.config.max_ack_delay;
+        let max_ack_delay = self.config.transport.max_ack_delay;
         let sf = self.subflows.get_mut(0).ok_or(DropReason::Unexpected)?;
         if !sf.on_packet_received(now, pn, eliciting, max_ack_delay) {
             return Err(DropReason::Duplicate);

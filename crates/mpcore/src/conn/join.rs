@@ -65,7 +65,8 @@ impl Connection {
     /// A client under `fullmesh` or `backup` keeps a subflow on every path: it runs the subflow
     /// idle timer as a server does, and joins again where a subflow went silent.
     pub(super) fn rejoins_silent_paths(&self) -> bool {
-        self.side == Side::Client && matches!(self.config.path_manager, PathManager::Fullmesh | PathManager::Backup)
+        self.side == Side::Client
+            && matches!(self.config.multipath.path_manager, PathManager::Fullmesh | PathManager::Backup)
     }
 
     /// Closed subflow `i` went silent (its idle timeout, or a join that replaced such a subflow
@@ -92,11 +93,11 @@ impl Connection {
 
     /// Both ends offered FAST_JOIN (MultiMob), so our joins are fast ones.
     pub(super) fn fast_join_negotiated(&self) -> bool {
-        self.config.fast_join && self.session.peer_params.fast_join
+        self.config.multipath.fast_join && self.session.peer_params.fast_join
     }
 
     pub(super) fn max_subflows(&self) -> usize {
-        self.config.max_subflows.min(self.session.peer_params.max_subflows.max(1) as usize)
+        self.config.multipath.max_subflows.min(self.session.peer_params.max_subflows.max(1) as usize)
     }
 
     /// A JOIN naming a subflow number not seen before (§3.1, §5.6).
@@ -120,7 +121,7 @@ impl Connection {
             // A number the peer used before, for a subflow since closed (§2: never reused).
             return Err(DropReason::ReplayedJoin);
         }
-        if self.subflows.open_count() >= self.config.max_subflows || self.subflows.records() >= MAX_SLOTS {
+        if self.subflows.open_count() >= self.config.multipath.max_subflows || self.subflows.records() >= MAX_SLOTS {
             return Err(DropReason::Refused);
         }
         let len = scratch.len() as u64;
@@ -143,7 +144,7 @@ impl Connection {
             Some(Frame::MpJoin(mj)) => (mj.backup, mj.addr_id, JoinKind::Regular, None, mj.nonce),
             // §5.9: the HMAC, then the replay window, where EDSN is our next expected DSN and
             // W our receive buffer (a constant, so that the window's edge only moves forward).
-            Some(Frame::FastJoinOut(f)) if self.config.fast_join => {
+            Some(Frame::FastJoinOut(f)) if self.config.multipath.fast_join => {
                 match self.recv.accept_fast_join(&keys.fast(), local_token, &f) {
                     Verdict::Deliver => (f.backup, f.addr_id, JoinKind::FastOut, Some((f.dsn, f.data)), 0),
                     Verdict::AcceptDropData => (f.backup, f.addr_id, JoinKind::FastOut, None, 0),
@@ -158,7 +159,7 @@ impl Connection {
                     }
                 }
             }
-            Some(Frame::FastJoinIn(f)) if self.config.fast_join => {
+            Some(Frame::FastJoinIn(f)) if self.config.multipath.fast_join => {
                 if !fastjoin::accept_in(&keys.fast(), local_token, &f) {
                     return Err(DropReason::BadHmac);
                 }
@@ -173,7 +174,7 @@ impl Connection {
         let mut sf = self.new_subflow(now, j.subflow, state, path, remote, cid);
         sf.set_carrier(carrier);
         sf.on_join_received(j.scid, backup, addr_id, len);
-        sf.on_packet_received(now, u64::from(j.pn), true, self.config.max_ack_delay);
+        sf.on_packet_received(now, u64::from(j.pn), true, self.config.transport.max_ack_delay);
         // A fast join is complete on our side: it replies at once (§5.9, §5.10).
         let nonce_local = if fast { 0 } else { self.rng.u32() };
         sf.accept_join(now, join, nonce, nonce_local);

@@ -151,10 +151,10 @@ impl Connection {
             session: Session::new(peer_addr),
             subflows: SubflowTable::default(),
             opened: 0,
-            send: SendSide::new(config.send_buffer),
-            recv: RecvSide::new(config.recv_window, config.max_recv_window),
+            send: SendSide::new(config.transport.send_buffer),
+            recv: RecvSide::new(config.transport.recv_window, config.transport.max_recv_window),
             sched: Scheduling { algo: sched, infos: Vec::new(), rr: 0 },
-            out: Outbox::new(config.qlog.then(|| Box::new(qlog::Qlog::new(now, side)))),
+            out: Outbox::new(config.logging.qlog.then(|| Box::new(qlog::Qlog::new(now, side)))),
             rng,
             counters: ConnCounters::default(),
             live: Liveness::new(now),
@@ -177,7 +177,7 @@ impl Connection {
     /// `cid_len` bytes long. The endpoint checks it is unique when it routes it (`rename_cid`).
     fn new_cid(&mut self) -> Cid {
         if self.config.faults().same_join_cid {
-            return Cid([0xee; 8]).truncated(usize::from(self.config.cid_len));
+            return Cid([0xee; 8]).truncated(usize::from(self.config.transport.cid_len));
         }
         self.config.issue_cid(&mut self.rng)
     }
@@ -191,8 +191,9 @@ impl Connection {
         remote: SocketAddr,
         cid: Cid,
     ) -> Subflow {
-        let rtt = Rtt::new(self.config.initial_rto, self.config.min_rto, self.config.max_rto);
-        let cc = Cc::new(self.config.congestion, self.mss() as u64);
+        let rtt =
+            Rtt::new(self.config.transport.initial_rto, self.config.transport.min_rto, self.config.transport.max_rto);
+        let cc = Cc::new(self.config.transport.congestion, self.mss() as u64);
         let opener = match self.side {
             Side::Client => id & 0x8000_0000 == 0,
             Side::Server => id & 0x8000_0000 != 0,
@@ -200,7 +201,7 @@ impl Connection {
         let backup = self.local.get(path).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
         sf.set_up(self.local.addr_id(path), self.mss(), now);
-        if self.side == Side::Server && self.config.fleet.is_some() && state != SubflowState::Closed {
+        if self.side == Side::Server && self.config.server.fleet.is_some() && state != SubflowState::Closed {
             sf.send_reset_token();
         }
         if self.out.qlog.is_some() {
@@ -298,7 +299,7 @@ impl Connection {
 
     /// The largest datagram either side allows: the path MTU search's ceiling.
     fn mss(&self) -> usize {
-        self.config.max_datagram_size.min(self.session.peer_params.max_datagram_size as usize)
+        self.config.transport.max_datagram_size.min(self.session.peer_params.max_datagram_size as usize)
     }
 
     /// The largest datagram to send on subflow `i`: what its path is known to carry.
@@ -372,7 +373,7 @@ impl Connection {
     }
 
     /// Appends the event log's records since the last call to `out` (JSON-SEQ, PROTOCOL.md
-    /// §13; the first call gives the header record too). Nothing when `Config::qlog` is off.
+    /// §13; the first call gives the header record too). Nothing when `Config::logging.qlog` is off.
     pub fn take_qlog(&mut self, out: &mut Vec<u8>) {
         self.qlog_losses();
         if let Some(q) = self.out.qlog.as_deref_mut() {
@@ -558,7 +559,7 @@ impl Connection {
             return;
         }
         self.state = State::Closed(reason);
-        let rto = self.subflows.iter().map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.initial_rto);
+        let rto = self.subflows.iter().map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.transport.initial_rto);
         self.live.drain_until = Some(now + 3 * rto);
         self.emit(now, Event::Closed { reason });
     }

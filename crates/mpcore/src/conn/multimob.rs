@@ -65,7 +65,8 @@ impl Connection {
     /// The hold counts from the subflow's recovery, not from the oracle's verdict, which needs
     /// a period or two of evidence to clear: the two overlap.
     pub(super) fn check_fail_back(&mut self, now: Time) {
-        if self.config.path_manager != PathManager::MultiMob || self.side != Side::Client || self.is_closed() {
+        if self.config.multipath.path_manager != PathManager::MultiMob || self.side != Side::Client || self.is_closed()
+        {
             return;
         }
         let failover_open = self.failover_open();
@@ -75,7 +76,7 @@ impl Connection {
             return;
         };
         let since = self.multimob.hold(now, last_loss);
-        if now < since + self.config.fail_back_hold || !self.fail_back_cleared() {
+        if now < since + self.config.multipath.fail_back_hold || !self.fail_back_cleared() {
             return;
         }
         self.multimob.end_hold();
@@ -100,7 +101,7 @@ impl Connection {
     /// the oracle's period, so that a path's return is seen within the period, unless the
     /// endpoint asks for less (`set_probe_interval`).
     pub(super) fn probe_interval(&self) -> Time {
-        (self.config.oracle.period / 5).max(self.multimob.probe_every)
+        (self.config.multipath.oracle.period / 5).max(self.multimob.probe_every)
     }
 
     /// The endpoint's pace for failover probes (see `probe_interval`): it spreads a budget of
@@ -112,7 +113,7 @@ impl Connection {
 
     /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
     pub(crate) fn failover_open(&self) -> bool {
-        self.config.path_manager == PathManager::MultiMob
+        self.config.multipath.path_manager == PathManager::MultiMob
             && self.side == Side::Client
             && self.subflows.iter().any(|s| s.failover() && s.is_open())
     }
@@ -123,12 +124,12 @@ impl Connection {
             .iter()
             .filter_map(|s| s.peer_rto_ms())
             .max()
-            .map(|ms| ms.saturating_mul(1000).min(self.config.max_rto))
+            .map(|ms| ms.saturating_mul(1000).min(self.config.transport.max_rto))
     }
 
     /// `multimob` client: the receive idle timer follows the data received.
     pub(super) fn tracks_receive_idle(&self) -> bool {
-        self.config.path_manager == PathManager::MultiMob && self.side == Side::Client
+        self.config.multipath.path_manager == PathManager::MultiMob && self.side == Side::Client
     }
 
     /// `multimob` client: the idle timer runs only while a failover could follow.
@@ -209,8 +210,8 @@ impl Connection {
     pub(super) fn tlp_may_fail_over(&self, i: usize) -> bool {
         let sf = &self.subflows[i];
         let alone = !self.subflows.iter().any(|s| s.id() != sf.id() && s.is_open() && !s.pf());
-        self.config.path_manager == PathManager::MultiMob
-            && self.config.failover_on_timeout
+        self.config.multipath.path_manager == PathManager::MultiMob
+            && self.config.multipath.failover_on_timeout
             && self.side == Side::Client
             && !sf.backup()
             && alone

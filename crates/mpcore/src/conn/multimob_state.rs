@@ -10,7 +10,7 @@ pub(super) struct MultiMob {
     /// The receive idle timer (MultiMob §III-B).
     pub idle_timer: oracle::IdleTimer,
     /// Since when a regular subflow has been usable while failover subflows are open (the
-    /// fail-back follows `Config::fail_back_hold` later).
+    /// fail-back follows `Config::multipath.fail_back_hold` later).
     healthy_since: Option<Time>,
     /// While failover subflows are open, each regular subflow is probed this often (0: a
     /// fifth of the oracle's period). The endpoint sets it from how many of its connections

@@ -1,5 +1,5 @@
 //! What the connection tells others: the application's events, the endpoint's (routes,
-//! tokens, counters, forgetting us) and the event log when `Config::qlog` is on.
+//! tokens, counters, forgetting us) and the event log when `Config::logging.qlog` is on.
 
 use super::events::{EndpointEvent, Event, Side};
 use super::qlog::Qlog;
@@ -12,7 +12,7 @@ pub(super) struct Outbox {
     pub events: VecDeque<Event>,
     /// What the endpoint must do for us (routes, token, oracle, counters, forgetting us).
     pub endpoint_events: VecDeque<EndpointEvent>,
-    /// The event log, when `Config::qlog` is on (`qlog`).
+    /// The event log, when `Config::logging.qlog` is on (`qlog`).
     pub qlog: Option<Box<Qlog>>,
 }
 

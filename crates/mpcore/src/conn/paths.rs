@@ -29,12 +29,12 @@ impl Connection {
             return;
         }
         let usable_regular = self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup());
-        let open = match self.config.path_manager {
+        let open = match self.config.multipath.path_manager {
             PathManager::Fullmesh | PathManager::Backup => true,
             PathManager::MultiMob | PathManager::OnDemand => !usable_regular,
         };
         if open && !self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
-            let backup = lp.backup || (self.config.path_manager == PathManager::Backup && usable_regular);
+            let backup = lp.backup || (self.config.multipath.path_manager == PathManager::Backup && usable_regular);
             if let Some(remote) = self.remote_for(path) {
                 self.open(now, path, remote, backup);
             }
@@ -128,13 +128,13 @@ impl Connection {
         self.local.remote_for(path, self.session.peer_addr)
     }
 
-    /// A server announces the addresses its configuration names ([`Config::announce`]), with
+    /// A server announces the addresses its configuration names ([`Server::announce`](crate::config::Server::announce)), with
     /// address ids from 128 (those of its local paths count from 1).
     pub(crate) fn announce_configured(&mut self) {
-        if self.side != Side::Server || self.config.announce.is_empty() {
+        if self.side != Side::Server || self.config.server.announce.is_empty() {
             return;
         }
-        for (k, &a) in self.config.announce.iter().enumerate().take(64) {
+        for (k, &a) in self.config.server.announce.iter().enumerate().take(64) {
             let id = 0x80 | k as u8;
             self.local.addrs.announce(id, a);
         }
@@ -173,11 +173,11 @@ impl Connection {
     }
 
     pub(super) fn run_path_manager(&mut self, now: Time) {
-        let backup_all = match self.config.path_manager {
+        let backup_all = match self.config.multipath.path_manager {
             PathManager::OnDemand => return,
             PathManager::MultiMob => {
                 // The idle timer's length needs the server's RTO: ask for it (§5.16 RTO).
-                if let Some(sf) = self.subflows.get_mut(0).filter(|_| self.config.mp_idle) {
+                if let Some(sf) = self.subflows.get_mut(0).filter(|_| self.config.multipath.mp_idle) {
                     sf.request_rto();
                 }
                 return;
@@ -193,7 +193,7 @@ impl Connection {
     /// address subflow 0 uses, by fast join where negotiated. It does not wait for an oracle
     /// period: "a client whose primary subflow times out with data pending" opens at once.
     pub(super) fn open_on_demand(&mut self, now: Time) {
-        if self.config.path_manager != PathManager::OnDemand {
+        if self.config.multipath.path_manager != PathManager::OnDemand {
             return;
         }
         if self.subflows.iter().any(|s| s.is_open() && !s.rec().pf) {
@@ -355,7 +355,7 @@ impl Connection {
     pub(super) fn on_initial_sent(&mut self, now: Time) {
         let first = self.subflows.get(0).map(|s| s.local_path());
         let others: PathSet = self.other_handshake_paths().collect();
-        let bounds = (self.config.other_paths_after, self.config.tcp_after);
+        let bounds = (self.config.multipath.other_paths_after, self.config.multipath.tcp_after);
         self.spread.on_initial_sent(now, first, others.iter(), bounds);
     }
 
@@ -363,7 +363,7 @@ impl Connection {
     /// found to drop UDP (§4.11). Their joins go over TCP, and if the first path is one, the
     /// other paths and TCP are tried with the first INITIAL.
     pub(crate) fn assume_udp_silent(&mut self, paths: PathSet) {
-        if self.side == Side::Client && self.state == State::Initial && self.config.tcp_after.is_some() {
+        if self.side == Side::Client && self.state == State::Initial && self.config.multipath.tcp_after.is_some() {
             self.spread.assume_udp_silent(paths);
         }
     }
@@ -423,7 +423,7 @@ impl Connection {
             return;
         }
         self.subflows[0].handshake_on(path);
-        if self.config.path_manager == PathManager::MultiMob {
+        if self.config.multipath.path_manager == PathManager::MultiMob {
             // MultiMob uses its other paths for failover only: this subflow is one, closed
             // again at the fail-back once the first path has worked for the hold time.
             self.subflows[0].mark_failover();
@@ -457,7 +457,9 @@ impl Connection {
     /// A client opened a join over UDP in slot `k` on `path`: if it is still unanswered after
     /// `tcp_after`, a join over TCP races it.
     pub(super) fn on_udp_join_opened(&mut self, now: Time, k: usize, path: PathId) {
-        if let (Some(after), Side::Client, Some(sf)) = (self.config.tcp_after, self.side, self.subflows.get(k)) {
+        if let (Some(after), Side::Client, Some(sf)) =
+            (self.config.multipath.tcp_after, self.side, self.subflows.get(k))
+        {
             self.spread.trial(k, sf.id(), path, now.saturating_add(after));
         }
     }

@@ -31,7 +31,7 @@ impl Connection {
     /// Subflow-level ACK (§5.3): the subflow takes what it acknowledges, then congestion
     /// control runs with the coupling over the open subflows, then loss detection.
     pub(super) fn on_ack(&mut self, now: Time, i: usize, a: &Ack<'_>) {
-        let Some(acked) = self.subflows[i].on_ack(now, a, self.config.max_ack_delay) else { return };
+        let Some(acked) = self.subflows[i].on_ack(now, a, self.config.transport.max_ack_delay) else { return };
         // Something new was acknowledged: a tail loss probe pending verdict was answered.
         self.subflows[i].set_tlp_check(None);
         let id = self.subflows[i].id();

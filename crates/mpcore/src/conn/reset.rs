@@ -20,7 +20,7 @@ impl Connection {
         if !sf.pending().intersects(FrameSet::RESET_TOKEN) {
             return;
         }
-        if let Some(f) = self.config.fleet.as_ref() {
+        if let Some(f) = self.config.server.fleet.as_ref() {
             let key = crypto::fleet_key(&f.secret, crypto::FleetKey::Reset);
             b.control(FrameSet::RESET_TOKEN, Frame::ResetToken(crypto::reset_token(&key, &sf.local_cid().0)));
         }

@@ -37,7 +37,7 @@ impl Connection {
             return None;
         }
         if self.state == State::Initial {
-            let Some(len) = self.session.hs.as_mut()?.poll_initial(now, self.config.initial_rto, buf) else {
+            let Some(len) = self.session.hs.as_mut()?.poll_initial(now, self.config.transport.initial_rto, buf) else {
                 // After the INITIAL, its copies on the other paths once they are due (§4.10),
                 // then its 0-RTT data (§4.9).
                 if let Some(t) = self.poll_initial_copy(buf) {
@@ -212,7 +212,7 @@ impl Connection {
     /// slower for a working cellular subflow instead of waiting 500 ms on every request. Its
     /// RTT is still sampled (the stale-estimate probes), so it is used again once it is fast.
     pub(super) fn slow_subflows(&self, len: u64) -> u64 {
-        let (ratio, margin) = (self.config.oracle.rtt_ratio, self.config.oracle.rtt_margin);
+        let (ratio, margin) = (self.config.multipath.oracle.rtt_ratio, self.config.multipath.oracle.rtt_margin);
         if margin == 0 || self.subflows.open_count() < 2 {
             return 0;
         }

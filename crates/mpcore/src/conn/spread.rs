@@ -1,9 +1,9 @@
 //! Every path, and TCP where UDP gets no answer (PROTOCOL.md §4.10, §4.11).
 //!
 //! The first handshake: a client whose INITIAL goes unanswered on its first path for
-//! [`Config::other_paths_after`] sends the same INITIAL on each of its other local paths that
+//! [`Multipath::other_paths_after`] sends the same INITIAL on each of its other local paths that
 //! reach the server, and repeats it on all of them from then on; after
-//! [`Config::tcp_after`] it sends it once more over TCP on every path. The connection is made
+//! [`Multipath::tcp_after`] it sends it once more over TCP on every path. The connection is made
 //! on the path (and carrier) whose HANDSHAKE comes first; subflow 0 moves there, and the
 //! client joins its first path afterwards, so that it returns there when that network carries
 //! the protocol again.
@@ -22,8 +22,8 @@
 //! This component keeps what is owed and found; the connection (`paths.rs`) asks it and acts
 //! on the subflows.
 //!
-//! [`Config::other_paths_after`]: crate::Config::other_paths_after
-//! [`Config::tcp_after`]: crate::Config::tcp_after
+//! [`Multipath::other_paths_after`]: crate::config::Multipath::other_paths_after
+//! [`Multipath::tcp_after`]: crate::config::Multipath::tcp_after
 
 use crate::{Carrier, PathId, PathSet, Time};
 

@@ -59,7 +59,8 @@ impl Connection {
             if idle > 0 {
                 t.set(timer::IDLE, Some(self.live.last_rx.saturating_add(idle)));
             }
-            let watch = self.config.peer_timeout > 0 && self.state == State::Established && self.awaits_peer();
+            let watch =
+                self.config.transport.peer_timeout > 0 && self.state == State::Established && self.awaits_peer();
             if watch && self.live.peer_wait.is_some() {
                 t.set(timer::PEER, Some(self.live.silent_since().saturating_add(self.peer_timeout())));
             }
@@ -68,7 +69,7 @@ impl Connection {
             }
             // Still flagged when the hold ends: the oracle's clear verdict fails back instead.
             let hold = self.multimob.hold_start().filter(|_| self.fail_back_cleared());
-            t.set(timer::FAIL_BACK, hold.map(|h| h.saturating_add(self.config.fail_back_hold)));
+            t.set(timer::FAIL_BACK, hold.map(|h| h.saturating_add(self.config.multipath.fail_back_hold)));
         }
         t
     }
@@ -78,7 +79,7 @@ impl Connection {
     /// slowest open subflow, so that a slow path's probes can be answered before it fires.
     /// Before the handshake tells the peer's, ours.
     pub(super) fn idle_timeout(&self) -> u64 {
-        let local = self.config.idle_timeout;
+        let local = self.config.transport.idle_timeout;
         let peer =
             if self.session.keys.is_some() { self.session.peer_params.idle_timeout_ms.saturating_mul(1000) } else { 0 };
         let t = match (local, peer) {
@@ -93,16 +94,16 @@ impl Connection {
     }
 
     /// How long a silent peer is waited for while our data awaits its acknowledgement:
-    /// `Config::peer_timeout`, and at least 15 RTOs of the slowest open subflow (the sum of
+    /// `Config::transport.peer_timeout`, and at least 15 RTOs of the slowest open subflow (the sum of
     /// four retransmission timeouts, each twice the last).
     fn peer_timeout(&self) -> u64 {
-        self.config.peer_timeout.max(15 * self.largest_rto())
+        self.config.transport.peer_timeout.max(15 * self.largest_rto())
     }
 
     /// The largest retransmission timeout (without backoff) of the open subflows.
     fn largest_rto(&self) -> u64 {
         let open = self.subflows.iter().filter(|s| s.is_open());
-        open.map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.initial_rto)
+        open.map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.transport.initial_rto)
     }
 
     /// Data of ours (or our DATA_FIN) awaits the peer's acknowledgement.
@@ -118,7 +119,7 @@ impl Connection {
     /// established and has a peer timeout. Each probe is one PING and its ACK: the app
     /// chooses how often (a phone's radio pays for each).
     pub fn probe_peer(&mut self, now: Time) -> bool {
-        if self.state != State::Established || self.config.peer_timeout == 0 {
+        if self.state != State::Established || self.config.transport.peer_timeout == 0 {
             return false;
         }
         let Some(id) = self.keep_alive_subflow().map(|s| s.id()) else { return false };
@@ -141,7 +142,7 @@ impl Connection {
     /// What the subflows' timers depend on now.
     fn timer_context(&self) -> TimerContext {
         let open = !self.is_closed();
-        let idle = self.config.subflow_idle_timeout;
+        let idle = self.config.multipath.subflow_idle_timeout;
         let keep_alive_on = self.keep_alive_subflow();
         TimerContext {
             peer_max_ack_delay: self.peer_max_ack_delay(),
@@ -166,13 +167,15 @@ impl Connection {
     /// which is not behind the NAT whose bindings they refresh and whose PINGs would wake a
     /// phone's radio.
     pub(super) fn keep_alive_interval(&self, on: Option<&Subflow>) -> u64 {
-        let Some(sf) = on.filter(|_| self.side == Side::Client && self.config.keep_alive > 0) else { return 0 };
+        let Some(sf) = on.filter(|_| self.side == Side::Client && self.config.transport.keep_alive > 0) else {
+            return 0;
+        };
         let idle = match self.idle_timeout() {
             0 => u64::MAX,
             t => t / 2,
         };
         match sf.backup() {
-            false => self.config.keep_alive.min(idle),
+            false => self.config.transport.keep_alive.min(idle),
             true if idle == u64::MAX => 0,
             true => idle,
         }
@@ -255,7 +258,7 @@ impl Connection {
             self.on_spread_timeout(now);
         }
         if t.expired(timer::HANDSHAKE, now) {
-            let max = self.config.max_handshake_attempts;
+            let max = self.config.transport.max_handshake_attempts;
             if !self.session.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
                 let auth = self.session.hs.as_ref().is_some_and(|hs| hs.auth_failed());
                 self.enter_closed(
@@ -290,7 +293,8 @@ impl Connection {
             self.trim(now);
         }
         self.check_fail_back(now);
-        if self.config.path_manager == PathManager::MultiMob && self.side == Side::Client && !self.is_closed() {
+        if self.config.multipath.path_manager == PathManager::MultiMob && self.side == Side::Client && !self.is_closed()
+        {
             // A failed path with nothing in flight gets a PING, so that its retransmission
             // timer probes it (with backoff) until it answers.
             for sf in self.subflows.iter_mut() {
@@ -380,7 +384,7 @@ impl Connection {
     }
 
     pub(super) fn on_retransmission_timeout(&mut self, now: Time, i: usize) {
-        match self.subflows[i].on_retransmission_timer(now, self.config.max_handshake_attempts) {
+        match self.subflows[i].on_retransmission_timer(now, self.config.transport.max_handshake_attempts) {
             Expiry::TailProbe => {
                 // multimob: the primary's first timeout with data pending and nothing else to
                 // fall back on may be a failed path, or one lost packet. The probe just sent

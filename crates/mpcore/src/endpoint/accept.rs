@@ -29,8 +29,8 @@ impl Endpoint {
     /// `require_retry`, and while more than `retry_above` HANDSHAKEs per second are asked for
     /// (the token bucket is empty).
     fn must_retry(&mut self, now: Time) -> bool {
-        let rate = f64::from(self.config.retry_above);
-        if self.config.require_retry {
+        let rate = f64::from(self.config.server.retry_above);
+        if self.config.server.require_retry {
             return true;
         }
         if rate == 0.0 {
@@ -61,7 +61,7 @@ impl Endpoint {
         let require_retry = !has_token && self.must_retry(now);
         let routes = &self.routes;
         let (tickets, unix_ms) = (&self.tickets, self.clock.unix_ms(now));
-        let early_ok = self.config.resumption.early_data && self.config.recv_window as u64 >= MAX_EARLY_DATA;
+        let early_ok = self.config.resumption.early_data && self.config.transport.recv_window as u64 >= MAX_EARLY_DATA;
         let (strikes, started) = (&self.strikes, self.clock.unix_ms(0));
         let answer = handshake::answer_initial(
             now,
@@ -183,7 +183,7 @@ impl Endpoint {
     ) -> usize {
         conn.announce_configured();
         if let (Some(t), true) = (&self.tickets, tickets) {
-            let identity = self.config.identity.as_ref().map_or([0; 32], |id| id.public_key().0);
+            let identity = self.config.server.identity.as_ref().map_or([0; 32], |id| id.public_key().0);
             if let Some(body) = t.issue(self.clock.unix_ms(now), resumption, suite, identity, &mut self.rng) {
                 conn.queue_ticket(body);
             }

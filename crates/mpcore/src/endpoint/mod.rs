@@ -60,8 +60,8 @@ pub enum ConnectError {
     UnknownPath(PathId),
     /// The system has no randomness for a key share.
     Crypto,
-    /// No server key to authenticate the server with (`Config::server_keys`), and no explicit
-    /// opt-out (`Config::unauthenticated_server`).
+    /// No server key to authenticate the server with (`Config::transport.server_keys`), and no explicit
+    /// opt-out (`Config::transport.unauthenticated_server`).
     NoServerKey,
 }
 
@@ -71,7 +71,7 @@ impl fmt::Display for ConnectError {
             ConnectError::UnknownPath(p) => write!(f, "local path {} is not configured on this endpoint", p.0),
             ConnectError::Crypto => f.write_str("no system randomness for a key share"),
             ConnectError::NoServerKey => f.write_str(
-                "the server is not authenticated: give its public key (Config::server_keys) or opt out (Config::unauthenticated_server)",
+                "the server is not authenticated: give its public key (Config::transport.server_keys) or opt out (Config::transport.unauthenticated_server)",
             ),
         }
     }
@@ -91,7 +91,7 @@ pub struct HandshakeCounters {
     pub retries: u64,
     /// Shed: the queue of stateless answers was full.
     pub shed: u64,
-    /// Shed: their source had sent `Config::initials_per_source` in that second already.
+    /// Shed: their source had sent `Config::server.initials_per_source` in that second already.
     pub over_source_limit: u64,
     /// Of those answered, resumed with the INITIAL's ticket (no signature, PROTOCOL.md §4.8).
     pub resumed: u64,
@@ -125,7 +125,7 @@ pub struct Endpoint {
     /// A fleet's server: its reset key and budget.
     resetter: Option<reset::Resetter>,
     handshakes: HandshakeCounters,
-    /// INITIALs answered per source and second (`Config::initials_per_source`).
+    /// INITIALs answered per source and second (`Config::server.initials_per_source`).
     limiter: SourceLimiter,
     accept: VecDeque<ConnHandle>,
     events: VecDeque<(ConnHandle, Event)>,
@@ -188,13 +188,13 @@ impl Endpoint {
             return Err(ConfigError("an endpoint has at most 255 local paths".into()));
         }
         let mut rng = Rng::new(config.seed());
-        let keys = match &config.fleet {
+        let keys = match &config.server.fleet {
             Some(f) => ServerKeys::of_fleet(&f.secret),
             None => ServerKeys::new(&mut rng).map_err(|_| ConfigError("no system randomness".into()))?,
         };
         let tickets =
-            if server { issuer::Issuer::new(&config.resumption, config.fleet.as_ref(), &mut rng) } else { None };
-        let scratch = vec![0u8; config.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
+            if server { issuer::Issuer::new(&config.resumption, config.server.fleet.as_ref(), &mut rng) } else { None };
+        let scratch = vec![0u8; config.transport.max_receive_size.max(packet::MIN_INITIAL_SIZE)];
         Ok(Self {
             path_down: vec![false; paths.len()],
             udp_silent: vec![None; paths.len()],
@@ -214,12 +214,12 @@ impl Endpoint {
             rng,
             stateless: VecDeque::new(),
             rx_carrier: Carrier::Udp,
-            hs_bucket: TokenBucket::full(Self::hs_burst(f64::from(config.retry_above)), 0),
-            resetter: reset::Resetter::new(config.fleet.as_ref()),
+            hs_bucket: TokenBucket::full(Self::hs_burst(f64::from(config.server.retry_above)), 0),
+            resetter: reset::Resetter::new(config.server.fleet.as_ref()),
             handshakes: HandshakeCounters::default(),
             // Keyed without drawing from `rng`, so a seeded run's other draws stay as they were.
             limiter: SourceLimiter::new(
-                config.initials_per_source,
+                config.server.initials_per_source,
                 config.seed().unwrap_or_else(|| {
                     use std::hash::BuildHasher;
                     std::collections::hash_map::RandomState::new().hash_one(0u8)
@@ -232,8 +232,8 @@ impl Endpoint {
             activity: Activity::default(),
             now: 0,
             scratch_idx: Vec::new(),
-            oracle: (config.path_manager == crate::PathManager::MultiMob && !server)
-                .then(|| oracle::Oracle::new(config.oracle)),
+            oracle: (config.multipath.path_manager == crate::PathManager::MultiMob && !server)
+                .then(|| oracle::Oracle::new(config.multipath.oracle)),
             oracle_actions: Vec::new(),
             heard: netpaths::Heard::default(),
             probing: netpaths::Probing::default(),
@@ -305,7 +305,7 @@ impl Endpoint {
         if self.path(path).is_none() {
             return Err(ConnectError::UnknownPath(path));
         }
-        if self.config.server_keys.is_empty() && !self.config.unauthenticated_server {
+        if self.config.transport.server_keys.is_empty() && !self.config.transport.unauthenticated_server {
             return Err(ConnectError::NoServerKey);
         }
         let cid = self.fresh_cid();
@@ -450,12 +450,12 @@ impl Endpoint {
             self.events.push_back((h, e));
         }
         self.events.push_back((h, Event::Forgotten));
-        if self.config.qlog {
+        if self.config.logging.qlog {
             let mut tail = Vec::new();
             c.take_qlog(&mut tail);
             self.qlog_tails.push((h, tail));
         }
-        let expiry = now + self.config.cookie_lifetime;
+        let expiry = now + self.config.server.cookie_lifetime;
         self.routes.forget(idx, c.local_cids(), c.local_token(), expiry);
     }
 
@@ -477,7 +477,7 @@ impl Endpoint {
         self.rx_carrier = carrier;
         self.now = self.now.max(now);
         self.wake_oracle(now);
-        if data.len() > self.config.max_receive_size || data.len() > self.scratch.len() {
+        if data.len() > self.config.transport.max_receive_size || data.len() > self.scratch.len() {
             self.drops.oversized += 1;
             return;
         }
@@ -489,7 +489,7 @@ impl Endpoint {
             self.on_warm();
             return;
         }
-        let p = match Packet::parse(data, usize::from(self.config.cid_len)) {
+        let p = match Packet::parse(data, usize::from(self.config.transport.cid_len)) {
             Ok(p) => p,
             Err(crate::wire::Error::Oversized) => {
                 self.drops.oversized += 1;
@@ -604,12 +604,12 @@ impl Endpoint {
         data: &mut [u8],
     ) {
         let short = data.first().is_some_and(|b| b & 0x80 == 0);
-        if !short || data.len() > self.config.max_receive_size || self.path(path).is_none() {
+        if !short || data.len() > self.config.transport.max_receive_size || self.path(path).is_none() {
             return self.handle_carried(now, path, remote, carrier, data);
         }
         self.rx_carrier = carrier;
         self.wake_oracle(now);
-        let (dcid, header_len) = match Packet::parse(data, usize::from(self.config.cid_len)) {
+        let (dcid, header_len) = match Packet::parse(data, usize::from(self.config.transport.cid_len)) {
             Ok(Packet { header: Header::Short(s), header_len, .. }) => (s.dcid, header_len),
             // Malformed: counted there.
             _ => return self.handle_carried(now, path, remote, carrier, data),

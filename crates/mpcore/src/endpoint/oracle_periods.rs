@@ -144,7 +144,7 @@ impl Endpoint {
     /// Whether a suspicion within `Prewarm::hold` keeps the cellular radios warm (the
     /// periods that warm them must go on).
     pub(super) fn prewarm_holding(&self, now: Time) -> bool {
-        let cfg = self.config.prewarm;
+        let cfg = self.config.multipath.prewarm;
         cfg.every != 0 && !self.server && self.last_suspicion().is_some_and(|l| now <= l.saturating_add(cfg.hold))
     }
 
@@ -154,7 +154,7 @@ impl Endpoint {
         if !self.prewarm_holding(now) {
             return;
         }
-        let cfg = self.config.prewarm;
+        let cfg = self.config.multipath.prewarm;
         // Where to: the server of a live connection (any packet wakes the radio).
         let Some(remote) = self.conns.values().find_map(|c| (!c.is_closed()).then(|| c.peer_address()).flatten())
         else {

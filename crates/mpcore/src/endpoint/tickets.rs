@@ -59,8 +59,8 @@ impl super::Endpoint {
         // Offered only while the key that authenticated its connection is still trusted: a
         // resumed connection is authenticated by that key (§4.8).
         let trusted = match &ticket.identity {
-            Some(k) => self.config.server_keys.iter().any(|pk| &pk.0 == k),
-            None => self.config.unauthenticated_server,
+            Some(k) => self.config.transport.server_keys.iter().any(|pk| &pk.0 == k),
+            None => self.config.transport.unauthenticated_server,
         };
         let usable = trusted && unix_ms < ticket.expires_unix_ms() && !ticket.ticket.is_empty();
         let offer = usable.then(|| Offer {

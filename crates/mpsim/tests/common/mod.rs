@@ -7,7 +7,7 @@ use mpsim::{ms, multimob_paths, Sim};
 
 /// The default configuration with path manager `pm`.
 pub fn cfg(pm: PathManager) -> Config {
-    Config { path_manager: pm, ..Config::default() }
+    Config::default().with(|c| c.multipath.path_manager = pm)
 }
 
 /// A connection on the simulator's two paths (one subflow), established and quiet at 500 ms.

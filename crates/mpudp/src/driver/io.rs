@@ -214,7 +214,7 @@ impl Io {
         let mut st = shared.lock();
         self.apply(&mut st);
         // What `poll_transmit` needs: room for the largest datagram the endpoint sends.
-        let room = st.ep.config().max_datagram_size.max(mpcore::wire::packet::MIN_INITIAL_SIZE);
+        let room = st.ep.config().transport.max_datagram_size.max(mpcore::wire::packet::MIN_INITIAL_SIZE);
         for _ in 0..TX_BUDGET {
             // The datagram is written straight into the batch of the path the last one took
             // (a bulk transfer's next one takes it too), saving a copy per datagram; else,

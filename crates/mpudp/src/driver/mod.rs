@@ -140,7 +140,7 @@ fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)
     let mut ifaces = Interfaces::new(
         v6,
         (opts.socket_buffer, opts.send_buffer),
-        opts.config.max_datagram_size,
+        opts.config.transport.max_datagram_size,
         opts.config.routing(),
     );
     if opts.interfaces.is_empty() {
@@ -163,7 +163,7 @@ fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)
     let (paths, infos) = ifaces.open_initial(&mut io)?;
     let mut config = opts.config.clone();
     // A configuration given whole after `qlog_dir` keeps the log on.
-    config.qlog |= opts.qlog_dir.is_some();
+    config.logging.qlog |= opts.qlog_dir.is_some();
     let mut ep = Endpoint::new(config, paths, server).map_err(|e| Error::Config(e.to_string()))?;
     // The core's clock starts at 0 with `epoch`: resumption tickets are dated in unix time.
     let unix_ms =
