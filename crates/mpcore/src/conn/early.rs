@@ -8,7 +8,7 @@
 //!
 //! - Client: [`Connection::write_early`](super::Connection::write_early) marks the stream's
 //!   first bytes as allowed to go early (off by default: `write` never sends early);
-//!   `build_early` (`conn::builder`) sends them.
+//!   `build_early` (`conn::output`) sends them.
 //! - Server: a connection made at the INITIAL (`Connection::new_server_early`) opens the
 //!   EARLY packets its original DCID routes to it (`handle_early`, `conn::input`), takes their
 //!   data at once, and answers in its first flight, within three times what the client's

@@ -5,13 +5,14 @@
 use super::dsn::Dsn;
 use super::early::{EarlyStart, MAX_EARLY_DATA};
 use super::events::{CloseReason, EndpointEvent, Event, Side};
+use super::multimob::MultiMob;
 use super::qlog::{PacketHead, PacketKind};
 use super::subflow::{Subflow, SubflowState};
 use super::{Connection, State};
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
-use crate::wire::packet::decode_pn;
-use crate::wire::{Cid, Dss, Frame, FrameList, Header, Packet};
+use crate::wire::packet::{decode_pn, RESET_TOKEN_LEN};
+use crate::wire::{Ack, Cid, Dss, Frame, FrameList, Header, Packet};
 use crate::{Carrier, PathId, Time};
 use std::net::SocketAddr;
 
@@ -218,7 +219,7 @@ impl Connection {
         for f in frames {
             self.on_frame(now, i, f);
         }
-        self.qlog_losses();
+        self.out.log_losses(&mut self.subflows);
         self.after_receive(now);
         Ok(())
     }
@@ -297,7 +298,9 @@ impl Connection {
             }
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
-            Frame::ResetToken(t) => self.on_reset_token(i, t),
+            // A client keeps it; a server ignores one (PROTOCOL.md §5.20).
+            Frame::ResetToken(t) if self.side == Side::Client => self.subflows[i].set_peer_reset(t),
+            Frame::ResetToken(_) => {}
             Frame::PathChallenge(d) => self.subflows[i].on_path_challenge(d),
             Frame::PathResponse(d) => self.subflows[i].on_path_response(&d),
             Frame::Dss(d) => self.on_dss(now, i, &d),
@@ -379,8 +382,8 @@ impl Connection {
             // Tracked whether or not the timer applies now (it does not while failover
             // subflows are open): at a fail-back it must count from the last data, not from
             // the data before the failover, whose deadline has passed.
-            if self.tracks_receive_idle() {
-                let rto = self.peer_rto();
+            if self.multimob.tracks_receive_idle() {
+                let rto = MultiMob::peer_rto(&self.subflows, self.config.transport.max_rto);
                 self.multimob.idle_timer.on_data(now, d.idle, rto);
             }
         }
@@ -404,7 +407,7 @@ impl Connection {
             // The peer took some: what still awaits it waits from now.
             self.live.peer_wait = self.awaits_peer().then_some(now);
             self.subflows[i].on_original_data(now);
-            let rto = self.peer_rto();
+            let rto = MultiMob::peer_rto(&self.subflows, self.config.transport.max_rto);
             self.multimob.idle_timer.on_data_ack(now, rto);
         }
     }
@@ -539,5 +542,66 @@ impl Connection {
         }
         self.after_receive(now);
         Ok(())
+    }
+
+    // Stateless reset (PROTOCOL.md §3.4, §5.20; issue 38): a fleet's server tells the client
+    // the reset token of every CID it receives a subflow on (RESET_TOKEN, written by the
+    // subflow), and a server of the fleet that gets a short header for a connection it does
+    // not know answers with that token, which only the fleet's shared secret gives. The
+    // client closes the subflow the token names and, once no subflow is left, the
+    // connection: its server is gone, and it connects again (to another server) at once
+    // rather than after its idle timeout.
+
+    /// Whether a STATELESS_RESET carrying `token` is for this connection: one of its open
+    /// subflows was given that token.
+    pub(crate) fn is_reset_by(&self, token: &[u8; RESET_TOKEN_LEN]) -> bool {
+        self.side == Side::Client && self.subflows.iter().any(|s| s.is_reset_by(token))
+    }
+
+    /// A STATELESS_RESET with `token` arrived: the subflows it names close (nothing is sent
+    /// on them any more), their data goes to the others; with no open subflow left, the
+    /// connection ends at once (`CloseReason::Reset`). Not on the per-packet path: the
+    /// endpoint calls it only for a reset whose token one of the connection's subflows holds.
+    pub(crate) fn on_stateless_reset(&mut self, now: Time, token: &[u8; RESET_TOKEN_LEN]) {
+        let hit: Vec<usize> = self.subflows.enumerate().filter(|(_, s)| s.is_reset_by(token)).map(|(i, _)| i).collect();
+        for i in hit {
+            self.shut_subflow(now, i, reason::STATELESS_RESET, false);
+        }
+        // A join in progress does not keep it: it goes to the same fleet, which does not know
+        // the connection either.
+        if !self.is_closed() && !self.subflows.iter().any(|s| s.is_open() && s.established()) {
+            self.fail(now, CloseReason::Reset);
+        }
+    }
+
+    // The subflows' recovery: their ACKs (with the coupling of RFC 6356 over all of them) and
+    // the data of lost packets queued again.
+
+    /// Subflow-level ACK (§5.3): the subflow takes what it acknowledges, then congestion
+    /// control runs with the coupling over the open subflows, then loss detection.
+    pub(super) fn on_ack(&mut self, now: Time, i: usize, a: &Ack<'_>) {
+        let Some(acked) = self.subflows[i].on_ack(now, a, self.config.transport.max_ack_delay) else { return };
+        // Something new was acknowledged: a tail loss probe pending verdict was answered.
+        self.subflows[i].set_tlp_check(None);
+        let id = self.subflows[i].id();
+        if acked.recovered {
+            self.emit(now, Event::SubflowRecovered { id });
+        }
+        if acked.established {
+            let sf = &self.subflows[i];
+            let ev = Event::SubflowEstablished { id, path: sf.local_path(), backup: sf.backup() };
+            self.emit(now, ev);
+            self.on_carrier_established(now, i);
+        }
+        let coupling = self.subflows.coupling(i, now);
+        let send = &mut self.send;
+        self.subflows[i].finish_ack(now, &acked, coupling, &mut |d| send.queue_retransmission(d, 0));
+        self.out.log_metrics(now, &self.subflows[i]);
+    }
+
+    /// Loss detection by time on subflow `i` (its loss timer expired).
+    pub(super) fn detect_lost(&mut self, now: Time, i: usize) {
+        let send = &mut self.send;
+        self.subflows[i].detect_lost(now, &mut |d| send.queue_retransmission(d, 0));
     }
 }

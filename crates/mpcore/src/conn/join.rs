@@ -1,7 +1,7 @@
 //! Additional subflows: MP_JOIN's four packets (RFC 8684 §3.2) and MultiMob's fast joins
 //! (PROTOCOL.md §5.9-5.11), from both ends.
 
-use super::events::{EndpointEvent, Event, Side};
+use super::events::{CloseReason, EndpointEvent, Event, Side};
 use super::packet_builder::PacketBuilder;
 use super::qlog::{PacketHead, PacketKind};
 use super::send::Seg;
@@ -373,5 +373,92 @@ impl Connection {
             b.control(FrameSet::JOIN_ACK, Frame::MpJoinAck { hmac });
         }
         Some(fj_data)
+    }
+
+    // Subflows closed: what a failing or closing subflow had in flight is reinjected, what it
+    // was to carry for the connection goes on another, its record is reclaimed after its drain.
+
+    /// Closes one subflow (SUBFLOW_RESET with `reason`); its data is reinjected elsewhere.
+    pub fn close_subflow(&mut self, now: Time, id: u32, reason: u8) -> bool {
+        let Some(i) = self.subflows.by_number(id).filter(|&i| self.subflows[i].is_open()) else { return false };
+        self.shut_subflow(now, i, reason, true);
+        true
+    }
+
+    /// Queues a copy of everything in flight on subflow `k` for reinjection, leaving it in
+    /// flight there (it may still arrive).
+    pub(super) fn copy_in_flight_for_reinjection(&mut self, k: usize) {
+        let mask = 1u64 << (k % 64);
+        for p in self.subflows[k].rec().sent.iter() {
+            if let Some(d) = p.data {
+                self.send.queue_retransmission(d, mask);
+            }
+        }
+    }
+
+    /// Moves everything in flight on subflow `i` to the retransmission queue, marked as a
+    /// reinjection; `count_lost`: each packet counts as lost on the subflow.
+    pub(super) fn reinject_in_flight(&mut self, now: Time, i: usize, count_lost: bool) {
+        let mask = 1u64 << (i % 64);
+        let (send, counters) = (&mut self.send, &mut self.counters);
+        let orphaned = self.subflows[i].drain_flight(now, count_lost, &mut |d| {
+            send.queue_retransmission(d, mask);
+            counters.reinjections += 1;
+        });
+        if !orphaned.is_empty() {
+            self.pend_on_any(orphaned);
+        }
+    }
+
+    /// Closes subflow `i` and reinjects its data; `tell_peer`: with a SUBFLOW_RESET carrying
+    /// `reason`.
+    pub(super) fn shut_subflow(&mut self, now: Time, i: usize, reason: u8, tell_peer: bool) {
+        if !self.subflows[i].is_open() {
+            return;
+        }
+        let id = self.subflows[i].id();
+        // Closed first, so that connection-level frames in flight there go to another subflow.
+        self.subflows[i].close(now, reason, tell_peer);
+        self.reinject_in_flight(now, i, false);
+        // What it was still to carry for the connection (addresses, the ticket) goes elsewhere.
+        let pending = self.subflows[i].carried();
+        if !pending.is_empty() {
+            self.subflows[i].drop_carried(pending);
+            self.pend_on_any(pending);
+        }
+        self.emit(now, Event::SubflowClosed { id, reason });
+        self.recv.forget_slot(i);
+        // The last subflow gone: the connection waits for a join (the client's new address
+        // after a break-before-make move) until its idle timeout; without one, it ends now.
+        if self.state == State::Established && self.subflows.open_count() == 0 && self.idle_timeout() == 0 {
+            self.enter_closed(now, CloseReason::NoSubflow);
+        }
+    }
+
+    /// The endpoint found that `old`, the CID a new subflow was given, is another
+    /// connection's (CIDs of 4 bytes do collide, rarely). If no packet has revealed it yet the
+    /// subflow takes `fresh` instead and this returns true; otherwise the subflow closes
+    /// without a word (the peer's packets to it reach the other connection, which cannot open
+    /// them) and the path manager may join again.
+    pub(crate) fn rename_cid(&mut self, now: Time, old: Cid, fresh: Cid) -> bool {
+        let Some(i) = self.subflows.by_cid(&old) else { return false };
+        if self.subflows[i].rec().next_pn == 0 {
+            self.subflows[i].rename_local_cid(fresh);
+            return true;
+        }
+        self.shut_subflow(now, i, reason::UNSPECIFIED, false);
+        false
+    }
+
+    /// The drain of closed subflow `i` is over: its record goes, with its route; its
+    /// statistics stay in the connection's history.
+    pub(super) fn reclaim_subflow(&mut self, i: usize) {
+        let stats = self.subflows[i].stats();
+        if let Some(sf) = self.subflows.reclaim(i, stats) {
+            self.out.endpoint(EndpointEvent::RetireCid(sf.local_cid()));
+            self.send.forget_slot(1 << (i % 64));
+            self.recv.forget_slot(i);
+            tracing::trace!(side = ?self.side, id = sf.id(), "subflow record reclaimed");
+        }
     }
 }

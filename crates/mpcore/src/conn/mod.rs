@@ -1,13 +1,14 @@
-//! One multipath connection: its state, the application's calls and its statistics. The
-//! concerns live in submodules (ARCHITECTURE.md has the table of what each owns): the subflows
-//! and their recovery (`subflow`), the stream's two sides (`send`, `recv`, `dsn`), the receive
-//! path (`input`), the packet builder (`builder`), the send loop and scheduler adapter
-//! (`sched`), the timers (`timers`), the subflows' outcomes (`recovery`), joins (`join`), path
-//! managers and addresses (`paths`) and MultiMob's wiring (`multimob`); the first handshake is
-//! `crate::handshake`'s. No I/O, no clock: every call carries `now`.
+//! One multipath connection: its state, the application's calls and its statistics. Its
+//! parts are components that own their state (ARCHITECTURE.md has the table of what each
+//! owns): the subflows and their recovery (`subflow`), the stream's two sides (`send`, `recv`,
+//! `dsn`), what the handshake agreed (`session`), the local paths (`local_paths`), liveness
+//! (`liveness`), the events and the log (`outbox`), MultiMob (`multimob`), 0-RTT (`early`),
+//! the first handshake's race (`spread`), tickets (`tickets`). The connection's own code acts
+//! on their outcomes: the receive path (`input`), the way out (`output`), the timers
+//! (`timers`), subflows opened and closed (`join`), path managers and failover (`paths`). The
+//! first handshake is `crate::handshake`'s. No I/O, no clock: every call carries `now`.
 
 mod addresses;
-mod builder;
 pub mod cc;
 pub mod dsn;
 mod early;
@@ -17,15 +18,12 @@ mod join;
 mod liveness;
 mod local_paths;
 mod multimob;
-mod multimob_state;
 mod outbox;
+mod output;
 mod packet_builder;
 mod paths;
 pub(crate) mod qlog;
-mod recovery;
 mod recv;
-mod reset;
-mod sched;
 mod send;
 mod send_buf;
 mod session;
@@ -35,7 +33,7 @@ mod tickets;
 mod timer_table;
 mod timers;
 
-use crate::config::Config;
+use crate::config::{Config, PathManager};
 use crate::crypto;
 use crate::drops::DropReason;
 use crate::handshake;
@@ -46,7 +44,7 @@ use cc::Cc;
 use dsn::Dsn;
 use liveness::Liveness;
 use local_paths::LocalPaths;
-use multimob_state::MultiMob;
+use multimob::MultiMob;
 use outbox::Outbox;
 use recv::RecvSide;
 use scheduler::{AnyScheduler, SubflowInfo};
@@ -160,7 +158,7 @@ impl Connection {
             live: Liveness::new(now),
             local: LocalPaths::new(paths, initial_path),
             injected: Vec::new(),
-            multimob: MultiMob::default(),
+            multimob: MultiMob::new(side == Side::Client && config.multipath.path_manager == PathManager::MultiMob),
             tickets: tickets::Tickets::default(),
             early: early::Early::default(),
             spread: spread::Spread::default(),
@@ -266,24 +264,13 @@ impl Connection {
         c
     }
 
-    /// Takes this side's keys and tokens from the connection's secrets and starts both
-    /// directions of the stream at IDSN + 1 (§4.3). Bytes (and a DATA_FIN) written before the
-    /// keys were known move to their real DSNs.
+    /// Takes this side's keys and tokens from the connection's secrets (see
+    /// [`Session::install`]) and starts both directions of the stream at IDSN + 1 (§4.3).
+    /// Bytes (and a DATA_FIN) written before the keys were known move to their real DSNs.
     fn install_keys(&mut self, s: crypto::Secrets) {
-        let (send, recv, local_key, remote_key) = match self.side {
-            Side::Client => (s.c2s, s.s2c, s.key_client, s.key_server),
-            Side::Server => (s.s2c, s.c2s, s.key_server, s.key_client),
-        };
-        #[cfg(feature = "test-hooks")]
-        let (send, recv) = match self.config.faults().no_encryption {
-            true => (send.in_clear(), recv.in_clear()),
-            false => (send, recv),
-        };
-        self.session.keys = Some(Keys { send, recv, local_key, remote_key, resumption: s.resumption });
-        let token = if self.config.faults().same_token { 0 } else { crypto::token(local_key) };
-        self.session.local_token = Some(token);
+        let f = self.config.faults();
+        let (token, local_key, remote_key) = self.session.install(self.side, s, f.no_encryption, f.same_token);
         self.out.endpoint(EndpointEvent::Token(token));
-        self.session.remote_token = crypto::token(remote_key);
         self.send.set_start(Dsn(crypto::idsn(local_key)).add(1));
         self.recv.set_start(Dsn(crypto::idsn(remote_key)).add(1));
     }
@@ -375,7 +362,7 @@ impl Connection {
     /// Appends the event log's records since the last call to `out` (JSON-SEQ, PROTOCOL.md
     /// §13; the first call gives the header record too). Nothing when `Config::logging.qlog` is off.
     pub fn take_qlog(&mut self, out: &mut Vec<u8>) {
-        self.qlog_losses();
+        self.out.log_losses(&mut self.subflows);
         if let Some(q) = self.out.qlog.as_deref_mut() {
             q.take(out);
         }
@@ -384,31 +371,6 @@ impl Connection {
     /// Events the log dropped because it was not taken (more than 16 MiB pending).
     pub fn qlog_dropped(&self) -> u64 {
         self.out.qlog.as_ref().map_or(0, |q| q.dropped())
-    }
-
-    /// The subflows' packets declared lost since the last look, into the log.
-    fn qlog_losses(&mut self) {
-        let Some(q) = self.out.qlog.as_deref_mut() else { return };
-        for sf in self.subflows.iter_mut() {
-            let id = sf.id();
-            sf.take_losses(|now, pn, trigger| q.packet_lost(now, id, pn, trigger));
-        }
-    }
-
-    /// Subflow `i`'s recovery metrics, into the log if one changed.
-    fn qlog_metrics(&mut self, now: Time, i: usize) {
-        let Some(q) = self.out.qlog.as_deref_mut() else { return };
-        let sf = &self.subflows[i];
-        let r = sf.rec();
-        let m = qlog::Metrics {
-            srtt: r.rtt.srtt,
-            min_rtt: r.rtt.min,
-            latest_rtt: r.rtt.latest,
-            rttvar: r.rtt.rttvar,
-            cwnd: r.cc.cwnd(),
-            in_flight: r.in_flight,
-        };
-        q.metrics(now, sf.id(), m);
     }
 
     /// Queues bytes for sending; returns how many were taken.
@@ -584,13 +546,6 @@ impl Connection {
         let Some(i) = self.subflows.by_number(id) else { return false };
         self.injected.extend_from_slice(frames);
         self.subflows[i].ping();
-        true
-    }
-
-    /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).
-    pub fn set_backup(&mut self, id: u32, backup: bool) -> bool {
-        let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) else { return false };
-        sf.set_backup(backup);
         true
     }
 

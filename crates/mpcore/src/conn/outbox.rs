@@ -2,7 +2,9 @@
 //! tokens, counters, forgetting us) and the event log when `Config::logging.qlog` is on.
 
 use super::events::{EndpointEvent, Event, Side};
-use super::qlog::Qlog;
+use super::qlog::{Metrics, Qlog};
+use super::subflow::table::SubflowTable;
+use super::subflow::Subflow;
 use crate::drops::DropReason;
 use crate::Time;
 use std::collections::VecDeque;
@@ -51,5 +53,29 @@ impl Outbox {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.events.capacity() * size_of::<Event>() + self.endpoint_events.capacity() * size_of::<EndpointEvent>()
+    }
+
+    /// The subflows' packets declared lost since the last look, into the log.
+    pub fn log_losses(&mut self, subflows: &mut SubflowTable) {
+        let Some(q) = self.qlog.as_deref_mut() else { return };
+        for sf in subflows.iter_mut() {
+            let id = sf.id();
+            sf.take_losses(|now, pn, trigger| q.packet_lost(now, id, pn, trigger));
+        }
+    }
+
+    /// A subflow's recovery metrics, into the log if one changed.
+    pub fn log_metrics(&mut self, now: Time, sf: &Subflow) {
+        let Some(q) = self.qlog.as_deref_mut() else { return };
+        let r = sf.rec();
+        let m = Metrics {
+            srtt: r.rtt.srtt,
+            min_rtt: r.rtt.min,
+            latest_rtt: r.rtt.latest,
+            rttvar: r.rtt.rttvar,
+            cwnd: r.cc.cwnd(),
+            in_flight: r.in_flight,
+        };
+        q.metrics(now, sf.id(), m);
     }
 }

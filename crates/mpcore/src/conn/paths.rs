@@ -2,7 +2,8 @@
 //! announced and withdrawn (ADD_ADDR, REMOVE_ADDR), and the first handshake over every path
 //! and TCP where UDP gets no answer (the `spread` component's state, acted on here).
 
-use super::events::{Event, Side};
+use super::events::{EndpointEvent, Event, Side};
+use super::multimob::{FailBack, MultiMob};
 use super::subflow::{FrameSet, Subflow, SubflowState};
 use super::{Connection, State};
 use crate::config::PathManager;
@@ -523,5 +524,163 @@ impl Connection {
                 tracing::debug!(path = path.0, "UDP passes again: the TCP subflow closes");
             }
         }
+    }
+
+    // MultiMob's failover and fail-back (the `multimob` component decides; these act).
+
+    /// `multimob`: the regular subflows `on` are declared potentially failed (and was-bad, on
+    /// the oracle's or the idle timer's verdict), their data is queued for the other paths,
+    /// and those are joined.
+    pub(super) fn fail_over(&mut self, now: Time, was_bad: bool, on: impl Fn(usize, &Subflow) -> bool) {
+        for i in 0..self.subflows.slot_bound() {
+            let Some(sf) = self.subflows.get_mut(i) else { continue };
+            if sf.is_open() && !sf.backup() && on(i, sf) {
+                sf.set_oracle_flags(sf.was_bad() || was_bad, sf.high_rto());
+                self.suspect(now, i);
+            }
+        }
+        self.open_other_paths(now, false, true);
+        tracing::debug!(side = ?self.side, "multimob failover");
+    }
+
+    /// Declares subflow `i` potentially failed and queues its data in flight again for the
+    /// other subflows. The data stays in flight here: the retransmission timer keeps probing
+    /// the path, and the first new ACK tells it works again.
+    pub(super) fn suspect(&mut self, now: Time, i: usize) {
+        if self.subflows[i].mark_potentially_failed() {
+            let id = self.subflows[i].id();
+            self.emit(now, Event::SubflowFailed { id });
+        }
+        self.copy_in_flight_for_reinjection(i);
+    }
+
+    /// `multimob` fail-back (see [`MultiMob::fail_back`]): once due, close the failover
+    /// subflows (the radio may sleep) and clear the oracle's flags.
+    pub(super) fn check_fail_back(&mut self, now: Time) {
+        if !self.multimob.tracks_receive_idle() || self.is_closed() {
+            return;
+        }
+        if self.multimob.fail_back(now, &self.subflows, self.config.multipath.fail_back_hold) != FailBack::Due {
+            return;
+        }
+        self.emit(now, Event::FailBack);
+        for i in 0..self.subflows.slot_bound() {
+            let Some(sf) = self.subflows.get_mut(i) else { continue };
+            sf.set_oracle_flags(false, false);
+            if sf.failover() && sf.is_open() {
+                let id = sf.id();
+                self.close_subflow(now, id, reason::UNSPECIFIED);
+            }
+        }
+        tracing::debug!("multimob fail-back");
+    }
+
+    /// Applies an oracle decision to this connection's subflows on that netpath.
+    pub(crate) fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
+        let on = MultiMob::on_netpath(&self.subflows, &self.local, a.netpath);
+        if on == 0 || self.is_closed() {
+            return;
+        }
+        if let Some(path) = MultiMob::netpath_path(&self.local, &a.netpath) {
+            self.emit(now, Event::Verdict { path, verdict: a.verdict });
+        }
+        let mut set_flags = |bad: Option<bool>, high_rto: Option<bool>| {
+            for (k, sf) in self.subflows.enumerate_mut() {
+                if on & (1 << k) != 0 {
+                    sf.set_oracle_flags(bad.unwrap_or(sf.was_bad()), high_rto.unwrap_or(sf.high_rto()));
+                }
+            }
+        };
+        match a.verdict {
+            oracle::Verdict::Bad => self.fail_over(now, true, |k, _| on & (1 << k) != 0),
+            oracle::Verdict::HighRto => {
+                set_flags(None, Some(true));
+                self.open_other_paths(now, false, true);
+            }
+            oracle::Verdict::Clear => {
+                set_flags(Some(false), Some(false));
+                // A regular subflow may be healthy from now on: the fail-back hold starts.
+                self.check_fail_back(now);
+            }
+        }
+    }
+
+    /// Whether a `multimob` client's tail loss probe on subflow `i` may fail its path over
+    /// (see [`MultiMob::tlp_may_fail_over`]).
+    pub(super) fn tlp_may_fail_over(&self, i: usize) -> bool {
+        let on_timeout = self.config.multipath.failover_on_timeout;
+        self.multimob.tlp_may_fail_over(&self.subflows, i, on_timeout, self.has_unused_path())
+    }
+
+    /// Subflow `i`'s path answers nothing: its tail loss probe went unanswered, or a whole
+    /// flight of two or more packets did. See the timers' `on_tlp_check`.
+    pub(super) fn on_path_silent(&mut self, now: Time, i: usize) {
+        if !self.tlp_may_fail_over(i) {
+            if MultiMob::tlp_may_reinject(&self.subflows, i) {
+                self.suspect(now, i);
+            }
+            return;
+        }
+        if let Some(netpath) = MultiMob::netpath(&self.subflows, &self.local, i) {
+            let since = now.saturating_sub(self.subflows[i].silent_for(now));
+            self.out.endpoint(EndpointEvent::NetpathFailed { netpath, since });
+        }
+        let id = self.subflows[i].id();
+        self.fail_over(now, true, |_, s| s.id() == id);
+    }
+
+    // The application's and the oracle's say over the subflows.
+
+    /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).
+    pub fn request_peer_rto(&mut self, id: u32) {
+        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) {
+            sf.request_rto();
+        }
+    }
+
+    /// Sets the oracle's flags on a subflow.
+    pub fn set_subflow_flags(&mut self, id: u32, was_bad: bool, high_rto: bool) {
+        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id) {
+            sf.set_oracle_flags(was_bad, high_rto);
+        }
+    }
+
+    /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
+    pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
+        if let Some(i) = self.subflows.by_number(id).filter(|&i| self.subflows[i].is_open()) {
+            if self.subflows[i].mark_potentially_failed() {
+                self.emit(now, Event::SubflowFailed { id });
+            }
+            self.reinject_in_flight(now, i, false);
+        }
+    }
+
+    /// The endpoint's pace for failover probes (see [`MultiMob::probe_interval`]): it spreads
+    /// a budget of probes over every connection that probes, so that a failover of thousands
+    /// of connections at once does not send a probe per connection each 100 ms (issue 52).
+    pub(crate) fn set_probe_interval(&mut self, every: Time) {
+        self.multimob.probe_every = every;
+    }
+
+    /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
+    pub(crate) fn failover_open(&self) -> bool {
+        self.multimob.failover_open(&self.subflows)
+    }
+
+    /// The local path of subflow `id`, if it is one of ours.
+    pub fn subflow_path(&self, id: u32) -> Option<PathId> {
+        self.subflows.by_number(id).and_then(|i| self.subflows.get(i)).map(|s| s.local_path())
+    }
+
+    /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
+    pub(crate) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
+        MultiMob::samples(&mut self.subflows, &self.local, out);
+    }
+
+    /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).
+    pub fn set_backup(&mut self, id: u32, backup: bool) -> bool {
+        let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) else { return false };
+        sf.set_backup(backup);
+        true
     }
 }

@@ -6,6 +6,7 @@
 //! `handle_timeout(now)` no deadline at or before `now` is left (the simulator checks it).
 
 use super::events::{CloseReason, Event, Side};
+use super::multimob::MultiMob;
 use super::subflow::loss::Expiry;
 use super::subflow::Subflow;
 use super::subflow::{timer as sf_timer, TimerContext};
@@ -64,12 +65,11 @@ impl Connection {
             if watch && self.live.peer_wait.is_some() {
                 t.set(timer::PEER, Some(self.live.silent_since().saturating_add(self.peer_timeout())));
             }
-            if self.idle_timer_applies() {
+            if self.multimob.tracks_receive_idle() && self.has_unused_path() {
                 t.set(timer::RECEIVE_IDLE, self.multimob.idle_timer.deadline());
             }
-            // Still flagged when the hold ends: the oracle's clear verdict fails back instead.
-            let hold = self.multimob.hold_start().filter(|_| self.fail_back_cleared());
-            t.set(timer::FAIL_BACK, hold.map(|h| h.saturating_add(self.config.multipath.fail_back_hold)));
+            let hold = self.config.multipath.fail_back_hold;
+            t.set(timer::FAIL_BACK, self.multimob.hold_deadline(&self.subflows, hold));
         }
         t
     }
@@ -148,7 +148,11 @@ impl Connection {
             peer_max_ack_delay: self.peer_max_ack_delay(),
             keep_alive: if open { self.keep_alive_interval(keep_alive_on) } else { 0 },
             keep_alive_on: keep_alive_on.map(|s| s.id()),
-            probe_bad: if open && self.failover_open() { self.probe_interval() } else { 0 },
+            probe_bad: if open && self.failover_open() {
+                self.multimob.probe_interval(self.config.multipath.oracle.period)
+            } else {
+                0
+            },
             idle_timeout: (open && idle > 0 && (self.side == Side::Server || self.rejoins_silent_paths()))
                 .then_some(idle),
             idle_client: self.side == Side::Client,
@@ -341,7 +345,7 @@ impl Connection {
             }
         }
         // The packets the timeouts declared lost, into the log at their time.
-        self.qlog_losses();
+        self.out.log_losses(&mut self.subflows);
         // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
         // had already passed.
         let cx = self.timer_context();
@@ -394,7 +398,7 @@ impl Connection {
                 // A whole flight of two or more packets unanswered is a path gone silent, not
                 // a lost packet: it is acted on at once, a probe's round trip sooner.
                 // Either way the path must have been silent for SILENCE_FLOOR first.
-                if self.tlp_may_fail_over(i) || self.tlp_may_reinject(i) {
+                if self.tlp_may_fail_over(i) || MultiMob::tlp_may_reinject(&self.subflows, i) {
                     let silent = self.subflows[i].silent_for(now);
                     if self.subflows[i].flight_unanswered() && silent >= SILENCE_FLOOR {
                         self.on_path_silent(now, i);

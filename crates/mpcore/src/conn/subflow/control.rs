@@ -41,6 +41,15 @@ impl Subflow {
         self.signals |= FrameSet::RESET_TOKEN;
     }
 
+    /// A fleet's server (`fleet`): writes the stateless reset token of this subflow's CID if
+    /// it is pending (PROTOCOL.md §5.20). The token derives from the fleet's shared secret, so
+    /// any server of the fleet can reset a subflow whose connection it does not know.
+    pub fn write_reset_token(&self, fleet: Option<&crate::config::Fleet>, b: &mut PacketBuilder<'_>) {
+        let Some(f) = fleet.filter(|_| self.pending().intersects(FrameSet::RESET_TOKEN)) else { return };
+        let key = crate::crypto::fleet_key(&f.secret, crate::crypto::FleetKey::Reset);
+        b.control(FrameSet::RESET_TOKEN, Frame::ResetToken(crate::crypto::reset_token(&key, &self.local_cid().0)));
+    }
+
     /// Client: the server's stateless reset token for the CID we send this subflow to.
     pub fn set_peer_reset(&mut self, token: [u8; crate::wire::packet::RESET_TOKEN_LEN]) {
         self.peer_reset = Some(token);

@@ -8,8 +8,10 @@
 //! again is a replay, §2, §12) and the final statistics of the last few closed subflows.
 
 use super::{Subflow, SubflowStats};
+use crate::conn::cc::{CoupledPath, Coupling};
 use crate::ranges::RangeSet;
 use crate::wire::Cid;
+use crate::Time;
 use std::collections::VecDeque;
 use std::ops::{Index, IndexMut};
 
@@ -160,6 +162,28 @@ impl SubflowTable {
         all.extend(self.enumerate().map(|(k, s)| (self.order[k], live(s))));
         all.sort_by_key(|e| e.0);
         all.into_iter().map(|e| e.1).collect()
+    }
+}
+
+impl SubflowTable {
+    /// The coupling of congestion control for subflow `i`'s ACK (RFC 6356): over the working
+    /// subflows that used their window within the last RTO, and `i` itself (see `cc`'s module
+    /// documentation); none for an uncoupled algorithm.
+    pub fn coupling(&self, i: usize, now: Time) -> Coupling {
+        let this = self[i].id();
+        if !self[i].rec().cc.coupled() {
+            return Coupling::default();
+        }
+        Coupling::compute(
+            self.iter().filter(|s| s.established() && !s.pf() && (s.id() == this || s.rec().cwnd_limited(now))).map(
+                |s| CoupledPath {
+                    this: s.id() == this,
+                    cwnd: s.rec().cc.cwnd(),
+                    rtt: s.rec().rtt.smoothed_or_default(),
+                    inter_loss: s.rec().cc.inter_loss(),
+                },
+            ),
+        )
     }
 }
 
