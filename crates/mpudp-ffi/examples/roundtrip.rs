@@ -76,7 +76,7 @@ fn main() {
         unsafe {
             assert_eq!(mpu_options_new(MPU_PRESET_DEFAULT, &mut opts), MPU_OK);
             assert_eq!(mpu_options_server_key(opts, key.as_ptr()), MPU_OK);
-            assert_eq!(mpu_options_add_address(opts, a.as_ptr(), label.as_ptr(), MPU_IFACE_WIRED, false), MPU_OK);
+            assert_eq!(mpu_options_add_address(opts, a.as_ptr(), label.as_ptr(), MPU_IFACE_WIRED, 0), MPU_OK);
             assert_eq!(mpu_client_new(opts, &mut ep), MPU_OK);
             assert_eq!(mpu_connect(ep, server.as_ptr(), 5000, &mut conn), MPU_OK);
         }

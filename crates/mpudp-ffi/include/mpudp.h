@@ -48,7 +48,7 @@
 #define MPU_ERR_PANIC -99
 
 // The C ABI's version (this header's): changes only when a signature or a meaning changes.
-#define MPU_ABI_VERSION 1
+#define MPU_ABI_VERSION 2
 
 // Closed gracefully: both directions finished and were acknowledged. (`MPU_CLOSE_*` say why
 // a connection closed.)
@@ -343,7 +343,7 @@ int32_t mpu_accept(uint64_t endpoint, int32_t timeout_ms, uint64_t *out);
 //
 // # Safety
 // `name` must be a NUL-terminated string.
-int32_t mpu_path_set_up(uint64_t endpoint, const char *name, bool up);
+int32_t mpu_path_set_up(uint64_t endpoint, const char *name, int32_t up);
 
 // The app's word on interface `name`'s link quality: `degraded` (the OS says so), its signal
 // level 0-4 (negative: unknown) and link rate in bit/s (0: unknown). A weak WiFi wakes the
@@ -353,7 +353,7 @@ int32_t mpu_path_set_up(uint64_t endpoint, const char *name, bool up);
 // `name` must be a NUL-terminated string.
 int32_t mpu_path_hint(uint64_t endpoint,
                       const char *name,
-                      bool degraded,
+                      int32_t degraded,
                       int32_t signal_level,
                       uint64_t link_rate_bps);
 
@@ -366,7 +366,7 @@ int32_t mpu_path_add_address(uint64_t endpoint,
                              const char *addr,
                              const char *label,
                              uint32_t kind,
-                             bool backup);
+                             int32_t backup);
 
 // Adds a path on a socket the app bound to a network (see `mpu_options_add_fd`; the library
 // owns `fd` from this call on).
@@ -377,7 +377,7 @@ int32_t mpu_path_add_fd(uint64_t endpoint,
                         int32_t fd,
                         const char *label,
                         uint32_t kind,
-                        bool backup);
+                        int32_t backup);
 
 // Removes interface `name` (a network the OS lost for good): its subflows close, the peer is
 // told, its socket goes.
@@ -413,7 +413,7 @@ int32_t mpu_options_free(uint64_t options);
 //
 // # Safety
 // `device` must be a NUL-terminated string.
-int32_t mpu_options_add_device(uint64_t options, const char *device, uint32_t kind, bool backup);
+int32_t mpu_options_add_device(uint64_t options, const char *device, uint32_t kind, int32_t backup);
 
 // Adds an interface as a socket bound to an address (`"192.0.2.10:0"`, `"[2001:db8::1]:0"`),
 // named `label` (NULL: the address) for the path calls.
@@ -424,7 +424,7 @@ int32_t mpu_options_add_address(uint64_t options,
                                 const char *addr,
                                 const char *label,
                                 uint32_t kind,
-                                bool backup);
+                                int32_t backup);
 
 // Adds an interface as a UDP socket the app already bound to a network: Android's
 // `Network.bindSocket` (on a `DatagramSocket`, then `ParcelFileDescriptor.detachFd`), iOS's
@@ -437,7 +437,7 @@ int32_t mpu_options_add_fd(uint64_t options,
                            int32_t fd,
                            const char *label,
                            uint32_t kind,
-                           bool backup);
+                           int32_t backup);
 
 // The server's public key (base64, as `iperf-siri keygen` and `mpu_endpoint_public_key`
 // print it) that a client requires the server to prove. May be given more than once.
@@ -468,7 +468,7 @@ int32_t mpu_options_tickets(uint64_t options, const uint8_t *saved, size_t len);
 
 // Server: give clients resumption tickets, and with `early_data` take a resuming client's
 // 0-RTT request (PROTOCOL.md §4.7-4.9).
-int32_t mpu_options_issue_tickets(uint64_t options, bool early_data);
+int32_t mpu_options_issue_tickets(uint64_t options, int32_t early_data);
 
 // A server's identity from its PEM file's text (`iperf-siri keygen`).
 //

@@ -4,7 +4,7 @@
 use crate::conn::Conn;
 use crate::options::{iface_kind, options_of};
 use crate::{
-    arg_addr, arg_str, block, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any,
+    arg_addr, arg_str, block, flag, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any,
     write_str, Fail, Res, MPU_OK,
 };
 use mpudp::{Interface, LinkHint, MpEndpoint, MpListener};
@@ -218,8 +218,9 @@ pub unsafe extern "C" fn mpu_accept(endpoint: u64, timeout_ms: i32, out: *mut u6
 /// # Safety
 /// `name` must be a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn mpu_path_set_up(endpoint: u64, name: *const c_char, up: bool) -> i32 {
+pub unsafe extern "C" fn mpu_path_set_up(endpoint: u64, name: *const c_char, up: i32) -> i32 {
     guard(|| {
+        let up = flag(up, "up")?;
         // SAFETY: the caller's promise.
         let n = unsafe { arg_str(name, "name") }?;
         with_ep(endpoint, |e| if up { e.ep().set_path_up(n) } else { e.ep().set_path_down(n) }.map_err(Fail::from))?;
@@ -237,11 +238,12 @@ pub unsafe extern "C" fn mpu_path_set_up(endpoint: u64, name: *const c_char, up:
 pub unsafe extern "C" fn mpu_path_hint(
     endpoint: u64,
     name: *const c_char,
-    degraded: bool,
+    degraded: i32,
     signal_level: i32,
     link_rate_bps: u64,
 ) -> i32 {
     guard(|| {
+        let degraded = flag(degraded, "degraded")?;
         // SAFETY: the caller's promise.
         let n = unsafe { arg_str(name, "name") }?;
         let hint = LinkHint {
@@ -265,9 +267,10 @@ pub unsafe extern "C" fn mpu_path_add_address(
     addr: *const c_char,
     label: *const c_char,
     kind: u32,
-    backup: bool,
+    backup: i32,
 ) -> i32 {
     guard(|| {
+        let backup = flag(backup, "backup")?;
         // SAFETY: the caller's promise.
         let (a, l) = unsafe { (arg_addr(addr, "addr")?, arg_str(label, "label")?) };
         let i = Interface::unbound(a).label(l).kind(iface_kind(kind)?).backup(backup);
@@ -283,9 +286,10 @@ pub unsafe extern "C" fn mpu_path_add_address(
 /// `fd` must be an open UDP socket the caller gives up; `label` a NUL-terminated string.
 #[cfg(unix)]
 #[no_mangle]
-pub unsafe extern "C" fn mpu_path_add_fd(endpoint: u64, fd: i32, label: *const c_char, kind: u32, backup: bool) -> i32 {
+pub unsafe extern "C" fn mpu_path_add_fd(endpoint: u64, fd: i32, label: *const c_char, kind: u32, backup: i32) -> i32 {
     guard(|| {
         let sock = crate::options::adopt_fd(fd)?;
+        let backup = flag(backup, "backup")?;
         // SAFETY: the caller's promise.
         let l = unsafe { arg_str(label, "label") }?;
         let i = Interface::from_socket(sock).label(l).kind(iface_kind(kind)?).backup(backup);

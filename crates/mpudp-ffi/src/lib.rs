@@ -10,6 +10,10 @@
 //!   table: a handle that was freed, never existed or is of another kind gets
 //!   `MPU_ERR_INVALID`, never undefined behaviour. Only byte buffers and strings are pointers,
 //!   and each is checked for NULL.
+//! - **Flags are `int32_t`, 0 or 1**, never C's `bool`: any other value is `MPU_ERR_INVALID`.
+//!   A binding that passes its boolean as an int (JNA sends a Kotlin `true` as -1) would
+//!   otherwise hand the library a `bool` that is neither, undefined behaviour that an
+//!   optimised build turned into lost subflows (ABI 1; issue 55).
 //! - **Blocking calls with a timeout.** `mpu_connect`, `mpu_accept`, `mpu_read`, `mpu_write`
 //!   and `mpu_next_event` wait at most `timeout_ms` (0: try once and return
 //!   `MPU_ERR_WOULD_BLOCK`; negative: no limit). A phone app calls them from a thread of its
@@ -72,7 +76,7 @@ pub const MPU_ERR_NO_SUCH_INTERFACE: i32 = -10;
 pub const MPU_ERR_PANIC: i32 = -99;
 
 /// The C ABI's version (this header's): changes only when a signature or a meaning changes.
-pub const MPU_ABI_VERSION: u32 = 1;
+pub const MPU_ABI_VERSION: u32 = 2;
 
 /// The ABI version of the library actually loaded (compare with `MPU_ABI_VERSION`).
 #[no_mangle]
@@ -92,6 +96,18 @@ pub(crate) type Res<T> = Result<T, Fail>;
 
 pub(crate) fn invalid(msg: impl Into<String>) -> Fail {
     Fail(MPU_ERR_INVALID, msg.into())
+}
+
+/// A flag from the app: 0 or 1, anything else `MPU_ERR_INVALID`. Flags cross the boundary as
+/// `int32_t`, never as C's `bool`: a binding that passes a `bool` as an int (JNA passes a
+/// Kotlin `true` as -1) would otherwise hand Rust a `bool` that is neither, which is undefined
+/// behaviour (issue 55).
+pub(crate) fn flag(value: i32, what: &str) -> Res<bool> {
+    match value {
+        0 => Ok(false),
+        1 => Ok(true),
+        v => Err(invalid(format!("{what} must be 0 or 1, not {v}"))),
+    }
 }
 
 impl From<mpudp::Error> for Fail {
@@ -367,6 +383,43 @@ mod tests {
         assert_eq!(unsafe { mpu_options_new(77, &mut h) }, MPU_ERR_INVALID);
         // SAFETY: NULL out is checked.
         assert_eq!(unsafe { mpu_options_new(MPU_PRESET_PHONE, std::ptr::null_mut()) }, MPU_ERR_INVALID);
+    }
+
+    #[test]
+    fn flags_other_than_0_or_1_are_refused_before_anything_is_done() {
+        let c = |s: &str| std::ffi::CString::new(s).unwrap_or_default();
+        let mut o = 0;
+        // SAFETY: a local out.
+        assert_eq!(unsafe { mpu_options_new(MPU_PRESET_PHONE, &mut o) }, MPU_OK);
+        let (wifi, cell, lo) = (c("wifi"), c("cell"), c("127.0.0.1:0"));
+        // JNA passes a Kotlin `true` as -1: refused with a message, nothing added.
+        for bad in [-1, 2, 255] {
+            // SAFETY: NUL-terminated strings.
+            let r = unsafe { mpu_options_add_address(o, lo.as_ptr(), wifi.as_ptr(), MPU_IFACE_WIFI, bad) };
+            assert_eq!(r, MPU_ERR_INVALID);
+            assert_eq!(last(), format!("backup must be 0 or 1, not {bad}"));
+            // SAFETY: as above.
+            let r = unsafe { mpu_options_add_device(o, wifi.as_ptr(), MPU_IFACE_WIFI, bad) };
+            assert_eq!(r, MPU_ERR_INVALID);
+            assert_eq!(mpu_options_issue_tickets(o, bad), MPU_ERR_INVALID);
+        }
+        assert_eq!(mpu_options_issue_tickets(o, 1), MPU_OK);
+        // SAFETY: NUL-terminated strings.
+        assert_eq!(unsafe { mpu_options_add_address(o, lo.as_ptr(), wifi.as_ptr(), MPU_IFACE_WIFI, 0) }, MPU_OK);
+        let mut ep = 0;
+        // SAFETY: a local out.
+        assert_eq!(unsafe { mpu_client_new(o, &mut ep) }, MPU_OK, "{}", last());
+        // SAFETY: NUL-terminated strings, here and below.
+        assert_eq!(unsafe { mpu_path_set_up(ep, wifi.as_ptr(), -1) }, MPU_ERR_INVALID);
+        assert_eq!(last(), "up must be 0 or 1, not -1");
+        assert_eq!(unsafe { mpu_path_set_up(ep, wifi.as_ptr(), 1) }, MPU_OK, "{}", last());
+        assert_eq!(unsafe { mpu_path_hint(ep, wifi.as_ptr(), 2, -1, 0) }, MPU_ERR_INVALID);
+        assert_eq!(unsafe { mpu_path_hint(ep, wifi.as_ptr(), 1, 2, 0) }, MPU_OK, "{}", last());
+        let lo2 = c("127.0.0.2:0");
+        let r = unsafe { mpu_path_add_address(ep, lo2.as_ptr(), cell.as_ptr(), MPU_IFACE_CELLULAR, -1) };
+        assert_eq!(r, MPU_ERR_INVALID);
+        assert_eq!(mpu_endpoint_free(ep), MPU_OK);
+        assert_eq!(mpu_options_free(o), MPU_OK);
     }
 
     #[test]

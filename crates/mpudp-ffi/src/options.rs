@@ -2,7 +2,7 @@
 //! scheduler), built up by calls on an options handle.
 
 use crate::{
-    arg_addr, arg_str, get, guard, invalid, opt_str, put, register, unregister, unregister_any, Fail, Res, MPU_OK,
+    arg_addr, arg_str, flag, get, guard, invalid, opt_str, put, register, unregister, unregister_any, Fail, Res, MPU_OK,
 };
 use mpudp::{Iface, Interface, Options, PublicKey, ServerIdentity};
 use std::ffi::c_char;
@@ -84,8 +84,9 @@ pub extern "C" fn mpu_options_free(options: u64) -> i32 {
 /// # Safety
 /// `device` must be a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn mpu_options_add_device(options: u64, device: *const c_char, kind: u32, backup: bool) -> i32 {
+pub unsafe extern "C" fn mpu_options_add_device(options: u64, device: *const c_char, kind: u32, backup: i32) -> i32 {
     guard(|| {
+        let backup = flag(backup, "backup")?;
         // SAFETY: the caller's promise.
         let name = unsafe { arg_str(device, "device") }?;
         let k = iface_kind(kind)?;
@@ -104,9 +105,10 @@ pub unsafe extern "C" fn mpu_options_add_address(
     addr: *const c_char,
     label: *const c_char,
     kind: u32,
-    backup: bool,
+    backup: i32,
 ) -> i32 {
     guard(|| {
+        let backup = flag(backup, "backup")?;
         // SAFETY: the caller's promise.
         let (a, l) = unsafe { (arg_addr(addr, "addr")?, opt_str(label, "label")?) };
         let k = iface_kind(kind)?;
@@ -134,10 +136,11 @@ pub unsafe extern "C" fn mpu_options_add_fd(
     fd: i32,
     label: *const c_char,
     kind: u32,
-    backup: bool,
+    backup: i32,
 ) -> i32 {
     guard(|| {
         let sock = adopt_fd(fd)?;
+        let backup = flag(backup, "backup")?;
         // SAFETY: the caller's promise.
         let l = unsafe { arg_str(label, "label") }?;
         let k = iface_kind(kind)?;
@@ -222,8 +225,11 @@ pub unsafe extern "C" fn mpu_options_tickets(options: u64, saved: *const u8, len
 /// Server: give clients resumption tickets, and with `early_data` take a resuming client's
 /// 0-RTT request (PROTOCOL.md §4.7-4.9).
 #[no_mangle]
-pub extern "C" fn mpu_options_issue_tickets(options: u64, early_data: bool) -> i32 {
-    guard(|| with(options, |o| Ok(o.issue_tickets(early_data))))
+pub extern "C" fn mpu_options_issue_tickets(options: u64, early_data: i32) -> i32 {
+    guard(|| {
+        let early_data = flag(early_data, "early_data")?;
+        with(options, |o| Ok(o.issue_tickets(early_data)))
+    })
 }
 
 /// A server's identity from its PEM file's text (`iperf-siri keygen`).

@@ -1,7 +1,10 @@
 //! The Kotlin binding (bindings/kotlin, over JNA) compiled and run on the JVM: the Siri-like
 //! exchange with a failover of tests/c/siri.c, from Kotlin. Needs `kotlinc` and JNA's jar
 //! (Debian: kotlin, libjna-java; .ci/run installs them). Without them the test says it skips,
-//! unless MPUDP_REQUIRE_KOTLIN=1 (CI sets it), where it fails.
+//! unless MPUDP_REQUIRE_KOTLIN=1 (CI sets it), where it fails. It loads the library this test
+//! was built beside (a debug build), or the one in `MPUDP_FFI_LIB_DIR`: CI runs it against the
+//! release library too, where undefined behaviour at the boundary shows (issue 55: a Kotlin
+//! `true` crossing as a C `bool` held -1).
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -22,7 +25,13 @@ fn kotlin_runs_a_siri_exchange_with_a_failover() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bindings/kotlin/src");
-    let lib: PathBuf = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    let lib: PathBuf = match std::env::var_os("MPUDP_FFI_LIB_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::current_exe().unwrap().parent().unwrap().to_path_buf(),
+    };
+    let so = lib.join("libmpudp_ffi.so");
+    assert!(so.exists(), "no library at {}", so.display());
+    println!("library: {}", so.display());
     let jar = std::env::temp_dir().join(format!("mpudp-kotlin-{}.jar", std::process::id()));
     let out = Command::new("kotlinc")
         .arg(root.join("main/kotlin/mpudp/MpUdp.kt"))

@@ -56,15 +56,15 @@ public final class Options {
     deinit { mpu_options_free(handle) }
 
     @discardableResult public func device(_ name: String, kind: Iface, backup: Bool = false) throws -> Options {
-        try check(mpu_options_add_device(handle, name, kind.rawValue, backup)); return self
+        try check(mpu_options_add_device(handle, name, kind.rawValue, backup ? 1 : 0)); return self
     }
     @discardableResult public func address(_ addr: String, label: String, kind: Iface, backup: Bool = false) throws -> Options {
-        try check(mpu_options_add_address(handle, addr, label, kind.rawValue, backup)); return self
+        try check(mpu_options_add_address(handle, addr, label, kind.rawValue, backup ? 1 : 0)); return self
     }
     /// A UDP socket bound to one network with `IP_BOUND_IF` (its interface index from
     /// `NWPathMonitor`'s `NWInterface`): the library owns `fd` from this call on.
     @discardableResult public func socket(_ fd: Int32, label: String, kind: Iface, backup: Bool = false) throws -> Options {
-        try check(mpu_options_add_fd(handle, fd, label, kind.rawValue, backup)); return self
+        try check(mpu_options_add_fd(handle, fd, label, kind.rawValue, backup ? 1 : 0)); return self
     }
     /// Where UDP gets no answer for `ms` milliseconds (1000 by default), use TCP on that
     /// network (0: UDP only).
@@ -92,7 +92,7 @@ public final class Options {
     }
     /// Server: give clients tickets, and with `earlyData` take their 0-RTT requests.
     @discardableResult public func issueTickets(earlyData: Bool) throws -> Options {
-        try check(mpu_options_issue_tickets(handle, earlyData)); return self
+        try check(mpu_options_issue_tickets(handle, earlyData ? 1 : 0)); return self
     }
 }
 
@@ -143,13 +143,13 @@ public final class Endpoint {
     }
 
     /// From `NWPathMonitor`'s `pathUpdateHandler`: an interface that appeared or went.
-    public func setPath(_ name: String, up: Bool) throws { try check(mpu_path_set_up(handle, name, up)) }
+    public func setPath(_ name: String, up: Bool) throws { try check(mpu_path_set_up(handle, name, up ? 1 : 0)) }
     /// `NWPath.isConstrained`/`isExpensive` or the app's own judgement of the link.
     public func pathHint(_ name: String, degraded: Bool, signalLevel: Int32 = -1, linkRateBps: UInt64 = 0) throws {
-        try check(mpu_path_hint(handle, name, degraded, signalLevel, linkRateBps))
+        try check(mpu_path_hint(handle, name, degraded ? 1 : 0, signalLevel, linkRateBps))
     }
     public func addPath(socket fd: Int32, label: String, kind: Iface, backup: Bool = false) throws {
-        try check(mpu_path_add_fd(handle, fd, label, kind.rawValue, backup))
+        try check(mpu_path_add_fd(handle, fd, label, kind.rawValue, backup ? 1 : 0))
     }
     public func removePath(_ name: String) throws { try check(mpu_path_remove(handle, name)) }
     public func pathsChanged() throws { try check(mpu_paths_changed(handle)) }

@@ -158,6 +158,7 @@ static int run(void) {
     CHECK(mpu_path_set_up(client, "nosuch", true) == MPU_ERR_CONFIG, "unknown interface");
     char msg[256];
     CHECK(mpu_last_error(msg, sizeof msg) > 0 && strstr(msg, "nosuch") != NULL, "message: %s", msg);
+    CHECK(mpu_path_set_up(client, "wifi", -1) == MPU_ERR_INVALID, "a flag is 0 or 1");
 
     /* A graceful end: our FIN, the server's, both closed. */
     CHECK(mpu_shutdown(conn) == MPU_OK, "shutdown");

@@ -33,7 +33,7 @@ lib.mpu_last_error.restype = C.c_size_t
 lib.mpu_live_handles.restype = u64
 for name in ["mpu_options_free", "mpu_endpoint_free", "mpu_conn_free", "mpu_shutdown"]:
     getattr(lib, name).argtypes = [u64]
-lib.mpu_options_add_address.argtypes = [u64, C.c_char_p, C.c_char_p, u32, C.c_bool]
+lib.mpu_options_add_address.argtypes = [u64, C.c_char_p, C.c_char_p, u32, i32]
 lib.mpu_options_server_key.argtypes = [u64, C.c_char_p]
 lib.mpu_options_qlog_dir.argtypes = [u64, C.c_char_p]
 lib.mpu_options_identity_seed.argtypes = [u64, C.c_char_p]
@@ -43,7 +43,7 @@ lib.mpu_client_new.argtypes = [u64, C.POINTER(u64)]
 lib.mpu_endpoint_local_addr.argtypes = [u64, C.c_char_p, C.c_size_t]
 lib.mpu_connect.argtypes = [u64, C.c_char_p, i32, C.POINTER(u64)]
 lib.mpu_accept.argtypes = [u64, i32, C.POINTER(u64)]
-lib.mpu_path_set_up.argtypes = [u64, C.c_char_p, C.c_bool]
+lib.mpu_path_set_up.argtypes = [u64, C.c_char_p, i32]
 lib.mpu_set_event_callback.argtypes = [u64, CALLBACK, C.c_void_p]
 lib.mpu_wait_closed.argtypes = [u64, i32, C.POINTER(u32)]
 lib.mpu_next_event.argtypes = [u64, i32, C.POINTER(Event)]

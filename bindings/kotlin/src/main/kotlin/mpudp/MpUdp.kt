@@ -62,7 +62,14 @@ class MpuSubflowStats : Structure() {
     @JvmField var reserved: Int = 0
 }
 
-/** The C functions, one for one. */
+/**
+ * A flag as the C ABI takes it: an `int32_t` of 0 or 1. Never pass a Kotlin `Boolean` to C:
+ * JNA sends `true` as -1, which the library refuses (`MPU_ERR_INVALID`); a C `bool` holding it
+ * was undefined behaviour (ABI 1).
+ */
+internal fun Boolean.flag(): Int = if (this) 1 else 0
+
+/** The C functions, one for one (flags as `Int`, see [flag]). */
 @Suppress("FunctionName")
 interface MpuLib : Library {
     interface EventCallback : Callback {
@@ -74,9 +81,9 @@ interface MpuLib : Library {
     fun mpu_live_handles(): Long
     fun mpu_options_new(preset: Int, out: LongByReference): Int
     fun mpu_options_free(options: Long): Int
-    fun mpu_options_add_device(options: Long, device: String, kind: Int, backup: Boolean): Int
-    fun mpu_options_add_address(options: Long, addr: String, label: String?, kind: Int, backup: Boolean): Int
-    fun mpu_options_add_fd(options: Long, fd: Int, label: String, kind: Int, backup: Boolean): Int
+    fun mpu_options_add_device(options: Long, device: String, kind: Int, backup: Int): Int
+    fun mpu_options_add_address(options: Long, addr: String, label: String?, kind: Int, backup: Int): Int
+    fun mpu_options_add_fd(options: Long, fd: Int, label: String, kind: Int, backup: Int): Int
     fun mpu_options_server_key(options: Long, key: String): Int
     fun mpu_options_qlog_dir(options: Long, dir: String): Int
     fun mpu_options_identity_pem(options: Long, pem: String): Int
@@ -85,7 +92,7 @@ interface MpuLib : Library {
     fun mpu_options_scheduler(options: Long, name: String): Int
     fun mpu_options_tcp_fallback(options: Long, ms: Int): Int
     fun mpu_options_tickets(options: Long, saved: ByteArray?, len: SizeT): Int
-    fun mpu_options_issue_tickets(options: Long, earlyData: Boolean): Int
+    fun mpu_options_issue_tickets(options: Long, earlyData: Int): Int
     fun mpu_client_new(options: Long, out: LongByReference): Int
     fun mpu_server_new(options: Long, addr: String, out: LongByReference): Int
     fun mpu_endpoint_free(endpoint: Long): Int
@@ -95,10 +102,10 @@ interface MpuLib : Library {
     fun mpu_connect_early(endpoint: Long, addr: String, data: ByteArray?, len: SizeT, timeoutMs: Int, out: LongByReference): Int
     fun mpu_endpoint_tickets(endpoint: Long, buf: ByteArray?, len: SizeT, written: LongByReference): Int
     fun mpu_accept(endpoint: Long, timeoutMs: Int, out: LongByReference): Int
-    fun mpu_path_set_up(endpoint: Long, name: String, up: Boolean): Int
-    fun mpu_path_hint(endpoint: Long, name: String, degraded: Boolean, signalLevel: Int, linkRateBps: Long): Int
-    fun mpu_path_add_address(endpoint: Long, addr: String, label: String, kind: Int, backup: Boolean): Int
-    fun mpu_path_add_fd(endpoint: Long, fd: Int, label: String, kind: Int, backup: Boolean): Int
+    fun mpu_path_set_up(endpoint: Long, name: String, up: Int): Int
+    fun mpu_path_hint(endpoint: Long, name: String, degraded: Int, signalLevel: Int, linkRateBps: Long): Int
+    fun mpu_path_add_address(endpoint: Long, addr: String, label: String, kind: Int, backup: Int): Int
+    fun mpu_path_add_fd(endpoint: Long, fd: Int, label: String, kind: Int, backup: Int): Int
     fun mpu_path_remove(endpoint: Long, name: String): Int
     fun mpu_paths_changed(endpoint: Long): Int
     fun mpu_read(conn: Long, buf: Pointer, len: SizeT, timeoutMs: Int): SSizeT
@@ -119,7 +126,7 @@ interface MpuLib : Library {
             check(l.mpu_abi_version() == ABI_VERSION) { "libmpudp_ffi ABI ${l.mpu_abi_version()}, binding $ABI_VERSION" }
             l
         }
-        const val ABI_VERSION = 1
+        const val ABI_VERSION = 2
     }
 }
 
@@ -168,14 +175,14 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
     }
 
     fun device(name: String, kind: Iface, backup: Boolean = false) =
-        apply { check(lib.mpu_options_add_device(handle, name, kind.code, backup)) }
+        apply { check(lib.mpu_options_add_device(handle, name, kind.code, backup.flag())) }
 
     fun address(addr: String, label: String, kind: Iface, backup: Boolean = false) =
-        apply { check(lib.mpu_options_add_address(handle, addr, label, kind.code, backup)) }
+        apply { check(lib.mpu_options_add_address(handle, addr, label, kind.code, backup.flag())) }
 
     /** A socket bound to a network by Android (`Network.bindSocket`, then `detachFd`): the library owns it. */
     fun socket(fd: Int, label: String, kind: Iface, backup: Boolean = false) =
-        apply { check(lib.mpu_options_add_fd(handle, fd, label, kind.code, backup)) }
+        apply { check(lib.mpu_options_add_fd(handle, fd, label, kind.code, backup.flag())) }
 
     fun serverKey(base64: String) = apply { check(lib.mpu_options_server_key(handle, base64)) }
     /** Every connection's qlog event log in a file of its own in [dir] (an app's cache directory). */
@@ -196,7 +203,7 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
     fun tickets(saved: ByteArray? = null) =
         apply { check(lib.mpu_options_tickets(handle, saved, SizeT((saved?.size ?: 0).toLong()))) }
     /** Server: give clients tickets, and with [earlyData] take their 0-RTT requests. */
-    fun issueTickets(earlyData: Boolean) = apply { check(lib.mpu_options_issue_tickets(handle, earlyData)) }
+    fun issueTickets(earlyData: Boolean) = apply { check(lib.mpu_options_issue_tickets(handle, earlyData.flag())) }
     fun publicKey(): String = cString { b, n -> lib.mpu_options_public_key(handle, b, n) }
 
     override fun close() {
@@ -250,13 +257,13 @@ class Endpoint private constructor(private val handle: Long) : java.io.Closeable
     fun accept(timeoutMs: Int = -1) = Connection(handle { lib.mpu_accept(handle, timeoutMs, it) })
 
     /** From `ConnectivityManager.NetworkCallback.onAvailable` / `onLost`. */
-    fun setPathUp(name: String, up: Boolean) { check(lib.mpu_path_set_up(handle, name, up)) }
+    fun setPathUp(name: String, up: Boolean) { check(lib.mpu_path_set_up(handle, name, up.flag())) }
     /** From `onCapabilitiesChanged` and `WifiInfo`: signal 0-4 (-1 unknown), link rate bit/s (0 unknown). */
     fun pathHint(name: String, degraded: Boolean, signalLevel: Int = -1, linkRateBps: Long = 0) {
-        check(lib.mpu_path_hint(handle, name, degraded, signalLevel, linkRateBps))
+        check(lib.mpu_path_hint(handle, name, degraded.flag(), signalLevel, linkRateBps))
     }
     fun addPath(fd: Int, label: String, kind: Iface, backup: Boolean = false) {
-        check(lib.mpu_path_add_fd(handle, fd, label, kind.code, backup))
+        check(lib.mpu_path_add_fd(handle, fd, label, kind.code, backup.flag()))
     }
     fun removePath(name: String) { check(lib.mpu_path_remove(handle, name)) }
     fun pathsChanged() { check(lib.mpu_paths_changed(handle)) }
