@@ -184,6 +184,12 @@ typedef struct {
   uint32_t reserved;
 } MpuSubflowStats;
 
+// Called with each TCP socket the library opens for a path whose UDP socket the app handed in
+// (`mpu_options_add_fd`, `mpu_path_add_fd`), before it connects: `label` is the path's label,
+// `fd` the socket (still the library's: bind it, do not close it). Returns 0, or anything
+// else to refuse the carrier. On the library's driver thread.
+typedef int32_t (*MpuTcpSocketCallback)(void *ctx, const char *label, int32_t fd);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -465,6 +471,18 @@ int32_t mpu_options_qlog_dir(uint64_t options, const char *dir);
 // # Safety
 // `saved` must point to `len` readable bytes, or be NULL with `len` 0.
 int32_t mpu_options_tickets(uint64_t options, const uint8_t *saved, size_t len);
+
+// The TCP carrier (PROTOCOL.md §4.11) of a handed-in path leaves through the app's network:
+// `callback(ctx, label, fd)` binds each TCP socket as the app bound the path's UDP socket
+// (Android: `Network.bindSocket`, through a `ParcelFileDescriptor.fromFd(fd)`; iOS:
+// `IP_BOUND_IF`). Without it the library copies the handed-in socket's binding (its device,
+// `SO_MARK` or `IP_BOUND_IF`) and refuses the carrier when it cannot, which an Android app,
+// unable to set a socket's mark itself, needs this callback for. NULL removes it.
+//
+// # Safety
+// `callback` must be safe to call from another thread with `ctx`, while an endpoint made
+// from these options lives.
+int32_t mpu_options_tcp_socket_callback(uint64_t options, MpuTcpSocketCallback callback, void *ctx);
 
 // Server: give clients resumption tickets, and with `early_data` take a resuming client's
 // 0-RTT request (PROTOCOL.md §4.7-4.9).

@@ -423,6 +423,25 @@ mod tests {
     }
 
     #[test]
+    fn the_tcp_socket_callback_is_set_and_removed_on_options_only() {
+        unsafe extern "C" fn bind(_ctx: *mut std::ffi::c_void, _label: *const c_char, _fd: i32) -> i32 {
+            0
+        }
+        let mut o = 0;
+        // SAFETY: a local out.
+        assert_eq!(unsafe { mpu_options_new(MPU_PRESET_PHONE, &mut o) }, MPU_OK);
+        // SAFETY: a callback safe from any thread, no context.
+        assert_eq!(unsafe { mpu_options_tcp_socket_callback(o, Some(bind), std::ptr::null_mut()) }, MPU_OK);
+        assert!(options_of(o).is_ok_and(|opts| format!("{opts:?}").contains("TcpSocketHook")));
+        // SAFETY: NULL removes it.
+        assert_eq!(unsafe { mpu_options_tcp_socket_callback(o, None, std::ptr::null_mut()) }, MPU_OK);
+        assert!(options_of(o).is_ok_and(|opts| !format!("{opts:?}").contains("TcpSocketHook")));
+        assert_eq!(mpu_options_free(o), MPU_OK);
+        // SAFETY: as above; a freed handle is refused.
+        assert_eq!(unsafe { mpu_options_tcp_socket_callback(o, Some(bind), std::ptr::null_mut()) }, MPU_ERR_INVALID);
+    }
+
+    #[test]
     fn a_blocking_call_from_the_library_thread_is_refused() {
         let r = runtime().block_on(async { block(None, async { 1 }) });
         assert!(matches!(r, Err(Fail(MPU_ERR_INVALID, _))));

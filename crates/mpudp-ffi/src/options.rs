@@ -5,7 +5,7 @@ use crate::{
     arg_addr, arg_str, flag, get, guard, invalid, opt_str, put, register, unregister, unregister_any, Fail, Res, MPU_OK,
 };
 use mpudp::{Iface, Interface, Options, PublicKey, ServerIdentity};
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
 
 /// mpudp's defaults: any scheduler and path manager may be set after.
@@ -219,6 +219,56 @@ pub unsafe extern "C" fn mpu_options_tickets(options: u64, saved: *const u8, len
                 .ok_or_else(|| invalid("saved tickets: not what mpu_endpoint_tickets wrote"))?
         };
         with(options, |o| Ok(o.tickets(store)))
+    })
+}
+
+/// Called with each TCP socket the library opens for a path whose UDP socket the app handed in
+/// (`mpu_options_add_fd`, `mpu_path_add_fd`), before it connects: `label` is the path's label,
+/// `fd` the socket (still the library's: bind it, do not close it). Returns 0, or anything
+/// else to refuse the carrier. On the library's driver thread.
+pub type MpuTcpSocketCallback = Option<unsafe extern "C" fn(ctx: *mut c_void, label: *const c_char, fd: i32) -> i32>;
+
+/// The app's context pointer for its socket callback.
+struct HookCtx(*mut c_void);
+// SAFETY: the app promises (in the header) that its context may be used from the library's
+// threads; the library only hands it back.
+unsafe impl Send for HookCtx {}
+// SAFETY: as above; the library never reads or writes through it.
+unsafe impl Sync for HookCtx {}
+
+/// The TCP carrier (PROTOCOL.md §4.11) of a handed-in path leaves through the app's network:
+/// `callback(ctx, label, fd)` binds each TCP socket as the app bound the path's UDP socket
+/// (Android: `Network.bindSocket`, through a `ParcelFileDescriptor.fromFd(fd)`; iOS:
+/// `IP_BOUND_IF`). Without it the library copies the handed-in socket's binding (its device,
+/// `SO_MARK` or `IP_BOUND_IF`) and refuses the carrier when it cannot, which an Android app,
+/// unable to set a socket's mark itself, needs this callback for. NULL removes it.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `ctx`, while an endpoint made
+/// from these options lives.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_options_tcp_socket_callback(
+    options: u64,
+    callback: MpuTcpSocketCallback,
+    ctx: *mut c_void,
+) -> i32 {
+    guard(|| {
+        let Some(cb) = callback else {
+            return with(options, |o| Ok(o.without_tcp_socket_hook()));
+        };
+        let ctx = std::sync::Arc::new(HookCtx(ctx));
+        with(options, |o| {
+            Ok(o.tcp_socket_hook(move |fd, label| {
+                use std::os::fd::AsRawFd;
+                let c = std::ffi::CString::new(label).unwrap_or_default();
+                // SAFETY: the app's promise: its callback may be called with its context.
+                let r = unsafe { cb(ctx.0, c.as_ptr(), fd.as_raw_fd()) };
+                match r {
+                    0 => Ok(()),
+                    e => Err(std::io::Error::other(format!("the app's socket callback refused it ({e})"))),
+                }
+            }))
+        })
     })
 }
 

@@ -221,6 +221,7 @@ pub struct Options {
     pub(crate) qlog_dir: Option<std::path::PathBuf>,
     pub(crate) tickets: Option<crate::TicketStore>,
     pub(crate) driver_thread: Option<bool>,
+    pub(crate) tcp_socket_hook: Option<TcpSocketHook>,
 }
 
 impl Default for Options {
@@ -244,6 +245,7 @@ impl Options {
             qlog_dir: None,
             tickets: None,
             driver_thread: None,
+            tcp_socket_hook: None,
         }
     }
 
@@ -493,6 +495,27 @@ impl Options {
         self
     }
 
+    /// Calls `hook` with each TCP socket the endpoint opens for a path whose UDP socket the
+    /// application handed over ([`Interface::from_socket`]), and that path's label, before the
+    /// socket connects or listens: where the OS binds a socket to a network by a call of its
+    /// own (Android's `Network.bindSocket`), the hook makes the TCP carrier (PROTOCOL.md §4.11)
+    /// leave through the same network as the UDP socket. Without it the endpoint copies the
+    /// handed-in socket's binding (its device, `SO_MARK` or `IP_BOUND_IF`), and refuses the
+    /// carrier when it cannot. An error from the hook refuses the carrier too.
+    pub fn tcp_socket_hook(
+        mut self,
+        hook: impl Fn(std::os::fd::BorrowedFd<'_>, &str) -> std::io::Result<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.tcp_socket_hook = Some(TcpSocketHook(std::sync::Arc::new(hook)));
+        self
+    }
+
+    /// Removes the hook of [`Options::tcp_socket_hook`].
+    pub fn without_tcp_socket_hook(mut self) -> Self {
+        self.tcp_socket_hook = None;
+        self
+    }
+
     /// Writes every connection's event log (qlog, JSON-SEQ: PROTOCOL.md §13) to a file of its
     /// own in `dir` (created if missing): `<client|server>-<endpoint start, unix ms>-<n>-<connection>.sqlog`,
     /// readable by qvis and `iperf-siri timeline`. It holds packet numbers, sizes, frames,
@@ -509,5 +532,19 @@ impl Options {
             return Err(Error::Config("at most 64 interfaces".into()));
         }
         Ok(())
+    }
+}
+
+/// The application's hook for the TCP sockets of its handed-in paths
+/// ([`Options::tcp_socket_hook`]).
+#[derive(Clone)]
+pub(crate) struct TcpSocketHook(pub(crate) std::sync::Arc<BindSocket>);
+
+/// What binds one TCP socket (by descriptor) for a path (by label).
+type BindSocket = dyn Fn(std::os::fd::BorrowedFd<'_>, &str) -> std::io::Result<()> + Send + Sync;
+
+impl std::fmt::Debug for TcpSocketHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TcpSocketHook")
     }
 }

@@ -13,6 +13,11 @@
 //!   takes the path; Siri-like requests are answered over WiFi (TCP). WiFi's link goes down:
 //!   the requests go on over cellular. It comes back: WiFi carries them again, over TCP. A
 //!   10 MB upload ends the run, its SHA-256 checked by the server.
+//! - `a_handed_in_wifi_socket_keeps_its_tcp_carrier_on_wifi` (issue 55): the app hands in
+//!   WiFi's UDP socket, bound to `c0` by the app (as Android's `Network.bindSocket` binds it)
+//!   on the wildcard address; the route to the server prefers cellular; UDP is dropped on WiFi.
+//!   WiFi's TCP carrier must leave through `c0`, which nftables counters in the client's
+//!   namespace check: TCP bytes out of `c0`, none out of `c1`.
 //! - `udp_blocked_everywhere`: UDP dropped on both links. The connection opens over TCP at
 //!   the 1 s bound, answers the requests and takes a 10 MB upload, whose SHA-256 the server
 //!   checks.
@@ -113,6 +118,58 @@ fn wifi_over_tcp_beside_cellular_over_udp() {
     println!("WiFi drops UDP: connected over cellular in {:.1} ms; WiFi then over TCP", r.connected_ms.unwrap());
 }
 
+/// TCP bytes out of `c0` and `c1`, counted by nftables in the client's namespace.
+fn count_tcp(bed: &Testbed) -> impl Fn() -> (u64, u64) + '_ {
+    let ruleset = "table inet mpudp_count {\n\
+        \tcounter c0 { }\n\tcounter c1 { }\n\
+        \tchain out { type filter hook output priority 0; \
+        oifname \"c0\" meta l4proto tcp counter name \"c0\"; oifname \"c1\" meta l4proto tcp counter name \"c1\"; }\n\
+        }\n";
+    testbed::fleet::run(&["ip", "netns", "exec", &bed.client, "nft", "-f", "-"], Some(ruleset)).unwrap();
+    move || {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &bed.client, "nft", "list", "table", "inet", "mpudp_count"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let bytes = |name: &str| -> u64 {
+            let at = text.find(&format!("counter {name} {{")).unwrap_or_else(|| panic!("no counter {name}: {text}"));
+            let rest = &text[at..];
+            let b = rest.find("bytes ").unwrap() + 6;
+            rest[b..].split_whitespace().next().unwrap().parse().unwrap()
+        };
+        (bytes("c0"), bytes("c1"))
+    }
+}
+
+#[test]
+fn a_handed_in_wifi_socket_keeps_its_tcp_carrier_on_wifi() {
+    if skip() {
+        return;
+    }
+    let bed = Testbed::new("mpudp-tcp3", 99).expect("setting up the namespaces");
+    bed.block_udp(0, true).unwrap();
+    // The default network is cellular: the route to the server through c1 comes first.
+    testbed::ip(&format!("-n {} route replace {}/32 dev c1 metric 5", bed.client, bed.server_ip())).unwrap();
+    let tcp_out = count_tcp(&bed);
+    let mut hooked = None;
+    let r = run(&bed, "client-handed", |line, _| {
+        if let Some(n) = line.strip_prefix("hooked ") {
+            hooked = Some(n.to_string());
+        }
+    });
+    // The app's hook (Options::tcp_socket_hook) saw each carrier's socket, by the path's label.
+    assert_eq!(hooked.as_deref(), Some("1 c0"), "{r:?}");
+    let (c0, c1) = tcp_out();
+    println!("TCP bytes out: {c0} on c0 (WiFi), {c1} on c1 (cellular); {r:?}");
+    assert_eq!(r.via.as_deref(), Some("c1/Udp"), "{r:?}");
+    assert_eq!(r.answered, 20, "{r:?}");
+    let (tcp_wifi, _) = r.marks.iter().find(|m| m.0 == "end").map(|m| (m.1, m.2)).unwrap();
+    assert!(tcp_wifi > 8_000, "WiFi carried requests over TCP: {r:?}");
+    assert!(c0 >= tcp_wifi, "WiFi's TCP carrier left through c0: {c0} bytes there, {tcp_wifi} sent");
+    assert!(c1 < 1_000, "no TCP through cellular: {c1} bytes");
+}
+
 #[test]
 fn udp_blocked_everywhere() {
     if skip() {
@@ -150,6 +207,7 @@ fn tcp_peer() {
         "server" => rt.block_on(server()),
         "client-wifi" => rt.block_on(client("10.97.9.1:5201", 60, true, true)),
         "client-all" => rt.block_on(client("10.98.9.1:5201", 10, false, true)),
+        "client-handed" => rt.block_on(client("10.99.9.1:5201", 20, false, false)),
         other => panic!("unknown role {other}"),
     }
 }
@@ -177,11 +235,27 @@ async fn wait_for_go() {
 }
 
 async fn client(server: &str, requests: usize, fail_wifi: bool, upload: bool) {
+    let wifi = if std::env::var("MPUDP_TCP_ROLE").as_deref() == Ok("client-handed") {
+        // As an app hands it in: bound to its network by the app, on the wildcard address.
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+        s.bind_device(Some(b"c0")).unwrap();
+        s.bind(&"0.0.0.0:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+        Interface::from_socket(std::net::UdpSocket::from(s)).label("c0")
+    } else {
+        Interface::new("c0")
+    };
+    static HOOKED: std::sync::Mutex<(usize, String)> = std::sync::Mutex::new((0, String::new()));
     let opts = Options::phone()
         .server_key(common::identity().public_key())
         .tcp_fallback(Some(Duration::from_secs(1)))
-        .interface(Interface::new("c0").kind(Iface::Wifi))
-        .interface(Interface::new("c1").kind(Iface::Cellular));
+        .interface(wifi.kind(Iface::Wifi))
+        .interface(Interface::new("c1").kind(Iface::Cellular))
+        .tcp_socket_hook(|_fd, label| {
+            let mut h = HOOKED.lock().unwrap();
+            h.0 += 1;
+            h.1 = label.to_string();
+            Ok(())
+        });
     let t0 = Instant::now();
     let mut s = MpStream::connect(server, opts).await.unwrap();
     let took = t0.elapsed();
@@ -222,5 +296,7 @@ async fn client(server: &str, requests: usize, fail_wifi: bool, upload: bool) {
         let mut rest = Vec::new();
         s.read_to_end(&mut rest).await.unwrap();
     }
+    let h = HOOKED.lock().unwrap().clone();
+    println!("hooked {} {}", h.0, h.1);
     println!("done");
 }

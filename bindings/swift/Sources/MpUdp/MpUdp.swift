@@ -94,6 +94,14 @@ public final class Options {
     @discardableResult public func issueTickets(earlyData: Bool) throws -> Options {
         try check(mpu_options_issue_tickets(handle, earlyData ? 1 : 0)); return self
     }
+    /// Binds each TCP socket of a handed-in path to the app's network (`IP_BOUND_IF`) before it
+    /// connects: `callback(ctx, label, fd)` returns 0, or anything else to refuse the carrier.
+    /// Without it the library copies the handed-in socket's `IP_BOUND_IF`.
+    @discardableResult public func tcpSocketCallback(
+        _ callback: MpuTcpSocketCallback, context: UnsafeMutableRawPointer?
+    ) throws -> Options {
+        try check(mpu_options_tcp_socket_callback(handle, callback, context)); return self
+    }
 }
 
 public struct Event {

@@ -168,7 +168,7 @@ impl Io {
             self.log.errors.resize(p + 1, (0, 0));
         }
         self.tx[p].clear();
-        self.tcp.install(p, sock.local_addr(), sock.device.as_deref());
+        self.tcp.install(p, sock.local_addr(), &sock.binding, &sock.label);
         self.sockets[p] = Some(sock);
     }
 

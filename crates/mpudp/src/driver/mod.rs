@@ -17,6 +17,7 @@
 //! - `socket`: one path's socket.
 //! - `paths`: the interfaces and their paths.
 
+mod binding;
 mod io;
 mod paths;
 mod qlog;
@@ -158,7 +159,7 @@ fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)
         guess: 0,
         log: io::SendLog::new(),
         epoch,
-        tcp: tcp::Tcp::new(server),
+        tcp: tcp::Tcp::new(server, opts.tcp_socket_hook.clone()),
     };
     let (paths, infos) = ifaces.open_initial(&mut io)?;
     let mut config = opts.config.clone();

@@ -21,8 +21,9 @@ pub(crate) struct PathSocket {
     pub(crate) max_segments: usize,
     /// A socket on the wildcard address answers each peer from the address the peer wrote to.
     pub(crate) replies: Option<ReplyFrom>,
-    /// The device it is bound to, if any (its TCP carriers are too).
-    pub(crate) device: Option<String>,
+    /// How it reaches its network (its TCP carriers copy it), and the path's label.
+    pub(crate) binding: super::binding::Binding,
+    pub(crate) label: String,
     /// Its send buffer and GSO batches, sized to the rate it drains at (none for a socket the
     /// application handed over).
     pub(crate) queue: Option<super::queue::LocalQueue>,
@@ -43,10 +44,14 @@ impl PathSocket {
             io.local_addr().map_err(|e| Error::Io { context: format!("reading the address of {addr}"), source: e })?;
         let max_segments = state.max_gso_segments().clamp(1, (GSO_BYTES / max_datagram.max(1200)).max(1));
         let replies = local.ip().is_unspecified().then(ReplyFrom::new);
-        let device = if i.adopted().is_some() { None } else { i.device.clone() };
+        let binding = match i.adopted() {
+            Some(s) => super::binding::Binding::of_adopted(s),
+            None => super::binding::Binding::device(i.device.as_deref()),
+        };
+        let label = i.name();
         // A socket handed over keeps the send buffer its owner chose.
         let queue = (i.adopted().is_none() && bufs.1 > 0).then(|| super::queue::LocalQueue::new(bufs.1));
-        Ok(Self { io, state, max_segments, replies, device, queue })
+        Ok(Self { io, state, max_segments, replies, binding, label, queue })
     }
 
     /// One sendmsg: `contents` to `remote`, as one datagram or (with `segment_size`) as a GSO

@@ -11,7 +11,9 @@
 //! the subflow over TCP sees no loss, so nothing else would bound its window). A carrier
 //! idle for `IDLE` (nothing read or written) is closed, as is one that fails or ends.
 
+use super::binding::Binding;
 use super::state::Shared;
+use crate::options::TcpSocketHook;
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
@@ -100,11 +102,13 @@ impl Carrier {
     }
 }
 
-/// Per path: a client's means to open carriers (its address and device), a server's listener.
+/// Per path: a client's means to open carriers (its address, how its UDP socket reaches its
+/// network, its label), a server's listener.
 #[derive(Debug, Default)]
 struct PathTcp {
     local: Option<SocketAddr>,
-    device: Option<String>,
+    binding: Binding,
+    label: String,
     listener: Option<TcpListener>,
 }
 
@@ -121,6 +125,8 @@ pub(crate) struct TcpEvents {
 #[derive(Debug, Default)]
 pub(crate) struct Tcp {
     server: bool,
+    /// The application's hook for each TCP socket of a handed-in path.
+    hook: Option<TcpSocketHook>,
     paths: Vec<PathTcp>,
     carriers: HashMap<(usize, SocketAddr), Carrier>,
     /// Per path, what happened since the counters were last updated.
@@ -128,20 +134,21 @@ pub(crate) struct Tcp {
 }
 
 impl Tcp {
-    pub(crate) fn new(server: bool) -> Self {
-        Self { server, ..Self::default() }
+    pub(crate) fn new(server: bool, hook: Option<TcpSocketHook>) -> Self {
+        Self { server, hook, ..Self::default() }
     }
 
-    /// Path `p` has a socket on `local` (through `device`): a server listens there for TCP
-    /// too (the same port number); a client opens its carriers from its address.
-    pub(crate) fn install(&mut self, p: usize, local: SocketAddr, device: Option<&str>) {
+    /// Path `p` (`label`) has a socket on `local`, bound as `binding` says: a server listens
+    /// there for TCP too (the same port number); a client opens its carriers from its address
+    /// and through the same network.
+    pub(crate) fn install(&mut self, p: usize, local: SocketAddr, binding: &Binding, label: &str) {
         if self.paths.len() <= p {
             self.paths.resize_with(p + 1, PathTcp::default);
             self.events.resize(p + 1, TcpEvents::default());
         }
         self.close_path(p);
         let listener = if self.server {
-            listen(local, device)
+            listen(local, binding)
                 .map_err(|e| match e.kind() {
                     // A server spread over cores: another core's listener has the port.
                     io::ErrorKind::AddrInUse => {
@@ -153,7 +160,7 @@ impl Tcp {
         } else {
             None
         };
-        self.paths[p] = PathTcp { local: Some(local), device: device.map(str::to_string), listener };
+        self.paths[p] = PathTcp { local: Some(local), binding: binding.clone(), label: label.to_string(), listener };
     }
 
     /// Path `p` is gone: its listener and carriers close.
@@ -205,9 +212,11 @@ impl Tcp {
     fn connect(&self, p: usize, remote: SocketAddr) -> io::Result<Carrier> {
         let pt = self.paths.get(p).ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such path"))?;
         let s = if remote.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-        if let Some(d) = &pt.device {
-            // As the path's UDP socket: SO_BINDTODEVICE, or IP_BOUND_IF on Apple's systems.
-            super::socket::bind_device(&socket2::SockRef::from(&s), d, remote)?;
+        // Through the same network as the path's UDP socket (`binding`), or not at all.
+        pt.binding.apply(&socket2::SockRef::from(&s), remote)?;
+        if let Some(hook) = self.hook.as_ref().filter(|_| pt.binding.adopted) {
+            use std::os::fd::AsFd;
+            (hook.0)(s.as_fd(), &pt.label)?;
         }
         if let Some(local) = pt.local.filter(|l| !l.ip().is_unspecified() && l.is_ipv4() == remote.is_ipv4()) {
             s.bind(SocketAddr::new(local.ip(), 0))?;
@@ -390,13 +399,12 @@ fn check_stream(inb: &mut [u8], have: &mut usize, expect_preamble: &mut bool) ->
     true
 }
 
-/// A TCP listener on `local` (through `device`), beside the UDP socket of the same port.
-fn listen(local: SocketAddr, device: Option<&str>) -> io::Result<TcpListener> {
+/// A TCP listener on `local` (bound as the path's UDP socket), beside the UDP socket of the
+/// same port.
+fn listen(local: SocketAddr, binding: &Binding) -> io::Result<TcpListener> {
     let s = if local.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
     s.set_reuseaddr(true)?;
-    if let Some(d) = device {
-        super::socket::bind_device(&socket2::SockRef::from(&s), d, local)?;
-    }
+    binding.apply(&socket2::SockRef::from(&s), local)?;
     if local.is_ipv6() {
         // As the UDP socket: IPv6 only (an IPv4 listener on the same port serves IPv4).
         socket2::SockRef::from(&s).set_only_v6(true)?;

@@ -76,6 +76,10 @@ interface MpuLib : Library {
         fun invoke(ctx: Pointer?, event: MpuEvent.ByReference)
     }
 
+    interface TcpSocketCallback : Callback {
+        fun invoke(ctx: Pointer?, label: String, fd: Int): Int
+    }
+
     fun mpu_abi_version(): Int
     fun mpu_last_error(buf: ByteArray?, len: SizeT): SizeT
     fun mpu_live_handles(): Long
@@ -93,6 +97,7 @@ interface MpuLib : Library {
     fun mpu_options_tcp_fallback(options: Long, ms: Int): Int
     fun mpu_options_tickets(options: Long, saved: ByteArray?, len: SizeT): Int
     fun mpu_options_issue_tickets(options: Long, earlyData: Int): Int
+    fun mpu_options_tcp_socket_callback(options: Long, callback: TcpSocketCallback?, ctx: Pointer?): Int
     fun mpu_client_new(options: Long, out: LongByReference): Int
     fun mpu_server_new(options: Long, addr: String, out: LongByReference): Int
     fun mpu_endpoint_free(endpoint: Long): Int
@@ -205,6 +210,24 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
     /** Server: give clients tickets, and with [earlyData] take their 0-RTT requests. */
     fun issueTickets(earlyData: Boolean) = apply { check(lib.mpu_options_issue_tickets(handle, earlyData.flag())) }
     fun publicKey(): String = cString { b, n -> lib.mpu_options_public_key(handle, b, n) }
+
+    /**
+     * Binds each TCP socket of a handed-in path ([socket]) to the app's network before it
+     * connects, so that the TCP carrier leaves through the same network as the UDP socket:
+     * on Android, `network.bindSocket(ParcelFileDescriptor.fromFd(fd).fileDescriptor)` for
+     * the network [label] names. [bind] returns false to refuse the carrier. Called on the
+     * library's driver thread; kept as long as these options and their endpoints live.
+     */
+    fun onTcpSocket(bind: (label: String, fd: Int) -> Boolean) = apply {
+        val cb = object : MpuLib.TcpSocketCallback {
+            override fun invoke(ctx: Pointer?, label: String, fd: Int) = if (bind(label, fd)) 0 else 1
+        }
+        tcpSocketCallback = cb
+        check(lib.mpu_options_tcp_socket_callback(handle, cb, null))
+    }
+
+    /** The callback given to the library: held here so the JVM does not collect it. */
+    private var tcpSocketCallback: MpuLib.TcpSocketCallback? = null
 
     override fun close() {
         lib.mpu_options_free(handle)
