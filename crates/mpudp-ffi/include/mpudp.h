@@ -522,6 +522,85 @@ int32_t mpu_options_tcp_fallback(uint64_t options, uint32_t ms);
 // `buf` must point to `len` writable bytes.
 int32_t mpu_options_public_key(uint64_t options, char *buf, size_t len);
 
+// Each subflow's congestion control by name: `lia` (the default, coupled), `olia`, `reno`,
+// `cubic`, or `ledbat` (a background transfer that yields to the user's traffic).
+//
+// # Safety
+// `name` must be a NUL-terminated string.
+int32_t mpu_options_congestion(uint64_t options, const char *name);
+
+// How a client opens subflows, by name: `fullmesh`, `backup`, `on-demand`, or `multimob`
+// (the phone preset's: cellular only when WiFi degrades).
+//
+// # Safety
+// `name` must be a NUL-terminated string.
+int32_t mpu_options_path_manager(uint64_t options, const char *name);
+
+// The `multimob` path manager's oracle: its period (ms; 1000 by default), the loss rate in
+// per mille above which a path is bad, and the RTO (ms) above which it is slow. 0 keeps a
+// value as it is.
+int32_t mpu_options_oracle(uint64_t options,
+                           uint32_t period_ms,
+                           uint32_t loss_permille,
+                           uint32_t rto_ms);
+
+// Client: wake the cellular radio before a failover needs it, every `every_ms` while a
+// regular path is suspected and up to `hold_ms` after (10000 and 20000 by default); 0 and 0:
+// never (no energy spent on it).
+int32_t mpu_options_prewarm(uint64_t options, uint32_t every_ms, uint32_t hold_ms);
+
+// Offer FAST_JOIN (data in a new subflow's first packet) and MP_IDLE (`on`: 0 or 1).
+int32_t mpu_options_fast_join(uint64_t options, int32_t on);
+
+// The `priority` scheduler's preference: `n` interface kinds (`MPU_IFACE_*`), most preferred
+// first (default WiFi, wired, cellular).
+//
+// # Safety
+// `kinds` must point to `n` readable `uint32_t` (NULL with 0).
+int32_t mpu_options_interface_order(uint64_t options, const uint32_t *kinds, size_t n);
+
+// The connection closes after `ms` without a packet from its peer (0: never).
+int32_t mpu_options_idle_timeout(uint64_t options, uint32_t ms_);
+
+// While data awaits the peer, how long a silent peer is waited for before the connection
+// closes (`MPU_CLOSE_PEER_UNRESPONSIVE`; 10000 by default; 0: the idle timeout decides).
+int32_t mpu_options_peer_timeout(uint64_t options, uint32_t ms_);
+
+// Client: a PING on the primary subflow after `ms` without sending (15000 by default; 0:
+// never), which keeps NAT bindings open.
+int32_t mpu_options_keep_alive(uint64_t options, uint32_t ms_);
+
+// The receive window a connection starts with and the most it grows to, in bytes (1 MiB and
+// 8 MiB by default).
+int32_t mpu_options_recv_window(uint64_t options, uint32_t initial, uint32_t max);
+
+// Bytes the app may have written and not yet had acknowledged (per connection), and each
+// socket's kernel buffers; 0 keeps a value as it is.
+int32_t mpu_options_buffers(uint64_t options, uint32_t send_buffer, uint32_t socket_buffer);
+
+// How long the first handshake waits for an answer on the first interface before its INITIAL
+// goes on the others too (250 ms by default; 0: the first interface only).
+int32_t mpu_options_other_paths_after(uint64_t options, uint32_t ms_);
+
+// How often the interfaces named by device are looked at for a new address or a link gone
+// (0: the library's default).
+int32_t mpu_options_monitor_interval(uint64_t options, uint32_t ms_);
+
+// Interfaces added by device name take their IPv6 address rather than their IPv4 one
+// (`on`: 0 or 1; a cellular network that is IPv6-only).
+int32_t mpu_options_ipv6(uint64_t options, int32_t on);
+
+// Server: an address of this server announced to every client (`"[2001:db8::1]:443"`), so
+// that their paths of another family can join (an IPv6-only cellular network); up to 64.
+//
+// # Safety
+// `addr` must be a NUL-terminated string.
+int32_t mpu_options_announce(uint64_t options, const char *addr);
+
+// Client: connect without authenticating the server (anyone on the path can then sit in the
+// middle). Tests and closed networks only; otherwise give `mpu_options_server_key`.
+int32_t mpu_options_insecure_unauthenticated_server(uint64_t options);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -35,10 +35,12 @@
 mod conn;
 mod endpoint;
 mod options;
+mod tuning;
 
 pub use conn::*;
 pub use endpoint::*;
 pub use options::*;
+pub use tuning::*;
 
 use std::any::Any;
 use std::cell::RefCell;

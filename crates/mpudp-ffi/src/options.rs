@@ -36,7 +36,7 @@ pub(crate) fn iface_kind(k: u32) -> Res<Iface> {
 }
 
 /// The options of handle `h`, changed by `f`.
-fn with(h: u64, f: impl FnOnce(Options) -> Res<Options>) -> Res<i32> {
+pub(crate) fn with(h: u64, f: impl FnOnce(Options) -> Res<Options>) -> Res<i32> {
     let m = get::<Mutex<Options>>(h, "an options handle")?;
     let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
     *g = f(g.clone())?;

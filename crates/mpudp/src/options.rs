@@ -2,7 +2,9 @@
 
 use crate::error::{Error, Result};
 use crate::iface;
-use mpcore::{Config, Iface, PathManager, Prewarm, PublicKey, Scheduler, SchedulerFactory, ServerIdentity};
+use mpcore::{
+    Config, CongestionControl, Iface, PathManager, Prewarm, PublicKey, Scheduler, SchedulerFactory, ServerIdentity,
+};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -356,6 +358,45 @@ impl Options {
         self
     }
 
+    /// Each subflow's congestion control: [`CongestionControl::Lia`] by default (coupled, RFC
+    /// 6356), OLIA, Reno, CUBIC, or LEDBAT for a background transfer that yields to the
+    /// user's traffic.
+    pub fn congestion(mut self, cc: CongestionControl) -> Self {
+        self.config.transport.congestion = cc;
+        self
+    }
+
+    /// The connection closes after this long without a packet from the peer (30 s by default,
+    /// 2 minutes in the phone and server presets; zero: never). The smaller of the two sides'
+    /// is in force.
+    pub fn idle_timeout(mut self, d: Duration) -> Self {
+        self.config.transport.idle_timeout = micros(d);
+        self
+    }
+
+    /// While data awaits the peer's acknowledgement, how long a silent peer is waited for
+    /// before the connection closes with `PeerUnresponsive` (10 s by default, none in the server
+    /// preset; zero: leave it to the idle timeout).
+    pub fn peer_timeout(mut self, d: Duration) -> Self {
+        self.config.transport.peer_timeout = micros(d);
+        self
+    }
+
+    /// Client: a PING on the primary subflow after this long without sending (15 s by default,
+    /// below the shortest UDP NAT bindings; zero: never).
+    pub fn keep_alive(mut self, d: Duration) -> Self {
+        self.config.transport.keep_alive = micros(d);
+        self
+    }
+
+    /// The receive window a connection starts with and the most it grows to (1 MiB and 8 MiB
+    /// by default): what a connection may hold of received bytes its reader has not taken.
+    pub fn recv_window(mut self, initial: usize, max: usize) -> Self {
+        self.config.transport.recv_window = initial;
+        self.config.transport.max_recv_window = max;
+        self
+    }
+
     /// Offers FAST_JOIN (data in the first packet of a new subflow) and MP_IDLE.
     pub fn fast_join(mut self, on: bool) -> Self {
         self.config.multipath.fast_join = on;
@@ -547,4 +588,9 @@ impl std::fmt::Debug for TcpSocketHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("TcpSocketHook")
     }
+}
+
+/// `d` in microseconds, saturating.
+fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u128::from(u64::MAX)) as u64
 }

@@ -94,6 +94,78 @@ public final class Options {
     @discardableResult public func issueTickets(earlyData: Bool) throws -> Options {
         try check(mpu_options_issue_tickets(handle, earlyData ? 1 : 0)); return self
     }
+    /// The packet scheduler by name (lowest-rtt, last-received, priority, round-robin, redundant, ecf, blest).
+    @discardableResult public func scheduler(_ name: String) throws -> Options {
+        try check(mpu_options_scheduler(handle, name)); return self
+    }
+    /// A server identity derived from a 32-byte seed (tests and demos; keep real keys in a PEM).
+    @discardableResult public func identitySeed(_ seed: Data) throws -> Options {
+        guard seed.count == 32 else { throw MpUdpError(code: -1, message: "a seed is 32 bytes") }
+        try check(seed.withUnsafeBytes { mpu_options_identity_seed(handle, $0.bindMemory(to: UInt8.self).baseAddress) })
+        return self
+    }
+    /// How long `connect` waits for the handshake by default.
+    @discardableResult public func connectTimeout(ms: UInt32) throws -> Options {
+        try check(mpu_options_connect_timeout(handle, ms)); return self
+    }
+    /// Congestion control by name: lia (default), olia, reno, cubic, ledbat (background).
+    @discardableResult public func congestion(_ name: String) throws -> Options {
+        try check(mpu_options_congestion(handle, name)); return self
+    }
+    /// fullmesh, backup, on-demand or multimob (the phone preset's).
+    @discardableResult public func pathManager(_ name: String) throws -> Options {
+        try check(mpu_options_path_manager(handle, name)); return self
+    }
+    /// The multimob oracle's period (ms), bad-loss threshold (per mille), slow-RTO threshold (ms); 0 keeps one.
+    @discardableResult public func oracle(periodMs: UInt32 = 0, lossPermille: UInt32 = 0, rtoMs: UInt32 = 0) throws -> Options {
+        try check(mpu_options_oracle(handle, periodMs, lossPermille, rtoMs)); return self
+    }
+    /// Wake cellular early while WiFi is suspected: every `everyMs`, until `holdMs` after (0, 0: never).
+    @discardableResult public func prewarm(everyMs: UInt32, holdMs: UInt32) throws -> Options {
+        try check(mpu_options_prewarm(handle, everyMs, holdMs)); return self
+    }
+    @discardableResult public func fastJoin(_ on: Bool) throws -> Options {
+        try check(mpu_options_fast_join(handle, on ? 1 : 0)); return self
+    }
+    /// The priority scheduler's preference, most preferred first.
+    @discardableResult public func interfaceOrder(_ kinds: [Iface]) throws -> Options {
+        let k = kinds.map { $0.rawValue }
+        try k.withUnsafeBufferPointer { try check(mpu_options_interface_order(handle, $0.baseAddress, k.count)) }
+        return self
+    }
+    @discardableResult public func idleTimeout(ms: UInt32) throws -> Options {
+        try check(mpu_options_idle_timeout(handle, ms)); return self
+    }
+    @discardableResult public func peerTimeout(ms: UInt32) throws -> Options {
+        try check(mpu_options_peer_timeout(handle, ms)); return self
+    }
+    @discardableResult public func keepAlive(ms: UInt32) throws -> Options {
+        try check(mpu_options_keep_alive(handle, ms)); return self
+    }
+    @discardableResult public func recvWindow(initial: UInt32, max: UInt32) throws -> Options {
+        try check(mpu_options_recv_window(handle, initial, max)); return self
+    }
+    /// Per-connection send buffer and per-socket kernel buffers, in bytes; 0 keeps one.
+    @discardableResult public func buffers(send: UInt32 = 0, socket: UInt32 = 0) throws -> Options {
+        try check(mpu_options_buffers(handle, send, socket)); return self
+    }
+    @discardableResult public func otherPathsAfter(ms: UInt32) throws -> Options {
+        try check(mpu_options_other_paths_after(handle, ms)); return self
+    }
+    @discardableResult public func monitorInterval(ms: UInt32) throws -> Options {
+        try check(mpu_options_monitor_interval(handle, ms)); return self
+    }
+    @discardableResult public func ipv6(_ on: Bool) throws -> Options {
+        try check(mpu_options_ipv6(handle, on ? 1 : 0)); return self
+    }
+    /// Server: an address announced to every client (an IPv6 one for IPv6-only cellular).
+    @discardableResult public func announce(_ addr: String) throws -> Options {
+        try check(mpu_options_announce(handle, addr)); return self
+    }
+    /// Tests and closed networks only: anyone on the path can sit in the middle.
+    @discardableResult public func insecureUnauthenticatedServer() throws -> Options {
+        try check(mpu_options_insecure_unauthenticated_server(handle)); return self
+    }
     /// Binds each TCP socket of a handed-in path to the app's network (`IP_BOUND_IF`) before it
     /// connects: `callback(ctx, label, fd)` returns 0, or anything else to refuse the carrier.
     /// Without it the library copies the handed-in socket's `IP_BOUND_IF`.

@@ -86,7 +86,11 @@ fun main() {
     val (server, key) = Options.server().identitySeed(seed).use { Endpoint.server(it, "127.0.0.1:0") to it.publicKey() }
     val serving = thread { serve(server.accept(10_000)) }
     val qlogs = java.nio.file.Files.createTempDirectory("mpudp-kotlin-qlog").toFile()
+    // The phone preset, tuned as an app would (each call reaches the library, issue 55).
     val client = Options.phone().serverKey(key).qlogDir(qlogs.path)
+        .congestion("lia").pathManager("multimob").keepAlive(15_000).peerTimeout(10_000).idleTimeout(120_000)
+        .prewarm(10_000, 20_000).interfaceOrder(Iface.WIFI, Iface.CELLULAR).connectTimeout(5_000)
+        .onTcpSocket { _, _ -> true }
         .address("127.0.0.1:0", "wifi", Iface.WIFI)
         .address("127.0.0.2:0", "cell", Iface.CELLULAR, backup = true)
         .use { Endpoint.client(it) }

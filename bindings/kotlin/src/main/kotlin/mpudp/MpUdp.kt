@@ -98,6 +98,23 @@ interface MpuLib : Library {
     fun mpu_options_tickets(options: Long, saved: ByteArray?, len: SizeT): Int
     fun mpu_options_issue_tickets(options: Long, earlyData: Int): Int
     fun mpu_options_tcp_socket_callback(options: Long, callback: TcpSocketCallback?, ctx: Pointer?): Int
+    fun mpu_options_congestion(options: Long, name: String): Int
+    fun mpu_options_path_manager(options: Long, name: String): Int
+    fun mpu_options_oracle(options: Long, periodMs: Int, lossPermille: Int, rtoMs: Int): Int
+    fun mpu_options_prewarm(options: Long, everyMs: Int, holdMs: Int): Int
+    fun mpu_options_fast_join(options: Long, on: Int): Int
+    fun mpu_options_interface_order(options: Long, kinds: IntArray, n: SizeT): Int
+    fun mpu_options_idle_timeout(options: Long, ms: Int): Int
+    fun mpu_options_peer_timeout(options: Long, ms: Int): Int
+    fun mpu_options_keep_alive(options: Long, ms: Int): Int
+    fun mpu_options_recv_window(options: Long, initial: Int, max: Int): Int
+    fun mpu_options_buffers(options: Long, sendBuffer: Int, socketBuffer: Int): Int
+    fun mpu_options_other_paths_after(options: Long, ms: Int): Int
+    fun mpu_options_monitor_interval(options: Long, ms: Int): Int
+    fun mpu_options_ipv6(options: Long, on: Int): Int
+    fun mpu_options_announce(options: Long, addr: String): Int
+    fun mpu_options_insecure_unauthenticated_server(options: Long): Int
+    fun mpu_options_connect_timeout(options: Long, ms: Int): Int
     fun mpu_client_new(options: Long, out: LongByReference): Int
     fun mpu_server_new(options: Long, addr: String, out: LongByReference): Int
     fun mpu_endpoint_free(endpoint: Long): Int
@@ -225,6 +242,37 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
         tcpSocketCallback = cb
         check(lib.mpu_options_tcp_socket_callback(handle, cb, null))
     }
+
+    /** Congestion control by name: lia (default), olia, reno, cubic, ledbat (background). */
+    fun congestion(name: String) = apply { check(lib.mpu_options_congestion(handle, name)) }
+    /** fullmesh, backup, on-demand or multimob (the phone preset's). */
+    fun pathManager(name: String) = apply { check(lib.mpu_options_path_manager(handle, name)) }
+    /** The multimob oracle's period (ms), bad-loss threshold (per mille) and slow-RTO threshold (ms); 0 keeps one. */
+    fun oracle(periodMs: Int = 0, lossPermille: Int = 0, rtoMs: Int = 0) =
+        apply { check(lib.mpu_options_oracle(handle, periodMs, lossPermille, rtoMs)) }
+    /** Wake cellular early while WiFi is suspected: every [everyMs], until [holdMs] after (0, 0: never). */
+    fun prewarm(everyMs: Int, holdMs: Int) = apply { check(lib.mpu_options_prewarm(handle, everyMs, holdMs)) }
+    fun fastJoin(on: Boolean) = apply { check(lib.mpu_options_fast_join(handle, on.flag())) }
+    /** The priority scheduler's preference, most preferred first. */
+    fun interfaceOrder(vararg kinds: Iface) = apply {
+        val k = kinds.map { it.code }.toIntArray()
+        check(lib.mpu_options_interface_order(handle, k, SizeT(k.size.toLong())))
+    }
+    fun idleTimeout(ms: Int) = apply { check(lib.mpu_options_idle_timeout(handle, ms)) }
+    fun peerTimeout(ms: Int) = apply { check(lib.mpu_options_peer_timeout(handle, ms)) }
+    fun keepAlive(ms: Int) = apply { check(lib.mpu_options_keep_alive(handle, ms)) }
+    fun recvWindow(initial: Int, max: Int) = apply { check(lib.mpu_options_recv_window(handle, initial, max)) }
+    /** Per-connection send buffer and per-socket kernel buffers, in bytes; 0 keeps one. */
+    fun buffers(sendBuffer: Int = 0, socketBuffer: Int = 0) =
+        apply { check(lib.mpu_options_buffers(handle, sendBuffer, socketBuffer)) }
+    fun otherPathsAfter(ms: Int) = apply { check(lib.mpu_options_other_paths_after(handle, ms)) }
+    fun monitorInterval(ms: Int) = apply { check(lib.mpu_options_monitor_interval(handle, ms)) }
+    fun ipv6(on: Boolean) = apply { check(lib.mpu_options_ipv6(handle, on.flag())) }
+    /** Server: an address announced to every client (an IPv6 one for IPv6-only cellular). */
+    fun announce(addr: String) = apply { check(lib.mpu_options_announce(handle, addr)) }
+    /** Tests and closed networks only: anyone on the path can sit in the middle. */
+    fun insecureUnauthenticatedServer() = apply { check(lib.mpu_options_insecure_unauthenticated_server(handle)) }
+    fun connectTimeout(ms: Int) = apply { check(lib.mpu_options_connect_timeout(handle, ms)) }
 
     /** The callback given to the library: held here so the JVM does not collect it. */
     private var tcpSocketCallback: MpuLib.TcpSocketCallback? = null
