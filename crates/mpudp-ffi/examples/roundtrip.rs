@@ -1,7 +1,8 @@
 //! The cost of the C ABI: a small request (100 bytes) and its answer (100 bytes) over loopback,
 //! one at a time, through the Rust API (`MpStream` on a tokio runtime) and through the C
 //! functions (`mpu_write`, `mpu_read`) from a plain thread, as a Kotlin or Swift app calls
-//! them; the same echo server for both, in one run. Prints the medians and their ratio.
+//! them; the same echo server for both, in one run. Prints the medians and their ratio, and
+//! what a non-blocking read with nothing ready costs (`mpu_read` with timeout 0).
 //!
 //! Run: `cargo run --release -p mpudp-ffi --example roundtrip [ROUNDS]`
 #![allow(clippy::unwrap_used)]
@@ -66,6 +67,7 @@ fn main() {
     });
 
     // The C ABI, from this (non-runtime) thread.
+    let mut try_once = Vec::with_capacity(rounds);
     let c: Vec<Duration> = {
         let (mut opts, mut ep, mut conn) = (0u64, 0u64, 0u64);
         let key = CString::new(key.to_string()).unwrap();
@@ -98,6 +100,17 @@ fn main() {
                 t.push(t0.elapsed());
             }
         }
+        // A non-blocking read with nothing ready (timeout 0), as an app's poll loop makes it.
+        let mut b = [0u8; SIZE];
+        for k in 0..rounds + 200 {
+            let t0 = Instant::now();
+            // SAFETY: a buffer of SIZE bytes.
+            let n = unsafe { mpu_read(conn, b.as_mut_ptr(), SIZE, 0) };
+            assert_eq!(n, MPU_ERR_WOULD_BLOCK as isize);
+            if k >= 200 {
+                try_once.push(t0.elapsed());
+            }
+        }
         mpu_conn_free(conn);
         mpu_endpoint_free(ep);
         mpu_options_free(opts);
@@ -116,6 +129,12 @@ fn main() {
         "| C ABI (mpu_write + mpu_read, blocking, from an app thread) | {f:.1} | {:.1} | {:.1} |",
         pct(&c, 0.9),
         pct(&c, 0.99)
+    );
+    println!(
+        "| C ABI, mpu_read with timeout 0 and nothing ready (MPU_ERR_WOULD_BLOCK) | {:.1} | {:.1} | {:.1} |",
+        median(try_once.clone()),
+        pct(&try_once, 0.9),
+        pct(&try_once, 0.99)
     );
     println!("C ABI / Rust API (medians): {:.2}x, {:+.1} us per request", f / r, f - r);
 }

@@ -269,6 +269,9 @@ pub(crate) fn block<T>(limit: Option<Duration>, fut: impl std::future::Future<Ou
         return Err(invalid("a blocking call from the library's own thread (an event callback)"));
     }
     let rt = runtime();
+    if limit.is_some_and(|d| d.is_zero()) {
+        return try_once(rt, fut);
+    }
     match limit {
         None => Ok(rt.block_on(fut)),
         Some(d) => rt.block_on(async {
@@ -282,6 +285,31 @@ pub(crate) fn block<T>(limit: Option<Duration>, fut: impl std::future::Future<Ou
             })
         }),
     }
+}
+
+/// A call with timeout 0: `fut` polled once on the caller's thread, inside the runtime's
+/// context (its sockets' readiness is the runtime's), with a waker that does nothing: ready,
+/// its value; else `MPU_ERR_WOULD_BLOCK` and the future is dropped. No timer and no hop to
+/// the runtime's thread: a read with nothing ready returns in microseconds, where a zero
+/// `tokio::time::timeout` waited for the timer wheel's next tick, a millisecond (issue 55).
+fn try_once<T>(rt: &tokio::runtime::Runtime, fut: impl std::future::Future<Output = T>) -> Res<T> {
+    let _in_runtime = rt.enter();
+    let mut fut = std::pin::pin!(fut);
+    let waker = noop_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => Ok(v),
+        std::task::Poll::Pending => Err(Fail(MPU_ERR_WOULD_BLOCK, "nothing ready".into())),
+    }
+}
+
+/// A waker that does nothing (`Waker::noop` is Rust 1.85, after the MSRV).
+fn noop_waker() -> std::task::Waker {
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+    const VTABLE: RawWakerVTable = RawWakerVTable::new(|_| RAW, |_| {}, |_| {}, |_| {});
+    const RAW: RawWaker = RawWaker::new(std::ptr::null(), &VTABLE);
+    // SAFETY: every function of the vtable ignores the (null) data pointer.
+    unsafe { Waker::from_raw(RAW) }
 }
 
 /// The objects behind the handles: options, endpoints and connections, each its own type (the

@@ -48,6 +48,24 @@ static int read_exact(uint64_t conn, unsigned char *buf, size_t len) {
     return 0;
 }
 
+/* As read_exact, by polling with timeout 0 (an app's own loop): each call returns at once,
+ * with bytes or MPU_ERR_WOULD_BLOCK. */
+static int read_polling(uint64_t conn, unsigned char *buf, size_t len) {
+    size_t got = 0;
+    for (int polls = 0; got < len && polls < 100000; polls++) {
+        intptr_t n = mpu_read(conn, buf + got, len - got, 0);
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (n == MPU_ERR_WOULD_BLOCK) {
+            struct timespec pause = {0, 100000};
+            nanosleep(&pause, NULL);
+        } else {
+            return (int)(n == 0 ? MPU_ERR_CLOSED : n);
+        }
+    }
+    return got == len ? 0 : MPU_ERR_TIMEOUT;
+}
+
 struct server_args {
     uint64_t endpoint;
     int served;
@@ -124,7 +142,9 @@ static int run(void) {
         req[0] = (unsigned char)r;
         double t0 = now_ms();
         CHECK(mpu_write(conn, req, sizeof req, 5000) == (intptr_t)sizeof req, "request %d", r);
-        CHECK(read_exact(conn, resp, RESP_BYTES) == 0, "response %d", r);
+        /* The last answer is read as an app's poll loop reads it. */
+        int got = r == REQUESTS ? read_polling(conn, resp, RESP_BYTES) : read_exact(conn, resp, RESP_BYTES);
+        CHECK(got == 0, "response %d", r);
         double ms = now_ms() - t0;
         for (size_t i = 0; i < RESP_BYTES; i++) CHECK(resp[i] == byte_at(r, i), "response %d byte %zu", r, i);
         if (r >= 4 && ms > worst_after) worst_after = ms;
