@@ -184,6 +184,9 @@ typedef struct {
   uint32_t reserved;
 } MpuSubflowStats;
 
+// Called with the app's context when something that would have blocked may go on.
+typedef void (*MpuReadyCallback)(void *ctx);
+
 // Called with each TCP socket the library opens for a path whose UDP socket the app handed in
 // (`mpu_options_add_fd`, `mpu_path_add_fd`), before it connects: `label` is the path's label,
 // `fd` the socket (still the library's: bind it, do not close it). Returns 0, or anything
@@ -279,6 +282,52 @@ int32_t mpu_conn_resumption(uint64_t conn, uint32_t *resumed, uint64_t *early_by
 // # Safety
 // `out` must be valid for a write.
 int32_t mpu_subflow_stats(uint64_t conn, uint32_t index, MpuSubflowStats *out);
+
+// The descriptor that becomes readable when a call on connection `conn` that returned
+// `MPU_ERR_WOULD_BLOCK` (timeout 0) may go on, into `*fd`: wait on it in the app's loop
+// (Android: `MessageQueue.addOnFileDescriptorEventListener`; iOS:
+// `DispatchSource.makeReadSource`), then make the calls again. The library owns it (do not
+// read or close it); it is valid until `mpu_conn_free`. Each call with timeout 0 drains it.
+//
+// # Safety
+// `fd` must be valid for a write.
+int32_t mpu_conn_readiness_fd(uint64_t conn_, int32_t *fd);
+
+// Calls `callback(ctx)` on the library's thread when a call on connection `conn` that
+// returned `MPU_ERR_WOULD_BLOCK` (timeout 0) may go on: resume the waiting coroutine or task
+// there (on the app's dispatcher; the callback itself must return soon and not call the
+// library). NULL removes it.
+//
+// # Safety
+// `callback` must be safe to call from another thread with `ctx` until the connection is
+// freed or the callback removed.
+int32_t mpu_conn_set_ready_callback(uint64_t conn_, MpuReadyCallback callback, void *ctx);
+
+// Starts connecting to the server at `addr` from a client endpoint (within the options'
+// connect timeout) and returns at once: `*out` is the connect's handle. When the handshake
+// ended, either way, `callback(ctx)` is called on the library's thread (NULL: none; poll
+// `mpu_connect_finish`); then `mpu_connect_finish` gives the connection. `mpu_connect_free`
+// cancels a connect in progress.
+//
+// # Safety
+// `addr` must be a NUL-terminated string, `out` valid for a write; `callback` safe to call
+// from another thread with `ctx`, once.
+int32_t mpu_connect_start(uint64_t endpoint,
+                          const char *addr,
+                          MpuReadyCallback callback,
+                          void *ctx,
+                          uint64_t *out);
+
+// The end of connect `pending`: `MPU_ERR_WOULD_BLOCK` while the handshake goes on; else the
+// connect's handle is freed and `*out` is the connection (`MPU_OK`) or its error is returned
+// (`MPU_ERR_UNREACHABLE`, `MPU_ERR_NOT_AUTHENTICATED`, ...).
+//
+// # Safety
+// `out` must be valid for a write.
+int32_t mpu_connect_finish(uint64_t pending, uint64_t *out);
+
+// Cancels connect `pending` if it goes on, and frees its handle.
+int32_t mpu_connect_free(uint64_t pending);
 
 // A client endpoint with the options of handle `options` (its interfaces: the first is the
 // primary path), into `*out`.
@@ -402,6 +451,23 @@ int32_t mpu_paths_changed(uint64_t endpoint);
 // # Safety
 // `out` must be valid for a write.
 int32_t mpu_endpoint_wakeups(uint64_t endpoint, uint64_t *out);
+
+// The readiness of a server's accepts (see `mpu_conn_readiness_fd`): the descriptor becomes
+// readable when `mpu_accept` with timeout 0, having returned `MPU_ERR_WOULD_BLOCK`, has a
+// connection to give; `MPU_ERR_INVALID` for a client.
+//
+// # Safety
+// `fd` must be valid for a write.
+int32_t mpu_endpoint_readiness_fd(uint64_t endpoint, int32_t *fd);
+
+// Calls `callback(ctx)` on the library's thread when `mpu_accept` with timeout 0, having
+// returned `MPU_ERR_WOULD_BLOCK`, has a connection to give (see
+// `mpu_conn_set_ready_callback`). NULL removes it.
+//
+// # Safety
+// `callback` must be safe to call from another thread with `ctx` until the endpoint is freed
+// or the callback removed.
+int32_t mpu_endpoint_set_ready_callback(uint64_t endpoint, MpuReadyCallback callback, void *ctx);
 
 // New options from a preset (`MPU_PRESET_*`), into `*out`. Free with `mpu_options_free`
 // (an endpoint keeps its own copy: the options can be freed once it is made).

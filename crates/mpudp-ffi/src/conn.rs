@@ -1,6 +1,7 @@
 //! Connections: read, write, shut down, abort; events (polled or pushed) and statistics.
 
-use crate::{block, get, guard, guard_len, invalid, put, runtime, timeout, unregister, Fail, Res};
+use crate::ready::{MpuReadyCallback, Readiness};
+use crate::{block, block_ready, get, guard, guard_len, invalid, put, runtime, timeout, unregister, Fail, Res};
 use crate::{MPU_ERR_CLOSED, MPU_OK};
 use mpudp::{CloseReason, ConnEvent, Event, Events, MpStream, OwnedReadHalf, OwnedWriteHalf, StreamControl};
 use std::ffi::c_void;
@@ -17,6 +18,8 @@ pub(crate) struct Conn {
     /// Its events, for `mpu_next_event`, until a callback takes them.
     events: Mutex<Option<Events>>,
     born: Instant,
+    /// Tells the app when a call that would have blocked may go on (`ready`).
+    ready: Arc<Readiness>,
 }
 
 impl Conn {
@@ -24,7 +27,8 @@ impl Conn {
         let control = s.control();
         let events = Mutex::new(Some(s.events()));
         let (r, w) = s.into_split();
-        Self { read: Mutex::new(r), write: Mutex::new(Some(w)), control, events, born: Instant::now() }
+        let ready = Arc::default();
+        Self { read: Mutex::new(r), write: Mutex::new(Some(w)), control, events, born: Instant::now(), ready }
     }
 }
 
@@ -61,7 +65,7 @@ pub unsafe extern "C" fn mpu_read(conn: u64, buf: *mut u8, len: usize, timeout_m
         let out = unsafe { std::slice::from_raw_parts_mut(buf, len) };
         with_conn(conn, |c| {
             let mut r = lock(&c.read);
-            let n = block(timeout(timeout_ms), r.read(out))?.map_err(io_fail)?;
+            let n = block_ready(timeout(timeout_ms), &c.ready, r.read(out))?.map_err(io_fail)?;
             Ok(n as isize)
         })
     })
@@ -85,7 +89,7 @@ pub unsafe extern "C" fn mpu_write(conn: u64, buf: *const u8, len: usize, timeou
             let mut g = lock(&c.write);
             let w = g.as_mut().ok_or_else(|| Fail(MPU_ERR_CLOSED, "shut down for writing".into()))?;
             let mut done = 0;
-            let r = block(timeout(timeout_ms), async {
+            let r = block_ready(timeout(timeout_ms), &c.ready, async {
                 while done < data.len() {
                     done += w.write(&data[done..]).await?;
                 }
@@ -266,7 +270,7 @@ pub unsafe extern "C" fn mpu_next_event(conn: u64, timeout_ms: i32, out: *mut Mp
         let e = with_conn(conn, |c| {
             let mut ev = lock(&c.events);
             let ev = ev.as_mut().ok_or_else(|| invalid("the connection's events go to its callback"))?;
-            let e = block(timeout(timeout_ms), ev.next())?;
+            let e = block_ready(timeout(timeout_ms), &c.ready, ev.next())?;
             Ok(e.map(|e| event_of(&e, c.born)))
         })?;
         let e = e.ok_or_else(|| Fail(MPU_ERR_CLOSED, "the connection closed; no event left".into()))?;
@@ -421,6 +425,41 @@ pub unsafe extern "C" fn mpu_subflow_stats(conn: u64, index: u32, out: *mut MpuS
         };
         // SAFETY: the caller's promise.
         unsafe { put(out, v, "out") }?;
+        Ok(MPU_OK)
+    })
+}
+
+/// The descriptor that becomes readable when a call on connection `conn` that returned
+/// `MPU_ERR_WOULD_BLOCK` (timeout 0) may go on, into `*fd`: wait on it in the app's loop
+/// (Android: `MessageQueue.addOnFileDescriptorEventListener`; iOS:
+/// `DispatchSource.makeReadSource`), then make the calls again. The library owns it (do not
+/// read or close it); it is valid until `mpu_conn_free`. Each call with timeout 0 drains it.
+///
+/// # Safety
+/// `fd` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_conn_readiness_fd(conn_: u64, fd: *mut i32) -> i32 {
+    guard(|| {
+        let c = conn(conn_)?;
+        let f = c.ready.fd().map_err(|e| Fail(crate::MPU_ERR_IO, format!("the readiness descriptor: {e}")))?;
+        // SAFETY: the caller's promise.
+        unsafe { put(fd, f, "fd") }?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Calls `callback(ctx)` on the library's thread when a call on connection `conn` that
+/// returned `MPU_ERR_WOULD_BLOCK` (timeout 0) may go on: resume the waiting coroutine or task
+/// there (on the app's dispatcher; the callback itself must return soon and not call the
+/// library). NULL removes it.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `ctx` until the connection is
+/// freed or the callback removed.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_conn_set_ready_callback(conn_: u64, callback: MpuReadyCallback, ctx: *mut c_void) -> i32 {
+    guard(|| {
+        conn(conn_)?.ready.set_callback(callback, ctx);
         Ok(MPU_OK)
     })
 }

@@ -3,34 +3,36 @@
 
 use crate::conn::Conn;
 use crate::options::{iface_kind, options_of};
+use crate::ready::{MpuReadyCallback, Readiness};
 use crate::{
-    arg_addr, arg_str, block, flag, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any,
-    write_str, Fail, Res, MPU_OK,
+    arg_addr, arg_str, block, block_ready, flag, get, guard, invalid, put, register, runtime, timeout, unregister,
+    unregister_any, write_str, Fail, Res, MPU_OK,
 };
 use mpudp::{Interface, LinkHint, MpEndpoint, MpListener};
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 pub(crate) enum Endpoint {
     Client(MpEndpoint),
-    Server(MpListener),
+    /// A server and the readiness of its accepts.
+    Server(MpListener, Arc<Readiness>),
 }
 
 impl Endpoint {
     fn ep(&self) -> &MpEndpoint {
         match self {
             Endpoint::Client(e) => e,
-            Endpoint::Server(l) => l.endpoint(),
+            Endpoint::Server(l, _) => l.endpoint(),
         }
     }
 }
 
 /// The endpoint of handle `h` (kept alive by the returned `Arc`).
-fn endpoint_of(h: u64) -> Res<(Arc<Endpoint>, &'static str)> {
+pub(crate) fn endpoint_of(h: u64) -> Res<(Arc<Endpoint>, &'static str)> {
     let o = get::<Endpoint>(h, "an endpoint")?;
     let kind = match &*o {
         Endpoint::Client(_) => "client",
-        Endpoint::Server(_) => "server",
+        Endpoint::Server(..) => "server",
     };
     Ok((o, kind))
 }
@@ -71,7 +73,7 @@ pub unsafe extern "C" fn mpu_server_new(options: u64, addr: *const c_char, out: 
         let o = options_of(options)?;
         let _rt = runtime().enter();
         let l = MpListener::bind(a, o)?;
-        let h = register(Endpoint::Server(l));
+        let h = register(Endpoint::Server(l, Arc::default()));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -200,10 +202,10 @@ pub unsafe extern "C" fn mpu_endpoint_tickets(endpoint: u64, buf: *mut u8, len: 
 pub unsafe extern "C" fn mpu_accept(endpoint: u64, timeout_ms: i32, out: *mut u64) -> i32 {
     guard(|| {
         let (o, kind) = endpoint_of(endpoint)?;
-        let Endpoint::Server(l) = &*o else {
+        let Endpoint::Server(l, ready) = &*o else {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a server accepts")));
         };
-        let (s, _peer) = block(timeout(timeout_ms), l.accept())??;
+        let (s, _peer) = block_ready(timeout(timeout_ms), ready, l.accept())??;
         let h = register(Conn::new(s));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
@@ -336,4 +338,48 @@ pub unsafe extern "C" fn mpu_endpoint_wakeups(endpoint: u64, out: *mut u64) -> i
         unsafe { put(out, n, "out") }?;
         Ok(MPU_OK)
     })
+}
+
+/// The readiness of a server's accepts (see `mpu_conn_readiness_fd`): the descriptor becomes
+/// readable when `mpu_accept` with timeout 0, having returned `MPU_ERR_WOULD_BLOCK`, has a
+/// connection to give; `MPU_ERR_INVALID` for a client.
+///
+/// # Safety
+/// `fd` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_endpoint_readiness_fd(endpoint: u64, fd: *mut i32) -> i32 {
+    guard(|| {
+        let ready = server_readiness(endpoint)?;
+        let f = ready.fd().map_err(|e| Fail(crate::MPU_ERR_IO, format!("the readiness descriptor: {e}")))?;
+        // SAFETY: the caller's promise.
+        unsafe { put(fd, f, "fd") }?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Calls `callback(ctx)` on the library's thread when `mpu_accept` with timeout 0, having
+/// returned `MPU_ERR_WOULD_BLOCK`, has a connection to give (see
+/// `mpu_conn_set_ready_callback`). NULL removes it.
+///
+/// # Safety
+/// `callback` must be safe to call from another thread with `ctx` until the endpoint is freed
+/// or the callback removed.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_endpoint_set_ready_callback(
+    endpoint: u64,
+    callback: MpuReadyCallback,
+    ctx: *mut c_void,
+) -> i32 {
+    guard(|| {
+        server_readiness(endpoint)?.set_callback(callback, ctx);
+        Ok(MPU_OK)
+    })
+}
+
+fn server_readiness(endpoint: u64) -> Res<Arc<Readiness>> {
+    let (o, kind) = endpoint_of(endpoint)?;
+    match &*o {
+        Endpoint::Server(_, r) => Ok(r.clone()),
+        Endpoint::Client(_) => Err(invalid(format!("endpoint {endpoint} is a {kind}: only a server accepts"))),
+    }
 }

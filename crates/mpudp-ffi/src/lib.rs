@@ -14,32 +14,40 @@
 //!   A binding that passes its boolean as an int (JNA sends a Kotlin `true` as -1) would
 //!   otherwise hand the library a `bool` that is neither, undefined behaviour that an
 //!   optimised build turned into lost subflows (ABI 1; issue 55).
-//! - **Blocking calls with a timeout.** `mpu_connect`, `mpu_accept`, `mpu_read`, `mpu_write`
-//!   and `mpu_next_event` wait at most `timeout_ms` (0: try once and return
-//!   `MPU_ERR_WOULD_BLOCK`; negative: no limit). A phone app calls them from a thread of its
-//!   own (a Kotlin coroutine on `Dispatchers.IO`, a Swift `Task` or `DispatchQueue`): that is
-//!   what both languages' I/O libraries do, it needs no event loop in the app, and it keeps the
-//!   ABI free of re-entrancy. Readers, writers and control calls may run on different threads
-//!   at once. An app that wants pushes instead sets an event callback
-//!   (`mpu_set_event_callback`), called on the library's thread.
+//! - **Calls with a timeout, and readiness.** `mpu_connect`, `mpu_accept`, `mpu_read`,
+//!   `mpu_write` and `mpu_next_event` wait at most `timeout_ms` (negative: no limit). With 0
+//!   they return at once (microseconds: the call is polled once on the caller's thread) with
+//!   the result or `MPU_ERR_WOULD_BLOCK`, and leave the library a waker: the connection's (or
+//!   server's) readiness descriptor becomes readable, or its ready callback is called, when the
+//!   call may go on (`ready`; `mpu_connect_start` for a connect). An app's own loop (Android's
+//!   `MessageQueue`, iOS's `DispatchSource`), Kotlin coroutines and Swift tasks then need no
+//!   thread per pending call; simple apps call the blocking forms from a thread of their own.
+//!   Readers, writers and control calls may run on different threads at once. An app that
+//!   wants pushes sets an event callback (`mpu_set_event_callback`), called on the library's
+//!   thread; calls with timeout 0 are allowed there ("readable, then read").
 //! - **Threads.** The first endpoint starts one tokio thread (`mpudp`) that runs the event
 //!   callbacks; the endpoints' drivers (their sockets and timers) run on driver threads
 //!   (`mpudp-driver`, one per core at most, `Options::driver_thread`), so a slow callback does
-//!   not hold up the sockets. Blocking calls park the caller's thread, not those. A blocking call made from an
-//!   event callback (on the `mpudp` thread) fails with `MPU_ERR_INVALID`.
+//!   not hold up the sockets. Blocking calls park the caller's thread, not those. A blocking
+//!   call (a timeout other than 0) made from an event callback (on the `mpudp` thread) fails
+//!   with `MPU_ERR_INVALID`.
 //! - **Errors** are negative `int32_t` codes; `mpu_last_error` gives the calling thread's last
 //!   message. A panic inside the library is caught at the boundary and reported as
 //!   `MPU_ERR_PANIC`: none unwinds into the caller.
 #![allow(unsafe_code)] // The C boundary: raw buffers and strings, checked before use.
 
 mod conn;
+mod connecting;
 mod endpoint;
 mod options;
+mod ready;
 mod tuning;
 
 pub use conn::*;
+pub use connecting::*;
 pub use endpoint::*;
 pub use options::*;
+pub use ready::MpuReadyCallback;
 pub use tuning::*;
 
 use std::any::Any;
@@ -265,24 +273,20 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
 /// Runs `fut` to completion on the caller's thread, within `limit` (`None`: no limit; zero:
 /// polled once). Refused on the runtime's own thread (a callback), where it would deadlock.
 pub(crate) fn block<T>(limit: Option<Duration>, fut: impl std::future::Future<Output = T>) -> Res<T> {
+    let rt = runtime();
+    // Timeout 0 never blocks: allowed from an event callback too ("readable, then read").
+    if limit.is_some_and(|d| d.is_zero()) {
+        return try_once(rt, fut, None);
+    }
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(invalid("a blocking call from the library's own thread (an event callback)"));
-    }
-    let rt = runtime();
-    if limit.is_some_and(|d| d.is_zero()) {
-        return try_once(rt, fut);
     }
     match limit {
         None => Ok(rt.block_on(fut)),
         Some(d) => rt.block_on(async {
-            // tokio's timeout polls the future before the clock: a zero limit tries once.
-            tokio::time::timeout(d, fut).await.map_err(|_| {
-                if d.is_zero() {
-                    Fail(MPU_ERR_WOULD_BLOCK, "nothing ready".into())
-                } else {
-                    Fail(MPU_ERR_TIMEOUT, format!("nothing within {} ms", d.as_millis()))
-                }
-            })
+            tokio::time::timeout(d, fut)
+                .await
+                .map_err(|_| Fail(MPU_ERR_TIMEOUT, format!("nothing within {} ms", d.as_millis())))
         }),
     }
 }
@@ -292,15 +296,34 @@ pub(crate) fn block<T>(limit: Option<Duration>, fut: impl std::future::Future<Ou
 /// its value; else `MPU_ERR_WOULD_BLOCK` and the future is dropped. No timer and no hop to
 /// the runtime's thread: a read with nothing ready returns in microseconds, where a zero
 /// `tokio::time::timeout` waited for the timer wheel's next tick, a millisecond (issue 55).
-fn try_once<T>(rt: &tokio::runtime::Runtime, fut: impl std::future::Future<Output = T>) -> Res<T> {
+fn try_once<T>(
+    rt: &tokio::runtime::Runtime,
+    fut: impl std::future::Future<Output = T>,
+    waker: Option<std::task::Waker>,
+) -> Res<T> {
     let _in_runtime = rt.enter();
     let mut fut = std::pin::pin!(fut);
-    let waker = noop_waker();
+    let waker = waker.unwrap_or_else(noop_waker);
     let mut cx = std::task::Context::from_waker(&waker);
     match fut.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(v) => Ok(v),
         std::task::Poll::Pending => Err(Fail(MPU_ERR_WOULD_BLOCK, "nothing ready".into())),
     }
+}
+
+/// As [`block`], for a call on an object with a readiness (`ready`): with timeout 0, the
+/// descriptor is drained and the call leaves the readiness's waker with the library, which
+/// signals the app when the call may make progress (see `ready`).
+pub(crate) fn block_ready<T>(
+    limit: Option<Duration>,
+    ready: &Arc<ready::Readiness>,
+    fut: impl std::future::Future<Output = T>,
+) -> Res<T> {
+    if !limit.is_some_and(|d| d.is_zero()) {
+        return block(limit, fut);
+    }
+    ready.drain();
+    try_once(runtime(), fut, ready.waker())
 }
 
 /// A waker that does nothing (`Waker::noop` is Rust 1.85, after the MSRV).

@@ -11,6 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const JNA: &str = "/usr/share/java/jna.jar";
+/// kotlinx-coroutines (Debian: libkotlinx-coroutines-java), for the coroutine API (Async.kt),
+/// and the atomicfu classes it needs at run time (libkotlinx-atomicfu-java, which Debian's
+/// package does not pull in).
+const COROUTINES: &str = "/usr/share/java/kotlinx-coroutines-core.jar";
+const ATOMICFU: &str = "/usr/share/java/atomicfu.jar";
 
 fn has(cmd: &str) -> bool {
     Command::new(cmd).arg("-version").output().is_ok()
@@ -18,8 +23,12 @@ fn has(cmd: &str) -> bool {
 
 #[test]
 fn kotlin_runs_a_siri_exchange_with_a_failover() {
-    if !(has("kotlinc") && has("java") && Path::new(JNA).exists()) {
-        let msg = format!("SKIPPED: kotlinc, java or {JNA} missing (apt-get install kotlin libjna-java)");
+    let jars = [JNA, COROUTINES, ATOMICFU];
+    if !(has("kotlinc") && has("java") && jars.iter().all(|j| Path::new(j).exists())) {
+        let msg = format!(
+            "SKIPPED: kotlinc, java or one of {jars:?} missing \
+             (apt-get install kotlin libjna-java libkotlinx-coroutines-java libkotlinx-atomicfu-java)"
+        );
         assert!(std::env::var_os("MPUDP_REQUIRE_KOTLIN").is_none(), "{msg}");
         eprintln!("{msg}");
         return;
@@ -35,8 +44,10 @@ fn kotlin_runs_a_siri_exchange_with_a_failover() {
     let jar = std::env::temp_dir().join(format!("mpudp-kotlin-{}.jar", std::process::id()));
     let out = Command::new("kotlinc")
         .arg(root.join("main/kotlin/mpudp/MpUdp.kt"))
+        .arg(root.join("main/kotlin/mpudp/Async.kt"))
         .arg(root.join("test/kotlin/SiriTest.kt"))
-        .args(["-nowarn", "-cp", JNA, "-d"])
+        .arg(root.join("test/kotlin/AsyncTest.kt"))
+        .args(["-nowarn", "-cp", &format!("{JNA}:{COROUTINES}"), "-d"])
         .arg(&jar)
         .output()
         .unwrap();
@@ -45,14 +56,19 @@ fn kotlin_runs_a_siri_exchange_with_a_failover() {
         .into_iter()
         .find(|p| Path::new(p).exists())
         .unwrap_or("/usr/share/java/kotlin-stdlib.jar");
-    let cp = format!("{}:{JNA}:{kotlin_stdlib}", jar.display());
-    let out = Command::new("java")
-        .arg(format!("-Djna.library.path={}", lib.display()))
-        .args(["-cp", &cp, "SiriTestKt"])
-        .output()
-        .unwrap();
+    let cp = format!("{}:{JNA}:{COROUTINES}:{ATOMICFU}:{kotlin_stdlib}", jar.display());
+    let run = |main: &str| {
+        let out = Command::new("java")
+            .arg(format!("-Djna.library.path={}", lib.display()))
+            .args(["-cp", &cp, main])
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        println!("{main}:\n{text}");
+        out.status.success() && text.trim_end().ends_with("ok")
+    };
+    let (siri, coroutines) = (run("SiriTestKt"), run("AsyncTestKt"));
     let _ = std::fs::remove_file(&jar);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    println!("{text}");
-    assert!(out.status.success() && text.trim_end().ends_with("ok"), "{text}");
+    assert!(siri, "the Siri-like exchange failed (output above)");
+    assert!(coroutines, "the coroutines' test failed (output above)");
 }

@@ -35,13 +35,6 @@ func cString(_ f: (UnsafeMutablePointer<CChar>, Int) -> Int32) throws -> String 
 }
 
 /// Blocking calls run here in the `async` variants.
-let ioQueue = DispatchQueue(label: "mpudp.io", attributes: .concurrent)
-
-func offQueue<T>(_ f: @escaping () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { k in
-        ioQueue.async { k.resume(with: Result { try f() }) }
-    }
-}
 
 public enum Iface: UInt32 { case other = 0, wifi = 1, cellular = 2, wired = 3 }
 
@@ -199,8 +192,20 @@ public final class Endpoint {
     public func connect(_ addr: String, timeoutMs: Int32 = -1) throws -> Connection {
         Connection(try MpUdp.handle { mpu_connect(handle, addr, timeoutMs, $0) })
     }
-    public func connect(_ addr: String, timeoutMs: Int32 = -1) async throws -> Connection {
-        try await offQueue { try self.connect(addr, timeoutMs: timeoutMs) }
+    /// Connects, suspending during the handshake (no thread parked); cancelling the task
+    /// cancels the connect.
+    public func connect(_ addr: String) async throws -> Connection {
+        let done = Ready()
+        var pending: UInt64 = 0
+        try check(mpu_connect_start(handle, addr, Ready.callback, done.context, &pending))
+        defer { withExtendedLifetime(done) {} }
+        while true {
+            var conn: UInt64 = 0
+            let code = mpu_connect_finish(pending, &conn)
+            if code == 0 { return Connection(conn) }
+            if code != MpUdpError.wouldBlock { try check(code) }
+            do { try await done.wait() } catch { mpu_connect_free(pending); throw error }
+        }
     }
     /// `connect` with `data` as the stream's first bytes: with a ticket for the server they go
     /// with the first packet (0-RTT). Only a request that is safe to act on twice.
@@ -221,6 +226,22 @@ public final class Endpoint {
     public func accept(timeoutMs: Int32 = -1) throws -> Connection {
         Connection(try MpUdp.handle { mpu_accept(handle, timeoutMs, $0) })
     }
+    /// The next connection (a server), suspending until one comes (no thread parked).
+    public func accept() async throws -> Connection {
+        if !watching {
+            try check(mpu_endpoint_set_ready_callback(handle, Ready.callback, ready.context))
+            watching = true
+        }
+        while true {
+            var conn: UInt64 = 0
+            let code = mpu_accept(handle, 0, &conn)
+            if code == 0 { return Connection(conn) }
+            if code != MpUdpError.wouldBlock { try check(code) }
+            try await ready.wait()
+        }
+    }
+    let ready = Ready()
+    private var watching = false
 
     /// From `NWPathMonitor`'s `pathUpdateHandler`: an interface that appeared or went.
     public func setPath(_ name: String, up: Bool) throws { try check(mpu_path_set_up(handle, name, up ? 1 : 0)) }
@@ -238,7 +259,10 @@ public final class Endpoint {
 public final class Connection {
     let handle: UInt64
     init(_ h: UInt64) { handle = h }
-    deinit { mpu_conn_free(handle) }
+    deinit {
+        mpu_conn_set_ready_callback(handle, nil, nil)
+        mpu_conn_free(handle)
+    }
 
     /// Up to `max` bytes; empty at the end of the stream.
     public func read(max: Int = 65536, timeoutMs: Int32 = -1) throws -> Data {
@@ -247,8 +271,13 @@ public final class Connection {
         if n < 0 { try check(Int32(n)) }
         return buf.prefix(Int(n))
     }
-    public func read(max: Int = 65536, timeoutMs: Int32 = -1) async throws -> Data {
-        try await offQueue { try self.read(max: max, timeoutMs: timeoutMs) }
+    /// Up to `max` bytes, suspending (no thread parked) until some come; empty at the end.
+    public func read(max: Int = 65536) async throws -> Data {
+        try watch()
+        while true {
+            do { return try read(max: max, timeoutMs: 0) } catch let e as MpUdpError where e.code == MpUdpError.wouldBlock {}
+            try await ready.wait()
+        }
     }
     /// Writes all of `data`; the count written (fewer only if the time ran out).
     @discardableResult public func write(_ data: Data, timeoutMs: Int32 = -1) throws -> Int {
@@ -256,8 +285,23 @@ public final class Connection {
         if n < 0 { try check(Int32(n)) }
         return Int(n)
     }
-    @discardableResult public func write(_ data: Data, timeoutMs: Int32 = -1) async throws -> Int {
-        try await offQueue { try self.write(data, timeoutMs: timeoutMs) }
+    /// Writes all of `data`, suspending (no thread parked) while the send buffer is full.
+    public func write(_ data: Data) async throws {
+        try watch()
+        var done = 0
+        while done < data.count {
+            let rest = data.suffix(from: data.startIndex + done)
+            let n = rest.withUnsafeBytes { mpu_write(handle, $0.bindMemory(to: UInt8.self).baseAddress, rest.count, 0) }
+            if n > 0 { done += Int(n) } else if Int32(n) == MpUdpError.wouldBlock { try await ready.wait() } else { try check(Int32(n)) }
+        }
+    }
+    /// The readiness the async calls wait on (issue 55), given to the library at the first.
+    let ready = Ready()
+    private var watching = false
+    private func watch() throws {
+        if watching { return }
+        try check(mpu_conn_set_ready_callback(handle, Ready.callback, ready.context))
+        watching = true
     }
     /// Whether it was resumed with a ticket, and how many of the stream's first bytes went as
     /// 0-RTT data.
@@ -275,5 +319,47 @@ public final class Connection {
         if code == MpUdpError.timeout || code == MpUdpError.wouldBlock { return nil }
         try check(code)
         return Event(e)
+    }
+}
+
+/// The tasks waiting on one connection or connect, resumed by the library's ready callback
+/// (which only resumes them: it never calls the library). A signal while nobody waits makes
+/// the next wait return at once; a cancelled task wakes and throws `CancellationError`.
+final class Ready: @unchecked Sendable {
+    private let lock = NSLock()
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private var pending = false
+
+    func signal() {
+        lock.lock()
+        let woken = waiting
+        waiting = []
+        if woken.isEmpty { pending = true }
+        lock.unlock()
+        woken.forEach { $0.resume() }
+    }
+
+    func wait() async throws {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                lock.lock()
+                if pending {
+                    pending = false
+                    lock.unlock()
+                    c.resume()
+                } else {
+                    waiting.append(c)
+                    lock.unlock()
+                }
+            }
+        } onCancel: { self.signal() }
+        try Task.checkCancellation()
+    }
+
+    /// This object, unretained, as the callback's context (its owner outlives the callback).
+    var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+    static let callback: MpuReadyCallback = { ctx in
+        guard let ctx else { return }
+        Unmanaged<Ready>.fromOpaque(ctx).takeUnretainedValue().signal()
     }
 }

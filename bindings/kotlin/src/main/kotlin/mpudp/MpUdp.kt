@@ -76,6 +76,10 @@ interface MpuLib : Library {
         fun invoke(ctx: Pointer?, event: MpuEvent.ByReference)
     }
 
+    interface ReadyCallback : Callback {
+        fun invoke(ctx: Pointer?)
+    }
+
     interface TcpSocketCallback : Callback {
         fun invoke(ctx: Pointer?, label: String, fd: Int): Int
     }
@@ -99,6 +103,13 @@ interface MpuLib : Library {
     fun mpu_options_issue_tickets(options: Long, earlyData: Int): Int
     fun mpu_options_tcp_socket_callback(options: Long, callback: TcpSocketCallback?, ctx: Pointer?): Int
     fun mpu_options_congestion(options: Long, name: String): Int
+    fun mpu_conn_readiness_fd(conn: Long, fd: IntByReference): Int
+    fun mpu_conn_set_ready_callback(conn: Long, callback: ReadyCallback?, ctx: Pointer?): Int
+    fun mpu_endpoint_readiness_fd(endpoint: Long, fd: IntByReference): Int
+    fun mpu_endpoint_set_ready_callback(endpoint: Long, callback: ReadyCallback?, ctx: Pointer?): Int
+    fun mpu_connect_start(endpoint: Long, addr: String, callback: ReadyCallback?, ctx: Pointer?, out: LongByReference): Int
+    fun mpu_connect_finish(pending: Long, out: LongByReference): Int
+    fun mpu_connect_free(pending: Long): Int
     fun mpu_options_path_manager(options: Long, name: String): Int
     fun mpu_options_oracle(options: Long, periodMs: Int, lossPermille: Int, rtoMs: Int): Int
     fun mpu_options_prewarm(options: Long, everyMs: Int, holdMs: Int): Int
@@ -164,7 +175,7 @@ class MpUdpException(val code: Int, message: String) : Exception("$message (code
     }
 }
 
-private val lib get() = MpuLib.lib
+internal val lib get() = MpuLib.lib
 
 internal fun check(code: Int): Int {
     if (code >= 0) return code
@@ -300,7 +311,10 @@ data class Event(val kind: Int, val path: Int, val subflow: Long, val value: Int
 
 data class SubflowStats(val id: Int, val path: Int, val open: Boolean, val backup: Boolean, val srttUs: Long, val dataBytesSent: Long, val tcp: Boolean = false)
 
-class Endpoint private constructor(private val handle: Long) : java.io.Closeable {
+class Endpoint private constructor(internal val handle: Long) : java.io.Closeable {
+    /** The readiness of its accepts, made by `acceptAsync` (Async.kt). */
+    internal var ready: Any? = null
+
     companion object {
         fun client(o: Options) = Endpoint(handle { lib.mpu_client_new(o.handle, it) })
         fun server(o: Options, addr: String) = Endpoint(handle { lib.mpu_server_new(o.handle, addr, it) })
@@ -344,7 +358,7 @@ class Endpoint private constructor(private val handle: Long) : java.io.Closeable
     }
 }
 
-class Connection internal constructor(private val handle: Long) : java.io.Closeable {
+class Connection internal constructor(internal val handle: Long) : java.io.Closeable {
     companion object {
         // Callbacks the library may still call (until their CLOSED event), kept reachable:
         // JNA frees a callback's native stub when its object is collected.

@@ -1,0 +1,103 @@
+//! A connect that parks no thread (issue 55): `mpu_connect_start` begins the handshake on the
+//! library's runtime and returns at once with a handle; the callback says when it ended, and
+//! `mpu_connect_finish` gives the connection (or the error). A Kotlin coroutine or a Swift task
+//! suspends between the two; freeing the handle before the end cancels the connect.
+
+use crate::conn::Conn;
+use crate::endpoint::{endpoint_of, Endpoint};
+use crate::ready::MpuReadyCallback;
+use crate::{arg_addr, get, guard, invalid, put, register, runtime, unregister, unregister_any, Fail};
+use crate::{MPU_ERR_WOULD_BLOCK, MPU_OK};
+use mpudp::MpStream;
+use std::ffi::{c_char, c_void};
+use std::sync::Mutex;
+
+/// A connect in progress.
+pub(crate) struct Connecting {
+    result: std::sync::Arc<Mutex<Option<Result<MpStream, mpudp::Error>>>>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Connecting {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The app's context pointer for its callback.
+struct Ctx(*mut c_void);
+// SAFETY: the app promises (in the header) that its context may be used from the library's
+// thread; the library only hands it back.
+unsafe impl Send for Ctx {}
+
+/// Starts connecting to the server at `addr` from a client endpoint (within the options'
+/// connect timeout) and returns at once: `*out` is the connect's handle. When the handshake
+/// ended, either way, `callback(ctx)` is called on the library's thread (NULL: none; poll
+/// `mpu_connect_finish`); then `mpu_connect_finish` gives the connection. `mpu_connect_free`
+/// cancels a connect in progress.
+///
+/// # Safety
+/// `addr` must be a NUL-terminated string, `out` valid for a write; `callback` safe to call
+/// from another thread with `ctx`, once.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_connect_start(
+    endpoint: u64,
+    addr: *const c_char,
+    callback: MpuReadyCallback,
+    ctx: *mut c_void,
+    out: *mut u64,
+) -> i32 {
+    guard(|| {
+        // SAFETY: the caller's promise.
+        let a = unsafe { arg_addr(addr, "addr") }?;
+        let (o, kind) = endpoint_of(endpoint)?;
+        if !matches!(&*o, Endpoint::Client(_)) {
+            return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
+        }
+        let result = std::sync::Arc::new(Mutex::new(None));
+        let (slot, ctx) = (result.clone(), Ctx(ctx));
+        let task = runtime().spawn(async move {
+            let ctx = ctx;
+            let Endpoint::Client(ep) = &*o else { return };
+            let r = ep.connect(a).await;
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            if let Some(cb) = callback {
+                // SAFETY: the app's promise: its callback may be called with its context here.
+                unsafe { cb(ctx.0) };
+            }
+        });
+        let h = register(Connecting { result, task: task.abort_handle() });
+        // SAFETY: the caller's promise.
+        unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// The end of connect `pending`: `MPU_ERR_WOULD_BLOCK` while the handshake goes on; else the
+/// connect's handle is freed and `*out` is the connection (`MPU_OK`) or its error is returned
+/// (`MPU_ERR_UNREACHABLE`, `MPU_ERR_NOT_AUTHENTICATED`, ...).
+///
+/// # Safety
+/// `out` must be valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn mpu_connect_finish(pending: u64, out: *mut u64) -> i32 {
+    guard(|| {
+        let c = get::<Connecting>(pending, "a connect in progress")?;
+        let r = c.result.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(r) = r else {
+            return Err(Fail(MPU_ERR_WOULD_BLOCK, "the handshake goes on".into()));
+        };
+        drop(c);
+        let _ = unregister::<Connecting>(pending, "a connect in progress");
+        let h = register(Conn::new(r?));
+        // SAFETY: the caller's promise.
+        unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
+        Ok(MPU_OK)
+    })
+}
+
+/// Cancels connect `pending` if it goes on, and frees its handle.
+#[no_mangle]
+pub extern "C" fn mpu_connect_free(pending: u64) -> i32 {
+    guard(|| unregister::<Connecting>(pending, "a connect in progress").map(|_| MPU_OK))
+}

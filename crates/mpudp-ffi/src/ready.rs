@@ -1,0 +1,106 @@
+//! Readiness without a thread per call (issue 55): a connection (or a server endpoint) tells
+//! the app when a call that returned `MPU_ERR_WOULD_BLOCK` (timeout 0) may now make progress,
+//! through a file descriptor its own loop waits on, or a callback.
+//!
+//! - **The descriptor** (`mpu_conn_readiness_fd`) becomes readable; Android's
+//!   `MessageQueue.addOnFileDescriptorEventListener` and iOS's `DispatchSource.makeReadSource`
+//!   wait on such a descriptor in the app's own loop, as `epoll` and `kqueue` do. It is one end
+//!   of a socket pair: the same on Linux, Android and Apple's systems.
+//! - **The callback** (`mpu_conn_set_ready_callback`) is called on the library's thread, where
+//!   a Kotlin coroutine or a Swift continuation is resumed (on the app's dispatcher, never
+//!   inline: the callback must not call the library).
+//!
+//! The rule is that of an edge-triggered `epoll`: call read, write, next event (or accept)
+//! with timeout 0 until one returns `MPU_ERR_WOULD_BLOCK`; that call leaves the connection's
+//! waker with the library, which signals once something changes (bytes arrived, room in the
+//! send buffer, an event, the end). Each call with timeout 0 drains the descriptor first, so a
+//! level-triggered loop does not spin.
+
+use std::ffi::c_void;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Wake, Waker};
+
+/// Called with the app's context when something that would have blocked may go on.
+pub type MpuReadyCallback = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
+
+/// The app's context pointer for its ready callback.
+struct Ctx(*mut c_void);
+// SAFETY: the app promises (in the header) that its context may be used from the library's
+// thread; the library only hands it back.
+unsafe impl Send for Ctx {}
+// SAFETY: as above; the library never reads or writes through it.
+unsafe impl Sync for Ctx {}
+
+/// One connection's or endpoint's readiness: the socket pair and the callback, each made when
+/// the app asks for it.
+#[derive(Default)]
+pub(crate) struct Readiness {
+    /// (the app's end, the library's end).
+    pair: OnceLock<(UnixStream, UnixStream)>,
+    callback: Mutex<Option<(unsafe extern "C" fn(*mut c_void), Arc<Ctx>)>>,
+}
+
+impl Readiness {
+    /// The descriptor the app waits on (made at the first call).
+    pub(crate) fn fd(&self) -> std::io::Result<i32> {
+        if let Some((app, _)) = self.pair.get() {
+            return Ok(app.as_raw_fd());
+        }
+        let (app, lib) = UnixStream::pair()?;
+        app.set_nonblocking(true)?;
+        lib.set_nonblocking(true)?;
+        // Another thread may have made it meanwhile: the first one made stays.
+        let (app, _) = self.pair.get_or_init(|| (app, lib));
+        Ok(app.as_raw_fd())
+    }
+
+    pub(crate) fn set_callback(&self, cb: MpuReadyCallback, ctx: *mut c_void) {
+        let mut g = self.callback.lock().unwrap_or_else(|e| e.into_inner());
+        *g = cb.map(|f| (f, Arc::new(Ctx(ctx))));
+    }
+
+    /// Whether the app asked for readiness (a descriptor or a callback).
+    fn wanted(&self) -> bool {
+        self.pair.get().is_some() || self.callback.lock().map_or(true, |g| g.is_some())
+    }
+
+    /// The waker a call with timeout 0 leaves with the library: this readiness, or (nobody
+    /// listens) one that does nothing.
+    pub(crate) fn waker(self: &Arc<Self>) -> Option<Waker> {
+        self.wanted().then(|| Waker::from(self.clone()))
+    }
+
+    /// Empties the descriptor: the app is making its calls.
+    pub(crate) fn drain(&self) {
+        if let Some((mut app, _)) = self.pair.get().map(|(a, l)| (a, l)) {
+            let mut sink = [0u8; 64];
+            while matches!(app.read(&mut sink), Ok(n) if n > 0) {}
+        }
+    }
+}
+
+impl Wake for Readiness {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    /// On the library's thread, under its lock: a byte into the socket pair (a full pair is
+    /// readable already), and the callback through a task of its own (it runs after the lock
+    /// is released, and may be slow).
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some((_, mut lib)) = self.pair.get().map(|(a, l)| (a, l)) {
+            let _ = lib.write(&[1]);
+        }
+        let cb = self.callback.lock().ok().and_then(|g| g.as_ref().map(|(f, c)| (*f, c.clone())));
+        if let Some((f, ctx)) = cb {
+            crate::runtime().spawn(async move {
+                // SAFETY: the app's promise: its callback may be called with its context from
+                // the library's thread.
+                unsafe { f(ctx.0) };
+            });
+        }
+    }
+}
