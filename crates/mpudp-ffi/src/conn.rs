@@ -49,7 +49,8 @@ fn io_fail(e: std::io::Error) -> Fail {
     Fail(MPU_ERR_CLOSED, e.to_string())
 }
 
-/// Reads up to `len` bytes into `buf`, waiting at most `timeout_ms` for some. Returns the
+/// Reads up to `len` bytes into `buf`, waiting at most `timeout_ms` for some
+/// (0: try once, `MPU_ERR_WOULD_BLOCK` if none; negative: no limit). Returns the
 /// count (> 0), 0 at the end of the stream (the peer shut down and everything was read), or a
 /// negative error (`MPU_ERR_WOULD_BLOCK`, `MPU_ERR_TIMEOUT`, `MPU_ERR_CLOSED`).
 ///
@@ -72,7 +73,8 @@ pub unsafe extern "C" fn mpu_read(conn: u64, buf: *mut u8, len: usize, timeout_m
 }
 
 /// Writes all `len` bytes of `buf` into the connection's send buffer, waiting at most
-/// `timeout_ms` for room. Returns `len`, or the count written when the time ran out after
+/// `timeout_ms` for room (0: as much as fits now, `MPU_ERR_WOULD_BLOCK` if nothing does;
+/// negative: no limit). Returns `len`, or the count written when the time ran out after
 /// some, or a negative error. Written bytes are sent and retransmitted by the library.
 ///
 /// # Safety
@@ -105,14 +107,20 @@ pub unsafe extern "C" fn mpu_write(conn: u64, buf: *const u8, len: usize, timeou
     })
 }
 
-/// Ends our direction (DATA_FIN after everything written); reading goes on.
+/// Ends our direction (DATA_FIN after everything written); reading goes on. A write blocked
+/// on another thread is not waited for: its next attempt fails with `MPU_ERR_CLOSED`.
 #[no_mangle]
 pub extern "C" fn mpu_shutdown(conn: u64) -> i32 {
     guard(|| {
         with_conn(conn, |c| {
-            // Dropping the write half sends the DATA_FIN (inside the runtime: it wakes the driver).
+            // Inside the runtime: it wakes the driver. Through the control, not the write half:
+            // a write blocked on another thread holds that, and is not waited for (its next
+            // write fails). An abort before is no error here.
             let _rt = runtime().enter();
-            lock(&c.write).take();
+            let _ = c.control.shutdown();
+            if let Ok(mut w) = c.write.try_lock() {
+                w.take();
+            }
             Ok(MPU_OK)
         })
     })
@@ -171,7 +179,7 @@ fn close_code(r: CloseReason) -> u32 {
     }
 }
 
-/// Waits at most `timeout_ms` for the connection to close (after `mpu_shutdown`: until the
+/// Waits at most `timeout_ms` (0: try once; negative: no limit) for the connection to close (after `mpu_shutdown`: until the
 /// peer acknowledged everything and closed too), with its reason (`MPU_CLOSE_*`) in `*reason`.
 ///
 /// # Safety
@@ -196,7 +204,10 @@ pub const MPU_EVENT_SUBFLOW_ESTABLISHED: u32 = 2;
 pub const MPU_EVENT_SUBFLOW_FAILED: u32 = 3;
 /// A potentially failed subflow was acknowledged again (`subflow`).
 pub const MPU_EVENT_SUBFLOW_RECOVERED: u32 = 4;
-/// A subflow closed (`subflow`; `value`: the reset's reason code).
+/// A subflow closed (`subflow`; `value`: the reason, RFC 8684's and ours: 0 unspecified, 1
+/// MPTCP error, 2 lack of resources, 3 administratively prohibited, 4 too much outstanding
+/// data, 5 unacceptable performance, 6 middlebox interference, 7 graceful, 8 fast join
+/// refused, 9 idle timeout, 10 stateless reset from the server's fleet).
 pub const MPU_EVENT_SUBFLOW_CLOSED: u32 = 5;
 /// The peer's address on a subflow changed (NAT rebinding).
 pub const MPU_EVENT_SUBFLOW_MIGRATED: u32 = 6;
@@ -210,6 +221,9 @@ pub const MPU_EVENT_VERDICT: u32 = 9;
 pub const MPU_EVENT_FAIL_BACK: u32 = 10;
 /// The connection closed (`value`: `MPU_CLOSE_*`). The last event.
 pub const MPU_EVENT_CLOSED: u32 = 11;
+/// A resumption ticket arrived from the server (client): `mpu_endpoint_tickets` now has one
+/// more to save.
+pub const MPU_EVENT_TICKET: u32 = 12;
 
 /// One event of a connection.
 #[repr(C)]
@@ -227,7 +241,8 @@ pub struct MpuEvent {
     pub at_us: u64,
 }
 
-fn event_of(e: &ConnEvent, born: Instant) -> MpuEvent {
+/// The app's view of an event; `None` for the library's own (readable, forgotten).
+fn event_of(e: &ConnEvent, born: Instant) -> Option<MpuEvent> {
     let (kind, value) = match e.event {
         Event::Connected => (MPU_EVENT_CONNECTED, 0),
         Event::SubflowEstablished { backup, .. } => (MPU_EVENT_SUBFLOW_ESTABLISHED, u32::from(backup)),
@@ -247,18 +262,19 @@ fn event_of(e: &ConnEvent, born: Instant) -> MpuEvent {
         ),
         Event::FailBack => (MPU_EVENT_FAIL_BACK, 0),
         Event::Closed { reason } => (MPU_EVENT_CLOSED, close_code(reason)),
-        Event::Readable | Event::Forgotten | Event::TicketReceived => (0, 0),
+        Event::TicketReceived => (MPU_EVENT_TICKET, 0),
+        Event::Readable | Event::Forgotten => return None,
     };
-    MpuEvent {
+    Some(MpuEvent {
         kind,
         value,
         path: e.path.map_or(-1, |p| i32::from(p.0)),
         subflow: e.subflow().map_or(-1, i64::from),
         at_us: e.at.saturating_duration_since(born).as_micros() as u64,
-    }
+    })
 }
 
-/// Waits at most `timeout_ms` for the connection's next event, into `*out`. Returns
+/// Waits at most `timeout_ms` (0: try once; negative: no limit) for the connection's next event, into `*out`. Returns
 /// `MPU_ERR_CLOSED` once the connection closed and every event was read, and
 /// `MPU_ERR_INVALID` once a callback took the events (`mpu_set_event_callback`).
 ///
@@ -270,8 +286,17 @@ pub unsafe extern "C" fn mpu_next_event(conn: u64, timeout_ms: i32, out: *mut Mp
         let e = with_conn(conn, |c| {
             let mut ev = lock(&c.events);
             let ev = ev.as_mut().ok_or_else(|| invalid("the connection's events go to its callback"))?;
-            let e = block_ready(timeout(timeout_ms), &c.ready, ev.next())?;
-            Ok(e.map(|e| event_of(&e, c.born)))
+            let born = c.born;
+            let next = async {
+                // The library's own events are not the app's: skipped.
+                while let Some(e) = ev.next().await {
+                    if let Some(m) = event_of(&e, born) {
+                        return Some(m);
+                    }
+                }
+                None
+            };
+            block_ready(timeout(timeout_ms), &c.ready, next)
         })?;
         let e = e.ok_or_else(|| Fail(MPU_ERR_CLOSED, "the connection closed; no event left".into()))?;
         // SAFETY: the caller's promise.
@@ -310,7 +335,7 @@ pub unsafe extern "C" fn mpu_set_event_callback(conn: u64, callback: MpuEventCal
             let ctx = ctx;
             let mut events = events;
             while let Some(e) = events.next().await {
-                let ev = event_of(&e, born);
+                let Some(ev) = event_of(&e, born) else { continue };
                 // SAFETY: the caller's promise on `callback` and `ctx`.
                 unsafe { cb(ctx.0, &ev) };
             }

@@ -135,7 +135,8 @@ pub unsafe extern "C" fn mpu_connect(endpoint: u64, addr: *const c_char, timeout
 /// server (`mpu_options_tickets`) they go with the first packet as 0-RTT data and the answer
 /// can come a round trip sooner; otherwise they go once the handshake is done. Either way they
 /// are written, once. Early data can be replayed by whoever captured it: send early only a
-/// request that is safe to act on twice.
+/// request that is safe to act on twice. `timeout_ms` as for `mpu_connect` (negative: the
+/// options' connect timeout).
 ///
 /// # Safety
 /// `addr` must be a NUL-terminated string, `data` point to `len` readable bytes (or be NULL
@@ -194,7 +195,8 @@ pub unsafe extern "C" fn mpu_endpoint_tickets(endpoint: u64, buf: *mut u8, len: 
     })
 }
 
-/// Waits at most `timeout_ms` for the next connection to a server endpoint, into `*out`.
+/// Waits at most `timeout_ms` (0: try once; negative: no limit) for the next connection to a
+/// server endpoint, into `*out`.
 ///
 /// # Safety
 /// `out` must be valid for a write.

@@ -124,7 +124,7 @@ impl From<mpudp::Error> for Fail {
     fn from(e: mpudp::Error) -> Self {
         use mpudp::Error as E;
         let code = match &e {
-            E::NoSuchDevice { .. } => MPU_ERR_NO_SUCH_INTERFACE,
+            E::NoSuchDevice { .. } | E::NoSuchInterface { .. } => MPU_ERR_NO_SUCH_INTERFACE,
             E::PermissionDenied { .. } => MPU_ERR_PERMISSION,
             E::Unreachable { .. } => MPU_ERR_UNREACHABLE,
             E::ServerNotAuthenticated { .. } => MPU_ERR_NOT_AUTHENTICATED,

@@ -161,7 +161,7 @@ pub(crate) fn adopt_fd(fd: i32) -> Res<std::net::UdpSocket> {
     Ok(sock)
 }
 
-/// The server's public key (base64, as `iperf-siri keygen` and `mpu_endpoint_public_key`
+/// The server's public key (base64, as `iperf-siri keygen` and `mpu_options_public_key`
 /// print it) that a client requires the server to prove. May be given more than once.
 ///
 /// # Safety

@@ -39,8 +39,12 @@ unsafe extern "C" fn count(ctx: *mut c_void) {
     unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);
 }
 
+/// The tests count the library's live handles: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn accept_read_write_and_events_signal_the_descriptor_and_the_callback() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let seed = [9u8; 32];
     let any = CString::new("127.0.0.1:0").unwrap();
     let lo = CString::new("lo").unwrap();
@@ -148,4 +152,76 @@ fn accept_read_write_and_events_signal_the_descriptor_and_the_callback() {
     mpu_endpoint_free(client);
     mpu_endpoint_free(server);
     assert_eq!(mpu_live_handles(), 0, "nothing left behind");
+}
+
+/// A server and a client over loopback, connected: (server, client, server's conn, client's).
+fn pair(seed: u8) -> (u64, u64, u64, u64) {
+    let any = CString::new("127.0.0.1:0").unwrap();
+    let lo = CString::new("lo").unwrap();
+    // SAFETY (whole function): valid out pointers and NUL-terminated strings.
+    unsafe {
+        let o = out(|p| mpu_options_new(MPU_PRESET_SERVER, p));
+        assert_eq!(mpu_options_identity_seed(o, [seed; 32].as_ptr()), MPU_OK);
+        let mut key = [0 as std::ffi::c_char; 128];
+        assert_eq!(mpu_options_public_key(o, key.as_mut_ptr(), key.len()), MPU_OK);
+        let server = out(|p| mpu_server_new(o, any.as_ptr(), p));
+        mpu_options_free(o);
+        let mut addr = [0 as std::ffi::c_char; 64];
+        assert_eq!(mpu_endpoint_local_addr(server, addr.as_mut_ptr(), addr.len()), MPU_OK);
+        let o = out(|p| mpu_options_new(MPU_PRESET_DEFAULT, p));
+        assert_eq!(mpu_options_server_key(o, key.as_ptr()), MPU_OK);
+        assert_eq!(mpu_options_add_address(o, any.as_ptr(), lo.as_ptr(), MPU_IFACE_WIRED, 0), MPU_OK);
+        let client = out(|p| mpu_client_new(o, p));
+        mpu_options_free(o);
+        let conn_c = out(|p| mpu_connect(client, addr.as_ptr(), 5000, p));
+        let conn_s = out(|p| mpu_accept(server, 5000, p));
+        (server, client, conn_s, conn_c)
+    }
+}
+
+#[test]
+fn shutdown_does_not_wait_for_a_writer_blocked_on_another_thread() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (server, client, conn_s, conn_c) = pair(11);
+    // The send buffer full (the client reads nothing yet).
+    let chunk = vec![3u8; 64 << 10];
+    let mut sent = 0usize;
+    loop {
+        // SAFETY: a buffer of its length.
+        let n = unsafe { mpu_write(conn_s, chunk.as_ptr(), chunk.len(), 0) };
+        if n == MPU_ERR_WOULD_BLOCK as isize {
+            break;
+        }
+        sent += n as usize;
+    }
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![3u8; 64 << 10];
+        // SAFETY: a buffer of its length. Blocks: nothing makes room for 3 s.
+        unsafe { mpu_write(conn_s, chunk.as_ptr(), chunk.len(), 3000) }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let t0 = std::time::Instant::now();
+    assert_eq!(mpu_shutdown(conn_s), MPU_OK);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_millis(1000), "mpu_shutdown waited for the blocked writer: {took:?}");
+    // The client gets everything written, then the end of the stream.
+    let mut buf = vec![0u8; 64 << 10];
+    let mut got = 0usize;
+    loop {
+        // SAFETY: a buffer of its length.
+        let n = unsafe { mpu_read(conn_c, buf.as_mut_ptr(), buf.len(), 5000) };
+        assert!(n >= 0, "client read {n}");
+        if n == 0 {
+            break;
+        }
+        got += n as usize;
+    }
+    let late = writer.join().unwrap();
+    assert!(got >= sent, "{got} of {sent} bytes before the end");
+    println!("shutdown took {took:?}; the blocked write returned {late}; {got} bytes then the end");
+    for h in [conn_c, conn_s] {
+        mpu_conn_free(h);
+    }
+    mpu_endpoint_free(client);
+    mpu_endpoint_free(server);
 }

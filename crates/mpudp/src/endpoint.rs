@@ -129,6 +129,7 @@ impl MpEndpoint {
         let family = if remote.is_ipv6() { "IPv6" } else { "IPv4" };
         let no_address = || Error::NoAddress { name: "any of the endpoint's interfaces".into(), family };
         let path = tokio::time::timeout(self.connect_timeout, path).await.map_err(|_| no_address())??;
+        let ticket_back;
         let h = {
             let mut st = self.shared.lock();
             if let Some(local) = st.ep.path(path).map(|p| p.addr).filter(|a| a.is_ipv6() != remote.is_ipv6()) {
@@ -140,7 +141,9 @@ impl MpEndpoint {
             // A phone's monotonic clock stops while it sleeps: the unix time that dates the
             // ticket's age is taken again now.
             st.ep.set_unix_time(now, unix_ms());
-            let ticket = st.tickets.as_ref().and_then(|s| s.take(remote));
+            let keys: Vec<[u8; 32]> = st.ep.config().transport.server_keys.iter().map(|k| k.0).collect();
+            let ticket = st.tickets.as_ref().and_then(|s| s.take_for(remote, &keys));
+            ticket_back = ticket.clone();
             let h = match &ticket {
                 Some(t) => st.ep.connect_resuming(now, path, remote, t),
                 None => st.ep.connect(now, path, remote),
@@ -188,14 +191,22 @@ impl MpEndpoint {
                 }
             }
         });
-        match tokio::time::timeout(self.connect_timeout, handshake).await {
-            Ok(Ok(())) => Ok(stream),
-            Ok(Err(e)) => Err(e),
+        let r = match tokio::time::timeout(self.connect_timeout, handshake).await {
+            Ok(Ok(())) => return Ok(stream),
+            Ok(Err(e)) => e,
             Err(_) => {
                 stream.abort();
-                Err(unreachable())
+                unreachable()
+            }
+        };
+        // The server never answered: it never saw the ticket either (or whatever saw it could
+        // not answer), so the ticket is kept for the next try rather than spent.
+        if let (Error::Unreachable { .. }, Some(t)) = (&r, ticket_back) {
+            if let Some(s) = self.shared.lock().tickets.as_ref() {
+                s.insert(t);
             }
         }
+        Err(r)
     }
 
     /// The store of `Options::tickets`, if given: what to save for the app's next start

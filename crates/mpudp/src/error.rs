@@ -14,6 +14,12 @@ pub enum Error {
         /// The name asked for.
         name: String,
     },
+    /// The endpoint has no interface of this name (device or label) to set up, down or
+    /// remove.
+    NoSuchInterface {
+        /// The name asked for.
+        name: String,
+    },
     /// No interface got an address of the family the peer uses within the connect timeout.
     NoAddress {
         /// The interface (or "any of the endpoint's interfaces").
@@ -72,6 +78,7 @@ impl fmt::Display for Error {
             Error::NoSuchDevice { name } => {
                 write!(f, "interface {name:?} does not exist (list the interfaces with `ip link`)")
             }
+            Error::NoSuchInterface { name } => write!(f, "no interface named {name:?} in this endpoint"),
             Error::NoAddress { name, family } => write!(
                 f,
                 "{name} got no {family} address in time (give one with `ip addr add`, or name the address explicitly)"
@@ -118,7 +125,9 @@ impl std::error::Error for Error {
 impl From<Error> for io::Error {
     fn from(e: Error) -> Self {
         let kind = match &e {
-            Error::NoSuchDevice { .. } | Error::NoAddress { .. } => io::ErrorKind::NotFound,
+            Error::NoSuchDevice { .. } | Error::NoSuchInterface { .. } | Error::NoAddress { .. } => {
+                io::ErrorKind::NotFound
+            }
             Error::PermissionDenied { .. } => io::ErrorKind::PermissionDenied,
             Error::AddrInUse { .. } => io::ErrorKind::AddrInUse,
             Error::AddrNotAvailable { .. } => io::ErrorKind::AddrNotAvailable,

@@ -435,6 +435,14 @@ impl StreamControl {
         self.conn.abort()
     }
 
+    /// Ends our direction (DATA_FIN after everything written), as shutting the write half
+    /// down does, without it: a writer blocked on a full send buffer (another thread, another
+    /// task) is not waited for, and its next write fails. An error if the connection ended
+    /// otherwise than gracefully.
+    pub fn shutdown(&self) -> std::io::Result<()> {
+        self.conn.shutdown()
+    }
+
     /// See [`MpStream::probe_peer`].
     pub fn probe_peer(&self) -> bool {
         self.conn.probe_peer()

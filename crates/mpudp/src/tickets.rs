@@ -63,6 +63,31 @@ impl TicketStore {
         t
     }
 
+    /// The newest ticket within its lifetime from a server that signs with one of `keys` (the
+    /// keys the client trusts: the service's, whatever its address now, as DNS or anycast
+    /// move it), else the newest for `server`'s address; taken out. Expired ones are dropped.
+    pub fn take_for(&self, server: SocketAddr, keys: &[[u8; 32]]) -> Option<ResumptionTicket> {
+        let now = unix_ms();
+        let mut m = self.0.lock().ok()?;
+        let by_key = m
+            .iter()
+            .flat_map(|(a, q)| q.iter().enumerate().map(move |(i, t)| (*a, i, t)))
+            .filter(|(_, _, t)| t.expires_unix_ms() > now && t.identity.is_some_and(|k| keys.contains(&k)))
+            .max_by_key(|(_, _, t)| t.received_unix_ms)
+            .map(|(a, i, _)| (a, i));
+        let Some((addr, i)) = by_key else {
+            drop(m);
+            return self.take(server);
+        };
+        let q = m.get_mut(&addr)?;
+        let t = q.remove(i);
+        q.retain(|t| t.expires_unix_ms() > now);
+        if q.is_empty() {
+            m.remove(&addr);
+        }
+        t
+    }
+
     /// Tickets held, every server's.
     pub fn len(&self) -> usize {
         self.0.lock().map_or(0, |m| m.values().map(VecDeque::len).sum())
@@ -146,5 +171,23 @@ mod tests {
         for cut in 0..b.len() {
             assert!(TicketStore::from_bytes(&b[..cut]).is_none(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn a_trusted_key_finds_its_servers_newest_ticket_at_any_address() {
+        let s = TicketStore::new();
+        let now = unix_ms();
+        s.insert(ticket("10.0.0.1:5201", now - 1_000, 1));
+        s.insert(ticket("10.0.0.2:5201", now, 1));
+        s.insert(ticket("10.0.0.3:5201", now, 2));
+        let elsewhere: SocketAddr = "192.0.2.1:443".parse().unwrap();
+        // Key 1's newest (10.0.0.2), wherever the service is now.
+        assert_eq!(s.take_for(elsewhere, &[[1; 32]]).unwrap().server, "10.0.0.2:5201".parse().unwrap());
+        assert_eq!(s.take_for(elsewhere, &[[1; 32]]).unwrap().server, "10.0.0.1:5201".parse().unwrap());
+        // No trusted key: by address only.
+        assert!(s.take_for(elsewhere, &[[1; 32]]).is_none());
+        assert!(s.take_for(elsewhere, &[]).is_none());
+        assert_eq!(s.take_for("10.0.0.3:5201".parse().unwrap(), &[]).unwrap().psk, [2; 32]);
+        assert!(s.is_empty());
     }
 }

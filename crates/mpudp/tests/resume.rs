@@ -18,7 +18,10 @@ const REQUEST: &[u8] = b"GET /weather HTTP/1.1\r\nHost: phone\r\n\r\n";
 /// A server that answers each connection's request (REQUEST's length) with its reversal,
 /// and reports per connection: resumed, early bytes.
 async fn server(cores: usize) -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<(bool, u64)>) {
-    let opts = Options::new().identity(identity()).issue_tickets(true);
+    let mut opts = Options::new().identity(identity()).issue_tickets(true);
+    // One service: every server of these tests seals tickets under the same secret, as the
+    // servers of a fleet do (a ticket from one opens on another).
+    opts.config_mut().resumption.secret = Some([7; 32]);
     let l = MpListener::bind_cores("127.0.0.1:0".parse().unwrap(), opts, cores).unwrap();
     let addr = l.local_addr();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -125,4 +128,39 @@ async fn a_server_on_two_cores_resumes_the_tickets_of_either() {
         wait_for_ticket(&store).await;
     }
     assert_eq!(resumed, 5);
+}
+
+/// Tickets belong to the server's key, not its address (issue 55): a ticket got from one
+/// address resumes at another (DNS or anycast moved the service), and a connect that nobody
+/// answered keeps its ticket rather than spending it.
+#[tokio::test]
+async fn a_ticket_follows_the_servers_key_and_survives_an_unanswered_connect() {
+    let (addr, mut seen) = server(1).await;
+    let store = TicketStore::new();
+    let (answer, _) = ask(&client(&store), addr, false).await;
+    assert_eq!(answer, reversed());
+    assert_eq!(seen.recv().await.unwrap(), (false, 0));
+    wait_for_ticket(&store).await;
+    // Nothing listens there: the connect fails unanswered, and the ticket stays.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let opts = Options::new()
+        .server_key(identity().public_key())
+        .interface(Interface::unbound("127.0.0.1:0".parse().unwrap()))
+        .connect_timeout(Duration::from_millis(300))
+        .tcp_fallback(None)
+        .tickets(store.clone());
+    let ep = MpEndpoint::client(opts).unwrap();
+    let e = ep.connect(silent.local_addr().unwrap()).await.unwrap_err();
+    assert!(matches!(e, mpudp::Error::Unreachable { .. }), "{e}");
+    assert_eq!(store.len(), 1, "the unanswered connect kept its ticket");
+    // The same server (its key) behind a new address: the ticket resumes there.
+    let (moved, mut seen2) = server(1).await;
+    assert_ne!(moved, addr);
+    let (answer, st) = ask(&client(&store), moved, true).await;
+    assert_eq!(answer, reversed());
+    assert!(st.resumed, "resumed at the service's new address: {st:?}");
+    // Resumed, its early request taken after the handshake: this server started after the
+    // ticket was issued, and takes no 0-RTT data from before its start for the anti-replay
+    // record's 20 s (PROTOCOL.md §4.9: a flight captured before it started is not in it).
+    assert_eq!(seen2.recv().await.unwrap(), (true, 0));
 }

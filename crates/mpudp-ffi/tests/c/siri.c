@@ -175,7 +175,7 @@ static int run(void) {
     CHECK(mpu_read(999999, b, sizeof b, 0) == MPU_ERR_INVALID, "unknown handle");
     CHECK(mpu_read(client, b, sizeof b, 0) == MPU_ERR_INVALID, "an endpoint is not a connection");
     CHECK(mpu_accept(client, 0, &conn) == MPU_ERR_INVALID, "a client does not accept");
-    CHECK(mpu_path_set_up(client, "nosuch", true) == MPU_ERR_CONFIG, "unknown interface");
+    CHECK(mpu_path_set_up(client, "nosuch", true) == MPU_ERR_NO_SUCH_INTERFACE, "unknown interface");
     char msg[256];
     CHECK(mpu_last_error(msg, sizeof msg) > 0 && strstr(msg, "nosuch") != NULL, "message: %s", msg);
     CHECK(mpu_path_set_up(client, "wifi", -1) == MPU_ERR_INVALID, "a flag is 0 or 1");

@@ -288,7 +288,7 @@ impl State {
             return Err(Error::EndpointClosed);
         }
         if !self.names.iter().any(|n| n == name) {
-            return Err(Error::Config(format!("no interface named {name:?} in this endpoint")));
+            return Err(Error::NoSuchInterface { name: name.to_string() });
         }
         self.commands.push_back(c);
         self.wake_driver();

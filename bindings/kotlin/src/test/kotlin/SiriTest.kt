@@ -57,6 +57,14 @@ fun resumeAcrossRestarts(seed: ByteArray) {
                 val answer = ByteArray(2)
                 ep.connectEarly(server.localAddr, request, 5_000).use { c ->
                     c.readFully(answer, 10_000)
+                    // The ticket is an event of its own kind (it was kind 0, undocumented).
+                    var kinds = emptyList<Int>()
+                    for (i in 0 until 100) {
+                        kinds = kinds + generateSequence { c.nextEvent(0) }.map { it.kind }.toList()
+                        if (Event.TICKET in kinds) break
+                        Thread.sleep(20)
+                    }
+                    check(Event.TICKET in kinds && 0 !in kinds) { "events $kinds" }
                     c.shutdown()
                     c.waitClosed(5_000)
                 }
@@ -115,12 +123,16 @@ fun main() {
         println("request $r: ${"%.2f".format(ms)} ms${if (r >= 4) " (WiFi down)" else ""}")
     }
     check(conn.bytesRead() == 6L * 20_000) { "bytes read ${conn.bytesRead()}" }
+    check(conn.stats().established) { "${conn.stats()}" }
+    // Nothing to read now: 0, not an exception.
+    check(conn.read(ByteArray(8), timeoutMs = 0) == 0) { "a read with nothing ready" }
     check(conn.subflows().any { it.path == 1 && it.dataBytesSent > 0 }) { "data on cellular: ${conn.subflows()}" }
     try {
         client.setPathUp("nosuch", true)
         error("an unknown interface was accepted")
     } catch (e: MpUdpException) {
         check(e.message!!.contains("nosuch")) { e.message!! }
+        check(e.code == MpUdpException.NO_SUCH_INTERFACE) { "code ${e.code}" }
     }
     conn.shutdown()
     check(conn.read(ByteArray(8), timeoutMs = 5_000) == -1) { "end of stream" }

@@ -172,6 +172,12 @@ class MpUdpException(val code: Int, message: String) : Exception("$message (code
         const val CLOSED = -4
         const val UNREACHABLE = -5
         const val NOT_AUTHENTICATED = -6
+        const val CONFIG = -7
+        const val IO = -8
+        const val PERMISSION = -9
+        const val NO_SUCH_INTERFACE = -10
+        /** A bug in the library (a panic caught at the boundary): please report it. */
+        const val PANIC = -99
     }
 }
 
@@ -301,15 +307,29 @@ data class Event(val kind: Int, val path: Int, val subflow: Long, val value: Int
         const val SUBFLOW_FAILED = 3
         const val SUBFLOW_RECOVERED = 4
         const val SUBFLOW_CLOSED = 5
+        const val SUBFLOW_MIGRATED = 6
+        const val ADDRESS_ANNOUNCED = 7
+        const val FINISHED = 8
         const val VERDICT = 9
         const val FAIL_BACK = 10
         const val CLOSED = 11
+        /** A resumption ticket arrived: [Endpoint.tickets] has one more to save. */
+        const val TICKET = 12
 
         internal fun of(e: MpuEvent) = Event(e.kind, e.path, e.subflow, e.value, e.atUs)
     }
 }
 
-data class SubflowStats(val id: Int, val path: Int, val open: Boolean, val backup: Boolean, val srttUs: Long, val dataBytesSent: Long, val tcp: Boolean = false)
+data class SubflowStats(
+    val id: Int, val path: Int, val open: Boolean, val backup: Boolean, val srttUs: Long, val dataBytesSent: Long,
+    val tcp: Boolean = false, val bytesReceived: Long = 0
+)
+
+/** A connection's statistics. */
+data class Stats(
+    val established: Boolean, val subflowsOpen: Int, val bytesWritten: Long, val bytesRead: Long,
+    val bytesReinjected: Long, val srttUs: Long
+)
 
 class Endpoint private constructor(internal val handle: Long) : java.io.Closeable {
     /** The readiness of its accepts, made by `acceptAsync` (Async.kt). */
@@ -347,6 +367,10 @@ class Endpoint private constructor(internal val handle: Long) : java.io.Closeabl
     fun pathHint(name: String, degraded: Boolean, signalLevel: Int = -1, linkRateBps: Long = 0) {
         check(lib.mpu_path_hint(handle, name, degraded.flag(), signalLevel, linkRateBps))
     }
+    /** A network that appeared, as a socket the library binds to [addr] (named [label]). */
+    fun addPath(addr: String, label: String, kind: Iface, backup: Boolean = false) {
+        check(lib.mpu_path_add_address(handle, addr, label, kind.code, backup.flag()))
+    }
     fun addPath(fd: Int, label: String, kind: Iface, backup: Boolean = false) {
         check(lib.mpu_path_add_fd(handle, fd, label, kind.code, backup.flag()))
     }
@@ -365,21 +389,33 @@ class Connection internal constructor(internal val handle: Long) : java.io.Close
         private val live: MutableSet<Any> = java.util.concurrent.ConcurrentHashMap.newKeySet()
     }
 
-    /** Up to `len` bytes into `buf` at `off`; -1 at the end of the stream. */
-    fun read(buf: ByteArray, off: Int = 0, len: Int = buf.size - off, timeoutMs: Int = -1): Int {
-        val mem = Memory(len.toLong())
-        val n = lib.mpu_read(handle, mem, SizeT(len.toLong()), timeoutMs).toLong()
-        if (n == 0L) return -1
-        check(n.toInt())
-        mem.read(0, buf, off, n.toInt())
-        return n.toInt()
+    /**
+     * Up to `len` bytes into `buf` at `off`; -1 at the end of the stream; 0 when nothing came
+     * within the time (with `timeoutMs` 0: nothing ready now). The native buffer is the
+     * connection's, reused from read to read.
+     */
+    fun read(buf: ByteArray, off: Int = 0, len: Int = buf.size - off, timeoutMs: Int = -1): Int = synchronized(readLock) {
+        if (readMem.size() < len) readMem = Memory(maxOf(len, 1).toLong())
+        val n = lib.mpu_read(handle, readMem, SizeT(len.toLong()), timeoutMs).toInt()
+        when {
+            n == 0 -> -1
+            n == MpUdpException.WOULD_BLOCK || n == MpUdpException.TIMEOUT -> 0
+            else -> {
+                check(n)
+                readMem.read(0, buf, off, n)
+                n
+            }
+        }
     }
+    private val readLock = Any()
+    private var readMem = Memory(16_384)
 
     fun readFully(buf: ByteArray, timeoutMs: Int = -1) {
         var got = 0
         while (got < buf.size) {
             val n = read(buf, got, buf.size - got, timeoutMs)
             if (n < 0) throw MpUdpException(MpUdpException.CLOSED, "end of stream after $got of ${buf.size} bytes")
+            if (n == 0) throw MpUdpException(MpUdpException.TIMEOUT, "$got of ${buf.size} bytes within $timeoutMs ms")
             got += n
         }
     }
@@ -431,7 +467,7 @@ class Connection internal constructor(internal val handle: Long) : java.io.Close
         val s = MpuSubflowStats()
         var i = 0
         while (lib.mpu_subflow_stats(handle, i, s) == 0) {
-            out.add(SubflowStats(s.id, s.path, s.open != 0, s.backup != 0, s.srttUs, s.dataBytesSent, s.tcp != 0))
+            out.add(SubflowStats(s.id, s.path, s.open != 0, s.backup != 0, s.srttUs, s.dataBytesSent, s.tcp != 0, s.bytesReceived))
             i++
         }
         return out
@@ -445,10 +481,12 @@ class Connection internal constructor(internal val handle: Long) : java.io.Close
         return (r.value != 0) to e.value
     }
 
-    fun bytesRead(): Long {
+    fun bytesRead(): Long = stats().bytesRead
+
+    fun stats(): Stats {
         val s = MpuStats()
         check(lib.mpu_conn_stats(handle, s))
-        return s.bytesRead
+        return Stats(s.established != 0, s.subflowsOpen, s.bytesWritten, s.bytesRead, s.bytesReinjected, s.srttUs)
     }
 
     override fun close() {
