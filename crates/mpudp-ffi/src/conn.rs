@@ -1,7 +1,7 @@
 //! Connections: read, write, shut down, abort; events (polled or pushed) and statistics.
 
-use crate::ready::{MpuReadyCallback, Readiness};
-use crate::{block, block_ready, get, guard, guard_len, invalid, put, runtime, timeout, unregister, Fail, Res};
+use crate::ready::{block_ready, MpuReadyCallback, Readiness};
+use crate::{block, get, guard, guard_len, invalid, put, runtime, timeout, unregister, Fail, Res};
 use crate::{MPU_ERR_CLOSED, MPU_OK};
 use mpudp::{CloseReason, ConnEvent, Event, Events, MpStream, OwnedReadHalf, OwnedWriteHalf, StreamControl};
 use std::ffi::c_void;

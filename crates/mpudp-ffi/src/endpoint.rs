@@ -3,10 +3,10 @@
 
 use crate::conn::Conn;
 use crate::options::{iface_kind, options_of};
-use crate::ready::{MpuReadyCallback, Readiness};
+use crate::ready::{block_ready, MpuReadyCallback, Readiness};
 use crate::{
-    arg_addr, arg_str, block, block_ready, flag, get, guard, invalid, put, register, runtime, timeout, unregister,
-    unregister_any, write_str, Fail, Res, MPU_OK,
+    arg_addr, arg_str, block, flag, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any,
+    write_str, Fail, Res, MPU_OK,
 };
 use mpudp::{Interface, LinkHint, MpEndpoint, MpListener};
 use std::ffi::{c_char, c_void};

@@ -47,7 +47,7 @@ pub use conn::*;
 pub use connecting::*;
 pub use endpoint::*;
 pub use options::*;
-pub use ready::MpuReadyCallback;
+pub use ready::*;
 pub use tuning::*;
 
 use std::any::Any;
@@ -296,7 +296,7 @@ pub(crate) fn block<T>(limit: Option<Duration>, fut: impl std::future::Future<Ou
 /// its value; else `MPU_ERR_WOULD_BLOCK` and the future is dropped. No timer and no hop to
 /// the runtime's thread: a read with nothing ready returns in microseconds, where a zero
 /// `tokio::time::timeout` waited for the timer wheel's next tick, a millisecond (issue 55).
-fn try_once<T>(
+pub(crate) fn try_once<T>(
     rt: &tokio::runtime::Runtime,
     fut: impl std::future::Future<Output = T>,
     waker: Option<std::task::Waker>,
@@ -309,21 +309,6 @@ fn try_once<T>(
         std::task::Poll::Ready(v) => Ok(v),
         std::task::Poll::Pending => Err(Fail(MPU_ERR_WOULD_BLOCK, "nothing ready".into())),
     }
-}
-
-/// As [`block`], for a call on an object with a readiness (`ready`): with timeout 0, the
-/// descriptor is drained and the call leaves the readiness's waker with the library, which
-/// signals the app when the call may make progress (see `ready`).
-pub(crate) fn block_ready<T>(
-    limit: Option<Duration>,
-    ready: &Arc<ready::Readiness>,
-    fut: impl std::future::Future<Output = T>,
-) -> Res<T> {
-    if !limit.is_some_and(|d| d.is_zero()) {
-        return block(limit, fut);
-    }
-    ready.drain();
-    try_once(runtime(), fut, ready.waker())
 }
 
 /// A waker that does nothing (`Waker::noop` is Rust 1.85, after the MSRV).

@@ -22,6 +22,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Wake, Waker};
+use std::time::Duration;
 
 /// Called with the app's context when something that would have blocked may go on.
 pub type MpuReadyCallback = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
@@ -103,4 +104,19 @@ impl Wake for Readiness {
             });
         }
     }
+}
+
+/// As [`crate::block`], for a call on an object with a readiness (`ready`): with timeout 0, the
+/// descriptor is drained and the call leaves the readiness's waker with the library, which
+/// signals the app when the call may make progress (see `ready`).
+pub(crate) fn block_ready<T>(
+    limit: Option<Duration>,
+    ready: &Arc<Readiness>,
+    fut: impl std::future::Future<Output = T>,
+) -> crate::Res<T> {
+    if !limit.is_some_and(|d| d.is_zero()) {
+        return crate::block(limit, fut);
+    }
+    ready.drain();
+    crate::try_once(crate::runtime(), fut, ready.waker())
 }

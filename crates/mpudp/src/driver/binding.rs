@@ -59,7 +59,7 @@ impl Binding {
     pub(crate) fn apply(&self, s: &socket2::SockRef<'_>, remote: SocketAddr) -> io::Result<()> {
         if let Some(d) = &self.device {
             // As the path's UDP socket: SO_BINDTODEVICE, or IP_BOUND_IF on Apple's systems.
-            super::socket::bind_device(s, d, remote)?;
+            bind_device(s, d, remote)?;
         }
         #[cfg(any(target_os = "linux", target_os = "android"))]
         if let Some(m) = self.mark {
@@ -85,4 +85,26 @@ impl fmt::Display for Binding {
             (None, None, None) => f.write_str("no binding"),
         }
     }
+}
+
+/// `SO_BINDTODEVICE`: the socket's packets leave through the device whatever the routes say.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn bind_device(s: &socket2::Socket, device: &str, _addr: SocketAddr) -> io::Result<()> {
+    s.bind_device(Some(device.as_bytes()))
+}
+
+/// `IP_BOUND_IF` / `IPV6_BOUND_IF` by the device's index: Apple's equivalent.
+#[cfg(any(target_os = "macos", target_os = "ios"))]
+pub(crate) fn bind_device(s: &socket2::Socket, device: &str, addr: SocketAddr) -> io::Result<()> {
+    let index = crate::iface::index_of(device).and_then(std::num::NonZeroU32::new);
+    let index = index.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such device"))?;
+    match addr {
+        SocketAddr::V4(_) => s.bind_device_by_index_v4(Some(index)),
+        SocketAddr::V6(_) => s.bind_device_by_index_v6(Some(index)),
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios")))]
+pub(crate) fn bind_device(_s: &socket2::Socket, _device: &str, _addr: SocketAddr) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "binding a socket to a device"))
 }

@@ -143,7 +143,7 @@ fn open_socket(
         if !crate::iface::exists(d) {
             return Err(Error::NoSuchDevice { name: d.into() });
         }
-        bind_device(&s, d, addr).map_err(|e| io_err(e, "binding to the device"))?;
+        super::binding::bind_device(&s, d, addr).map_err(|e| io_err(e, "binding to the device"))?;
     }
     // A large receive buffer absorbs bursts; the send buffer is the queue towards the link
     // (`Options::send_buffer`). The kernel caps both at its own maxima.
@@ -174,28 +174,6 @@ fn adopt(s: &std::net::UdpSocket) -> Result<(tokio::net::UdpSocket, UdpSocketSta
     let state = UdpSocketState::new((&std).into()).map_err(|e| io_err(e, "configuring the socket"))?;
     let io = tokio::net::UdpSocket::from_std(std).map_err(|e| io_err(e, "registering the socket with tokio"))?;
     Ok((io, state))
-}
-
-/// `SO_BINDTODEVICE`: the socket's packets leave through the device whatever the routes say.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) fn bind_device(s: &socket2::Socket, device: &str, _addr: SocketAddr) -> io::Result<()> {
-    s.bind_device(Some(device.as_bytes()))
-}
-
-/// `IP_BOUND_IF` / `IPV6_BOUND_IF` by the device's index: Apple's equivalent.
-#[cfg(any(target_os = "macos", target_os = "ios"))]
-pub(crate) fn bind_device(s: &socket2::Socket, device: &str, addr: SocketAddr) -> io::Result<()> {
-    let index = crate::iface::index_of(device).and_then(std::num::NonZeroU32::new);
-    let index = index.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such device"))?;
-    match addr {
-        SocketAddr::V4(_) => s.bind_device_by_index_v4(Some(index)),
-        SocketAddr::V6(_) => s.bind_device_by_index_v6(Some(index)),
-    }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos", target_os = "ios")))]
-pub(crate) fn bind_device(_s: &socket2::Socket, _device: &str, _addr: SocketAddr) -> io::Result<()> {
-    Err(io::Error::new(io::ErrorKind::Unsupported, "binding a socket to a device"))
 }
 
 /// IPv4 peers on an IPv6 socket appear as `::ffff:a.b.c.d`; the endpoint sees them as IPv4.
