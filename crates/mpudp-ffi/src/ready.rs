@@ -41,6 +41,8 @@ unsafe impl Sync for Ctx {}
 pub(crate) struct Readiness {
     /// (the app's end, the library's end).
     pair: OnceLock<(UnixStream, UnixStream)>,
+    /// A wake wrote to the pair since the last drain (so a drain costs nothing otherwise).
+    signalled: std::sync::atomic::AtomicBool,
     callback: Mutex<Option<(unsafe extern "C" fn(*mut c_void), Arc<Ctx>)>>,
 }
 
@@ -74,9 +76,18 @@ impl Readiness {
         self.wanted().then(|| Waker::from(self.clone()))
     }
 
-    /// Empties the descriptor: the app is making its calls.
+    /// Empties the descriptor: the app is making its calls. Only after a wake (no system
+    /// call otherwise), and non-blocking whatever the app did to the descriptor's flags: an
+    /// app that made it blocking, or read the byte itself, must not hang the call.
     pub(crate) fn drain(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.signalled.swap(false, Ordering::AcqRel) {
+            return;
+        }
         if let Some((mut app, _)) = self.pair.get().map(|(a, l)| (a, l)) {
+            if app.set_nonblocking(true).is_err() {
+                return;
+            }
             let mut sink = [0u8; 64];
             while matches!(app.read(&mut sink), Ok(n) if n > 0) {}
         }
@@ -93,6 +104,7 @@ impl Wake for Readiness {
     /// is released, and may be slow).
     fn wake_by_ref(self: &Arc<Self>) {
         if let Some((_, mut lib)) = self.pair.get().map(|(a, l)| (a, l)) {
+            self.signalled.store(true, std::sync::atomic::Ordering::Release);
             let _ = lib.write(&[1]);
         }
         let cb = self.callback.lock().ok().and_then(|g| g.as_ref().map(|(f, c)| (*f, c.clone())));

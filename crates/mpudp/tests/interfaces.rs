@@ -127,7 +127,7 @@ async fn the_app_reports_a_path_down_and_up_and_adds_and_removes_interfaces() {
     sent += send(&mut s, 5).await;
 
     // Mistakes get a clear error.
-    assert!(matches!(ep.set_path_down("nope"), Err(Error::Config(m)) if m.contains("nope")));
+    assert!(matches!(ep.set_path_down("nope"), Err(Error::NoSuchInterface { name }) if name == "nope"));
     assert!(matches!(
         ep.add_interface(Interface::unbound("127.0.0.1:0".parse().unwrap()).label("cell")),
         Err(Error::Config(_))
