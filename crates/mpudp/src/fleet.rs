@@ -163,15 +163,19 @@ mod tests {
         let initial = f.by_initial_byte();
         assert!(!initial.contains(&Ipv4Addr::new(10, 0, 1, 2)), "drained: no INITIAL");
         assert_eq!(f.by_routing_byte(), by, "drained: its connections still reach it");
+        let drained = f.nft_ruleset().unwrap();
+        for want in ["notrack", "@th,104,8 map", "drained"] {
+            assert!(drained.contains(want), "{want:?} in the drained fleet's rules:\n{drained}");
+        }
         f.backends[1].alive = false;
         let by = f.by_routing_byte();
         assert!(!by.contains(&Ipv4Addr::new(10, 0, 1, 2)), "dead: nothing goes there");
         assert_eq!(by[0], Ipv4Addr::new(10, 0, 0, 2));
-        let text = f.nft_ruleset().unwrap();
-        assert!(
-            text.contains("notrack") && text.contains("@th,104,8 map") && text.contains("drained")
-                || text.contains("dead")
-        );
+        // (Each on its own: `a && b && c || d` held whenever `d` did, issue 56.)
+        let dead = f.nft_ruleset().unwrap();
+        for want in ["notrack", "@th,104,8 map", "dead"] {
+            assert!(dead.contains(want), "{want:?} in the rules without the dead server:\n{dead}");
+        }
         f.backends[0].accepting = false;
         f.backends[2].alive = false;
         assert!(f.nft_ruleset().is_err(), "no server takes connections");
