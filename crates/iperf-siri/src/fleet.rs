@@ -4,15 +4,16 @@
 
 use clap::Args;
 use mpudp::fleet::{Backend, Balancer};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 /// `iperf-siri fleet-rules`.
 #[derive(Args, Debug, Clone)]
 pub struct FleetRulesArgs {
-    /// The service's address and port, which clients connect to (IPv4).
+    /// The service's address and port, which clients connect to: IPv4, or IPv6 in brackets
+    /// (`[fd00::1]:5201`; its servers then IPv6 too).
     #[arg(long, value_name = "ADDR:PORT")]
-    pub service: SocketAddrV4,
+    pub service: SocketAddr,
     /// The fleet's number of server ids (every server's `--fleet ID/IDS` names the same).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..))]
     pub ids: u8,
@@ -31,7 +32,7 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
     let (id, rest) = s.split_once('=').ok_or_else(bad)?;
     let (addr, state) = rest.split_once(',').map_or((rest, None), |(a, st)| (a, Some(st)));
     let id: u8 = id.trim().parse().map_err(|_| bad())?;
-    let addr: Ipv4Addr = addr.trim().parse().map_err(|_| bad())?;
+    let addr: IpAddr = addr.trim().parse().map_err(|_| bad())?;
     let (accepting, alive) = match state.map(str::trim) {
         None => (true, true),
         Some("drained") => (false, true),
@@ -91,10 +92,12 @@ mod tests {
     fn servers_and_members_parse_or_say_what_is_wrong() {
         assert_eq!(
             parse_backend("2=10.0.0.4,drained"),
-            Ok(Backend { id: 2, addr: Ipv4Addr::new(10, 0, 0, 4), accepting: false, alive: true })
+            Ok(Backend { id: 2, addr: std::net::Ipv4Addr::new(10, 0, 0, 4).into(), accepting: false, alive: true })
         );
         assert!(parse_backend("2=10.0.0.4,asleep").unwrap_err().contains("ID=ADDR"));
-        assert!(parse_backend("x=10.0.0.4").is_err() && parse_backend("1=::1").is_err());
+        assert!(parse_backend("x=10.0.0.4").is_err());
+        assert!(parse_backend("1=nowhere").is_err());
+        assert_eq!(parse_backend("1=fd00::2").map(|b| b.addr), Ok("fd00::2".parse().unwrap()), "IPv6 (issue 56)");
         assert_eq!(parse_member("1/3"), Ok((1, 3)));
         assert!(parse_member("3/3").is_err() && parse_member("1").is_err());
     }

@@ -681,7 +681,30 @@ fn fleet_rules_print_a_ruleset_and_mistakes_are_one_line() {
     } else {
         println!("SKIPPED: nft -c (needs nftables and root)");
     }
+    // An IPv6 service (issue 56): ip6 rules, which the kernel takes too.
+    let v6 = run(&[
+        "fleet-rules",
+        "--service",
+        "[fd00::9:1]:5201",
+        "--ids",
+        "2",
+        "--server",
+        "0=fd00::2",
+        "--server",
+        "1=fd00::3",
+    ]);
+    assert!(v6.status.success(), "{}", String::from_utf8_lossy(&v6.stderr));
+    let text6 = String::from_utf8(v6.stdout).unwrap();
+    assert!(text6.contains("table ip6 mpudp_fleet {") && text6.contains("ip6 saddr set fd00::9:1"), "{text6}");
+    if nft && root {
+        let mut c =
+            Command::new("nft").args(["-c", "-f", "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        std::io::Write::write_all(&mut c.stdin.take().unwrap(), text6.as_bytes()).unwrap();
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "nft -c (IPv6): {}", String::from_utf8_lossy(&o.stderr));
+    }
     for (args, expect) in [
+        (&["--server", "0=fd00::2"][..], "not of the service's family"),
         (&["--server", "0=10.0.0.2,asleep"][..], "ID=ADDR"),
         (&["--server", "0=10.0.0.2,drained"], "no live server takes new connections"),
         (&["--server", "3=10.0.0.2"], "server id 3 is out of range"),

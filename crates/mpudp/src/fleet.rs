@@ -23,15 +23,16 @@
 //! a second one beside it, routes every packet the same way.
 
 use std::fmt::Write;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr};
 
 /// A server of the fleet, as the balancer knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Backend {
     /// Its id in the fleet's routing byte (`mpcore::Fleet::server`).
     pub id: u8,
-    /// Where the balancer sends its datagrams (the port is the service's).
-    pub addr: Ipv4Addr,
+    /// Where the balancer sends its datagrams (the port is the service's), of the service's
+    /// family.
+    pub addr: IpAddr,
     /// Takes new connections (false: drained, its connections finish).
     pub accepting: bool,
     /// Alive (false: its id goes to a live server, which resets its connections).
@@ -41,8 +42,9 @@ pub struct Backend {
 /// The balancer's configuration.
 #[derive(Clone, Debug)]
 pub struct Balancer {
-    /// The service's address, which clients connect to.
-    pub service: SocketAddrV4,
+    /// The service's address, which clients connect to: IPv4 (an `ip` table) or IPv6 (an
+    /// `ip6` table); a service on both families is two balancers, one table each.
+    pub service: SocketAddr,
     /// The fleet's number of ids (`mpcore::Fleet::servers`).
     pub servers: u8,
     /// The servers, by id.
@@ -64,6 +66,9 @@ impl Balancer {
                 return Err(format!("server id {} is out of range (fleet of {}) or given twice", b.id, self.servers));
             }
         }
+        if let Some(b) = self.backends.iter().find(|b| b.addr.is_ipv6() != self.service.is_ipv6()) {
+            return Err(format!("server {} at {} is not of the service's family ({})", b.id, b.addr, self.service));
+        }
         if !self.backends.iter().any(|b| b.alive && b.accepting) {
             return Err("no live server takes new connections".into());
         }
@@ -72,7 +77,7 @@ impl Balancer {
 
     /// Where each routing byte's packets go: server `r mod servers`; an id no live server
     /// has goes to a live one (which resets the connections it does not know).
-    pub fn by_routing_byte(&self) -> Vec<Ipv4Addr> {
+    pub fn by_routing_byte(&self) -> Vec<IpAddr> {
         let live: Vec<&Backend> = self.backends.iter().filter(|b| b.alive).collect();
         (0..=255u8)
             .map(|r| {
@@ -87,8 +92,8 @@ impl Balancer {
 
     /// Where each first byte of an INITIAL's random DCID goes: the live servers that take
     /// new connections, in turn.
-    pub fn by_initial_byte(&self) -> Vec<Ipv4Addr> {
-        let open: Vec<Ipv4Addr> = self.backends.iter().filter(|b| b.alive && b.accepting).map(|b| b.addr).collect();
+    pub fn by_initial_byte(&self) -> Vec<IpAddr> {
+        let open: Vec<IpAddr> = self.backends.iter().filter(|b| b.alive && b.accepting).map(|b| b.addr).collect();
         (0..=255usize).map(|r| open[r % open.len().max(1)]).collect()
     }
 
@@ -96,7 +101,10 @@ impl Balancer {
     pub fn nft_ruleset(&self) -> Result<String, String> {
         self.validate()?;
         let (vip, port, t) = (self.service.ip(), self.service.port(), &self.table);
-        let map = |to: Vec<Ipv4Addr>| {
+        // The rules' family: `ip` or `ip6` (the payload offsets are the same: `@th` counts
+        // from the transport header).
+        let ip = if self.service.is_ipv6() { "ip6" } else { "ip" };
+        let map = |to: Vec<IpAddr>| {
             let items: Vec<String> = to.iter().enumerate().map(|(r, a)| format!("{r} : {a}")).collect();
             format!("{{ {} }}", items.join(", "))
         };
@@ -112,29 +120,33 @@ impl Balancer {
             };
             let _ = writeln!(s, "#   server {} at {}: {state}", b.id, b.addr);
         }
-        let _ = writeln!(s, "table ip {t}\ndelete table ip {t}\ntable ip {t} {{");
+        let _ = writeln!(s, "table {ip} {t}\ndelete table {ip} {t}\ntable {ip} {t} {{");
         let _ = writeln!(s, "  chain prerouting {{\n    type filter hook prerouting priority raw; policy accept;");
         let _ = writeln!(s, "    # No connection tracking: one client socket carries connections of several servers.");
-        let _ = writeln!(s, "    ip daddr {vip} udp dport {port} notrack");
-        let _ = writeln!(s, "    ip saddr {{ {} }} udp sport {port} notrack", backends.join(", "));
+        let _ = writeln!(s, "    {ip} daddr {vip} udp dport {port} notrack");
+        let _ = writeln!(s, "    {ip} saddr {{ {} }} udp sport {port} notrack", backends.join(", "));
         let _ = writeln!(s, "    # The payload starts at bit 64 of the transport header (after UDP's 8 bytes).");
         let _ = writeln!(s, "    # Short header (first bit 0): byte 1, the DCID's routing byte.");
-        let _ =
-            writeln!(s, "    ip daddr {vip} udp dport {port} @th,64,1 0 ip daddr set @th,72,8 map {by_routing_byte}");
+        let _ = writeln!(
+            s,
+            "    {ip} daddr {vip} udp dport {port} @th,64,1 0 {ip} daddr set @th,72,8 map {by_routing_byte}"
+        );
         let _ = writeln!(
             s,
             "    # INITIAL (type 0) and EARLY (5): byte 5, the client's random DCID, over the open servers."
         );
         let _ = writeln!(
             s,
-            "    ip daddr {vip} udp dport {port} @th,64,1 1 @th,66,3 {{ 0, 5 }} ip daddr set @th,104,8 map {}",
+            "    {ip} daddr {vip} udp dport {port} @th,64,1 1 @th,66,3 {{ 0, 5 }} {ip} daddr set @th,104,8 map {}",
             map(self.by_initial_byte())
         );
         let _ = writeln!(s, "    # CONFIRM and JOIN: byte 5, the server's CID or its token.");
-        let _ =
-            writeln!(s, "    ip daddr {vip} udp dport {port} @th,64,1 1 ip daddr set @th,104,8 map {by_routing_byte}");
+        let _ = writeln!(
+            s,
+            "    {ip} daddr {vip} udp dport {port} @th,64,1 1 {ip} daddr set @th,104,8 map {by_routing_byte}"
+        );
         let _ = writeln!(s, "    # The servers' answers leave from the service's address.");
-        let _ = writeln!(s, "    ip saddr {{ {} }} udp sport {port} ip saddr set {vip}", backends.join(", "));
+        let _ = writeln!(s, "    {ip} saddr {{ {} }} udp sport {port} {ip} saddr set {vip}", backends.join(", "));
         let _ = writeln!(s, "  }}\n}}");
         Ok(s)
     }
@@ -143,9 +155,10 @@ impl Balancer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     fn fleet() -> Balancer {
-        let b = |id, last| Backend { id, addr: Ipv4Addr::new(10, 0, id, last), accepting: true, alive: true };
+        let b = |id, last| Backend { id, addr: Ipv4Addr::new(10, 0, id, last).into(), accepting: true, alive: true };
         Balancer {
             service: "10.9.9.9:443".parse().unwrap(),
             servers: 3,
@@ -158,10 +171,10 @@ mod tests {
     fn bytes_go_to_their_server_and_a_dead_ones_to_a_live_one() {
         let mut f = fleet();
         let by = f.by_routing_byte();
-        assert!((0..=255usize).all(|r| by[r] == Ipv4Addr::new(10, 0, (r % 3) as u8, 2)));
+        assert!((0..=255usize).all(|r| by[r] == IpAddr::from(Ipv4Addr::new(10, 0, (r % 3) as u8, 2))));
         f.backends[1].accepting = false;
         let initial = f.by_initial_byte();
-        assert!(!initial.contains(&Ipv4Addr::new(10, 0, 1, 2)), "drained: no INITIAL");
+        assert!(!initial.contains(&Ipv4Addr::new(10, 0, 1, 2).into()), "drained: no INITIAL");
         assert_eq!(f.by_routing_byte(), by, "drained: its connections still reach it");
         let drained = f.nft_ruleset().unwrap();
         for want in ["notrack", "@th,104,8 map", "drained"] {
@@ -169,8 +182,8 @@ mod tests {
         }
         f.backends[1].alive = false;
         let by = f.by_routing_byte();
-        assert!(!by.contains(&Ipv4Addr::new(10, 0, 1, 2)), "dead: nothing goes there");
-        assert_eq!(by[0], Ipv4Addr::new(10, 0, 0, 2));
+        assert!(!by.contains(&Ipv4Addr::new(10, 0, 1, 2).into()), "dead: nothing goes there");
+        assert_eq!(by[0], IpAddr::from(Ipv4Addr::new(10, 0, 0, 2)));
         // (Each on its own: `a && b && c || d` held whenever `d` did, issue 56.)
         let dead = f.nft_ruleset().unwrap();
         for want in ["notrack", "@th,104,8 map", "dead"] {
@@ -179,7 +192,61 @@ mod tests {
         f.backends[0].accepting = false;
         f.backends[2].alive = false;
         assert!(f.nft_ruleset().is_err(), "no server takes connections");
-        f.backends.push(Backend { id: 3, addr: Ipv4Addr::LOCALHOST, accepting: true, alive: true });
+        f.backends.push(Backend { id: 3, addr: Ipv4Addr::LOCALHOST.into(), accepting: true, alive: true });
         assert!(f.validate().is_err(), "id 3 of 3");
+    }
+
+    #[test]
+    fn an_ipv6_service_gets_ip6_rules_and_mixed_families_are_refused() {
+        let b6 = |id: u8| Backend {
+            id,
+            addr: Ipv6Addr::new(0xfd00, 0, 0, u16::from(id), 0, 0, 0, 2).into(),
+            accepting: true,
+            alive: true,
+        };
+        let mut f = Balancer {
+            service: "[fd00::9:1]:5201".parse().unwrap(),
+            servers: 3,
+            backends: vec![b6(0), b6(1), b6(2)],
+            table: "mpudp6".into(),
+        };
+        let text = f.nft_ruleset().unwrap();
+        for want in [
+            "table ip6 mpudp6 {",
+            "ip6 daddr fd00::9:1 udp dport 5201 notrack",
+            "ip6 daddr set @th,72,8 map",
+            "ip6 saddr set fd00::9:1",
+            "0 : fd00::2",
+        ] {
+            assert!(text.contains(want), "{want:?} in:\n{text}");
+        }
+        assert!(!text.contains(" ip daddr") && !text.contains("table ip "), "no IPv4 rule:\n{text}");
+        f.backends[1].addr = Ipv4Addr::new(10, 0, 1, 2).into();
+        assert!(f.validate().unwrap_err().contains("family"));
+        // nftables itself accepts the rules (where `nft` runs with the rights to check).
+        f.backends[1] = b6(1);
+        let text = f.nft_ruleset().unwrap();
+        let check = std::process::Command::new("nft")
+            .args(["-c", "-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        match check {
+            Ok(mut c) => {
+                use std::io::Write as _;
+                let _ = c.stdin.take().map(|mut i| i.write_all(text.as_bytes()));
+                let out = c.wait_with_output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                if !out.status.success()
+                    && (err.contains("Operation not permitted") || err.contains("Permission denied"))
+                {
+                    eprintln!("SKIPPED the nft -c check: {err}");
+                } else {
+                    assert!(out.status.success(), "nft -c refused the IPv6 rules: {err}\n{text}");
+                }
+            }
+            Err(e) => eprintln!("SKIPPED the nft -c check: no nft ({e})"),
+        }
     }
 }

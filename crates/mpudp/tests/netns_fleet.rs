@@ -109,7 +109,8 @@ fn a_fleet_of_three_behind_the_kernels_balancer() {
         return;
     }
     let bed = FleetBed::new("fl", 93, 3).expect("setting up the namespaces");
-    let backend = |k: u8| Backend { id: k, addr: Ipv4Addr::new(10, 93, 10 + k, 2), accepting: true, alive: true };
+    let backend =
+        |k: u8| Backend { id: k, addr: Ipv4Addr::new(10, 93, 10 + k, 2).into(), accepting: true, alive: true };
     let mut fleet = vec![backend(0), backend(1), backend(2)];
     balance(&bed, &fleet).expect("loading the ruleset");
     let mut servers: Vec<Peer> = (0..3).map(|k| Peer::start(bed.backend(k), &format!("server{k}"))).collect();
