@@ -455,6 +455,8 @@ pub struct TakenTicket {
     pub psk: [u8; 32],
     pub suite: u8,
     pub issued_ms: u64,
+    /// This server (of its fleet) issued it: only then is its 0-RTT data taken (§4.9).
+    pub issued_here: bool,
 }
 
 /// What the server made of an INITIAL's resumption offer (§4.8).
@@ -670,7 +672,7 @@ fn take_offer(
     let Some(t) = taken else { return (None, None, Resumption::Declined) };
     let early = Suite::from_id(t.suite)
         .ok()
-        .filter(|_| params.early_data && admit_early(&o.binder, t.issued_ms))
+        .filter(|_| params.early_data && t.issued_here && admit_early(&o.binder, t.issued_ms))
         .map(|s| crypto::early_key(&t.psk, initial, s));
     (Some(t.psk), early, Resumption::Taken)
 }

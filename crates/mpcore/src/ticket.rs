@@ -20,7 +20,7 @@ use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use ring::hkdf;
 
 /// The ticket's format, first byte of its plaintext.
-const FORMAT: u8 = 1;
+const FORMAT: u8 = 2;
 
 /// Ticket bytes beyond the plaintext: key id, ticket id, tag.
 pub const OVERHEAD: usize = 1 + ID_LEN + TAG_LEN;
@@ -35,7 +35,7 @@ pub const ID_LEN: usize = 16;
 
 /// The plaintext's length: format (1), issued (8, unix ms), lifetime (4, s), age_add (4),
 /// PSK (32), suite (1), identity key (32, zeros for an unauthenticated server).
-pub const PLAINTEXT_LEN: usize = 1 + 8 + 4 + 4 + 32 + 1 + 32;
+pub const PLAINTEXT_LEN: usize = 1 + 8 + 4 + 4 + 32 + 1 + 32 + 1;
 
 /// A sealed ticket's length.
 pub const TICKET_LEN: usize = OVERHEAD + PLAINTEXT_LEN;
@@ -79,7 +79,14 @@ pub struct Ticket {
     pub suite: u8,
     /// The identity key that signed the first handshake (zeros if the server had none).
     pub identity: [u8; 32],
+    /// The fleet's server that issued it ([`NO_ISSUER`] outside a fleet): only it takes the
+    /// resumed connection's 0-RTT data, so that a replayed flight is judged by the one
+    /// anti-replay record that saw the first (PROTOCOL.md §4.9).
+    pub issuer: u8,
 }
+
+/// [`Ticket::issuer`] of a server outside a fleet (fleet ids are below 255).
+pub const NO_ISSUER: u8 = 0xff;
 
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -101,6 +108,7 @@ impl Ticket {
         b[17..49].copy_from_slice(&self.psk);
         b[49] = self.suite;
         b[50..82].copy_from_slice(&self.identity);
+        b[82] = self.issuer;
         b
     }
 
@@ -122,6 +130,7 @@ impl Ticket {
             psk,
             suite: b[49],
             identity,
+            issuer: b[82],
         })
     }
 
@@ -325,6 +334,7 @@ mod tests {
             psk: [7; 32],
             suite: 2,
             identity: [9; 32],
+            issuer: 1,
         }
     }
 

@@ -231,6 +231,48 @@ fn a_replayed_first_flight_is_refused_here_and_by_a_server_sharing_the_record() 
     assert_eq!((h.resumed, h.early_accepted, h.resumption_declined), (0, 0, 1), "past the age window");
 }
 
+/// Server `id` of a fleet of 3 (the ticket secret shared), with an anti-replay record of its
+/// own, its process started at unix time `started` (its clock's 0).
+fn fleet_member(id: u8, started: u64) -> Endpoint {
+    let mut ep = fleet_server(None);
+    let fleet = Some(mpcore::Fleet { server: id, servers: 3, secret: SECRET });
+    let mut c = ep.config().clone();
+    c.server.fleet = fleet;
+    let paths = vec![LocalPath { addr: server_addr(), iface: mpcore::Iface::Wired, backup: false }];
+    ep = Endpoint::new(c, paths, true).unwrap();
+    ep.set_unix_time(0, started);
+    ep
+}
+
+/// Issue 56: a fleet's servers each keep their own anti-replay record, and the balancer may send
+/// a replayed first flight to any of them (from another address, after a drain or a kill has
+/// remapped the bytes). Only the server that issued the ticket takes its 0-RTT data; the others
+/// resume the connection at one round trip, so a flight is judged by the one record that saw it.
+#[test]
+fn in_a_fleet_only_the_tickets_issuer_takes_its_early_data() {
+    let server =
+        server_config(true).with(|c| c.server.fleet = Some(mpcore::Fleet { server: 0, servers: 3, secret: SECRET }));
+    let mut sim = pair(5, server);
+    let t = first_ticket(&mut sim);
+    let (x, flight) = captured_flight(&mut sim, &t);
+    check_whole(&x, "the original, at the issuer");
+    assert_eq!(sim.server.handshake_counters().early_accepted, 1, "the issuer took it");
+    let now = sim.now;
+    // Another server of the fleet, its own record: resumed, but no early data.
+    for other in [1, 2] {
+        let mut m = fleet_member(other, UNIX);
+        replay(&mut m, now, &flight);
+        let h = m.handshake_counters();
+        assert_eq!((h.resumed, h.early_accepted), (1, 0), "server {other}: {h:?}");
+    }
+    // The issuer's id on a fresh process (a kill, then a restart, inside the record's 20 s):
+    // it started after the ticket was issued, so it takes no early data from before its start.
+    let mut restarted = fleet_member(0, UNIX + now / 1_000);
+    replay(&mut restarted, 1, &flight);
+    let h = restarted.handshake_counters();
+    assert_eq!((h.resumed, h.early_accepted), (1, 0), "the restarted issuer: {h:?}");
+}
+
 #[test]
 fn early_data_the_server_does_not_take_is_sent_again_and_nothing_is_lost() {
     type Setup = fn(&mut Sim, &mut ResumptionTicket);

@@ -17,6 +17,9 @@ use crate::Time;
 pub(super) struct Issuer {
     keys: TicketKeys,
     lifetime_s: u32,
+    /// This server's id in its fleet (`ticket::NO_ISSUER` outside one): the tickets it issues
+    /// name it, and only it takes their 0-RTT data.
+    issuer: u8,
 }
 
 impl Issuer {
@@ -35,7 +38,8 @@ impl Issuer {
                 s
             }
         };
-        Some(Self { keys: TicketKeys::new(&secret, r.rotation_s), lifetime_s: r.lifetime_s })
+        let issuer = fleet.map_or(crate::ticket::NO_ISSUER, |f| f.server);
+        Some(Self { keys: TicketKeys::new(&secret, r.rotation_s), lifetime_s: r.lifetime_s, issuer })
     }
 
     /// The NEW_TICKET for the connection of resumption secret `resumption`, issued at
@@ -56,6 +60,7 @@ impl Issuer {
             psk: ticket::psk(resumption, nonce),
             suite: suite.id(),
             identity,
+            issuer: self.issuer,
         };
         let mut id = [0u8; ID_LEN];
         rng.fill(&mut id).ok()?;
@@ -80,6 +85,7 @@ impl Issuer {
             psk: t.psk,
             suite: t.suite,
             issued_ms: t.issued_ms,
+            issued_here: t.issuer == self.issuer,
         })
     }
 
