@@ -51,7 +51,11 @@ fn pattern(off: usize, n: usize) -> Vec<u8> {
 
 fuzz_target!(|data: &[u8]| {
     let resumption = Resumption { accept: true, issue: true, early_data: true, ..Resumption::default() };
-    let config = Config { fast_join: true, mp_idle: true, resumption, ..Config::default() };
+    let config = Config::default().with(|c| {
+        c.multipath.fast_join = true;
+        c.multipath.mp_idle = true;
+        c.resumption = resumption;
+    });
     let Ok(mut sim) = Sim::new(7, config.clone(), config.clone(), multimob_paths()) else { return };
     // A first connection leaves the ticket; it is closed and forgotten before the one under
     // test starts.
@@ -183,7 +187,7 @@ fuzz_target!(|data: &[u8]| {
         for (ep, h) in [(&sim.client, client), (&sim.server, server)] {
             if let Some(c) = ep.conn(h) {
                 let open = c.stats().subflows.iter().filter(|f| f.state != mpcore::SubflowState::Closed).count();
-                assert!(open <= config.max_subflows, "{open} subflows open");
+                assert!(open <= config.multipath.max_subflows, "{open} subflows open");
             }
         }
         assert!(read.len() <= written && read[..] == pattern(0, read.len())[..], "delivered bytes are a prefix");
