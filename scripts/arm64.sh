@@ -18,7 +18,7 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch
 # The whole workspace builds for ARM64 (its libraries, the binary and the C library)...
 cargo build --release --target "$target" --workspace --quiet
 # ...and its protocol runs there.
-cargo test --release --target "$target" -p mpcore -p scheduler -p fastjoin -p oracle
+cargo test --release --target "$target" -p mpudp-core -p mpudp-scheduler -p mpudp-fastjoin -p mpudp-oracle
 # mpsim's tests, but for `day` (an hour of a phone's life: .ci/run runs it once, natively).
 mpsim_tests=()
 for t in crates/mpsim/tests/*.rs; do

@@ -3,7 +3,7 @@
 //! MP_JOIN with its HMACs, a FAST_JOIN_OUT carrying data, an ADD_ADDR, and the rejection of a
 //! replayed and of a forged packet. Prints every packet; panics if any check fails.
 //!
-//! Run: `cargo run -p mpcore --example handshake`
+//! Run: `cargo run -p mpudp-core --example handshake`
 //! A reading aid, not a test: its checks are its own code's. The protocol's behaviour is
 //! tested through the real `Endpoint` in the simulator: a replayed JOIN from another address
 //! and forged or replayed packets (`mpsim/tests/core.rs`), replayed fast joins

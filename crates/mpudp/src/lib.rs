@@ -78,6 +78,9 @@ pub use error::{Error, Result};
 pub use events::Events;
 pub use iface::{exists as interface_exists, guess_kind, interfaces, InterfaceInfo};
 pub use listener::MpListener;
+/// The protocol's configuration in parts (`config::Transport`, `Multipath`, `Resumption`,
+/// `Server`, `Logging`), for [`Options::config_mut`] and [`Options::config_all`].
+pub use mpcore::config;
 pub use mpcore::crypto::Suite;
 pub use mpcore::{
     Carrier, CloseReason, Config, CongestionControl, ConnCounters, ConnStats, Drops, Event, Flags, Fleet,
