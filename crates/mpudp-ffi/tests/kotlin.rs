@@ -47,6 +47,7 @@ fn kotlin_runs_a_siri_exchange_with_a_failover() {
         .arg(root.join("main/kotlin/mpudp/Async.kt"))
         .arg(root.join("test/kotlin/SiriTest.kt"))
         .arg(root.join("test/kotlin/AsyncTest.kt"))
+        .arg(root.join("test/kotlin/FailoverApp.kt"))
         .args(["-nowarn", "-cp", &format!("{JNA}:{COROUTINES}"), "-d"])
         .arg(&jar)
         .output()
@@ -67,8 +68,9 @@ fn kotlin_runs_a_siri_exchange_with_a_failover() {
         println!("{main}:\n{text}");
         out.status.success() && text.trim_end().ends_with("ok")
     };
-    let (siri, coroutines) = (run("SiriTestKt"), run("AsyncTestKt"));
+    let (siri, coroutines, app) = (run("SiriTestKt"), run("AsyncTestKt"), run("FailoverAppKt"));
     let _ = std::fs::remove_file(&jar);
     assert!(siri, "the Siri-like exchange failed (output above)");
     assert!(coroutines, "the coroutines' test failed (output above)");
+    assert!(app, "the app of issue 55 (20 connections, WiFi down and up) failed (output above)");
 }
