@@ -1,7 +1,8 @@
 //! The cost of the C ABI: a small request (100 bytes) and its answer (100 bytes) over loopback,
 //! one at a time, through the Rust API (`MpStream` on a tokio runtime) and through the C
 //! functions (`mpu_write`, `mpu_read`) from a plain thread, as a Kotlin or Swift app calls
-//! them; the same echo server for both, in one run. Prints the medians and their ratio, and
+//! them; the same echo server for both, in one run, the ways interleaved in blocks. Prints the
+//! medians and their ratios (over all rounds, and per block), and
 //! what a non-blocking read with nothing ready costs (`mpu_read` with timeout 0).
 //!
 //! Run: `cargo run --release -p mpudp-ffi --example roundtrip [ROUNDS]`
@@ -15,6 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SIZE: usize = 100;
+/// Rounds of one way before the next way runs.
+const BLOCK: usize = 250;
 
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
@@ -47,45 +50,48 @@ fn main() {
         addr
     });
 
+    // Each way runs in blocks of BLOCK rounds, the three interleaved (Rust, C blocking, C
+    // readiness, Rust, ...), so that the machine's drift over the run (other processes, CPU
+    // frequency) falls on all three alike; each block's median ratio is reported as well.
+    let blocks = rounds.div_ceil(BLOCK).max(1);
+
     // The Rust API: one client task on a current-thread runtime.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let rust: Vec<Duration> = rt.block_on(async {
+    let mut s = rt.block_on(async {
         let opts = Options::new().server_key(key).interface(Interface::unbound("127.0.0.1:0".parse().unwrap()));
         let ep = MpEndpoint::client(opts).unwrap();
-        let mut s = ep.connect(addr).await.unwrap();
-        let (req, mut resp) = ([1u8; SIZE], [0u8; SIZE]);
-        let mut t = Vec::with_capacity(rounds);
-        for k in 0..rounds + 200 {
-            let t0 = Instant::now();
-            s.write_all(&req).await.unwrap();
-            s.read_exact(&mut resp).await.unwrap();
-            if k >= 200 {
-                t.push(t0.elapsed());
-            }
-        }
-        t
+        let s = ep.connect(addr).await.unwrap();
+        (ep, s)
     });
+    let mut rust_block = |n: usize, out: &mut Vec<Duration>| {
+        rt.block_on(async {
+            let (req, mut resp) = ([1u8; SIZE], [0u8; SIZE]);
+            for _ in 0..n {
+                let t0 = Instant::now();
+                s.1.write_all(&req).await.unwrap();
+                s.1.read_exact(&mut resp).await.unwrap();
+                out.push(t0.elapsed());
+            }
+        })
+    };
 
     // The C ABI, from this (non-runtime) thread.
-    let mut try_once = Vec::with_capacity(rounds);
-    let mut ready = Vec::with_capacity(rounds);
-    let c: Vec<Duration> = {
-        let (mut opts, mut ep, mut conn) = (0u64, 0u64, 0u64);
-        let key = CString::new(key.to_string()).unwrap();
-        let a = CString::new("127.0.0.1:0").unwrap();
-        let label = CString::new("lo").unwrap();
-        let server = CString::new(addr.to_string()).unwrap();
-        // SAFETY: valid out pointers and NUL-terminated strings.
-        unsafe {
-            assert_eq!(mpu_options_new(MPU_PRESET_DEFAULT, &mut opts), MPU_OK);
-            assert_eq!(mpu_options_server_key(opts, key.as_ptr()), MPU_OK);
-            assert_eq!(mpu_options_add_address(opts, a.as_ptr(), label.as_ptr(), MPU_IFACE_WIRED, 0), MPU_OK);
-            assert_eq!(mpu_client_new(opts, &mut ep), MPU_OK);
-            assert_eq!(mpu_connect(ep, server.as_ptr(), 5000, &mut conn), MPU_OK);
-        }
+    let (mut opts, mut ep, mut conn) = (0u64, 0u64, 0u64);
+    let ckey = CString::new(key.to_string()).unwrap();
+    let a = CString::new("127.0.0.1:0").unwrap();
+    let label = CString::new("lo").unwrap();
+    let server = CString::new(addr.to_string()).unwrap();
+    // SAFETY: valid out pointers and NUL-terminated strings.
+    unsafe {
+        assert_eq!(mpu_options_new(MPU_PRESET_DEFAULT, &mut opts), MPU_OK);
+        assert_eq!(mpu_options_server_key(opts, ckey.as_ptr()), MPU_OK);
+        assert_eq!(mpu_options_add_address(opts, a.as_ptr(), label.as_ptr(), MPU_IFACE_WIRED, 0), MPU_OK);
+        assert_eq!(mpu_client_new(opts, &mut ep), MPU_OK);
+        assert_eq!(mpu_connect(ep, server.as_ptr(), 5000, &mut conn), MPU_OK);
+    }
+    let c_block = |n: usize, out: &mut Vec<Duration>| {
         let (req, mut resp) = ([1u8; SIZE], [0u8; SIZE]);
-        let mut t = Vec::with_capacity(rounds);
-        for k in 0..rounds + 200 {
+        for _ in 0..n {
             let t0 = Instant::now();
             // SAFETY: buffers of SIZE bytes.
             unsafe {
@@ -97,22 +103,23 @@ fn main() {
                     got += n as usize;
                 }
             }
-            if k >= 200 {
-                t.push(t0.elapsed());
-            }
+            out.push(t0.elapsed());
         }
-        // The same exchange as an app's own loop makes it (readiness): calls with timeout 0,
-        // and between them a wait on the connection's readiness descriptor (here a blocking
-        // read of it; Android's MessageQueue or iOS's DispatchSource in an app).
-        let mut fd = 0;
-        // SAFETY: a valid out pointer.
-        assert_eq!(unsafe { mpu_conn_readiness_fd(conn, &mut fd) }, MPU_OK);
-        // SAFETY: the library's descriptor, borrowed (never closed here).
-        let mut wait = std::mem::ManuallyDrop::new(unsafe {
-            <std::os::unix::net::UnixStream as std::os::fd::FromRawFd>::from_raw_fd(fd)
-        });
-        wait.set_nonblocking(false).unwrap();
-        for k in 0..rounds + 200 {
+    };
+    // The same exchange as an app's own loop makes it (readiness): calls with timeout 0,
+    // and between them a wait on the connection's readiness descriptor (here a blocking
+    // read of it; Android's MessageQueue or iOS's DispatchSource in an app).
+    let mut fd = 0;
+    // SAFETY: a valid out pointer.
+    assert_eq!(unsafe { mpu_conn_readiness_fd(conn, &mut fd) }, MPU_OK);
+    // SAFETY: the library's descriptor, borrowed (never closed here).
+    let mut wait = std::mem::ManuallyDrop::new(unsafe {
+        <std::os::unix::net::UnixStream as std::os::fd::FromRawFd>::from_raw_fd(fd)
+    });
+    wait.set_nonblocking(false).unwrap();
+    let mut ready_block = |n: usize, out: &mut Vec<Duration>| {
+        let (req, mut resp) = ([1u8; SIZE], [0u8; SIZE]);
+        for _ in 0..n {
             let t0 = Instant::now();
             // SAFETY: buffers of SIZE bytes.
             unsafe {
@@ -129,26 +136,46 @@ fn main() {
                     got += n as usize;
                 }
             }
-            if k >= 200 {
-                ready.push(t0.elapsed());
-            }
+            out.push(t0.elapsed());
         }
-        // A non-blocking read with nothing ready (timeout 0), as an app's poll loop makes it.
-        let mut b = [0u8; SIZE];
-        for k in 0..rounds + 200 {
-            let t0 = Instant::now();
-            // SAFETY: a buffer of SIZE bytes.
-            let n = unsafe { mpu_read(conn, b.as_mut_ptr(), SIZE, 0) };
-            assert_eq!(n, MPU_ERR_WOULD_BLOCK as isize);
-            if k >= 200 {
-                try_once.push(t0.elapsed());
-            }
-        }
-        mpu_conn_free(conn);
-        mpu_endpoint_free(ep);
-        mpu_options_free(opts);
-        t
     };
+
+    // A warm-up block of each, not counted.
+    let mut scratch = Vec::new();
+    rust_block(200, &mut scratch);
+    c_block(200, &mut scratch);
+    ready_block(200, &mut scratch);
+    let (mut rust, mut c, mut ready) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut c_ratios, mut ready_ratios) = (Vec::new(), Vec::new());
+    for _ in 0..blocks {
+        let (mut r, mut b, mut q) = (Vec::new(), Vec::new(), Vec::new());
+        rust_block(BLOCK, &mut r);
+        c_block(BLOCK, &mut b);
+        ready_block(BLOCK, &mut q);
+        let rm = median(r.clone());
+        c_ratios.push(median(b.clone()) / rm);
+        ready_ratios.push(median(q.clone()) / rm);
+        rust.extend(r);
+        c.extend(b);
+        ready.extend(q);
+    }
+
+    // A non-blocking read with nothing ready (timeout 0), as an app's poll loop makes it.
+    let mut try_once = Vec::with_capacity(rounds);
+    let mut b = [0u8; SIZE];
+    for k in 0..rounds + 200 {
+        let t0 = Instant::now();
+        // SAFETY: a buffer of SIZE bytes.
+        let n = unsafe { mpu_read(conn, b.as_mut_ptr(), SIZE, 0) };
+        assert_eq!(n, MPU_ERR_WOULD_BLOCK as isize);
+        if k >= 200 {
+            try_once.push(t0.elapsed());
+        }
+    }
+    mpu_conn_free(conn);
+    mpu_endpoint_free(ep);
+    mpu_options_free(opts);
+    let rounds = blocks * BLOCK;
 
     let (r, f) = (median(rust.clone()), median(c.clone()));
     println!("| {SIZE}-byte request and answer over loopback, {rounds} rounds | median (us) | p90 (us) | p99 (us) |");
@@ -181,5 +208,13 @@ fn main() {
         f - r,
         q / r,
         q - r
+    );
+    let ratio = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[0], v[v.len() / 2], v[v.len() - 1])
+    };
+    let ((c0, c1, c2), (q0, q1, q2)) = (ratio(c_ratios), ratio(ready_ratios));
+    println!(
+        "Per block of {BLOCK} ({blocks} blocks, interleaved): blocking {c1:.2}x (min {c0:.2}, max {c2:.2}), readiness {q1:.2}x (min {q0:.2}, max {q2:.2})"
     );
 }
