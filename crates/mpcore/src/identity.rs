@@ -201,7 +201,7 @@ pub mod base64 {
     /// after the last byte) is an error.
     pub fn decode(s: &str) -> Result<Vec<u8>, KeyError> {
         let s = s.as_bytes();
-        if s.len() % 4 != 0 {
+        if !s.len().is_multiple_of(4) {
             return Err(KeyError("base64 text must be a multiple of 4 characters"));
         }
         let mut out = Vec::with_capacity(s.len() / 4 * 3);

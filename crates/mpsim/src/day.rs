@@ -107,7 +107,7 @@ impl Day {
                     sim.change(WIFI, PathEvent::Down);
                     sim.client.set_path_up(now, self.wifi, false);
                     // Every other outage ends with the driver a second early.
-                    let after = if self.outages % 2 == 0 { 0 } else { ms(1_000) };
+                    let after = if self.outages.is_multiple_of(2) { 0 } else { ms(1_000) };
                     self.later.push((up, Later::LinkUp { after }));
                     self.outages += 1;
                     self.gaps.push((now, up + after));

@@ -303,21 +303,12 @@ pub(crate) fn try_once<T>(
 ) -> Res<T> {
     let _in_runtime = rt.enter();
     let mut fut = std::pin::pin!(fut);
-    let waker = waker.unwrap_or_else(noop_waker);
+    let waker = waker.unwrap_or_else(|| std::task::Waker::noop().clone());
     let mut cx = std::task::Context::from_waker(&waker);
     match fut.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(v) => Ok(v),
         std::task::Poll::Pending => Err(Fail(MPU_ERR_WOULD_BLOCK, "nothing ready".into())),
     }
-}
-
-/// A waker that does nothing (`Waker::noop` is Rust 1.85, after the MSRV).
-fn noop_waker() -> std::task::Waker {
-    use std::task::{RawWaker, RawWakerVTable, Waker};
-    const VTABLE: RawWakerVTable = RawWakerVTable::new(|_| RAW, |_| {}, |_| {}, |_| {});
-    const RAW: RawWaker = RawWaker::new(std::ptr::null(), &VTABLE);
-    // SAFETY: every function of the vtable ignores the (null) data pointer.
-    unsafe { Waker::from_raw(RAW) }
 }
 
 /// The objects behind the handles: options, endpoints and connections, each its own type (the
@@ -421,6 +412,33 @@ mod tests {
         assert_eq!(unsafe { mpu_options_new(77, &mut h) }, MPU_ERR_INVALID);
         // SAFETY: NULL out is checked.
         assert_eq!(unsafe { mpu_options_new(MPU_PRESET_PHONE, std::ptr::null_mut()) }, MPU_ERR_INVALID);
+    }
+
+    /// Built with a feature or without it (`.ci/run` tests both builds), the options call
+    /// of each feature either takes the option or says which feature the library lacks.
+    #[test]
+    fn an_option_of_a_feature_left_out_says_so() {
+        let mut o = 0;
+        // SAFETY: a local out.
+        assert_eq!(unsafe { mpu_options_new(MPU_PRESET_PHONE, &mut o) }, MPU_OK);
+        let dir = std::ffi::CString::new(std::env::temp_dir().to_string_lossy().as_ref()).unwrap_or_default();
+        // SAFETY: a NUL-terminated string.
+        let q = unsafe { options::mpu_options_qlog_dir(o, dir.as_ptr()) };
+        if cfg!(feature = "qlog") {
+            assert_eq!(q, MPU_OK);
+        } else {
+            assert_eq!(q, MPU_ERR_INVALID);
+            assert!(last().contains("`qlog` feature"), "{}", last());
+        }
+        // SAFETY: NULL removes the callback; nothing is called.
+        let t = unsafe { options::mpu_options_tcp_socket_callback(o, None, std::ptr::null_mut()) };
+        if cfg!(feature = "tcp") {
+            assert_eq!(t, MPU_OK);
+        } else {
+            assert_eq!(t, MPU_ERR_INVALID);
+            assert!(last().contains("`tcp` feature"), "{}", last());
+        }
+        assert_eq!(mpu_options_free(o), MPU_OK);
     }
 
     #[test]

@@ -191,7 +191,12 @@ pub unsafe extern "C" fn mpu_options_qlog_dir(options: u64, dir: *const c_char) 
         if d.is_empty() {
             return Err(invalid("qlog directory: empty path"));
         }
-        with(options, |o| Ok(o.qlog_dir(std::path::PathBuf::from(d))))
+        #[cfg(feature = "qlog")]
+        return with(options, |o| Ok(o.qlog_dir(std::path::PathBuf::from(d))));
+        #[cfg(not(feature = "qlog"))]
+        let _ = options;
+        #[cfg(not(feature = "qlog"))]
+        Err(invalid("qlog: this library was built without its `qlog` feature"))
     })
 }
 
@@ -229,11 +234,14 @@ pub unsafe extern "C" fn mpu_options_tickets(options: u64, saved: *const u8, len
 pub type MpuTcpSocketCallback = Option<unsafe extern "C" fn(ctx: *mut c_void, label: *const c_char, fd: i32) -> i32>;
 
 /// The app's context pointer for its socket callback.
+#[cfg(feature = "tcp")]
 struct HookCtx(*mut c_void);
 // SAFETY: the app promises (in the header) that its context may be used from the library's
 // threads; the library only hands it back.
+#[cfg(feature = "tcp")]
 unsafe impl Send for HookCtx {}
 // SAFETY: as above; the library never reads or writes through it.
+#[cfg(feature = "tcp")]
 unsafe impl Sync for HookCtx {}
 
 /// The TCP carrier (PROTOCOL.md §4.11) of a handed-in path leaves through the app's network:
@@ -253,22 +261,33 @@ pub unsafe extern "C" fn mpu_options_tcp_socket_callback(
     ctx: *mut c_void,
 ) -> i32 {
     guard(|| {
-        let Some(cb) = callback else {
-            return with(options, |o| Ok(o.without_tcp_socket_hook()));
-        };
-        let ctx = std::sync::Arc::new(HookCtx(ctx));
-        with(options, |o| {
-            Ok(o.tcp_socket_hook(move |fd, label| {
-                use std::os::fd::AsRawFd;
-                let c = std::ffi::CString::new(label).unwrap_or_default();
-                // SAFETY: the app's promise: its callback may be called with its context.
-                let r = unsafe { cb(ctx.0, c.as_ptr(), fd.as_raw_fd()) };
-                match r {
-                    0 => Ok(()),
-                    e => Err(std::io::Error::other(format!("the app's socket callback refused it ({e})"))),
-                }
-            }))
-        })
+        #[cfg(not(feature = "tcp"))]
+        {
+            let _ = (options, callback, ctx);
+            Err(invalid("TCP carriers: this library was built without its `tcp` feature"))
+        }
+        #[cfg(feature = "tcp")]
+        tcp_socket_callback(options, callback, ctx)
+    })
+}
+
+#[cfg(feature = "tcp")]
+fn tcp_socket_callback(options: u64, callback: MpuTcpSocketCallback, ctx: *mut c_void) -> crate::Res<i32> {
+    let Some(cb) = callback else {
+        return with(options, |o| Ok(o.without_tcp_socket_hook()));
+    };
+    let ctx = std::sync::Arc::new(HookCtx(ctx));
+    with(options, |o| {
+        Ok(o.tcp_socket_hook(move |fd, label| {
+            use std::os::fd::AsRawFd;
+            let c = std::ffi::CString::new(label).unwrap_or_default();
+            // SAFETY: the app's promise: its callback may be called with its context.
+            let r = unsafe { cb(ctx.0, c.as_ptr(), fd.as_raw_fd()) };
+            match r {
+                0 => Ok(()),
+                e => Err(std::io::Error::other(format!("the app's socket callback refused it ({e})"))),
+            }
+        }))
     })
 }
 

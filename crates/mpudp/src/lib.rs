@@ -1,5 +1,38 @@
 //! # mpudp: multipath connections over per-interface UDP sockets, driven by tokio
 //!
+//! A server and a client in one program, the client on two paths (loopback addresses here; a
+//! phone names `wlan0` and `rmnet0`), the server authenticated by its key:
+//!
+//! ```
+//! use mpudp::{Interface, MpListener, MpStream, Options, ServerIdentity};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let id = ServerIdentity::generate()?;
+//! let key = id.public_key(); // what an app ships
+//! let listener = MpListener::bind("127.0.0.1:0".parse()?, Options::server().identity(id))?;
+//! let addr = listener.local_addr();
+//! tokio::spawn(async move {
+//!     while let Ok((s, _peer)) = listener.accept().await {
+//!         let (mut r, mut w) = s.into_split();
+//!         tokio::spawn(async move { tokio::io::copy(&mut r, &mut w).await });
+//!     }
+//! });
+//! let opts = Options::new()
+//!     .interface(Interface::unbound("127.0.0.1:0".parse()?))
+//!     .interface(Interface::unbound("127.0.0.2:0".parse()?).backup(true))
+//!     .server_key(key);
+//! let mut s = MpStream::connect(addr, opts).await?;
+//! s.write_all(b"hello over two paths").await?;
+//! s.shutdown().await?;
+//! let mut echo = String::new();
+//! s.read_to_string(&mut echo).await?;
+//! assert_eq!(echo, "hello over two paths");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! The sans-IO protocol of [`mpcore`] (Multipath TCP's logic over UDP: data sequence numbers,
 //! HMAC-authenticated joins, backup subflows, FAST_JOIN, the MultiMob oracle) behind tokio's
 //! conventions: [`MpStream::connect`] gives a byte stream implementing `AsyncRead` and
@@ -54,14 +87,26 @@
 //! s.write_all(b"ping").await?;
 //! # Ok(()) }
 //! ```
+//!
+//! ## Features
+//!
+//! - `tcp` (default): TCP carriers where a network drops UDP (PROTOCOL.md §4.11) and
+//!   [`Options::tcp_socket_hook`]. Without it the client never tries TCP.
+//! - `qlog` (default): [`Options::qlog_dir`], the connections' event logs in files.
+//! - `fleet`: [`fleet`], the ruleset of a balancer in front of a fleet of servers.
+//!
+//! The defaults are a phone app's. `default-features = false` gives the smallest build.
 
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod conn_event;
 mod driver;
 mod endpoint;
 mod error;
 mod events;
+#[cfg(feature = "fleet")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
 pub mod fleet;
 mod iface;
 mod listener;

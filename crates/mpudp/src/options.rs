@@ -220,6 +220,7 @@ pub struct Options {
     pub(crate) send_buffer: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) ipv6: bool,
+    #[cfg(feature = "qlog")]
     pub(crate) qlog_dir: Option<std::path::PathBuf>,
     pub(crate) tickets: Option<crate::TicketStore>,
     pub(crate) driver_thread: Option<bool>,
@@ -244,6 +245,7 @@ impl Options {
             send_buffer: 256 << 10,
             connect_timeout: Duration::from_secs(10),
             ipv6: false,
+            #[cfg(feature = "qlog")]
             qlog_dir: None,
             tickets: None,
             driver_thread: None,
@@ -543,6 +545,10 @@ impl Options {
     /// leave through the same network as the UDP socket. Without it the endpoint copies the
     /// handed-in socket's binding (its device, `SO_MARK` or `IP_BOUND_IF`), and refuses the
     /// carrier when it cannot. An error from the hook refuses the carrier too.
+    ///
+    /// With the `tcp` feature (on by default).
+    #[cfg(feature = "tcp")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tcp")))]
     pub fn tcp_socket_hook(
         mut self,
         hook: impl Fn(std::os::fd::BorrowedFd<'_>, &str) -> std::io::Result<()> + Send + Sync + 'static,
@@ -551,7 +557,9 @@ impl Options {
         self
     }
 
-    /// Removes the hook of [`Options::tcp_socket_hook`].
+    /// Removes the hook of `Options::tcp_socket_hook`.
+    #[cfg(feature = "tcp")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tcp")))]
     pub fn without_tcp_socket_hook(mut self) -> Self {
         self.tcp_socket_hook = None;
         self
@@ -561,6 +569,10 @@ impl Options {
     /// own in `dir` (created if missing): `<client|server>-<endpoint start, unix ms>-<n>-<connection>.sqlog`,
     /// readable by qvis and `iperf-siri timeline`. It holds packet numbers, sizes, frames,
     /// recovery metrics and the transport's decisions; never a key or a payload byte.
+    ///
+    /// With the `qlog` feature (on by default).
+    #[cfg(feature = "qlog")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "qlog")))]
     pub fn qlog_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.qlog_dir = Some(dir.into());
         self.config.logging.qlog = true;
@@ -579,6 +591,7 @@ impl Options {
 /// The application's hook for the TCP sockets of its handed-in paths
 /// ([`Options::tcp_socket_hook`]).
 #[derive(Clone)]
+#[cfg_attr(not(feature = "tcp"), allow(dead_code))]
 pub(crate) struct TcpSocketHook(pub(crate) std::sync::Arc<BindSocket>);
 
 /// What binds one TCP socket (by descriptor) for a path (by label).

@@ -450,7 +450,7 @@ impl<'a> Packet<'a> {
             let dcid = cid(&mut r)?;
             let scid = cid(&mut r)?;
             let versions = r.rest();
-            if versions.is_empty() || versions.len() % 4 != 0 {
+            if versions.is_empty() || !versions.len().is_multiple_of(4) {
                 return Err(Error::Malformed("version list"));
             }
             return Ok(Packet {

@@ -56,6 +56,7 @@ impl Binding {
     }
 
     /// Binds TCP socket `s` (for `remote`) as the path's UDP socket is bound.
+    #[cfg_attr(not(feature = "tcp"), allow(dead_code))]
     pub(crate) fn apply(&self, s: &socket2::SockRef<'_>, remote: SocketAddr) -> io::Result<()> {
         if let Some(d) = &self.device {
             // As the path's UDP socket: SO_BINDTODEVICE, or IP_BOUND_IF on Apple's systems.

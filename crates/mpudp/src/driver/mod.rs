@@ -20,11 +20,16 @@
 mod binding;
 mod io;
 mod paths;
+#[cfg(feature = "qlog")]
 mod qlog;
 mod queue;
 mod reuseport;
 mod socket;
 mod state;
+#[cfg(feature = "tcp")]
+mod tcp;
+#[cfg(not(feature = "tcp"))]
+#[path = "tcp_off.rs"]
 mod tcp;
 
 use state::State;
@@ -162,9 +167,18 @@ fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)
         tcp: tcp::Tcp::new(server, opts.tcp_socket_hook.clone()),
     };
     let (paths, infos) = ifaces.open_initial(&mut io)?;
+    #[allow(unused_mut)] // changed below unless built with `tcp` and without `qlog`
     let mut config = opts.config.clone();
     // A configuration given whole after `qlog_dir` keeps the log on.
-    config.logging.qlog |= opts.qlog_dir.is_some();
+    #[cfg(feature = "qlog")]
+    {
+        config.logging.qlog |= opts.qlog_dir.is_some();
+    }
+    // Built without TCP carriers: the client never races its INITIAL or joins over TCP.
+    #[cfg(not(feature = "tcp"))]
+    {
+        config.multipath.tcp_after = None;
+    }
     let mut ep = Endpoint::new(config, paths, server).map_err(|e| Error::Config(e.to_string()))?;
     // The core's clock starts at 0 with `epoch`: resumption tickets are dated in unix time.
     let unix_ms =
@@ -178,6 +192,7 @@ fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)
     let names = ifaces.list.iter().map(|w| w.iface.name()).collect();
     let mut state = State::new(ep, epoch, infos, names);
     state.tickets = opts.tickets.clone();
+    #[cfg(feature = "qlog")]
     if let Some(dir) = &opts.qlog_dir {
         let files = qlog::QlogFiles::new(dir.clone())
             .map_err(|source| Error::Io { context: format!("qlog directory {}", dir.display()), source })?;

@@ -195,6 +195,7 @@ pub(crate) struct State {
     /// The last `dispatch` woke a reader.
     pub(crate) woke_reader: bool,
     /// `Options::qlog_dir`: the connections' event logs, written after each round.
+    #[cfg(feature = "qlog")]
     pub(crate) qlog: Option<super::qlog::QlogFiles>,
     /// `Options::tickets`: where the tickets servers give go.
     pub(crate) tickets: Option<crate::TicketStore>,
@@ -223,6 +224,7 @@ impl State {
             names,
             wakeups: 0,
             woke_reader: false,
+            #[cfg(feature = "qlog")]
             qlog: None,
             tickets: None,
         }
@@ -336,6 +338,7 @@ impl State {
 
     /// Hands the endpoint's events and accepted connections to the handles waiting for them.
     pub(crate) fn dispatch(&mut self) {
+        #[cfg(feature = "qlog")]
         if let Some(q) = self.qlog.as_mut() {
             q.collect(&mut self.ep);
         }
@@ -351,6 +354,7 @@ impl State {
             };
             let slot = self.slot(h);
             if ev == Event::Forgotten {
+                #[cfg(feature = "qlog")]
                 if let Some(q) = self.qlog.as_mut() {
                     q.finish(h);
                 }

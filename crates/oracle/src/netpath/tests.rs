@@ -68,12 +68,12 @@ fn a_period_skipped_while_quiet_is_one_that_would_have_changed_nothing() {
         let mut samples = Vec::new();
         for (k, l) in last.iter_mut().enumerate() {
             let r = next(&mut x);
-            let s = if r % 3 == 0 {
+            let s = if r.is_multiple_of(3) {
                 // Idle: only the RTO and RTT it last had.
                 Sample { rto: l.rto, srtt: l.srtt, min_rtt: l.min_rtt, ..Sample::default() }
             } else {
                 let sent = 1 + (r >> 8) % 40;
-                let lost = if (r >> 16) % 4 == 0 { (r >> 20) % (sent + 1) } else { 0 };
+                let lost = if (r >> 16).is_multiple_of(4) { (r >> 20) % (sent + 1) } else { 0 };
                 let srtt = 10_000 + (r >> 28) % 390_000;
                 Sample {
                     sent,
