@@ -10,6 +10,8 @@
 //!  c1 10.N.2.1 <--veth--> 10.N.2.2   10.N.(10+k).1 <--veth--> 10.N.(10+k).2
 //!                  service 10.N.9.1 (rewritten by the ruleset)
 //! ```
+//!
+//! [`FleetBed::new_v6`] makes the same over IPv6: `10.N.S.H` becomes `fd00:N:S::H`.
 
 use crate::ip;
 use std::io::Write;
@@ -21,6 +23,7 @@ use std::process::{Command, Stdio};
 pub struct FleetBed {
     pub names: Vec<String>,
     net: u8,
+    v6: bool,
 }
 
 impl Drop for FleetBed {
@@ -35,10 +38,36 @@ impl FleetBed {
     /// Namespaces `{tag}{role}-{pid}` on the addresses `10.{net}.*`, with `backends` (1..=100)
     /// backends.
     pub fn new(tag: &str, net: u8, backends: usize) -> Result<Self, String> {
+        Self::make(tag, net, backends, false)
+    }
+
+    /// The same over IPv6 (issue 56): `fd00:{net}:S::H` where IPv4 has `10.{net}.S.H`.
+    pub fn new_v6(tag: &str, net: u8, backends: usize) -> Result<Self, String> {
+        Self::make(tag, net, backends, true)
+    }
+
+    /// Host `host` of subnet `subnet`, in the bed's family.
+    fn addr(&self, subnet: usize, host: u8) -> String {
+        match self.v6 {
+            false => format!("10.{}.{subnet}.{host}", self.net),
+            true => format!("fd00:{}:{subnet}::{host}", self.net),
+        }
+    }
+
+    /// An address with its prefix, for `ip addr add` (no duplicate address detection: an
+    /// IPv6 address is usable at once).
+    fn with_prefix(&self, subnet: usize, host: u8) -> String {
+        match self.v6 {
+            false => format!("{}/24", self.addr(subnet, host)),
+            true => format!("{}/64 nodad", self.addr(subnet, host)),
+        }
+    }
+
+    fn make(tag: &str, net: u8, backends: usize, v6: bool) -> Result<Self, String> {
         let pid = std::process::id();
         let mut names = vec![format!("{tag}c-{pid}"), format!("{tag}lb-{pid}")];
         names.extend((0..backends).map(|k| format!("{tag}b{k}-{pid}")));
-        let bed = Self { names, net };
+        let bed = Self { names, net, v6 };
         for n in &bed.names {
             ip(&format!("netns add {n}"))?;
             ip(&format!("-n {n} link set lo up"))?;
@@ -47,8 +76,8 @@ impl FleetBed {
         for k in 0..2 {
             let (a, b) = (format!("c{k}"), format!("l{k}"));
             ip(&format!("link add {a} netns {c} type veth peer name {b} netns {lb}"))?;
-            ip(&format!("-n {c} addr add 10.{net}.{}.1/24 dev {a}", k + 1))?;
-            ip(&format!("-n {lb} addr add 10.{net}.{}.2/24 dev {b}", k + 1))?;
+            ip(&format!("-n {c} addr add {} dev {a}", bed.with_prefix(k + 1, 1)))?;
+            ip(&format!("-n {lb} addr add {} dev {b}", bed.with_prefix(k + 1, 2)))?;
             ip(&format!("-n {c} link set {a} up"))?;
             ip(&format!("-n {lb} link set {b} up"))?;
             bed.route(k)?;
@@ -57,13 +86,14 @@ impl FleetBed {
             let ns = bed.backend(k);
             let (a, b) = (format!("b{k}"), format!("lb{k}"));
             ip(&format!("link add {a} netns {ns} type veth peer name {b} netns {lb}"))?;
-            ip(&format!("-n {ns} addr add {}/24 dev {a}", bed.backend_ip(k)))?;
-            ip(&format!("-n {lb} addr add 10.{net}.{}.1/24 dev {b}", 10 + k))?;
+            ip(&format!("-n {ns} addr add {} dev {a}", bed.with_prefix(10 + k, 2)))?;
+            ip(&format!("-n {lb} addr add {} dev {b}", bed.with_prefix(10 + k, 1)))?;
             ip(&format!("-n {ns} link set {a} up"))?;
             ip(&format!("-n {lb} link set {b} up"))?;
-            ip(&format!("-n {ns} route add default via 10.{net}.{}.1", 10 + k))?;
+            ip(&format!("-n {ns} route add default via {}", bed.addr(10 + k, 1)))?;
         }
-        run(&["ip", "netns", "exec", lb, "sysctl", "-qw", "net.ipv4.ip_forward=1"], None)?;
+        let forward = if v6 { "net.ipv6.conf.all.forwarding=1" } else { "net.ipv4.ip_forward=1" };
+        run(&["ip", "netns", "exec", lb, "sysctl", "-qw", forward], None)?;
         Ok(bed)
     }
 
@@ -81,29 +111,53 @@ impl FleetBed {
 
     /// Backend `k`'s address.
     pub fn backend_ip(&self, k: usize) -> String {
-        format!("10.{}.{}.2", self.net, 10 + k)
+        self.addr(10 + k, 2)
     }
 
     /// The service's address (on no interface).
     pub fn service_ip(&self) -> String {
-        format!("10.{}.9.1", self.net)
+        self.addr(9, 1)
+    }
+
+    /// The service's address and `port`, as a socket address (`[v6]:port` in IPv6).
+    pub fn service(&self, port: u16) -> std::net::SocketAddr {
+        let ip: std::net::IpAddr = self.service_ip().parse().expect("the bed's own address");
+        std::net::SocketAddr::new(ip, port)
     }
 
     /// (Re)installs the client's route to the service through `c{k}` (`c0` preferred), as
     /// DHCP would after a link comes back.
     pub fn route(&self, k: usize) -> Result<(), String> {
-        let (c, net) = (self.client(), self.net);
-        ip(&format!(
-            "-n {c} route replace {}/32 via 10.{net}.{}.2 dev c{k} metric {}",
+        let c = self.client();
+        let host = if self.v6 { 128 } else { 32 };
+        let cmd = format!(
+            "-n {c} route replace {}/{host} via {} dev c{k} metric {}",
             self.service_ip(),
-            k + 1,
+            self.addr(k + 1, 2),
             10 * (k + 1)
-        ))
+        );
+        // A link just set up: IPv6 puts its prefix's route back a moment later (the gateway
+        // has "no route" until then).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        loop {
+            match ip(&cmd) {
+                Err(e) if e.contains("No route to host") && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Takes the client's link `c{k}` down or up.
+    /// Over IPv6 the kernel drops the link's addresses when it goes down; they come back with
+    /// it, as a network's router advertisement would give them.
     pub fn set_link(&self, k: usize, up: bool) -> Result<(), String> {
-        ip(&format!("-n {} link set c{k} {}", self.client(), if up { "up" } else { "down" }))
+        ip(&format!("-n {} link set c{k} {}", self.client(), if up { "up" } else { "down" }))?;
+        if up && self.v6 {
+            ip(&format!("-n {} addr replace {} dev c{k}", self.client(), self.with_prefix(k + 1, 1)))?;
+        }
+        Ok(())
     }
 
     /// Loads `ruleset` into the balancer (`nft -f -`: one transaction).
