@@ -45,6 +45,8 @@ pub struct Offer {
     /// The server key that authenticated the connection that got it (none: an unauthenticated
     /// server); a connection resumed with it is authenticated by the same key.
     pub identity: Option<[u8; 32]>,
+    /// The issuer's routing byte: the original DCID starts with it (§2.1, §4.9).
+    pub route: Option<u8>,
 }
 
 impl std::fmt::Debug for Offer {
@@ -125,7 +127,7 @@ impl Client {
             want_early: false,
             early: None,
             generation: 0,
-            odcid: rng.cid(),
+            odcid: Cid::default(),
             scid,
             server,
             initial: Vec::new(),
@@ -139,11 +141,23 @@ impl Client {
             next_send: now,
             send_now: true,
         };
+        hs.odcid = hs.original_dcid(rng);
         if !hs.build_initial(config, &share, &[]) {
             return Err(crypto::CryptoError::BufferTooSmall);
         }
         hs.share = Some(share);
         Ok(hs)
+    }
+
+    /// A new original DCID: random, but for its first byte when the offered ticket names its
+    /// issuer's routing byte (a fleet's server): the balancer then takes the resumed INITIAL
+    /// and its EARLY packets to the server that takes their 0-RTT data (§2.1, §4.9).
+    fn original_dcid(&self, rng: &mut Rng) -> Cid {
+        let mut c = rng.cid();
+        if let Some(r) = self.offer.as_ref().and_then(|o| o.route) {
+            c.0[0] = r;
+        }
+        c
     }
 
     /// Builds the INITIAL (with `token`, and the ticket's offer and binder if any); `false`,
@@ -417,7 +431,7 @@ impl Client {
         if let Ok(fresh) = rng.key_share() {
             // A new original DCID too: a server that made a connection at the old INITIAL (its
             // 0-RTT data, §4.9) would take the new one for its repeat.
-            self.odcid = rng.cid();
+            self.odcid = self.original_dcid(rng);
             self.build_initial(config, &fresh, &[]);
             self.retried = false;
             self.prior = None;

@@ -167,6 +167,10 @@ pub struct ResumptionTicket {
     pub identity: Option<[u8; 32]>,
     /// The server's sealed record (opaque).
     pub ticket: Vec<u8>,
+    /// A fleet's server: its routing byte, which the resumed INITIAL's original DCID starts
+    /// with so that the balancer takes it to the server that issued the ticket, the one that
+    /// takes its 0-RTT data (PROTOCOL.md §2.1, §4.9). `None` from a server alone.
+    pub route: Option<u8>,
 }
 
 impl std::fmt::Debug for ResumptionTicket {
@@ -180,8 +184,9 @@ impl std::fmt::Debug for ResumptionTicket {
     }
 }
 
-/// [`ResumptionTicket::to_bytes`]'s format, its first byte.
-const STORED_FORMAT: u8 = 2;
+/// [`ResumptionTicket::to_bytes`]'s format, its first byte: 3 adds the route; 2 (before the
+/// route) is still read.
+const STORED_FORMAT: u8 = 3;
 
 impl ResumptionTicket {
     /// When it may no longer be used (unix ms).
@@ -197,7 +202,7 @@ impl ResumptionTicket {
 
     /// The bytes an application stores: format (1), server address (1 + 4 or 16, + 2),
     /// received (8), lifetime (4), age_add (4), PSK (32), suite (1), identity (1 + 0 or 32),
-    /// ticket (1 + n).
+    /// ticket (1 + n), route (1 + 0 or 1).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = vec![STORED_FORMAT];
         match self.server.ip() {
@@ -225,13 +230,18 @@ impl ResumptionTicket {
         }
         b.push(self.ticket.len() as u8);
         b.extend_from_slice(&self.ticket);
+        match self.route {
+            Some(r) => b.extend_from_slice(&[1, r]),
+            None => b.push(0),
+        }
         b
     }
 
     /// What [`ResumptionTicket::to_bytes`] wrote; `None` for anything else.
     pub fn from_bytes(b: &[u8]) -> Option<Self> {
         let mut r = crate::wire::Reader::new(b);
-        if r.u8().ok()? != STORED_FORMAT {
+        let format = r.u8().ok()?;
+        if format != STORED_FORMAT && format != 2 {
             return None;
         }
         let ip = match r.u8().ok()? {
@@ -252,10 +262,18 @@ impl ResumptionTicket {
         };
         let n = usize::from(r.u8().ok()?);
         let ticket = r.bytes(n).ok()?.to_vec();
+        let route = match format {
+            2 => None,
+            _ => match r.u8().ok()? {
+                0 => None,
+                1 => Some(r.u8().ok()?),
+                _ => return None,
+            },
+        };
         if !r.is_empty() || ticket.is_empty() {
             return None;
         }
-        Some(Self { server, received_unix_ms, lifetime_s, age_add, psk, suite, identity, ticket })
+        Some(Self { server, received_unix_ms, lifetime_s, age_add, psk, suite, identity, ticket, route })
     }
 }
 
@@ -368,12 +386,17 @@ mod tests {
                 suite: 2,
                 identity: server.starts_with('1').then_some([8; 32]),
                 ticket: vec![1; TICKET_LEN],
+                route: server.starts_with('1').then_some(0x42),
             };
             let b = t.to_bytes();
             assert_eq!(ResumptionTicket::from_bytes(&b), Some(t.clone()));
             for cut in 0..b.len() {
                 assert_eq!(ResumptionTicket::from_bytes(&b[..cut]), None, "cut at {cut}");
             }
+            // Format 2 (before the route): the same without its route bytes.
+            let mut old = b[..b.len() - 1 - usize::from(t.route.is_some())].to_vec();
+            old[0] = 2;
+            assert_eq!(ResumptionTicket::from_bytes(&old), Some(ResumptionTicket { route: None, ..t.clone() }));
             assert_eq!(t.expires_unix_ms(), 1_700_007_200_000);
             assert_eq!(t.obfuscated_age(1_700_000_001_000), 1_077);
         }

@@ -36,7 +36,7 @@ enum Owned {
     Params(Vec<u8>),
     Cookie(Vec<u8>),
     Done,
-    Ticket { lifetime_s: u32, age_add: u32, nonce: u64, ticket: Vec<u8> },
+    Ticket { lifetime_s: u32, age_add: u32, nonce: u64, ticket: Vec<u8>, route: Option<u8> },
     Ext(u64, Vec<u8>),
 }
 
@@ -73,9 +73,13 @@ impl Owned {
             Owned::Params(p) => Frame::TransportParams(p),
             Owned::Cookie(c) => Frame::Cookie(c),
             Owned::Done => Frame::HandshakeDone,
-            Owned::Ticket { lifetime_s, age_add, nonce, ticket } => {
-                Frame::NewTicket(NewTicket { lifetime_s: *lifetime_s, age_add: *age_add, nonce: *nonce, ticket })
-            }
+            Owned::Ticket { lifetime_s, age_add, nonce, ticket, route } => Frame::NewTicket(NewTicket {
+                lifetime_s: *lifetime_s,
+                age_add: *age_add,
+                nonce: *nonce,
+                ticket,
+                route: *route,
+            }),
             Owned::Ext(t, b) => Frame::Extension { ty: *t, body: b },
         }
     }
@@ -194,8 +198,20 @@ fn arb_frame() -> impl Strategy<Value = Owned> {
         arb_bytes(64).prop_map(Owned::Params),
         proptest::collection::vec(any::<u8>(), 1..120).prop_map(Owned::Cookie),
         Just(Owned::Done),
-        (any::<u32>(), any::<u32>(), arb_varint(), proptest::collection::vec(any::<u8>(), 1..=255))
-            .prop_map(|(lifetime_s, age_add, nonce, ticket)| Owned::Ticket { lifetime_s, age_add, nonce, ticket }),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            arb_varint(),
+            proptest::collection::vec(any::<u8>(), 1..=255),
+            proptest::option::of(any::<u8>())
+        )
+            .prop_map(|(lifetime_s, age_add, nonce, ticket, route)| Owned::Ticket {
+                lifetime_s,
+                age_add,
+                nonce,
+                ticket,
+                route
+            }),
         // 0x40 is NEW_TICKET's.
         (0x41..=VMAX, arb_bytes(64)).prop_map(|(t, b)| Owned::Ext(t, b)),
     ]
@@ -558,7 +574,7 @@ fn specific_malformations() {
     // NEW_TICKET (0x40) is parsed as itself, once: one with an empty ticket is malformed, and
     // no extension frame may be written with its type.
     let t = Frame::parse(&mut Reader::new(&[0x40, 0x40, 0x08, 0x01, 0, 0, 0, 0, 0x00, 0x01, 0xee])).unwrap();
-    assert_eq!(t, Frame::NewTicket(NewTicket { lifetime_s: 1, age_add: 0, nonce: 0, ticket: &[0xee] }));
+    assert_eq!(t, Frame::NewTicket(NewTicket { lifetime_s: 1, age_add: 0, nonce: 0, ticket: &[0xee], route: None }));
     assert!(Frame::parse(&mut Reader::new(&[0x40, 0x40, 0x07, 0x01, 0, 0, 0, 0, 0x00, 0x00])).is_err());
     let mut out = [0u8; 16];
     assert!(Frame::Extension { ty: 0x40, body: &[1] }.emit(&mut Writer::new(&mut out)).is_err());

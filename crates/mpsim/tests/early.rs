@@ -254,7 +254,17 @@ fn in_a_fleet_only_the_tickets_issuer_takes_its_early_data() {
         server_config(true).with(|c| c.server.fleet = Some(mpcore::Fleet { server: 0, servers: 3, secret: SECRET }));
     let mut sim = pair(5, server);
     let t = first_ticket(&mut sim);
+    // The ticket names its issuer's routing byte, and the resumed INITIAL and its EARLY
+    // packets carry it first in their DCID (byte 5), where the balancer reads it (§2.1).
+    let r = t.route.expect("a fleet's server names its routing byte in the ticket");
+    let lone = first_ticket(&mut pair(6, server_config(true)));
+    assert_eq!(lone.route, None, "a server alone names none: the resumed INITIAL's DCID stays random");
+    assert_eq!(mpcore::Steering::server_of(r, 3), 0, "server 0's byte");
     let (x, flight) = captured_flight(&mut sim, &t);
+    assert!(
+        !flight.is_empty() && flight.iter().all(|d| d[5] == r),
+        "every datagram of the flight starts its DCID with it"
+    );
     check_whole(&x, "the original, at the issuer");
     assert_eq!(sim.server.handshake_counters().early_accepted, 1, "the issuer took it");
     let now = sim.now;

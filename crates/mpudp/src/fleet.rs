@@ -90,6 +90,24 @@ impl Balancer {
             .collect()
     }
 
+    /// Where each first byte of a resumed INITIAL's (or an EARLY packet's) DCID goes: the
+    /// client wrote there the routing byte of the server that issued its ticket (PROTOCOL.md
+    /// §2.1, §4.9), so to that server while it takes new connections (the one that takes the
+    /// ticket's 0-RTT data); to the open servers in turn (as a fresh INITIAL) when it is
+    /// drained or dead, where the connection resumes at one round trip.
+    pub fn by_resumed_byte(&self) -> Vec<IpAddr> {
+        let open = self.by_initial_byte();
+        (0..=255u8)
+            .map(|r| {
+                let id = mpcore::Steering::server_of(r, self.servers);
+                match self.backends.iter().find(|b| b.id == id && b.alive && b.accepting) {
+                    Some(b) => b.addr,
+                    None => open[usize::from(r)],
+                }
+            })
+            .collect()
+    }
+
     /// Where each first byte of an INITIAL's random DCID goes: the live servers that take
     /// new connections, in turn.
     pub fn by_initial_byte(&self) -> Vec<IpAddr> {
@@ -133,11 +151,21 @@ impl Balancer {
         );
         let _ = writeln!(
             s,
-            "    # INITIAL (type 0) and EARLY (5): byte 5, the client's random DCID, over the open servers."
+            "    # A resumed INITIAL (type 0, R: its last bit) and EARLY (5): byte 5, the issuer's routing byte."
+        );
+        let resumed = map(self.by_resumed_byte());
+        let _ = writeln!(
+            s,
+            "    {ip} daddr {vip} udp dport {port} @th,64,1 1 @th,66,3 0 @th,71,1 1 {ip} daddr set @th,104,8 map {resumed}"
         );
         let _ = writeln!(
             s,
-            "    {ip} daddr {vip} udp dport {port} @th,64,1 1 @th,66,3 {{ 0, 5 }} {ip} daddr set @th,104,8 map {}",
+            "    {ip} daddr {vip} udp dport {port} @th,64,1 1 @th,66,3 5 {ip} daddr set @th,104,8 map {resumed}"
+        );
+        let _ = writeln!(s, "    # Any other INITIAL: byte 5, the client's random DCID, over the open servers.");
+        let _ = writeln!(
+            s,
+            "    {ip} daddr {vip} udp dport {port} @th,64,1 1 @th,66,3 0 {ip} daddr set @th,104,8 map {}",
             map(self.by_initial_byte())
         );
         let _ = writeln!(s, "    # CONFIRM and JOIN: byte 5, the server's CID or its token.");
@@ -172,9 +200,13 @@ mod tests {
         let mut f = fleet();
         let by = f.by_routing_byte();
         assert!((0..=255usize).all(|r| by[r] == IpAddr::from(Ipv4Addr::new(10, 0, (r % 3) as u8, 2))));
+        assert_eq!(f.by_resumed_byte(), by, "a resumed INITIAL goes to its ticket's issuer");
         f.backends[1].accepting = false;
         let initial = f.by_initial_byte();
         assert!(!initial.contains(&Ipv4Addr::new(10, 0, 1, 2).into()), "drained: no INITIAL");
+        let resumed = f.by_resumed_byte();
+        assert!(!resumed.contains(&Ipv4Addr::new(10, 0, 1, 2).into()), "drained: no resumed INITIAL");
+        assert!((0..=255usize).filter(|r| r % 3 != 1).all(|r| resumed[r] == by[r]), "the others' still go to them");
         assert_eq!(f.by_routing_byte(), by, "drained: its connections still reach it");
         let drained = f.nft_ruleset().unwrap();
         for want in ["notrack", "@th,104,8 map", "drained"] {

@@ -25,6 +25,8 @@ pub(crate) struct Received {
     /// The server key that authenticated the connection.
     pub identity: Option<[u8; 32]>,
     pub ticket: Vec<u8>,
+    /// The issuer's routing byte, for the resumed INITIAL's DCID (a fleet's server gives it).
+    pub route: Option<u8>,
 }
 
 /// A NEW_TICKET as the server's endpoint issued it, for its connection to send.
@@ -35,12 +37,20 @@ pub(crate) struct Outgoing {
     pub nonce: u64,
     /// The sealed ticket (1..=255 bytes).
     pub ticket: Vec<u8>,
+    /// A fleet's server: the routing byte of the connection's CIDs (PROTOCOL.md §5.19).
+    pub route: Option<u8>,
 }
 
 impl Outgoing {
     /// The frame.
     pub(crate) fn frame(&self) -> NewTicket<'_> {
-        NewTicket { lifetime_s: self.lifetime_s, age_add: self.age_add, nonce: self.nonce, ticket: &self.ticket }
+        NewTicket {
+            lifetime_s: self.lifetime_s,
+            age_add: self.age_add,
+            nonce: self.nonce,
+            ticket: &self.ticket,
+            route: self.route,
+        }
     }
 }
 
@@ -94,6 +104,7 @@ impl Tickets {
             suite,
             identity: self.server_key,
             ticket: t.ticket.to_vec(),
+            route: t.route,
         };
         if self.got.iter().any(|(_, g)| g.ticket == got.ticket) {
             return false;

@@ -184,7 +184,10 @@ impl Endpoint {
         conn.announce_configured();
         if let (Some(t), true) = (&self.tickets, tickets) {
             let identity = self.config.server.identity.as_ref().map_or([0; 32], |id| id.public_key().0);
-            if let Some(body) = t.issue(self.clock.unix_ms(now), resumption, suite, identity, &mut self.rng) {
+            // A fleet's server names itself for the balancer: the routing byte of the
+            // connection's CIDs, which the client's resumed INITIAL will carry (§4.9).
+            let route = self.config.server.fleet.as_ref().and(conn.local_cids().next()).map(|c| c.0[0]);
+            if let Some(body) = t.issue(self.clock.unix_ms(now), resumption, suite, identity, route, &mut self.rng) {
                 conn.queue_ticket(body);
             }
         }

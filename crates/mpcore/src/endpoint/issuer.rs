@@ -50,6 +50,7 @@ impl Issuer {
         resumption: &[u8; 32],
         suite: Suite,
         identity: [u8; 32],
+        route: Option<u8>,
         rng: &mut Rng,
     ) -> Option<Outgoing> {
         let nonce = 0;
@@ -71,6 +72,7 @@ impl Issuer {
             age_add: t.age_add,
             nonce,
             ticket: sealed.to_vec(),
+            route,
         })
     }
 

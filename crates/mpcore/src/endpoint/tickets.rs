@@ -37,6 +37,7 @@ impl super::Endpoint {
             suite: t.suite,
             identity: t.identity,
             ticket: t.ticket,
+            route: t.route,
         })
     }
 
@@ -69,6 +70,7 @@ impl super::Endpoint {
             obfuscated_age: ticket.obfuscated_age(unix_ms),
             suite: ticket.suite,
             identity: ticket.identity,
+            route: ticket.route,
         });
         self.start(now, path, remote, offer)
     }
