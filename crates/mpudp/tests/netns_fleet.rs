@@ -389,7 +389,7 @@ async fn client(service: SocketAddr) {
                         s.shutdown().await.unwrap();
                     }
                     // The resumed connections' own tickets are not used.
-                    while store.len() > 0 && Instant::now() < deadline {
+                    while !store.is_empty() && Instant::now() < deadline {
                         let _ = store.take(service);
                         tokio::time::sleep(Duration::from_millis(1)).await;
                     }
