@@ -145,7 +145,7 @@ mod tests {
             suite: 2,
             identity: Some([id; 32]),
             ticket: vec![id; 115],
-            route: (id % 2 == 0).then_some(id),
+            route: id.is_multiple_of(2).then_some(id),
         }
     }
 
