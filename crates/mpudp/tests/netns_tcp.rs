@@ -18,6 +18,10 @@
 //!   on the wildcard address; the route to the server prefers cellular; UDP is dropped on WiFi.
 //!   WiFi's TCP carrier must leave through `c0`, which nftables counters in the client's
 //!   namespace check: TCP bytes out of `c0`, none out of `c1`.
+//! - `a_server_on_two_cores_carries_tcp_for_both` (issue 56): the server runs on two cores
+//!   (`MpListener::bind_cores`), UDP is dropped on WiFi; 16 connections each join WiFi over
+//!   TCP, whichever core owns them (the listening core hands the other core's records on, and
+//!   takes its answers back), carry requests there, and go on over cellular when WiFi fails.
 //! - `udp_blocked_everywhere`: UDP dropped on both links. The connection opens over TCP at
 //!   the 1 s bound, answers the requests and takes a 10 MB upload, whose SHA-256 the server
 //!   checks.
@@ -196,6 +200,46 @@ fn udp_blocked_everywhere() {
     );
 }
 
+#[test]
+fn a_server_on_two_cores_carries_tcp_for_both() {
+    if skip() {
+        return;
+    }
+    let bed = Testbed::new("mpudp-tcpc", 101).expect("setting up the namespaces");
+    bed.block_udp(0, true).unwrap();
+    let mut server = Reap(common::exec(&bed.server, "tcp_peer", "MPUDP_TCP_ROLE", "server-cores"));
+    let mut server_out = BufReader::new(server.0.stdout.take().unwrap()).lines();
+    assert!(server_out.by_ref().map_while(Result::ok).any(|l| l == "listening"), "the server did not start");
+    let mut client = Reap(common::exec(&bed.client, "tcp_peer", "MPUDP_TCP_ROLE", "client-cores"));
+    let mut to_client = client.0.stdin.take().unwrap();
+    let mut answered = 0;
+    let mut wifi = Vec::new();
+    for line in BufReader::new(client.0.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        eprintln!("client: {line}");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["wifi", _, ms] => wifi.push(ms.parse::<f64>().unwrap()),
+            ["answered", ..] => answered += 1,
+            ["before-down"] => {
+                bed.set_link(0, false).unwrap();
+                writeln!(to_client, "go").unwrap();
+            }
+            _ => {}
+        }
+    }
+    assert!(client.0.wait().unwrap().success(), "client helper failed");
+    let cores = server_out.map_while(Result::ok).find_map(|l| {
+        let w: Vec<u64> = l.strip_prefix("cores ")?.split_whitespace().map(|n| n.parse().unwrap()).collect();
+        Some(w)
+    });
+    let cores = cores.expect("the server's per-core count");
+    println!("16 connections on the server's cores: {cores:?}; WiFi over TCP joined in {wifi:?} ms");
+    assert!(cores.iter().all(|&n| n > 0) && cores.iter().sum::<u64>() == 16, "both cores own connections: {cores:?}");
+    assert_eq!(wifi.len(), 16, "every connection joined WiFi over TCP");
+    assert_eq!(answered, 16 * 6, "every request answered, over WiFi's TCP and then over cellular");
+}
+
 /// The processes of the tests above; does nothing without their environment.
 #[test]
 #[ignore = "helper process of the netns_tcp tests"]
@@ -205,6 +249,8 @@ fn tcp_peer() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     match role.as_str() {
         "server" => rt.block_on(server()),
+        "server-cores" => rt.block_on(server_cores()),
+        "client-cores" => rt.block_on(client_cores("10.101.9.1:5201".parse().unwrap())),
         "client-wifi" => rt.block_on(client("10.97.9.1:5201", 60, true, true)),
         "client-all" => rt.block_on(client("10.98.9.1:5201", 10, false, true)),
         "client-handed" => rt.block_on(client("10.99.9.1:5201", 20, false, false)),
@@ -219,6 +265,79 @@ async fn server() {
     println!("listening");
     let (s, _) = l.accept().await.unwrap();
     common::answer_then_hash(s).await;
+}
+
+/// A server on two cores: answers the requests of every connection (`answer_then_hash`);
+/// prints `cores N0 N1` (the connections each core owns) once 16 are open.
+async fn server_cores() {
+    let opts = Options::server().identity(common::identity());
+    let l = std::sync::Arc::new(MpListener::bind_cores("0.0.0.0:5201".parse().unwrap(), opts, 2).unwrap());
+    println!("listening");
+    for _ in 0..16 {
+        let (s, _) = l.accept().await.unwrap();
+        tokio::spawn(common::answer_then_hash(s));
+    }
+    let per: Vec<String> = l.endpoints().iter().map(|e| e.live_connections().to_string()).collect();
+    println!("cores {}", per.join(" "));
+    std::future::pending::<()>().await;
+}
+
+/// 16 connections from one endpoint (WiFi first, UDP dropped there): each waits for its WiFi
+/// subflow over TCP (`wifi N MS`), makes 3 requests; `before-down` (the test takes WiFi down),
+/// then 3 more each.
+async fn client_cores(server: std::net::SocketAddr) {
+    let opts = Options::phone()
+        .server_key(common::identity().public_key())
+        .tcp_fallback(Some(Duration::from_secs(1)))
+        .interface(Interface::new("c0").kind(Iface::Wifi))
+        .interface(Interface::new("c1").kind(Iface::Cellular));
+    let ep = std::sync::Arc::new(mpudp::MpEndpoint::client(opts).unwrap());
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let ep = ep.clone();
+            tokio::spawn(async move {
+                let t = Instant::now();
+                let mut s = ep.connect(server).await.unwrap();
+                loop {
+                    let st = s.stats().unwrap();
+                    let on_tcp = |f: &&mpudp::SubflowStats| f.path.0 == 0 && f.carrier == Carrier::Tcp;
+                    if st.subflows.iter().filter(on_tcp).any(|f| f.state == mpudp::SubflowState::Established) {
+                        break;
+                    }
+                    assert!(t.elapsed() < Duration::from_secs(20), "connection {i}: no WiFi over TCP: {st:#?}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                println!("wifi {i} {:.1}", t.elapsed().as_secs_f64() * 1e3);
+                for r in 1..=3 {
+                    common::request(&mut s, r).await;
+                }
+                let (tcp, _) = wifi_bytes(&s);
+                assert!(tcp > 0, "connection {i}: WiFi over TCP carried its requests");
+                s
+            })
+        })
+        .collect();
+    let mut conns = Vec::new();
+    for t in tasks {
+        conns.push(t.await.unwrap());
+    }
+    println!("before-down");
+    wait_for_go().await;
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .map(|mut s| {
+            tokio::spawn(async move {
+                for r in 4..=6 {
+                    common::request(&mut s, r).await;
+                }
+                s.shutdown().await.unwrap();
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    println!("done");
 }
 
 /// Data bytes the client sent on WiFi (local path 0) over TCP and over UDP.

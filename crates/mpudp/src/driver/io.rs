@@ -157,6 +157,8 @@ pub(crate) struct Io {
     pub(crate) epoch: std::time::Instant,
     /// The TCP carriers (PROTOCOL.md §4.11).
     pub(crate) tcp: super::tcp::Tcp,
+    /// Answers over TCP for carriers another core holds, to hand over once the lock is released.
+    pub(crate) tcp_back: Vec<super::handoff::TcpBack>,
 }
 
 impl Io {
@@ -228,7 +230,11 @@ impl Io {
                 // A record for the path's TCP carrier, queued (written without the lock).
                 let p = usize::from(t.path.0);
                 let d = if in_place { self.tx[guess].written(t.len) } else { &self.scratch[..t.len] };
-                self.tcp.queue(p, t.remote, d);
+                match st.relays.of(p, t.remote).filter(|_| !self.tcp.has_carrier(p, t.remote)) {
+                    // Another core holds the carrier (a server on several cores): it writes it.
+                    Some(relay) => self.tcp_back.push((relay, p, t.remote, d.to_vec())),
+                    None => self.tcp.queue(p, t.remote, d),
+                }
                 st.count(p, now, true, 1, t.len);
                 self.announce(&mut st, p);
                 continue;

@@ -18,6 +18,7 @@
 //! - `paths`: the interfaces and their paths.
 
 mod binding;
+mod handoff;
 mod io;
 mod paths;
 #[cfg(feature = "qlog")]
@@ -89,7 +90,7 @@ pub(crate) struct Driver {
     /// A server spread over cores: which core owns a datagram (fixed with the endpoint).
     steering: Option<Steering>,
     /// Datagrams of other cores' connections, to hand over once this core's lock is released.
-    outbox: Vec<(u8, PathId, SocketAddr, Vec<u8>)>,
+    outbox: Vec<handoff::Handoff>,
 }
 
 /// Builds the sockets and the endpoint and spawns the driver: a task of the caller's runtime,
@@ -165,6 +166,7 @@ fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)
         log: io::SendLog::new(),
         epoch,
         tcp: tcp::Tcp::new(server, opts.tcp_socket_hook.clone()),
+        tcp_back: Vec::new(),
     };
     let (paths, infos) = ifaces.open_initial(&mut io)?;
     #[allow(unused_mut)] // changed below unless built with `tcp` and without `qlog`
@@ -234,28 +236,12 @@ impl Future for Driver {
         let this = self.get_mut();
         let shared = this.shared.clone();
         let r = this.run(cx, &shared);
-        if this.outbox.is_empty() {
+        if this.outbox.is_empty() && this.io.tcp_back.is_empty() {
             return r;
         }
         let peers = shared.lock().peers.clone();
-        forward(&peers, &mut this.outbox);
+        handoff::forward(&peers, &mut this.outbox, &mut this.io.tcp_back);
         r
-    }
-}
-
-/// Most datagrams waiting in a core's inbox; beyond, they are dropped (as a full socket would).
-const INBOX: usize = 4096;
-
-/// Hands datagrams to the cores that own them (never with this core's lock held: two cores
-/// handing over to each other must not wait on each other).
-fn forward(peers: &[std::sync::Weak<Shared>], outbox: &mut Vec<(u8, PathId, SocketAddr, Vec<u8>)>) {
-    for (k, p, remote, d) in outbox.drain(..) {
-        let Some(peer) = peers.get(usize::from(k)).and_then(std::sync::Weak::upgrade) else { continue };
-        let mut st = peer.lock();
-        if st.inbox.len() < INBOX {
-            st.inbox.push_back((p, remote, d));
-            st.wake_driver();
-        }
     }
 }
 
@@ -273,15 +259,26 @@ impl Driver {
             let (now, mut progress) = {
                 let mut st = shared.lock();
                 let now = st.now();
-                let progress = !st.inbox.is_empty();
-                while let Some((p, remote, mut d)) = st.inbox.pop_front() {
-                    st.ep.handle_datagram_in_place(now, p, remote, &mut d);
+                let progress = !st.inbox.is_empty() || !st.tcp_back.is_empty();
+                while let Some((p, remote, mut d, via)) = st.inbox.pop_front() {
+                    match via {
+                        handoff::Via::Udp => st.ep.handle_datagram_in_place(now, p, remote, &mut d),
+                        handoff::Via::Tcp { relay } => {
+                            // Its answers go back to the core that holds the carrier.
+                            st.relays.learn(p, remote, relay);
+                            st.ep.handle_carried_in_place(now, p, remote, mpcore::Carrier::Tcp, &mut d);
+                        }
+                    }
+                }
+                // Other cores' answers over the TCP carriers this core holds.
+                for (p, remote, d) in st.tcp_back.drain(..) {
+                    self.io.tcp.queue(p, remote, &d);
                 }
                 (now, progress)
             };
             progress |= self.receive(cx, shared, now);
             progress |= self.io.tcp.poll(cx);
-            progress |= self.io.tcp.deliver(shared, now);
+            progress |= self.io.tcp.deliver(shared, now, self.steering.as_ref(), &mut self.outbox);
             progress |= self.io.tcp.reap();
             {
                 let mut st = shared.lock();
@@ -397,8 +394,8 @@ impl Driver {
                     for d in data.chunks_mut(stride.max(1)) {
                         st.count(i, now, false, 1, d.len());
                         let owner = steering.and_then(|s| s.core_of(d).filter(|&k| k != s.core()));
-                        if let Some(k) = owner.filter(|_| !st.peers.is_empty() && outbox.len() < INBOX) {
-                            outbox.push((k, PathId(i as u8), unmap(m.addr), d.to_vec()));
+                        if let Some(k) = owner.filter(|_| !st.peers.is_empty() && outbox.len() < handoff::INBOX) {
+                            outbox.push((k, PathId(i as u8), unmap(m.addr), d.to_vec(), handoff::Via::Udp));
                             st.paths[i].io.forwarded += 1;
                             continue;
                         }

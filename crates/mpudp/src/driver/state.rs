@@ -189,7 +189,11 @@ pub(crate) struct State {
     /// A server spread over cores: every core's shared state, by core number (set once all
     /// are built), and the datagrams other cores handed to this one.
     pub(crate) peers: Vec<std::sync::Weak<Shared>>,
-    pub(crate) inbox: VecDeque<(mpcore::PathId, SocketAddr, Vec<u8>)>,
+    pub(crate) inbox: VecDeque<(mpcore::PathId, SocketAddr, Vec<u8>, super::handoff::Via)>,
+    /// Other cores' answers over the TCP carriers this core holds: (path, peer, record).
+    pub(crate) tcp_back: VecDeque<(usize, SocketAddr, Vec<u8>)>,
+    /// Which core holds the TCP carrier of the peers whose records other cores handed here.
+    pub(crate) relays: super::handoff::Relays,
     /// Times the driver task ran (each a wake-up of its thread when the endpoint is idle).
     pub(crate) wakeups: u64,
     /// The last `dispatch` woke a reader.
@@ -220,6 +224,8 @@ impl State {
             commands: VecDeque::new(),
             peers: Vec::new(),
             inbox: VecDeque::new(),
+            tcp_back: VecDeque::new(),
+            relays: Default::default(),
             path_waker: None,
             names,
             wakeups: 0,

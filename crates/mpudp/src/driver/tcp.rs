@@ -179,6 +179,11 @@ impl Tcp {
         !self.server && self.carriers.iter().any(|(k, c)| k.0 == p && c.queued() > HIGH_WATER)
     }
 
+    /// Whether a carrier of path `p` to `remote` is open here.
+    pub(crate) fn has_carrier(&self, p: usize, remote: SocketAddr) -> bool {
+        self.carriers.contains_key(&(p, remote))
+    }
+
     /// Queues datagram `d` for `remote` from path `p`, opening the carrier if this is a
     /// client without one (a server drops it: only its peer opens).
     pub(crate) fn queue(&mut self, p: usize, remote: SocketAddr, d: &[u8]) {
@@ -418,7 +423,15 @@ impl Tcp {
     /// no copy), under its lock, counting them on their path; a carrier whose stream is not
     /// records (an empty one) is marked failed. Returns whether any was handed or failed (a
     /// partial record waiting for its rest is no progress: the driver must not spin on it).
-    pub(crate) fn deliver(&mut self, shared: &Shared, now: mpcore::Time) -> bool {
+    /// On a server spread over cores (`steering`), a record of another core's connection goes
+    /// into `outbox` for that core (`handoff`).
+    pub(crate) fn deliver(
+        &mut self,
+        shared: &Shared,
+        now: mpcore::Time,
+        steering: Option<&mpcore::Steering>,
+        outbox: &mut Vec<super::handoff::Handoff>,
+    ) -> bool {
         if !self.carriers.values().any(|c| c.have >= 2 && !c.expect_preamble) {
             return false;
         }
@@ -445,7 +458,16 @@ impl Tcp {
                 }
                 let d = &mut c.inb[at + 2..at + 2 + len];
                 st.count(p, now, false, 1, len);
-                st.ep.handle_carried_in_place(now, mpcore::PathId(p as u8), remote, mpcore::Carrier::Tcp, d);
+                let owner = steering.and_then(|s| s.core_of(d).filter(|&k| k != s.core()).map(|k| (k, s.core())));
+                match owner.filter(|_| !st.peers.is_empty() && outbox.len() < super::handoff::INBOX) {
+                    Some((k, relay)) => {
+                        let via = super::handoff::Via::Tcp { relay };
+                        outbox.push((k, mpcore::PathId(p as u8), remote, d.to_vec(), via));
+                    }
+                    None => {
+                        st.ep.handle_carried_in_place(now, mpcore::PathId(p as u8), remote, mpcore::Carrier::Tcp, d);
+                    }
+                }
                 at += 2 + len;
                 handed = true;
             }

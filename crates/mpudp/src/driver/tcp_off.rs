@@ -41,6 +41,10 @@ impl Tcp {
         false
     }
 
+    pub(crate) fn has_carrier(&self, _p: usize, _remote: SocketAddr) -> bool {
+        false
+    }
+
     pub(crate) fn queue(&mut self, p: usize, _remote: SocketAddr, _d: &[u8]) {
         if let Some(e) = self.events.get_mut(p) {
             e.dropped += 1;
@@ -59,7 +63,13 @@ impl Tcp {
         None
     }
 
-    pub(crate) fn deliver(&mut self, _shared: &Shared, _now: mpcore::Time) -> bool {
+    pub(crate) fn deliver(
+        &mut self,
+        _shared: &Shared,
+        _now: mpcore::Time,
+        _steering: Option<&mpcore::Steering>,
+        _outbox: &mut Vec<super::handoff::Handoff>,
+    ) -> bool {
         false
     }
 }
