@@ -163,6 +163,11 @@ pub struct RunArgs {
     /// stateless reset keys derive from it).
     #[arg(long, value_name = "FILE", requires = "fleet")]
     pub fleet_secret: Option<PathBuf>,
+    /// Server of a fleet: the balancer's TCP ports (`fleet-rules --tcp-base PORT`): this
+    /// server's is PORT + its id; it names it to its clients for their TCP carriers, where a
+    /// network drops UDP, and listens there too.
+    #[arg(long, value_name = "PORT", requires = "fleet")]
+    pub fleet_tcp_base: Option<u16>,
     /// Client: the server's public key (base64, as the server or `keygen` prints it); may be
     /// repeated (a server rotating its key). A server that cannot prove it is refused.
     #[arg(long = "server-key", value_name = "KEY", value_parser = parse_public_key)]
@@ -485,6 +490,12 @@ impl RunArgs {
         }
         let fleet = if client { None } else { crate::fleet::member(self.fleet, self.fleet_secret.as_ref())? };
         let c = o.config_mut();
+        c.server.tcp_port = match (self.fleet, self.fleet_tcp_base) {
+            (Some((id, _)), Some(base)) if !client => {
+                Some(base.checked_add(u16::from(id)).ok_or("--fleet-tcp-base: the server's port is past 65535")?)
+            }
+            _ => None,
+        };
         c.server.fleet = fleet;
         c.transport.congestion = mpudp::CongestionControl::from_name(&self.cc).unwrap_or_default();
         c.multipath.oracle.period = self.oracle_period.as_micros().max(1) as u64;

@@ -24,6 +24,11 @@ pub struct FleetRulesArgs {
     /// The nftables table (replaced whole, atomically, by `nft -f`).
     #[arg(long, default_value = "mpudp_fleet")]
     pub table: String,
+    /// TCP carriers where a network drops UDP: server K's own TCP port at the service's
+    /// address is PORT + K (each server runs with `--fleet-tcp-base PORT`); without it the
+    /// rules carry UDP only.
+    #[arg(long, value_name = "PORT")]
+    pub tcp_base: Option<u16>,
 }
 
 /// `ID=ADDR[,drained|,dead]`.
@@ -44,7 +49,13 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
 
 /// Prints the ruleset for `nft -f`.
 pub fn rules(a: &FleetRulesArgs) -> Result<(), String> {
-    let b = Balancer { service: a.service, servers: a.ids, backends: a.servers.clone(), table: a.table.clone() };
+    let b = Balancer {
+        service: a.service,
+        servers: a.ids,
+        backends: a.servers.clone(),
+        table: a.table.clone(),
+        tcp_base: a.tcp_base,
+    };
     print!("{}", b.nft_ruleset()?);
     Ok(())
 }

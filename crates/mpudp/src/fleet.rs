@@ -16,6 +16,13 @@
 //! finish) or taking a dead one out (its id then goes to a live server, which answers every
 //! packet of its connections with a stateless reset) is one atomic `nft -f` of a new ruleset.
 //!
+//! TCP carriers (PROTOCOL.md §4.11), where a client's network drops UDP: the balancer cannot
+//! read a stream's routing byte (a SYN carries none), so with `tcp_base` each server `k` has
+//! a port of its own at the balancer, `tcp_base + k`, which it names to its clients
+//! (`Server::tcp_port`) for their TCP joins; a carrier to the service's own port (a first
+//! handshake over TCP, no server chosen yet) goes to a server that takes new connections by a
+//! hash of the client's address and port, the same for every packet of the stream.
+//!
 //! Why nftables and not IPVS: IPVS schedules by addresses and ports, or by a firewall mark
 //! that nftables would have to set from the same byte anyway, and it keeps a connection table
 //! of its own that pins a client's address and port to one server, as conntrack does. nftables
@@ -51,6 +58,8 @@ pub struct Balancer {
     pub backends: Vec<Backend>,
     /// The nftables table's name.
     pub table: String,
+    /// TCP carriers: server `k`'s own port is `tcp_base + k` (`None`: the rules carry UDP only).
+    pub tcp_base: Option<u16>,
 }
 
 impl Balancer {
@@ -59,6 +68,15 @@ impl Balancer {
     pub fn validate(&self) -> Result<(), String> {
         if self.servers == 0 {
             return Err("the fleet needs at least one server id".into());
+        }
+        if let Some(base) = self.tcp_base {
+            let last = u32::from(base) + u32::from(self.servers) - 1;
+            if base == 0 || last > 65_535 || (u32::from(base)..=last).contains(&u32::from(self.service.port())) {
+                return Err(format!(
+                    "TCP ports {base}-{last} (one per server id) must be ports, apart from the service's {}",
+                    self.service.port()
+                ));
+            }
         }
         let mut seen = [false; 256];
         for b in &self.backends {
@@ -173,6 +191,35 @@ impl Balancer {
             s,
             "    {ip} daddr {vip} udp dport {port} @th,64,1 1 {ip} daddr set @th,104,8 map {by_routing_byte}"
         );
+        if let Some(base) = self.tcp_base {
+            let last = u32::from(base) + u32::from(self.servers) - 1;
+            let ports = format!("{{ {port}, {base}-{last} }}");
+            let _ =
+                writeln!(s, "    # TCP carriers: to server k's own port, {base} + k; to {port}, a first handshake,");
+            let _ = writeln!(s, "    # by a hash of the client's address and port over the open servers.");
+            let _ = writeln!(s, "    {ip} daddr {vip} tcp dport {ports} notrack");
+            let _ = writeln!(s, "    {ip} saddr {{ {} }} tcp sport {ports} notrack", backends.join(", "));
+            let by_port: Vec<String> = self
+                .by_routing_byte()
+                .iter()
+                .take(usize::from(self.servers))
+                .enumerate()
+                .map(|(k, a)| format!("{} : {a}", u32::from(base) + k as u32))
+                .collect();
+            let _ = writeln!(
+                s,
+                "    {ip} daddr {vip} tcp dport {base}-{last} {ip} daddr set tcp dport map {{ {} }}",
+                by_port.join(", ")
+            );
+            let open: Vec<IpAddr> = self.backends.iter().filter(|b| b.alive && b.accepting).map(|b| b.addr).collect();
+            let _ = writeln!(
+                s,
+                "    {ip} daddr {vip} tcp dport {port} {ip} daddr set jhash {ip} saddr . tcp sport mod {} map {}",
+                open.len(),
+                map(open.clone())
+            );
+            let _ = writeln!(s, "    {ip} saddr {{ {} }} tcp sport {ports} {ip} saddr set {vip}", backends.join(", "));
+        }
         let _ = writeln!(s, "    # The servers' answers leave from the service's address.");
         let _ = writeln!(s, "    {ip} saddr {{ {} }} udp sport {port} {ip} saddr set {vip}", backends.join(", "));
         let _ = writeln!(s, "  }}\n}}");
@@ -192,6 +239,7 @@ mod tests {
             servers: 3,
             backends: vec![b(0, 2), b(1, 2), b(2, 2)],
             table: "mpudp".into(),
+            tcp_base: None,
         }
     }
 
@@ -241,6 +289,7 @@ mod tests {
             servers: 3,
             backends: vec![b6(0), b6(1), b6(2)],
             table: "mpudp6".into(),
+            tcp_base: Some(6200),
         };
         let text = f.nft_ruleset().unwrap();
         for want in [
@@ -249,13 +298,19 @@ mod tests {
             "ip6 daddr set @th,72,8 map",
             "ip6 saddr set fd00::9:1",
             "0 : fd00::2",
+            "tcp dport 6200-6202 ip6 daddr set tcp dport map { 6200 : fd00::2, 6201 : fd00:0:0:1::2",
+            "ip6 daddr set jhash ip6 saddr . tcp sport mod 3 map",
         ] {
             assert!(text.contains(want), "{want:?} in:\n{text}");
         }
         assert!(!text.contains(" ip daddr") && !text.contains("table ip "), "no IPv4 rule:\n{text}");
+        f.tcp_base = Some(5200);
+        assert!(f.validate().unwrap_err().contains("apart from the service's"), "5200-5202 holds 5201");
+        f.tcp_base = Some(6200);
         f.backends[1].addr = Ipv4Addr::new(10, 0, 1, 2).into();
         assert!(f.validate().unwrap_err().contains("family"));
-        // nftables itself accepts the rules (where `nft` runs with the rights to check).
+        // nftables itself accepts the rules, TCP's included (where `nft` runs with the rights
+        // to check).
         f.backends[1] = b6(1);
         let text = f.nft_ruleset().unwrap();
         let check = std::process::Command::new("nft")

@@ -34,11 +34,18 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 const PORT: u16 = 5201;
 const SECRET: [u8; 32] = [0x5e; 32];
+/// Server `k`'s own TCP port at the balancer (`Balancer::tcp_base` + k, `Server::tcp_port`).
+const TCP_BASE: u16 = 6000;
 
-/// Loads the balancer's ruleset for `backends` (one atomic `nft -f`).
+/// Loads the balancer's ruleset for `backends` (one atomic `nft -f`), TCP carriers included.
 fn balance(bed: &FleetBed, backends: &[Backend]) -> Result<(), String> {
-    let b =
-        Balancer { service: bed.service(PORT), servers: 3, backends: backends.to_vec(), table: "mpudp_fleet".into() };
+    let b = Balancer {
+        service: bed.service(PORT),
+        servers: 3,
+        backends: backends.to_vec(),
+        table: "mpudp_fleet".into(),
+        tcp_base: Some(TCP_BASE),
+    };
     bed.balance(&b.nft_ruleset()?)
 }
 
@@ -48,6 +55,8 @@ struct Peer {
     _child: Reap,
     to: ChildStdin,
     from: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    /// Its namespace, naming its lines in the test's output (the tests run at once).
+    ns: String,
 }
 
 impl Peer {
@@ -66,7 +75,7 @@ impl Peer {
             .unwrap();
         let to = child.stdin.take().unwrap();
         let from = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut p = Self { _child: Reap(child), to, from };
+        let mut p = Self { _child: Reap(child), to, from, ns: ns.to_string() };
         p.until("ready");
         p
     }
@@ -81,7 +90,7 @@ impl Peer {
         let mut lines = Vec::new();
         for line in self.from.by_ref() {
             let line = line.unwrap();
-            eprintln!("peer: {line}");
+            eprintln!("{}: {line}", self.ns);
             let words: Vec<String> = line.split_whitespace().map(String::from).collect();
             if words.first().map(String::as_str) == Some(last) {
                 return lines;
@@ -119,6 +128,38 @@ fn a_fleet_of_three_behind_the_kernels_balancer_over_ipv6() {
     }
     let bed = FleetBed::new_v6("fl6", 94, 3).expect("setting up the namespaces");
     fleet_of_three(&bed, 100);
+}
+
+/// Issue 56: TCP carriers through the balancer. The client's WiFi drops UDP: each connection
+/// opens on cellular and joins WiFi over TCP, to the port of its own server that the server
+/// named (`tcp_port`), which the balancer maps to that server alone; the requests go over
+/// WiFi's TCP, and on over cellular when WiFi fails, each answered by its own server.
+#[test]
+fn a_fleet_carries_tcp_where_wifi_drops_udp() {
+    if let Some(why) = testbed::unavailable().or_else(nft_missing) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let bed = FleetBed::new("flt", 92, 3).expect("setting up the namespaces");
+    bed.block_udp(0, true).expect("the firewall rule");
+    let backend =
+        |k: u8| Backend { id: k, addr: bed.backend_ip(k.into()).parse().unwrap(), accepting: true, alive: true };
+    balance(&bed, &[backend(0), backend(1), backend(2)]).expect("loading the ruleset");
+    let service = bed.service(PORT);
+    let _servers: Vec<Peer> = (0..3).map(|k| Peer::start(bed.backend(k), &format!("server{k}"), service)).collect();
+    let mut client = Peer::start(bed.client(), "client", service);
+    let l = client.ask("tcp 12");
+    let owner = servers_of(&l);
+    let joined: Vec<f64> = l.iter().filter(|w| w[0] == "tcp").map(|w| w[2].parse().unwrap()).collect();
+    eprintln!("WiFi over TCP joined after {joined:?} ms; servers {owner:?}");
+    assert_eq!((owner.len(), joined.len()), (12, 12), "every connection joined WiFi over TCP and was answered");
+    let used: std::collections::BTreeSet<u8> = owner.iter().map(|o| o.1).collect();
+    assert!(used.len() > 1, "the connections spread over the servers: {owner:?}");
+    // WiFi fails: each connection goes on over cellular, with its own server.
+    bed.set_link(0, false).unwrap();
+    let l = client.ask("requests");
+    assert_eq!(servers_of(&l), owner, "each answered by its own server over cellular");
+    client.ask("quit");
 }
 
 /// The scenario of the module's text on `bed`, with `connections` connections first.
@@ -235,6 +276,7 @@ fn fleet_peer() {
 async fn server(k: u8, service: SocketAddr) {
     let mut opts = Options::new().identity(common::identity()).fast_join(true).issue_tickets(true);
     opts.config_mut().server.fleet = Some(mpcore::Fleet { server: k, servers: 3, secret: SECRET });
+    opts.config_mut().server.tcp_port = Some(TCP_BASE + u16::from(k));
     let l = std::sync::Arc::new(MpListener::bind(any_address(service), opts).unwrap());
     let accepted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let joins = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -393,6 +435,47 @@ async fn client(service: SocketAddr) {
                         let _ = store.take(service);
                         tokio::time::sleep(Duration::from_millis(1)).await;
                     }
+                }
+            }
+            ["tcp", n] => {
+                // A phone whose WiFi drops UDP: connections at once from an endpoint of its
+                // own, each waiting for its WiFi subflow over TCP, then one request there.
+                let phone = Options::phone()
+                    .server_key(common::identity().public_key())
+                    .ipv6(v6)
+                    .tcp_fallback(Some(Duration::from_secs(1)))
+                    .interface(Interface::new("c0").kind(Iface::Wifi))
+                    .interface(Interface::new("c1").kind(Iface::Cellular))
+                    .monitor_interval(Duration::from_millis(50));
+                let ep = std::sync::Arc::new(MpEndpoint::client(phone).unwrap());
+                let tasks: Vec<_> = (0..n.parse::<usize>().unwrap())
+                    .map(|_| {
+                        let ep = ep.clone();
+                        tokio::spawn(async move {
+                            let t = Instant::now();
+                            let mut s = ep.connect(service).await.unwrap();
+                            let on_tcp = |st: &mpcore::ConnStats| {
+                                st.subflows.iter().any(|f| {
+                                    f.path.0 == 0
+                                        && f.carrier == mpudp::Carrier::Tcp
+                                        && f.state == mpcore::SubflowState::Established
+                                })
+                            };
+                            while !s.stats().is_some_and(|st| on_tcp(&st)) {
+                                assert!(t.elapsed() < Duration::from_secs(20), "no WiFi over TCP: {:#?}", s.stats());
+                                tokio::time::sleep(Duration::from_millis(5)).await;
+                            }
+                            let ms = t.elapsed().as_secs_f64() * 1e3;
+                            let id = request(&mut s).await.unwrap();
+                            (s, id, ms)
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    let (s, id, ms) = t.await.unwrap();
+                    println!("tcp {} {ms:.1}", conns.len());
+                    println!("conn {} server {id}", conns.len());
+                    conns.push(Some(s));
                 }
             }
             ["requests"] => {

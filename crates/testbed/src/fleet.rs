@@ -160,6 +160,23 @@ impl FleetBed {
         Ok(())
     }
 
+    /// Drops UDP on the client's link `c{k}` (nftables in the client's namespace; `on` false
+    /// lets it through again): a WiFi that carries only TCP.
+    pub fn block_udp(&self, k: usize, on: bool) -> Result<(), String> {
+        let table = format!("mpudp_block_c{k}");
+        let ruleset = if on {
+            format!(
+                "table inet {table} {{\n\
+                 \tchain out {{ type filter hook output priority 0; oifname \"c{k}\" meta l4proto udp drop; }}\n\
+                 \tchain in {{ type filter hook input priority 0; iifname \"c{k}\" meta l4proto udp drop; }}\n\
+                 }}\n"
+            )
+        } else {
+            format!("delete table inet {table}\n")
+        };
+        run(&["ip", "netns", "exec", self.client(), "nft", "-f", "-"], Some(&ruleset))
+    }
+
     /// Loads `ruleset` into the balancer (`nft -f -`: one transaction).
     pub fn balance(&self, ruleset: &str) -> Result<(), String> {
         run(&["ip", "netns", "exec", self.balancer(), "nft", "-f", "-"], Some(ruleset))

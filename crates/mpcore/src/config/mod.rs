@@ -344,6 +344,7 @@ impl Config {
             mp_idle: self.multipath.mp_idle,
             cid_len: self.transport.cid_len,
             tickets: self.resumption.accept,
+            tcp_port: self.server.tcp_port.unwrap_or(0),
             ..Default::default()
         };
         let ids: Vec<u8> = self.transport.suites.iter().map(|s| s.id()).collect();

@@ -216,6 +216,13 @@ part! {
         /// client path of the other family (IPv6-only cellular) can join. A server cannot know
         /// which of its addresses clients reach, so it announces only those it is told.
         announce: Vec<std::net::SocketAddr> = Vec::new(),
+        /// A server of a fleet: the port at the balancer that leads to this server alone, which
+        /// it names to its clients (the `tcp_port` parameter, PROTOCOL.md §8) for their TCP
+        /// carriers (§4.11): the balancer cannot read a TCP stream's routing byte, so it
+        /// steers a carrier by the port it was opened to. The server listens there, and on the
+        /// fleet's other servers' ports (`tcp_port - id + k`): the balancer maps a dead server's
+        /// port to a live one, whose stateless resets then reach that server's clients.
+        tcp_port: Option<u16> = None,
     }
 }
 

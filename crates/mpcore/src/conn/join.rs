@@ -51,6 +51,13 @@ impl Connection {
         };
         self.opened += 1;
         let cid = self.new_cid();
+        // A fleet's server names the port at its balancer that leads to it alone: a TCP
+        // carrier goes there (PROTOCOL.md §4.11), as the balancer cannot read its routing byte.
+        let tcp_port = self.session.peer_params.tcp_port;
+        let remote = match carrier {
+            Carrier::Tcp if tcp_port != 0 => SocketAddr::new(remote.ip(), tcp_port),
+            _ => remote,
+        };
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
         sf.start_join(self.rng.u32(), self.fast_join_negotiated(), backup);
         sf.set_carrier(carrier);

@@ -17,6 +17,7 @@ pub mod id {
     pub const CID_LEN: u64 = 0x09;
     pub const TICKETS: u64 = 0x0a;
     pub const EARLY_DATA: u64 = 0x0b;
+    pub const TCP_PORT: u64 = 0x0c;
 }
 
 /// Most AEAD suites a peer may list.
@@ -42,6 +43,9 @@ pub struct TransportParams {
     /// In a resuming INITIAL: the client sends 0-RTT data after it; in a resumed HANDSHAKE: the
     /// server took it (§4.9).
     pub early_data: bool,
+    /// Server: the port its clients open TCP carriers to (§4.11), where a fleet's balancer
+    /// maps a port to each server; 0: the port the client connected to.
+    pub tcp_port: u16,
 }
 
 impl Default for TransportParams {
@@ -64,6 +68,7 @@ impl Default for TransportParams {
             cid_len: 8,
             tickets: false,
             early_data: false,
+            tcp_port: 0,
         }
     }
 }
@@ -148,6 +153,13 @@ impl TransportParams {
                 }
                 id::TICKETS => p.tickets = flag()?,
                 id::EARLY_DATA => p.early_data = flag()?,
+                id::TCP_PORT => {
+                    let v = as_varint()?;
+                    if !(1..=65_535).contains(&v) {
+                        return Err(Error::Malformed("tcp_port out of range"));
+                    }
+                    p.tcp_port = v as u16;
+                }
                 _ => {}
             }
         }
@@ -198,6 +210,9 @@ impl TransportParams {
         if self.early_data {
             w.varint(id::EARLY_DATA)?;
             w.varint(0)?;
+        }
+        if self.tcp_port != 0 {
+            put(w, id::TCP_PORT, u64::from(self.tcp_port))?;
         }
         Ok(w.len() - start)
     }

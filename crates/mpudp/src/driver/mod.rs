@@ -165,7 +165,7 @@ fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)
         guess: 0,
         log: io::SendLog::new(),
         epoch,
-        tcp: tcp::Tcp::new(server, opts.tcp_socket_hook.clone()),
+        tcp: tcp::Tcp::new(server, opts.tcp_socket_hook.clone(), fleet_tcp_ports(&opts.config)),
         tcp_back: Vec::new(),
     };
     let (paths, infos) = ifaces.open_initial(&mut io)?;
@@ -227,6 +227,21 @@ fn build(opts: &Options, server: bool, v6: bool) -> Result<(Arc<Shared>, Driver)
         outbox: Vec::new(),
     };
     Ok((shared, driver))
+}
+
+/// The TCP ports a fleet's server listens on besides its UDP port's number: every server's own
+/// port at the balancer (`Server::tcp_port` is `base + id`), so that the port of a dead server,
+/// which the balancer then maps to a live one, reaches a listener there, whose stateless
+/// resets tell that server's clients at once (as over UDP). Without a fleet, its own port.
+fn fleet_tcp_ports(config: &mpcore::Config) -> Vec<u16> {
+    let Some(own) = config.server.tcp_port else { return Vec::new() };
+    match &config.server.fleet {
+        Some(f) => {
+            let base = own.saturating_sub(u16::from(f.server));
+            (0..u16::from(f.servers)).filter_map(|k| base.checked_add(k)).collect()
+        }
+        None => vec![own],
+    }
 }
 
 impl Future for Driver {

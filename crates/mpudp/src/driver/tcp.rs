@@ -103,13 +103,14 @@ impl Carrier {
 }
 
 /// Per path: a client's means to open carriers (its address, how its UDP socket reaches its
-/// network, its label), a server's listener.
+/// network, its label), a server's listeners (its UDP port's number, and a fleet server's own
+/// port, `Server::tcp_port`).
 #[derive(Debug, Default)]
 struct PathTcp {
     local: Option<SocketAddr>,
     binding: Binding,
     label: String,
-    listener: Option<TcpListener>,
+    listeners: Vec<TcpListener>,
 }
 
 /// What happened to carriers, for the path's counters.
@@ -125,6 +126,9 @@ pub(crate) struct TcpEvents {
 #[derive(Debug, Default)]
 pub(crate) struct Tcp {
     server: bool,
+    /// A fleet's server: the ports at the balancer that lead to each server, where it listens
+    /// too (`fleet_tcp_ports`).
+    fleet_ports: Vec<u16>,
     /// The application's hook for each TCP socket of a handed-in path.
     hook: Option<TcpSocketHook>,
     paths: Vec<PathTcp>,
@@ -134,8 +138,8 @@ pub(crate) struct Tcp {
 }
 
 impl Tcp {
-    pub(crate) fn new(server: bool, hook: Option<TcpSocketHook>) -> Self {
-        Self { server, hook, ..Self::default() }
+    pub(crate) fn new(server: bool, hook: Option<TcpSocketHook>, fleet_ports: Vec<u16>) -> Self {
+        Self { server, hook, fleet_ports, ..Self::default() }
     }
 
     /// Path `p` (`label`) has a socket on `local`, bound as `binding` says: a server listens
@@ -147,20 +151,24 @@ impl Tcp {
             self.events.resize(p + 1, TcpEvents::default());
         }
         self.close_path(p);
-        let listener = if self.server {
-            listen(local, binding)
-                .map_err(|e| match e.kind() {
-                    // A server spread over cores: another core's listener has the port.
-                    io::ErrorKind::AddrInUse => {
-                        tracing::debug!(path = p, %local, "TCP carriers served by another listener")
-                    }
-                    _ => tracing::warn!(path = p, %local, error = %e, "no TCP listener: no TCP carriers here"),
-                })
-                .ok()
-        } else {
-            None
-        };
-        self.paths[p] = PathTcp { local: Some(local), binding: binding.clone(), label: label.to_string(), listener };
+        let others = self.fleet_ports.iter().copied().filter(|&o| o != local.port());
+        let listeners = std::iter::once(local.port())
+            .chain(others)
+            .filter(|_| self.server)
+            .filter_map(|port| {
+                let at = SocketAddr::new(local.ip(), port);
+                listen(at, binding)
+                    .map_err(|e| match e.kind() {
+                        // A server spread over cores: another core's listener has the port.
+                        io::ErrorKind::AddrInUse => {
+                            tracing::debug!(path = p, %at, "TCP carriers served by another listener")
+                        }
+                        _ => tracing::warn!(path = p, %at, error = %e, "no TCP listener: no TCP carriers here"),
+                    })
+                    .ok()
+            })
+            .collect();
+        self.paths[p] = PathTcp { local: Some(local), binding: binding.clone(), label: label.to_string(), listeners };
     }
 
     /// Path `p` is gone: its listener and carriers close.
@@ -244,6 +252,13 @@ impl Tcp {
         let mut progress = self.accept(cx);
         let now = Instant::now();
         for (&(p, remote), c) in self.carriers.iter_mut() {
+            // A failed carrier waits for `reap`; its connect future, if it failed there, has
+            // completed and must not be polled again (tokio panics: "resumed after
+            // completion"). An IPv6 link that lost its address failed the connect at once, and
+            // the driver's next poll in the same round took its thread down (issue 56).
+            if c.failed {
+                continue;
+            }
             if let Link::Connecting(f) = &mut c.link {
                 match f.as_mut().poll(cx) {
                     Poll::Pending => continue,
@@ -344,29 +359,36 @@ impl Tcp {
     fn accept(&mut self, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
         for p in 0..self.paths.len() {
-            while let Some(l) = self.paths[p].listener.as_ref() {
-                let (s, peer) = match l.poll_accept(cx) {
-                    Poll::Pending => break,
-                    Poll::Ready(Err(e)) => {
-                        tracing::debug!(path = p, error = %e, "accept failed");
-                        break;
-                    }
-                    Poll::Ready(Ok(x)) => x,
-                };
-                progress = true;
-                let peer = super::socket::unmap(peer);
-                let from_peer = self.carriers.keys().filter(|k| k.1.ip() == peer.ip()).count();
-                if self.carriers.len() >= MAX_CARRIERS || from_peer >= PER_SOURCE {
-                    self.count(p, |e| e.refused += 1);
-                    continue;
-                }
-                let _ = s.set_nodelay(true);
-                let _ = socket2::SockRef::from(&s).set_send_buffer_size(SNDBUF as usize);
-                self.carriers.insert((p, peer), Carrier::new(Link::Open(s), false));
-                self.count(p, |e| e.opened += 1);
+            for l in 0..self.paths[p].listeners.len() {
+                self.accept_on(cx, p, l, &mut progress);
             }
         }
         progress
+    }
+
+    /// Takes the connections waiting at listener `l` of path `p`.
+    fn accept_on(&mut self, cx: &mut Context<'_>, p: usize, l: usize, progress: &mut bool) {
+        loop {
+            let (s, peer) = match self.paths[p].listeners[l].poll_accept(cx) {
+                Poll::Pending => break,
+                Poll::Ready(Err(e)) => {
+                    tracing::debug!(path = p, error = %e, "accept failed");
+                    break;
+                }
+                Poll::Ready(Ok(x)) => x,
+            };
+            *progress = true;
+            let peer = super::socket::unmap(peer);
+            let from_peer = self.carriers.keys().filter(|k| k.1.ip() == peer.ip()).count();
+            if self.carriers.len() >= MAX_CARRIERS || from_peer >= PER_SOURCE {
+                self.count(p, |e| e.refused += 1);
+                continue;
+            }
+            let _ = s.set_nodelay(true);
+            let _ = socket2::SockRef::from(&s).set_send_buffer_size(SNDBUF as usize);
+            self.carriers.insert((p, peer), Carrier::new(Link::Open(s), false));
+            self.count(p, |e| e.opened += 1);
+        }
     }
 
     /// When the next carrier goes idle, if any.

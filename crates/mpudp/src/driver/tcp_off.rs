@@ -25,7 +25,7 @@ pub(crate) struct Tcp {
 }
 
 impl Tcp {
-    pub(crate) fn new(_server: bool, _hook: Option<TcpSocketHook>) -> Self {
+    pub(crate) fn new(_server: bool, _hook: Option<TcpSocketHook>, _fleet_ports: Vec<u16>) -> Self {
         Self::default()
     }
 
