@@ -384,44 +384,49 @@ async fn client(service: SocketAddr) {
                 }
             }
             ["resume", n] => {
-                // An endpoint of its own with a ticket store (a resumed connection goes to its
+                // Endpoints of their own with ticket stores (a resumed connection goes to its
                 // ticket's issuer, so the endpoints above, whose connections must spread, keep
-                // none). Fresh connections at once fill the store with tickets of servers the
-                // balancer chose; as many resumed ones at once then take one each, their
-                // request sent as 0-RTT data. Each closes after its answer (the later steps
-                // count the first connections only).
+                // none). Fresh connections, one at a time from `fresh` (whose store is empty at
+                // each connect, so that none resumes with another's ticket), give tickets of the
+                // servers the balancer chose; each is moved to `resuming`'s store; as many
+                // resumed connections at once then take one each, their request sent as 0-RTT
+                // data. Each closes after its answer (the later steps count the first
+                // connections only).
                 let n: usize = n.parse().unwrap();
-                let store = mpudp::TicketStore::new();
-                let ep = std::sync::Arc::new(MpEndpoint::client(opts(false).tickets(store.clone())).unwrap());
-                let ask = |early: bool| {
-                    let ep = ep.clone();
-                    tokio::spawn(async move {
-                        let mut s = match early {
-                            true => ep.connect_early(service, b"?").await.unwrap(),
-                            false => ep.connect(service).await.unwrap(),
-                        };
-                        if !early {
-                            s.write_all(b"?").await.unwrap();
-                        }
-                        let mut id = [0u8; 1];
-                        tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut id)).await.unwrap().unwrap();
-                        (s, id[0])
-                    })
-                };
+                let (got, kept_tickets) = (mpudp::TicketStore::new(), mpudp::TicketStore::new());
+                let fresh = MpEndpoint::client(opts(false).tickets(got.clone())).unwrap();
+                let resuming =
+                    std::sync::Arc::new(MpEndpoint::client(opts(false).tickets(kept_tickets.clone())).unwrap());
                 // The store keeps 4 tickets per server address: rounds of 4.
                 for round in 0..n.div_ceil(4) {
                     let k = 4.min(n - 4 * round);
-                    let fresh: Vec<_> = (0..k).map(|_| ask(false)).collect();
                     let mut kept = Vec::new();
-                    for f in fresh {
-                        kept.push(f.await.unwrap().0);
+                    for _ in 0..k {
+                        let mut s = fresh.connect(service).await.unwrap();
+                        request(&mut s).await.unwrap();
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        let t = loop {
+                            if let Some(t) = got.take(service) {
+                                break t;
+                            }
+                            assert!(Instant::now() < deadline, "no ticket");
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                        };
+                        kept_tickets.insert(t);
+                        kept.push(s);
                     }
-                    let deadline = Instant::now() + Duration::from_secs(5);
-                    while store.len() < k {
-                        assert!(Instant::now() < deadline, "{} tickets of {k}", store.len());
-                        tokio::time::sleep(Duration::from_millis(2)).await;
-                    }
-                    let resumed: Vec<_> = (0..k).map(|_| ask(true)).collect();
+                    let resumed: Vec<_> = (0..k)
+                        .map(|_| {
+                            let ep = resuming.clone();
+                            tokio::spawn(async move {
+                                let mut s = ep.connect_early(service, b"?").await.unwrap();
+                                let mut id = [0u8; 1];
+                                let read = tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut id));
+                                read.await.unwrap().unwrap();
+                                (s, id[0])
+                            })
+                        })
+                        .collect();
                     for (i, r) in resumed.into_iter().enumerate() {
                         let (mut s, id) = r.await.unwrap();
                         println!("resumed {} server {id}", 4 * round + i);
@@ -429,11 +434,6 @@ async fn client(service: SocketAddr) {
                     }
                     for mut s in kept {
                         s.shutdown().await.unwrap();
-                    }
-                    // The resumed connections' own tickets are not used.
-                    while !store.is_empty() && Instant::now() < deadline {
-                        let _ = store.take(service);
-                        tokio::time::sleep(Duration::from_millis(1)).await;
                     }
                 }
             }
