@@ -454,3 +454,41 @@ fn only_the_very_initial_from_its_address_gets_the_handshake_again() {
     assert_eq!(answers(&mut server, client_addr(0), initial).len(), 1);
     assert!(server.drops().unexpected >= 2, "{:?}", server.drops());
 }
+
+/// Issue 56: a fleet's ticket keys rotate every `rotation_s` on every server alike (each epoch's
+/// key derives from the fleet's secret and the epoch's number, so no server tells another).
+/// A ticket one server sealed in the middle of an epoch opens at another server in the next
+/// epoch (the previous epoch's key is kept), which resumes the connection at one round trip (it
+/// is not the issuer, so it takes no early data). Past its lifetime (at most `rotation_s`, so
+/// never beyond the next epoch) it opens nowhere, and the connection is made with the full
+/// handshake, the request delivered all the same.
+#[test]
+fn a_fleets_tickets_survive_a_key_rotation_at_another_server() {
+    const ROTATION_MS: u64 = 600_000;
+    let member = |id: u8| {
+        server_config(true).with(|c| {
+            c.server.fleet = Some(mpcore::Fleet { server: id, servers: 3, secret: SECRET });
+            c.resumption.rotation_s = ROTATION_MS / 1_000;
+            c.resumption.lifetime_s = (ROTATION_MS / 1_000) as u32;
+        })
+    };
+    // Issued in the middle of an epoch.
+    let mid = (UNIX / ROTATION_MS + 1) * ROTATION_MS + ROTATION_MS / 2;
+    let mut first = pair(30, member(0));
+    first.client.set_unix_time(0, mid);
+    first.server.set_unix_time(0, mid);
+    let t = first_ticket(&mut first);
+    let next_epoch = mid - mid % ROTATION_MS + ROTATION_MS;
+    for (at, opens) in [(next_epoch + 1_000, true), (next_epoch + ROTATION_MS / 2 + 1_000, false)] {
+        // The same seed: the simulator's server identity, which the ticket is bound to.
+        let mut sim = pair(30, member(1));
+        sim.client.set_unix_time(0, at);
+        sim.server.set_unix_time(0, at);
+        let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+        let x = exchange(&mut sim, c, true, ms(3_000));
+        check_whole(&x, "after a rotation");
+        let h = sim.server.handshake_counters();
+        let later = (at - mid) / 1_000;
+        assert_eq!((h.resumed, h.early_accepted), (u64::from(opens), 0), "{later} s later at server 1: {h:?}");
+    }
+}
