@@ -61,6 +61,11 @@ struct Peer {
 
 impl Peer {
     fn start(ns: &str, role: &str, service: SocketAddr) -> Self {
+        Self::start_with(ns, role, service, &[])
+    }
+
+    /// `start`, with `env` set for the helper too.
+    fn start_with(ns: &str, role: &str, service: SocketAddr, env: &[(&str, &str)]) -> Self {
         let exe = std::env::current_exe().unwrap();
         let mut child: Child = Command::new("ip")
             .args(["netns", "exec", ns])
@@ -68,6 +73,7 @@ impl Peer {
             .args(["--ignored", "--exact", "fleet_peer", "--nocapture", "--test-threads", "1"])
             .env("MPUDP_FLEET_ROLE", role)
             .env("MPUDP_FLEET_SERVICE", service.to_string())
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -159,6 +165,79 @@ fn a_fleet_carries_tcp_where_wifi_drops_udp() {
     bed.set_link(0, false).unwrap();
     let l = client.ask("requests");
     assert_eq!(servers_of(&l), owner, "each answered by its own server over cellular");
+    client.ask("quit");
+}
+
+/// Issue 56: 0-RTT data through the balancer is taken at most once per flight, and tickets
+/// outlive a key rotation across the fleet. A client's resumed first flight (its INITIAL and
+/// EARLY packets, built by the protocol's core and sent by hand) is sent from the WiFi
+/// address, then replayed from the cellular one: while the ticket's issuer takes new
+/// connections (the balancer sends the replay there: its record refuses it), once it is
+/// drained (another server: not the issuer, it takes no early data) and once it is dead. Then,
+/// with keys rotating every 6 s (a ticket lives 6 s), a ticket sealed late in an epoch by one
+/// server resumes a connection at another server after the rotation.
+#[test]
+fn early_data_through_the_balancer_is_taken_once_and_tickets_outlive_a_rotation() {
+    if let Some(why) = testbed::unavailable().or_else(nft_missing) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let bed = FleetBed::new("flr", 91, 3).expect("setting up the namespaces");
+    let backend =
+        |k: u8| Backend { id: k, addr: bed.backend_ip(k.into()).parse().unwrap(), accepting: true, alive: true };
+    let mut fleet = vec![backend(0), backend(1), backend(2)];
+    balance(&bed, &fleet).expect("loading the ruleset");
+    let service = bed.service(PORT);
+    let rotation = [("MPUDP_FLEET_ROTATION_S", "6")];
+    let mut servers: Vec<Option<Peer>> =
+        (0..3).map(|k| Some(Peer::start_with(bed.backend(k), &format!("server{k}"), service, &rotation))).collect();
+    let mut client = Peer::start(bed.client(), "client", service);
+    // (resumed, early data taken), summed over the servers alive.
+    let totals = |servers: &mut Vec<Option<Peer>>| -> (u64, u64) {
+        let mut t = (0, 0);
+        for s in servers.iter_mut().flatten() {
+            let l = s.ask("stats");
+            let w = l.iter().find(|w| w[0] == "stats").unwrap();
+            t.0 += w[6].parse::<u64>().unwrap();
+            t.1 += w[7].parse::<u64>().unwrap();
+        }
+        t
+    };
+    let l = client.ask("capture");
+    let issuer: usize = l.iter().find(|w| w[0] == "issuer").unwrap()[1].parse().unwrap();
+    let before = totals(&mut servers);
+    client.ask("send c0");
+    let sent = totals(&mut servers);
+    assert_eq!(sent.1 - before.1, 1, "the first flight's early data taken, at its issuer {issuer}");
+    client.ask("send c1");
+    assert_eq!(totals(&mut servers).1, sent.1, "a replay from another address: refused by the issuer's record");
+    fleet[issuer].accepting = false;
+    balance(&bed, &fleet).unwrap();
+    client.ask("send c1");
+    assert_eq!(totals(&mut servers).1, sent.1, "after a drain: another server, which takes no early data");
+    drop(servers[issuer].take());
+    fleet[issuer].alive = false;
+    balance(&bed, &fleet).unwrap();
+    let alive = totals(&mut servers);
+    client.ask("send c1");
+    assert_eq!(totals(&mut servers).1, alive.1, "after a kill: another server, which takes no early data");
+    eprintln!("early data taken once of 4 sendings of the flight (the issuer, then drained, then dead)");
+    // A ticket sealed by a server still alive, its issuer then drained: after the next
+    // rotation it resumes a connection at another server.
+    let l = client.ask("ticket-late-in-epoch");
+    let second: usize = l.iter().find(|w| w[0] == "issuer").unwrap()[1].parse().unwrap();
+    if second != issuer {
+        fleet[second].accepting = false;
+        balance(&bed, &fleet).unwrap();
+    }
+    let before = totals(&mut servers);
+    let l = client.ask("resume-next-epoch");
+    let (resumed, early) = {
+        let t = totals(&mut servers);
+        (t.0 - before.0, t.1 - before.1)
+    };
+    eprintln!("after the rotation: {l:?}, resumed {resumed}, early {early}");
+    assert_eq!((resumed, early), (1, 0), "resumed by another server after a key rotation, at one round trip");
     client.ask("quit");
 }
 
@@ -277,6 +356,12 @@ async fn server(k: u8, service: SocketAddr) {
     let mut opts = Options::new().identity(common::identity()).fast_join(true).issue_tickets(true);
     opts.config_mut().server.fleet = Some(mpcore::Fleet { server: k, servers: 3, secret: SECRET });
     opts.config_mut().server.tcp_port = Some(TCP_BASE + u16::from(k));
+    if let Ok(s) = std::env::var("MPUDP_FLEET_ROTATION_S") {
+        // Ticket keys that rotate within the test (a ticket lives at most one epoch).
+        let s: u64 = s.parse().unwrap();
+        opts.config_mut().resumption.rotation_s = s;
+        opts.config_mut().resumption.lifetime_s = s as u32;
+    }
     let l = std::sync::Arc::new(MpListener::bind(any_address(service), opts).unwrap());
     let accepted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let joins = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -315,6 +400,43 @@ async fn server(k: u8, service: SocketAddr) {
             println!("end");
         }
     }
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// The ticket `store` receives for `service`, taken out.
+async fn wait_ticket(store: &mpudp::TicketStore, service: SocketAddr) -> mpcore::ResumptionTicket {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(t) = store.take(service) {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "no ticket");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// The datagrams of a resumed first flight with `ticket` and a one-byte request as 0-RTT data
+/// (its INITIAL and EARLY packets), as the protocol's core writes them at once.
+fn first_flight(service: SocketAddr, ticket: &mpcore::ResumptionTicket) -> Vec<Vec<u8>> {
+    let mut c = mpcore::Config::default();
+    c.transport.server_keys = vec![common::identity().public_key()];
+    c.resumption.accept = true;
+    let any: SocketAddr = if service.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
+    let paths = vec![mpcore::LocalPath { addr: any, iface: Iface::Wifi, backup: false }];
+    let mut ep = mpcore::Endpoint::new(c, paths, false).unwrap();
+    ep.set_unix_time(0, unix_ms());
+    let h = ep.connect_resuming(0, mpcore::PathId(0), service, ticket).unwrap();
+    ep.conn_mut(h).unwrap().write_early(b"?").unwrap();
+    let mut buf = vec![0u8; 2048];
+    let mut out = Vec::new();
+    while let Some(t) = ep.poll_transmit(0, &mut buf) {
+        out.push(buf[..t.len].to_vec());
+    }
+    assert!(out.len() >= 2, "an INITIAL and an EARLY packet: {} datagrams", out.len());
+    out
 }
 
 /// The wildcard address of `service`'s family, on its port.
@@ -356,6 +478,8 @@ async fn client(service: SocketAddr) {
     };
     let eps = [MpEndpoint::client(opts(false)).unwrap(), MpEndpoint::client(opts(true)).unwrap()];
     let mut conns: Vec<Option<MpStream>> = Vec::new();
+    let mut flight: Vec<Vec<u8>> = Vec::new();
+    let mut epoch_ticket: Option<(u64, mpcore::ResumptionTicket)> = None;
     println!("ready");
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(cmd)) = stdin.next_line().await {
@@ -436,6 +560,57 @@ async fn client(service: SocketAddr) {
                         s.shutdown().await.unwrap();
                     }
                 }
+            }
+            ["capture"] => {
+                // A ticket, then the resumed first flight that would carry a request as 0-RTT
+                // data: built by the protocol's core, kept to be sent by hand.
+                let store = mpudp::TicketStore::new();
+                let ep = MpEndpoint::client(opts(false).tickets(store.clone())).unwrap();
+                let mut s = ep.connect(service).await.unwrap();
+                request(&mut s).await.unwrap();
+                let t = wait_ticket(&store, service).await;
+                println!("issuer {}", mpcore::Steering::server_of(t.route.unwrap(), 3));
+                flight = first_flight(service, &t);
+                s.shutdown().await.unwrap();
+            }
+            ["send", dev] => {
+                let sock =
+                    socket2::Socket::new(socket2::Domain::for_address(service), socket2::Type::DGRAM, None).unwrap();
+                sock.bind_device(Some(dev.as_bytes())).unwrap();
+                for d in &flight {
+                    sock.send_to(d, &service.into()).unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            ["ticket-late-in-epoch"] => {
+                // Issued late in a 6 s epoch, so that the next one starts well before the
+                // ticket's 6 s are over (a loaded machine may take a while to resume).
+                while !(4_000..5_000).contains(&(unix_ms() % 6_000)) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                let store = mpudp::TicketStore::new();
+                let ep = MpEndpoint::client(opts(false).tickets(store.clone())).unwrap();
+                let mut s = ep.connect(service).await.unwrap();
+                request(&mut s).await.unwrap();
+                let t = wait_ticket(&store, service).await;
+                println!("issuer {}", mpcore::Steering::server_of(t.route.unwrap(), 3));
+                epoch_ticket = Some((t.received_unix_ms / 6_000, t));
+                s.shutdown().await.unwrap();
+            }
+            ["resume-next-epoch"] => {
+                let (epoch, t) = epoch_ticket.take().unwrap();
+                let received = t.received_unix_ms;
+                while unix_ms() / 6_000 <= epoch {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                let store = mpudp::TicketStore::new();
+                store.insert(t);
+                let ep = MpEndpoint::client(opts(false).tickets(store)).unwrap();
+                let mut s = ep.connect_early(service, b"?").await.unwrap();
+                let mut id = [0u8; 1];
+                tokio::time::timeout(Duration::from_secs(10), s.read_exact(&mut id)).await.unwrap().unwrap();
+                println!("resumed at {} age_ms {}", id[0], unix_ms() - received);
+                s.shutdown().await.unwrap();
             }
             ["tcp", n] => {
                 // A phone whose WiFi drops UDP: connections at once from an endpoint of its
