@@ -132,10 +132,15 @@ fn main() {
     backends[1].addr = "10.95.11.2".parse().expect("an address");
     backends[2].addr = "10.95.12.2".parse().expect("an address");
     let service = format!("{}:5201", bed.service_ip());
-    let rules =
-        Balancer { service: service.parse().expect("an address"), servers: 3, backends, table: "mpudp_fleet".into() }
-            .nft_ruleset()
-            .expect("a ruleset");
+    let rules = Balancer {
+        service: service.parse().expect("an address"),
+        servers: 3,
+        backends,
+        table: "mpudp_fleet".into(),
+        tcp_base: Some(6000),
+    }
+    .nft_ruleset()
+    .expect("a ruleset");
     let direct = format!("{}:5201", bed.backend_ip(0));
     let empty = "table ip mpudp_fleet\ndelete table ip mpudp_fleet\n";
     println!("| datagram | plain forwarding (kpps) | balancer rules (kpps) | ratio | balancer's cost (ns/packet) |");
