@@ -1,6 +1,7 @@
 //! A server spread over cores (`MpListener::bind_cores`): datagrams handed from the core that
 //! received them to the core that owns their connection (by the routing byte, PROTOCOL.md
-//! §2.1), and, for TCP carriers, the way back.
+//! §2.1), and, for TCP carriers, the way back (the types; `forward`, in the driver, hands them
+//! over).
 //!
 //! The kernel steers UDP datagrams to their core, but one core's listener accepts every TCP
 //! carrier (the port's other cores find it taken): the records a carrier brings for another
@@ -9,11 +10,9 @@
 //! Before, the listener's core dropped the records of connections it did not own, and a
 //! client whose WiFi dropped UDP could not use WiFi with a server on several cores.
 
-use super::state::Shared;
 use mpcore::PathId;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 /// Most datagrams waiting in a core's inbox; beyond, they are dropped (as a full socket would).
@@ -35,28 +34,6 @@ pub(crate) type Handoff = (u8, PathId, SocketAddr, Vec<u8>, Via);
 
 /// An answer over TCP for the carrier core `.0` holds: its path, its peer, the record.
 pub(crate) type TcpBack = (u8, usize, SocketAddr, Vec<u8>);
-
-/// Hands datagrams to the cores that own them, and TCP answers to the cores that hold their
-/// carriers (never with this core's lock held: two cores handing over to each other must not
-/// wait on each other).
-pub(crate) fn forward(peers: &[Weak<Shared>], outbox: &mut Vec<Handoff>, back: &mut Vec<TcpBack>) {
-    for (k, p, remote, d, via) in outbox.drain(..) {
-        let Some(peer) = peers.get(usize::from(k)).and_then(Weak::upgrade) else { continue };
-        let mut st = peer.lock();
-        if st.inbox.len() < INBOX {
-            st.inbox.push_back((p, remote, d, via));
-            st.wake_driver();
-        }
-    }
-    for (k, p, remote, d) in back.drain(..) {
-        let Some(peer) = peers.get(usize::from(k)).and_then(Weak::upgrade) else { continue };
-        let mut st = peer.lock();
-        if st.tcp_back.len() < INBOX {
-            st.tcp_back.push_back((p, remote, d));
-            st.wake_driver();
-        }
-    }
-}
 
 /// Which core holds the TCP carrier of each (path, peer) whose records it handed here.
 #[derive(Debug, Default)]

@@ -255,8 +255,30 @@ impl Future for Driver {
             return r;
         }
         let peers = shared.lock().peers.clone();
-        handoff::forward(&peers, &mut this.outbox, &mut this.io.tcp_back);
+        forward(&peers, &mut this.outbox, &mut this.io.tcp_back);
         r
+    }
+}
+
+/// Hands datagrams to the cores that own them, and TCP answers to the cores that hold their
+/// carriers (never with this core's lock held: two cores handing over to each other must not
+/// wait on each other).
+fn forward(peers: &[std::sync::Weak<Shared>], outbox: &mut Vec<handoff::Handoff>, back: &mut Vec<handoff::TcpBack>) {
+    for (k, p, remote, d, via) in outbox.drain(..) {
+        let Some(peer) = peers.get(usize::from(k)).and_then(std::sync::Weak::upgrade) else { continue };
+        let mut st = peer.lock();
+        if st.inbox.len() < handoff::INBOX {
+            st.inbox.push_back((p, remote, d, via));
+            st.wake_driver();
+        }
+    }
+    for (k, p, remote, d) in back.drain(..) {
+        let Some(peer) = peers.get(usize::from(k)).and_then(std::sync::Weak::upgrade) else { continue };
+        let mut st = peer.lock();
+        if st.tcp_back.len() < handoff::INBOX {
+            st.tcp_back.push_back((p, remote, d));
+            st.wake_driver();
+        }
     }
 }
 
