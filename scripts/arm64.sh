@@ -9,12 +9,7 @@
 # Needs gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user (.ci/run installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=aarch64-unknown-linux-gnu
-rustup target add "$target" >/dev/null
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
-export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
-export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+source scripts/aarch64_env.sh
 # The whole workspace builds for ARM64 (its libraries, the binary and the C library)...
 cargo build --release --target "$target" --workspace --quiet
 # ...and its protocol runs there.

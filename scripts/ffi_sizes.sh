@@ -6,11 +6,7 @@
 # gcc-aarch64-linux-gnu and libc6-dev-arm64-cross (.ci/run installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=aarch64-unknown-linux-gnu
-rustup target add "$target" >/dev/null
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
-export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
-export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+source scripts/aarch64_env.sh
 out=$(mktemp -d)
 build() { # name, cargo arguments...
     local name=$1

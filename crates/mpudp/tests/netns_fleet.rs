@@ -107,6 +107,22 @@ impl Peer {
     }
 }
 
+/// Whether the namespace tests cannot run here (they say why).
+fn skip() -> bool {
+    let why = testbed::unavailable().or_else(nft_missing);
+    if let Some(why) = why {
+        eprintln!("skipped: {why}");
+    }
+    why.is_some()
+}
+
+/// The fleet's three servers, all in service, as the balancer knows them.
+fn backends(bed: &FleetBed) -> Vec<Backend> {
+    let backend =
+        |k: u8| Backend { id: k, addr: bed.backend_ip(k.into()).parse().unwrap(), accepting: true, alive: true };
+    vec![backend(0), backend(1), backend(2)]
+}
+
 /// `conn I server K` lines: the server of each connection.
 fn servers_of(lines: &[Vec<String>]) -> Vec<(usize, u8)> {
     lines
@@ -118,8 +134,7 @@ fn servers_of(lines: &[Vec<String>]) -> Vec<(usize, u8)> {
 
 #[test]
 fn a_fleet_of_three_behind_the_kernels_balancer() {
-    if let Some(why) = testbed::unavailable().or_else(nft_missing) {
-        eprintln!("skipped: {why}");
+    if skip() {
         return;
     }
     let bed = FleetBed::new("fl", 93, 3).expect("setting up the namespaces");
@@ -128,8 +143,7 @@ fn a_fleet_of_three_behind_the_kernels_balancer() {
 
 #[test]
 fn a_fleet_of_three_behind_the_kernels_balancer_over_ipv6() {
-    if let Some(why) = testbed::unavailable().or_else(nft_missing) {
-        eprintln!("skipped: {why}");
+    if skip() {
         return;
     }
     let bed = FleetBed::new_v6("fl6", 94, 3).expect("setting up the namespaces");
@@ -142,15 +156,12 @@ fn a_fleet_of_three_behind_the_kernels_balancer_over_ipv6() {
 /// WiFi's TCP, and on over cellular when WiFi fails, each answered by its own server.
 #[test]
 fn a_fleet_carries_tcp_where_wifi_drops_udp() {
-    if let Some(why) = testbed::unavailable().or_else(nft_missing) {
-        eprintln!("skipped: {why}");
+    if skip() {
         return;
     }
     let bed = FleetBed::new("flt", 92, 3).expect("setting up the namespaces");
     bed.block_udp(0, true).expect("the firewall rule");
-    let backend =
-        |k: u8| Backend { id: k, addr: bed.backend_ip(k.into()).parse().unwrap(), accepting: true, alive: true };
-    balance(&bed, &[backend(0), backend(1), backend(2)]).expect("loading the ruleset");
+    balance(&bed, &backends(&bed)).expect("loading the ruleset");
     let service = bed.service(PORT);
     let _servers: Vec<Peer> = (0..3).map(|k| Peer::start(bed.backend(k), &format!("server{k}"), service)).collect();
     let mut client = Peer::start(bed.client(), "client", service);
@@ -178,14 +189,11 @@ fn a_fleet_carries_tcp_where_wifi_drops_udp() {
 /// server resumes a connection at another server after the rotation.
 #[test]
 fn early_data_through_the_balancer_is_taken_once_and_tickets_outlive_a_rotation() {
-    if let Some(why) = testbed::unavailable().or_else(nft_missing) {
-        eprintln!("skipped: {why}");
+    if skip() {
         return;
     }
     let bed = FleetBed::new("flr", 91, 3).expect("setting up the namespaces");
-    let backend =
-        |k: u8| Backend { id: k, addr: bed.backend_ip(k.into()).parse().unwrap(), accepting: true, alive: true };
-    let mut fleet = vec![backend(0), backend(1), backend(2)];
+    let mut fleet = backends(&bed);
     balance(&bed, &fleet).expect("loading the ruleset");
     let service = bed.service(PORT);
     let rotation = [("MPUDP_FLEET_ROTATION_S", "6")];
@@ -243,9 +251,7 @@ fn early_data_through_the_balancer_is_taken_once_and_tickets_outlive_a_rotation(
 
 /// The scenario of the module's text on `bed`, with `connections` connections first.
 fn fleet_of_three(bed: &FleetBed, connections: usize) {
-    let backend =
-        |k: u8| Backend { id: k, addr: bed.backend_ip(k.into()).parse().unwrap(), accepting: true, alive: true };
-    let mut fleet = vec![backend(0), backend(1), backend(2)];
+    let mut fleet = backends(bed);
     balance(bed, &fleet).expect("loading the ruleset");
     let service = bed.service(PORT);
     let mut servers: Vec<Peer> = (0..3).map(|k| Peer::start(bed.backend(k), &format!("server{k}"), service)).collect();

@@ -163,18 +163,7 @@ impl FleetBed {
     /// Drops UDP on the client's link `c{k}` (nftables in the client's namespace; `on` false
     /// lets it through again): a WiFi that carries only TCP.
     pub fn block_udp(&self, k: usize, on: bool) -> Result<(), String> {
-        let table = format!("mpudp_block_c{k}");
-        let ruleset = if on {
-            format!(
-                "table inet {table} {{\n\
-                 \tchain out {{ type filter hook output priority 0; oifname \"c{k}\" meta l4proto udp drop; }}\n\
-                 \tchain in {{ type filter hook input priority 0; iifname \"c{k}\" meta l4proto udp drop; }}\n\
-                 }}\n"
-            )
-        } else {
-            format!("delete table inet {table}\n")
-        };
-        run(&["ip", "netns", "exec", self.client(), "nft", "-f", "-"], Some(&ruleset))
+        block_udp_in(self.client(), k, on)
     }
 
     /// Loads `ruleset` into the balancer (`nft -f -`: one transaction).
@@ -191,6 +180,23 @@ pub fn nft_missing() -> Option<&'static str> {
         panic!("MPUDP_REQUIRE_NETNS is set, and nftables' `nft` is not installed");
     }
     missing.then_some("nftables' `nft` is not installed")
+}
+
+/// Drops UDP on link `c{k}` of namespace `ns` (nftables' own table there; `on` false lets it
+/// through again): a WiFi that carries only TCP.
+pub fn block_udp_in(ns: &str, k: usize, on: bool) -> Result<(), String> {
+    let table = format!("mpudp_block_c{k}");
+    let ruleset = if on {
+        format!(
+            "table inet {table} {{\n\
+             \tchain out {{ type filter hook output priority 0; oifname \"c{k}\" meta l4proto udp drop; }}\n\
+             \tchain in {{ type filter hook input priority 0; iifname \"c{k}\" meta l4proto udp drop; }}\n\
+             }}\n"
+        )
+    } else {
+        format!("delete table inet {table}\n")
+    };
+    run(&["ip", "netns", "exec", ns, "nft", "-f", "-"], Some(&ruleset))
 }
 
 /// Runs `args` with `stdin` given; its stderr on failure.

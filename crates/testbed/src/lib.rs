@@ -136,18 +136,7 @@ impl Testbed {
     /// (`true`), as a hotel or enterprise network that blocks UDP does, or lets them pass
     /// again (`false`); TCP and the link are untouched. nftables, one transaction each.
     pub fn block_udp(&self, k: usize, on: bool) -> Result<(), String> {
-        let table = format!("mpudp_block_c{k}");
-        let ruleset = if on {
-            format!(
-                "table inet {table} {{\n\
-                 \tchain out {{ type filter hook output priority 0; oifname \"c{k}\" meta l4proto udp drop; }}\n\
-                 \tchain in {{ type filter hook input priority 0; iifname \"c{k}\" meta l4proto udp drop; }}\n\
-                 }}\n"
-            )
-        } else {
-            format!("delete table inet {table}\n")
-        };
-        fleet::run(&["ip", "netns", "exec", &self.client, "nft", "-f", "-"], Some(&ruleset))
+        fleet::block_udp_in(&self.client, k, on)
     }
 }
 

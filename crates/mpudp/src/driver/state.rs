@@ -205,6 +205,15 @@ pub(crate) struct State {
     pub(crate) tickets: Option<crate::TicketStore>,
 }
 
+/// What happened to a path's TCP carriers since its counters were updated (`driver::tcp`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TcpEvents {
+    pub(crate) opened: u64,
+    pub(crate) refused: u64,
+    pub(crate) closed: u64,
+    pub(crate) dropped: u64,
+}
+
 impl State {
     pub(crate) fn new(ep: Endpoint, epoch: Instant, paths: Vec<PathInfo>, names: Vec<String>) -> Self {
         Self {

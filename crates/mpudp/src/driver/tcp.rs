@@ -12,7 +12,7 @@
 //! idle for `IDLE` (nothing read or written) is closed, as is one that fails or ends.
 
 use super::binding::Binding;
-use super::state::Shared;
+use super::state::{Shared, TcpEvents};
 use crate::options::TcpSocketHook;
 use std::collections::HashMap;
 use std::future::Future;
@@ -113,14 +113,6 @@ struct PathTcp {
     listeners: Vec<TcpListener>,
 }
 
-/// What happened to carriers, for the path's counters.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct TcpEvents {
-    pub(crate) opened: u64,
-    pub(crate) refused: u64,
-    pub(crate) closed: u64,
-    pub(crate) dropped: u64,
-}
 
 /// Every carrier of the endpoint, by (path, peer).
 #[derive(Debug, Default)]

@@ -3,20 +3,12 @@
 //! endpoint never sends over TCP; a record it would send anyway is counted as dropped.
 
 use super::binding::Binding;
-use super::state::Shared;
+use super::state::{Shared, TcpEvents};
 use crate::options::TcpSocketHook;
 use std::net::SocketAddr;
 use std::task::Context;
 use std::time::Instant;
 
-/// What happened to carriers, for the path's counters (only `dropped`, here).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct TcpEvents {
-    pub(crate) opened: u64,
-    pub(crate) refused: u64,
-    pub(crate) closed: u64,
-    pub(crate) dropped: u64,
-}
 
 /// No carriers.
 #[derive(Debug, Default)]
