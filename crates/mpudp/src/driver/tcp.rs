@@ -113,7 +113,6 @@ struct PathTcp {
     listeners: Vec<TcpListener>,
 }
 
-
 /// Every carrier of the endpoint, by (path, peer).
 #[derive(Debug, Default)]
 pub(crate) struct Tcp {

@@ -9,7 +9,6 @@ use std::net::SocketAddr;
 use std::task::Context;
 use std::time::Instant;
 
-
 /// No carriers.
 #[derive(Debug, Default)]
 pub(crate) struct Tcp {
