@@ -479,6 +479,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "tcp")]
     fn the_tcp_socket_callback_is_set_and_removed_on_options_only() {
         unsafe extern "C" fn bind(_ctx: *mut std::ffi::c_void, _label: *const c_char, _fd: i32) -> i32 {
             0
