@@ -36,6 +36,12 @@ pub enum Scenario {
     /// As `DegradeThenBlackout`, but WiFi fails later, at 20 s (before the fourth request),
     /// and returns at 28 s: more than a radio tail after the OS first said it was weak.
     DegradeThenLateBlackout,
+    /// Walking out of WiFi (issue 54): from 4 s WiFi loses 5% of its packets with 10 ms more
+    /// uplink delay, from 12 s 15% and 30 ms, from 20 s 30% and 60 ms, and it is gone at 26 s
+    /// for good; 30 s.
+    Walk,
+    /// As `Walk`, the OS saying WiFi is weak (one bar) from the first loss stage on.
+    WalkWithHint,
 }
 
 impl Scenario {
@@ -55,8 +61,14 @@ impl Scenario {
         Scenario::DegradeThenLateBlackout,
     ];
 
+    /// Walking out of WiFi (issue 54), apart from `EVERY` so that `examples/wire_hash.rs`
+    /// keeps its runs.
+    pub const WALKS: [Scenario; 2] = [Scenario::Walk, Scenario::WalkWithHint];
+
     pub fn name(self) -> &'static str {
         match self {
+            Scenario::Walk => "Walking out of WiFi: 5% > 15% > 30% loss, gone at 26 s",
+            Scenario::WalkWithHint => "The walk, the OS saying WiFi is weak at 4 s",
             Scenario::Delay => "WiFi uplink +500 ms at 4 s",
             Scenario::Flap => "WiFi 2 s off / 3 s on",
             Scenario::LossRamp => "WiFi loss 5% > 30% > 60%",
@@ -100,6 +112,18 @@ impl Scenario {
             }
             // Timed by the workload: see `run_in`.
             Scenario::BurstBlackout => {}
+            Scenario::Walk | Scenario::WalkWithHint => {
+                for (k, (loss, delay)) in [(0.05, 10), (0.15, 30), (0.30, 60)].into_iter().enumerate() {
+                    let at = ms(4_000) + k as Time * ms(8_000);
+                    sim.at(at, WIFI, PathEvent::Loss(loss));
+                    sim.at(at, WIFI, PathEvent::UplinkDelay(ms(delay)));
+                }
+                if self == Scenario::WalkWithHint {
+                    let weak = mpcore::LinkHint { signal_level: Some(1), ..Default::default() };
+                    sim.at(ms(4_000), WIFI, PathEvent::Hint(weak));
+                }
+                sim.at(ms(26_000), WIFI, PathEvent::Down);
+            }
             Scenario::DegradeThenBlackout | Scenario::DegradeThenLateBlackout => {
                 let (down, up) =
                     if self == Scenario::DegradeThenBlackout { (12_000, 22_000) } else { (20_000, 28_000) };

@@ -78,3 +78,18 @@ fn blackout_fails_back_within_the_hold() {
         assert!(o.cell_joules <= floor * 1.05, "seed {}: {} J, floor {floor} J", seed + 1, o.cell_joules);
     }
 }
+
+/// Walking out of WiFi (issue 54's case, added to the simulator before its fix): loss 5% >
+/// 15% > 30% with growing uplink delay, then WiFi gone, with an LTE radio on cellular, without
+/// and with the OS saying WiFi is weak at the first stage. Every request is answered; the worst
+/// responses are printed (issue 54's goal, 120 ms, is not met yet: see its note), not asserted.
+#[test]
+fn walking_out_of_wifi_loses_no_request() {
+    for s in Scenario::WALKS {
+        for seed in 1..=3 {
+            let o = mpsim::scenarios::run_in(s, seed, &mpsim::scenarios::Setup::lte());
+            assert_eq!(o.answered, o.requests, "{s:?} seed {seed}: every request answered: {o:?}");
+            println!("{}, seed {seed}: worst {:.1} ms, {:.1} J on cellular", s.name(), o.worst_ms, o.cell_joules);
+        }
+    }
+}
