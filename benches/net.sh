@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Bulk throughput of this project against kernel TCP, kernel MPTCP and quinn (QUIC), all
+# Bulk throughput of this project against kernel TCP, kernel MPTCP, quinn (QUIC) and TCP with
+# TLS 1.3 (tokio-rustls, the fair anchor for an encrypted transport: issue 57), all
 # measured in one run on the same veth pairs between two network namespaces (root needed).
 # Each tool runs RUNS times (3 by default), the tools alternating, and the table gives medians,
 # the ratios to quinn and to kernel TCP, and the CPU time each side of mpudp, kernel TCP (iperf3's
@@ -218,6 +219,22 @@ quinn() { # $1: bytes; prints goodput Mbit/s (as the receiver saw it), client an
     rm -f "$srvout"
 }
 
+tls() { # $1: bytes; TCP + TLS 1.3 (tokio-rustls, AES-128-GCM, quinn-bulk's tls modes, issue 57):
+    # goodput Mbit/s as the receiver saw it, client and server CPU s
+    local srvout
+    srvout=$(mktemp)
+    timed $S $QUINN tls-server $SERVER:5401 "$CERT.tls" >"$srvout" 2>&1 &
+    local srv=$!
+    sleep 0.5
+    local out
+    out=$(timed $C $QUINN tls-client $SERVER:5401 "$CERT.tls" "$1" 2>&1 || true)
+    wait $srv 2>/dev/null || true
+    local goodput
+    goodput=$(sed -n 's/^received .*: \([0-9.]*\) Mbit\/s$/\1/p' "$srvout" | head -1 | grep . || echo "n/a")
+    echo "$goodput $(cpu "$out") $(cpu "$(cat "$srvout")")"
+    rm -f "$srvout" "$CERT.tls"
+}
+
 median() { python3 -c "import sys, statistics; v=[float(x) for x in sys.argv[1:] if x!='n/a']; print('%.1f' % statistics.median(v) if v else 'n/a')" "$@"; }
 
 # CPU milliseconds per gigabit: $1 CPU seconds, $2 bytes moved.
@@ -241,7 +258,7 @@ measure() {
     shift 3
     setup "$links" "$rate"
     local t=() tc=() ts=() m=() o=() o2=() w=() oc=() os=() q=() qc=() qs=()
-    local o4=() o24=() o2t=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=() oa=() oac=() oas=() ocold=() oclear=() oclearc=() oclears=()
+    local tl=() tlc=() tlsv=() o4=() o24=() o2t=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=() oa=() oac=() oas=() ocold=() oclear=() oclearc=() oclears=()
     for k in $(seq 1 "$RUNS"); do
         echo "  round $k of $RUNS" >&2
         read -r g c sv <<<"$(iperf "")"
@@ -254,7 +271,9 @@ measure() {
         o2+=("$g")
         read -r g c sv <<<"$(quinn "$bytes")"
         q+=("$g") qc+=("$c") qs+=("$sv")
-        if [ "$links" = 1 ]; then # issue 40's rows
+        if [ "$links" = 1 ]; then # issue 40's rows, and issue 57's TCP + TLS
+            read -r g c sv <<<"$(tls "$bytes")"
+            tl+=("$g") tlc+=("$c") tlsv+=("$sv")
             read -r g _ c sv <<<"$(BOTH=--copy ours 1 "$bytes" 1 "$@")"
             oa+=("$g") oac+=("$c") oas+=("$sv")
             read -r g _ <<<"$(ours 1 "$bytes" 1 "$@" --source-chunks 64)"
@@ -291,6 +310,8 @@ measure() {
         core1_cpu=$(per_gbit "$(median "${c1s[@]}")" "$bytes") core2_cpu=$(per_gbit "$(median "${c2s[@]}")" "$bytes")
         ours_copy=$(median "${oa[@]}") ours_cold=$(median "${ocold[@]}") ours_clear=$(median "${oclear[@]}")
         clear_cpu=$(cpu_pair "$bytes" "$(median "${oclearc[@]}")" "$(median "${oclears[@]}")")
+        tcp_tls=$(median "${tl[@]}") tls_cpu=$(cpu_pair "$bytes" "$(median "${tlc[@]}")" "$(median "${tlsv[@]}")")
+        echo "  runs: TCP + TLS ${tl[*]}" >&2
         copy_cpu=$(cpu_pair "$bytes" "$(median "${oac[@]}")" "$(median "${oas[@]}")")
         echo "  runs: AsyncWrite and AsyncRead ${oa[*]}; 4 MiB source ${ocold[*]}; without encryption ${oclear[*]}; 4 streams ${o4[*]}; 4 streams on 2 threads ${o24[*]}; 2 threads, driver as a task ${o2t[*]}; UDP with GRO ${ug[*]}, without ${un[*]}; server on 1 core ${c1[*]}, on 2 ${c2[*]}" >&2
     else
@@ -354,8 +375,11 @@ if [[ " $SETUPS " == *" A "* ]]; then
     printf 'packet after the handshake in clear (Faults::no_encryption, a test hook, on both ends) against mpudp encrypted (the same build).\n\n'
     printf '| | Mbit/s | vs kernel TCP | CPU ms/Gbit, sender / receiver |\n|---|---|---|---|\n'
     printf '| kernel TCP | %s | | %s |\n' "${a[0]}" "${a[8]}"
+    printf '| TCP + TLS 1.3 (tokio-rustls, ring AES-128-GCM) | %s | %s | %s |\n' "$tcp_tls" "$(ratio_x "$tcp_tls" "${a[0]}")" "$tls_cpu"
     printf '| mpudp | %s | %s | %s |\n' "${a[2]}" "$(ratio_x "${a[2]}" "${a[0]}")" "${a[5]}"
     printf '| mpudp in clear | %s | %s | %s |\n' "$ours_clear" "$(ratio_x "$ours_clear" "${a[0]}")" "$clear_cpu"
+    printf '\nTargets (issue 57): mpudp encrypted >= 1.0x TCP + TLS (now %s); in clear >= 0.8x kernel TCP (now %s).\n' \
+        "$(ratio_x "${a[2]}" "$tcp_tls")" "$(ratio_x "$ours_clear" "${a[0]}")"
 fi
 if [[ " $SETUPS " == *" B "* ]]; then
     printf '\nSetup B, a Siri request (iperf-siri, its own connection over both links) alone and beside the upload:\n'
