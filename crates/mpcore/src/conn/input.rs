@@ -47,7 +47,7 @@ impl Connection {
         hs.on_retry(now, remote, p, dgram, &self.config)?;
         // The token binds the address the RETRY answered: over TCP, the carrier's. The INITIAL
         // with it goes back the same way (§4.11).
-        self.spread.initial_again_on(path, carrier);
+        self.paths.spread.initial_again_on(path, carrier);
         Ok(())
     }
 
@@ -65,7 +65,7 @@ impl Connection {
         let agreed = hs.on_handshake(now, remote, p, scratch, &self.config, &mut self.rng)?;
         // An answer on the first path to its only INITIAL times the round trip; one through
         // another path answers a copy sent later (§4.10).
-        let first = self.subflows[0].local_path() == path && carrier == Carrier::Udp;
+        let first = self.paths.subflows[0].local_path() == path && carrier == Carrier::Udp;
         let rtt_sample = agreed.rtt_sample.filter(|_| first);
         self.handshake_via(path, carrier);
         self.install_keys(agreed.secrets);
@@ -73,7 +73,7 @@ impl Connection {
         self.tickets.set_resumed(agreed.resumed);
         self.tickets.set_server_key(agreed.server_key);
         self.on_early_answer(now, agreed.resumed, agreed.early_accepted);
-        let sf = &mut self.subflows[0];
+        let sf = &mut self.paths.subflows[0];
         sf.on_handshake(agreed.server_cid, rtt_sample, now);
         self.state = State::Confirm;
         self.live.last_rx = now;
@@ -104,18 +104,18 @@ impl Connection {
         let dgram_len = scratch.len() as u64;
         let (i, pn, hl, is_join) = match header {
             Header::Short(s) => {
-                let i = self.subflows.by_cid(&s.dcid).ok_or(DropReason::UnknownCid)?;
+                let i = self.paths.subflows.by_cid(&s.dcid).ok_or(DropReason::UnknownCid)?;
                 // The endpoint parsed the header with our CID length.
                 let pn_offset = header_len;
                 let (len, trunc) = keys.recv.unprotect_short(scratch, pn_offset).map_err(|_| DropReason::Malformed)?;
-                let pn = decode_pn(self.subflows[i].acks().largest, trunc, len);
+                let pn = decode_pn(self.paths.subflows[i].acks().largest, trunc, len);
                 (i, pn, pn_offset + len, false)
             }
             Header::Confirm(c) if self.side == Side::Server => {
-                let i = self.subflows.by_cid(&c.dcid).ok_or(DropReason::UnknownCid)?;
+                let i = self.paths.subflows.by_cid(&c.dcid).ok_or(DropReason::UnknownCid)?;
                 (i, u64::from(c.pn), header_len, false)
             }
-            Header::Join(j) => match self.subflows.by_number(j.subflow) {
+            Header::Join(j) => match self.paths.subflows.by_number(j.subflow) {
                 Some(i) => (i, u64::from(j.pn), header_len, true),
                 None => return self.handle_new_join(now, (path, carrier), remote, j, header_len, scratch),
             },
@@ -123,14 +123,14 @@ impl Connection {
         };
         // A subflow's carrier is fixed when it opens (§4.11): a packet of it over the other
         // carrier is no migration.
-        if self.subflows[i].carrier() != carrier {
+        if self.paths.subflows[i].carrier() != carrier {
             return Err(DropReason::Unexpected);
         }
-        let id = self.subflows[i].id();
+        let id = self.paths.subflows[i].id();
         let plain = keys.recv.open(id, pn, scratch, hl).map_err(|_| DropReason::DecryptFailed)?;
         let mut frames = FrameList::new();
         frames.fill(plain).map_err(|_| DropReason::Malformed)?;
-        let look = self.inspect(self.subflows[i].rec().next_pn, &frames)?;
+        let look = self.inspect(self.paths.subflows[i].rec().next_pn, &frames)?;
         if look.new_ranges > self.recv.ranges_free() {
             // The reassembly cannot track another hole (far more holes than segments of 256
             // bytes fit in the window). The packet is dropped before it is acknowledged, so the
@@ -140,7 +140,7 @@ impl Connection {
             return Ok(());
         }
         let max_ack_delay = self.config.transport.max_ack_delay;
-        let sf = &mut self.subflows[i];
+        let sf = &mut self.paths.subflows[i];
         if sf.fast_opening() && !look.answers_join {
             // Nothing on a fast join is usable before the reply: not acknowledged, so the peer
             // sends it again (its reply rides in every packet until we acknowledge one).
@@ -177,7 +177,7 @@ impl Connection {
         if self.live.probe.take().is_some() && !self.awaits_peer() {
             self.live.peer_wait = None;
         }
-        let sf = &mut self.subflows[i];
+        let sf = &mut self.paths.subflows[i];
         if let Some(q) = self.out.qlog.as_deref_mut() {
             let kind = match header {
                 Header::Confirm(_) => PacketKind::Confirm,
@@ -199,10 +199,13 @@ impl Connection {
             self.state = State::Established;
             self.session.hs = None;
             self.emit(now, Event::Connected);
-            self.emit(now, Event::SubflowEstablished { id: 0, path: self.subflows[0].local_path(), backup: false });
+            self.emit(
+                now,
+                Event::SubflowEstablished { id: 0, path: self.paths.subflows[0].local_path(), backup: false },
+            );
         }
         if look.urgent {
-            self.subflows[i].ack_now();
+            self.paths.subflows[i].ack_now();
         }
         let mut frames = frames.iter();
         if is_join {
@@ -219,7 +222,7 @@ impl Connection {
         for f in frames {
             self.on_frame(now, i, f);
         }
-        self.out.log_losses(&mut self.subflows);
+        self.out.log_losses(&mut self.paths.subflows);
         self.after_receive(now);
         Ok(())
     }
@@ -263,8 +266,8 @@ impl Connection {
     pub(super) fn after_receive(&mut self, now: Time) {
         self.settle_early();
         self.tune_window(now);
-        if self.state == State::Established && !self.local.pm_ran && self.side == Side::Client {
-            self.local.pm_ran = true;
+        if self.state == State::Established && !self.paths.local.pm_ran && self.side == Side::Client {
+            self.paths.local.pm_ran = true;
             // The first path first: with MP_JOIN (§4.10), before a path manager that joins
             // every path opens it with FAST_JOIN.
             self.join_first_path(now);
@@ -282,7 +285,7 @@ impl Connection {
             return;
         }
         let works = |s: &&Subflow| s.established() && !s.rec().pf && s.rec().rtt.has_sample;
-        if let Some(rtt) = self.subflows.iter().filter(works).map(|s| s.rec().rtt.srtt).max() {
+        if let Some(rtt) = self.paths.subflows.iter().filter(works).map(|s| s.rec().rtt.srtt).max() {
             self.recv.autotune(now, rtt);
         }
     }
@@ -299,10 +302,10 @@ impl Connection {
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
             Frame::Ack(a) => self.on_ack(now, i, &a),
             // A client keeps it; a server ignores one (PROTOCOL.md §5.20).
-            Frame::ResetToken(t) if self.side == Side::Client => self.subflows[i].set_peer_reset(t),
+            Frame::ResetToken(t) if self.side == Side::Client => self.paths.subflows[i].set_peer_reset(t),
             Frame::ResetToken(_) => {}
-            Frame::PathChallenge(d) => self.subflows[i].on_path_challenge(d),
-            Frame::PathResponse(d) => self.subflows[i].on_path_response(&d),
+            Frame::PathChallenge(d) => self.paths.subflows[i].on_path_challenge(d),
+            Frame::PathResponse(d) => self.paths.subflows[i].on_path_response(&d),
             Frame::Dss(d) => self.on_dss(now, i, &d),
             Frame::MpJoinSynAck(sa) => self.on_synack(now, i, &sa),
             Frame::MpJoinAck { hmac } => self.on_join_ack(now, i, &hmac),
@@ -311,11 +314,11 @@ impl Connection {
                 // backup open them now; multimob and ondemand when they fail over).
                 let family = self.session.peer_addr.is_ipv6() != a.ip.is_ipv6();
                 if self.on_add_addr(now, i, a) && family && self.rejoins_silent_paths() {
-                    self.local.pm_ran = false;
+                    self.paths.local.pm_ran = false;
                 }
             }
             Frame::RemoveAddr(ids) => self.on_remove_addr(now, ids),
-            Frame::MpPrio { backup } => self.subflows[i].on_peer_prio(backup),
+            Frame::MpPrio { backup } => self.paths.subflows[i].on_peer_prio(backup),
             Frame::FastClose { key, .. } => {
                 if self.session.keys.as_ref().is_some_and(|k| k.local_key == key) {
                     self.enter_closed(now, CloseReason::PeerAborted);
@@ -325,7 +328,7 @@ impl Connection {
                 }
             }
             Frame::SubflowReset { reason, .. } => {
-                let sf = &self.subflows[i];
+                let sf = &self.paths.subflows[i];
                 if !sf.is_open() {
                     return;
                 }
@@ -345,10 +348,10 @@ impl Connection {
             }
             Frame::Rto { request, rto_ms } => {
                 if request {
-                    self.subflows[i].send_rto();
+                    self.paths.subflows[i].send_rto();
                 }
                 if let Some(v) = rto_ms {
-                    self.subflows[i].on_peer_rto(v);
+                    self.paths.subflows[i].on_peer_rto(v);
                 }
             }
             Frame::HandshakeDone | Frame::TransportParams(_) | Frame::Cookie(_) => {}
@@ -364,7 +367,7 @@ impl Connection {
         // A short DSN (§5.5) is the one nearest to what we expect: `inspect` took it the
         // same way and found it inside the window.
         let Some((dsn, data)) = d.mapping_near(self.recv.edsn().0) else { return };
-        if !(self.subflows[i].established() || self.side == Side::Server && i == 0) {
+        if !(self.paths.subflows[i].established() || self.side == Side::Server && i == 0) {
             // RFC 8684 §3.2: no data before the fourth ACK.
             self.reject(DropReason::Unexpected);
             return;
@@ -378,20 +381,20 @@ impl Connection {
             return;
         };
         if m.new > 0 {
-            self.subflows[i].on_original_data(now);
+            self.paths.subflows[i].on_original_data(now);
             // Tracked whether or not the timer applies now (it does not while failover
             // subflows are open): at a fail-back it must count from the last data, not from
             // the data before the failover, whose deadline has passed.
-            if self.multimob.tracks_receive_idle() {
-                let rto = MultiMob::peer_rto(&self.subflows, self.config.transport.max_rto);
-                self.multimob.idle_timer.on_data(now, d.idle, rto);
+            if self.paths.multimob.tracks_receive_idle() {
+                let rto = MultiMob::peer_rto(&self.paths.subflows, self.config.transport.max_rto);
+                self.paths.multimob.idle_timer.on_data(now, d.idle, rto);
             }
         }
         if m.readable {
             self.emit(now, Event::Readable);
         }
         if m.finished {
-            self.subflows[i].ack_now();
+            self.paths.subflows[i].ack_now();
             self.emit(now, Event::Finished);
         }
     }
@@ -406,9 +409,9 @@ impl Connection {
             self.counters.bytes_acked += a.bytes;
             // The peer took some: what still awaits it waits from now.
             self.live.peer_wait = self.awaits_peer().then_some(now);
-            self.subflows[i].on_original_data(now);
-            let rto = MultiMob::peer_rto(&self.subflows, self.config.transport.max_rto);
-            self.multimob.idle_timer.on_data_ack(now, rto);
+            self.paths.subflows[i].on_original_data(now);
+            let rto = MultiMob::peer_rto(&self.paths.subflows, self.config.transport.max_rto);
+            self.paths.multimob.idle_timer.on_data_ack(now, rto);
         }
     }
 
@@ -434,7 +437,7 @@ impl Connection {
     /// Server: the connection was made at a 0-RTT INITIAL: subflow 0's address is unproven
     /// (three times what it sent may go to it), EARLY packets for `odcid` come here.
     pub(crate) fn start_early(&mut self, e: EarlyStart) {
-        if let Some(sf) = self.subflows.get_mut(0) {
+        if let Some(sf) = self.paths.subflows.get_mut(0) {
             sf.await_proof(e.initial_len, e.handshake.len() as u64);
         }
         self.early.start(e);
@@ -451,7 +454,7 @@ impl Connection {
         len: u64,
     ) -> Option<Vec<u8>> {
         let same = self.early.is_initial(dcid, initial_hash);
-        let sf = self.subflows.get_mut(0)?;
+        let sf = self.paths.subflows.get_mut(0)?;
         if !same || sf.remote() != remote || sf.val().validated || self.early.handshake().is_empty() {
             return None;
         }
@@ -466,7 +469,7 @@ impl Connection {
     /// Server: a CONFIRM authenticated under the 1-RTT keys came from subflow 0's address:
     /// the address is proven.
     pub(super) fn on_address_proven(&mut self) {
-        if let Some(sf) = self.subflows.get_mut(0) {
+        if let Some(sf) = self.paths.subflows.get_mut(0) {
             sf.prove_address();
         }
         self.settle_early();
@@ -480,7 +483,7 @@ impl Connection {
         if self.early.key().is_none() {
             return;
         }
-        if self.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated) {
+        if self.paths.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated) {
             return;
         }
         if let Some(odcid) = self.early.settle() {
@@ -498,7 +501,7 @@ impl Connection {
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
         let key = self.early.key().ok_or(DropReason::Unexpected)?;
-        let open = self.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated);
+        let open = self.paths.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated);
         if self.side != Side::Server || !open {
             return Err(DropReason::Unexpected);
         }
@@ -524,7 +527,7 @@ impl Connection {
             }
         }
         let max_ack_delay = self.config.transport.max_ack_delay;
-        let sf = self.subflows.get_mut(0).ok_or(DropReason::Unexpected)?;
+        let sf = self.paths.subflows.get_mut(0).ok_or(DropReason::Unexpected)?;
         if !sf.on_packet_received(now, pn, eliciting, max_ack_delay) {
             return Err(DropReason::Duplicate);
         }
@@ -555,7 +558,7 @@ impl Connection {
     /// Whether a STATELESS_RESET carrying `token` is for this connection: one of its open
     /// subflows was given that token.
     pub(crate) fn is_reset_by(&self, token: &[u8; RESET_TOKEN_LEN]) -> bool {
-        self.side == Side::Client && self.subflows.iter().any(|s| s.is_reset_by(token))
+        self.side == Side::Client && self.paths.subflows.iter().any(|s| s.is_reset_by(token))
     }
 
     /// A STATELESS_RESET with `token` arrived: the subflows it names close (nothing is sent
@@ -563,13 +566,14 @@ impl Connection {
     /// connection ends at once (`CloseReason::Reset`). Not on the per-packet path: the
     /// endpoint calls it only for a reset whose token one of the connection's subflows holds.
     pub(crate) fn on_stateless_reset(&mut self, now: Time, token: &[u8; RESET_TOKEN_LEN]) {
-        let hit: Vec<usize> = self.subflows.enumerate().filter(|(_, s)| s.is_reset_by(token)).map(|(i, _)| i).collect();
+        let hit: Vec<usize> =
+            self.paths.subflows.enumerate().filter(|(_, s)| s.is_reset_by(token)).map(|(i, _)| i).collect();
         for i in hit {
             self.shut_subflow(now, i, reason::STATELESS_RESET, false);
         }
         // A join in progress does not keep it: it goes to the same fleet, which does not know
         // the connection either.
-        if !self.is_closed() && !self.subflows.iter().any(|s| s.is_open() && s.established()) {
+        if !self.is_closed() && !self.paths.subflows.iter().any(|s| s.is_open() && s.established()) {
             self.fail(now, CloseReason::Reset);
         }
     }
@@ -580,28 +584,28 @@ impl Connection {
     /// Subflow-level ACK (§5.3): the subflow takes what it acknowledges, then congestion
     /// control runs with the coupling over the open subflows, then loss detection.
     pub(super) fn on_ack(&mut self, now: Time, i: usize, a: &Ack<'_>) {
-        let Some(acked) = self.subflows[i].on_ack(now, a, self.config.transport.max_ack_delay) else { return };
+        let Some(acked) = self.paths.subflows[i].on_ack(now, a, self.config.transport.max_ack_delay) else { return };
         // Something new was acknowledged: a tail loss probe pending verdict was answered.
-        self.subflows[i].set_tlp_check(None);
-        let id = self.subflows[i].id();
+        self.paths.subflows[i].set_tlp_check(None);
+        let id = self.paths.subflows[i].id();
         if acked.recovered {
             self.emit(now, Event::SubflowRecovered { id });
         }
         if acked.established {
-            let sf = &self.subflows[i];
+            let sf = &self.paths.subflows[i];
             let ev = Event::SubflowEstablished { id, path: sf.local_path(), backup: sf.backup() };
             self.emit(now, ev);
             self.on_carrier_established(now, i);
         }
-        let coupling = self.subflows.coupling(i, now);
+        let coupling = self.paths.subflows.coupling(i, now);
         let send = &mut self.send;
-        self.subflows[i].finish_ack(now, &acked, coupling, &mut |d| send.queue_retransmission(d, 0));
-        self.out.log_metrics(now, &self.subflows[i]);
+        self.paths.subflows[i].finish_ack(now, &acked, coupling, &mut |d| send.queue_retransmission(d, 0));
+        self.out.log_metrics(now, &self.paths.subflows[i]);
     }
 
     /// Loss detection by time on subflow `i` (its loss timer expired).
     pub(super) fn detect_lost(&mut self, now: Time, i: usize) {
         let send = &mut self.send;
-        self.subflows[i].detect_lost(now, &mut |d| send.queue_retransmission(d, 0));
+        self.paths.subflows[i].detect_lost(now, &mut |d| send.queue_retransmission(d, 0));
     }
 }

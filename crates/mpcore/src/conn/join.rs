@@ -21,13 +21,13 @@ use std::net::SocketAddr;
 impl Connection {
     /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
     pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {
-        self.open(now, path, remote, backup).map(|i| self.subflows[i].id())
+        self.open(now, path, remote, backup).map(|i| self.paths.subflows[i].id())
     }
 
     /// Opens a subflow (see [`Connection::open_subflow`]) over the carrier its path takes
     /// (`join_carrier`); returns its slot.
     pub(super) fn open(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<usize> {
-        let carrier = self.spread.join_carrier(path);
+        let carrier = self.paths.spread.join_carrier(path);
         self.open_over(now, (path, carrier), remote, backup)
     }
 
@@ -42,14 +42,14 @@ impl Connection {
         if self.state != State::Established || self.session.keys.is_none() {
             return None;
         }
-        if self.subflows.open_count() >= self.max_subflows() || self.subflows.records() >= MAX_SLOTS {
+        if self.paths.subflows.open_count() >= self.max_subflows() || self.paths.subflows.records() >= MAX_SLOTS {
             return None;
         }
         let id = match self.side {
-            Side::Client => self.opened,
-            Side::Server => self.opened | 0x8000_0000,
+            Side::Client => self.paths.opened,
+            Side::Server => self.paths.opened | 0x8000_0000,
         };
-        self.opened += 1;
+        self.paths.opened += 1;
         let cid = self.new_cid();
         // A fleet's server names the port at its balancer that leads to it alone: a TCP
         // carrier goes there (PROTOCOL.md §4.11), as the balancer cannot read its routing byte.
@@ -61,7 +61,7 @@ impl Connection {
         let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
         sf.start_join(self.rng.u32(), self.fast_join_negotiated(), backup);
         sf.set_carrier(carrier);
-        let slot = self.subflows.insert(sf)?;
+        let slot = self.paths.subflows.insert(sf)?;
         self.out.endpoint(EndpointEvent::NewCid(cid));
         if carrier == Carrier::Udp {
             self.on_udp_join_opened(now, slot, path);
@@ -82,18 +82,18 @@ impl Connection {
     /// there. The join is retried, each one backing off, until the path answers: the server
     /// forgot the old subflow after the same timeout, so probing it would never be answered.
     pub(super) fn rejoin(&mut self, now: Time, i: usize) {
-        let Some(sf) = self.subflows.get(i) else { return };
+        let Some(sf) = self.paths.subflows.get(i) else { return };
         let (path, remote, backup) = (sf.local_path(), sf.remote(), sf.backup());
         let p = usize::from(path.0);
         if !self.rejoins_silent_paths()
             || self.is_closed()
-            || self.local.is_down(path)
-            || self.subflows.iter().any(|s| s.local_path() == path && s.is_open())
+            || self.paths.local.is_down(path)
+            || self.paths.subflows.iter().any(|s| s.local_path() == path && s.is_open())
         {
             return;
         }
         if let Some(k) = self.open(now, path, remote, backup) {
-            self.subflows[k].mark_rejoin();
+            self.paths.subflows[k].mark_rejoin();
             tracing::debug!(path = p, "rejoining a silent path");
         }
     }
@@ -124,11 +124,13 @@ impl Connection {
         if self.state != State::Established || j.subflow & 0x8000_0000 != peer_opener_bit {
             return Err(DropReason::Unexpected);
         }
-        if self.subflows.peer_number_used(j.subflow) {
+        if self.paths.subflows.peer_number_used(j.subflow) {
             // A number the peer used before, for a subflow since closed (§2: never reused).
             return Err(DropReason::ReplayedJoin);
         }
-        if self.subflows.open_count() >= self.config.multipath.max_subflows || self.subflows.records() >= MAX_SLOTS {
+        if self.paths.subflows.open_count() >= self.config.multipath.max_subflows
+            || self.paths.subflows.records() >= MAX_SLOTS
+        {
             return Err(DropReason::Refused);
         }
         let len = scratch.len() as u64;
@@ -186,7 +188,7 @@ impl Connection {
         let nonce_local = if fast { 0 } else { self.rng.u32() };
         sf.accept_join(now, join, nonce, nonce_local);
         let id = sf.id();
-        let i = self.subflows.insert(sf).ok_or(DropReason::Refused)?;
+        let i = self.paths.subflows.insert(sf).ok_or(DropReason::Refused)?;
         self.out.endpoint(EndpointEvent::NewCid(cid));
         self.live.last_rx = now;
         if let Some(q) = self.out.qlog.as_deref_mut() {
@@ -207,8 +209,8 @@ impl Connection {
         }
         // The peer moved to a new path, presumably because the old one went bad: what we
         // have in flight elsewhere is queued again, for the new subflow first.
-        for k in 0..self.subflows.slot_bound() {
-            if k != i && self.subflows.get(k).is_some_and(|s| s.is_open()) {
+        for k in 0..self.paths.subflows.slot_bound() {
+            if k != i && self.paths.subflows.get(k).is_some_and(|s| s.is_open()) {
                 self.copy_in_flight_for_reinjection(k);
             }
         }
@@ -233,12 +235,12 @@ impl Connection {
         let mut sf = self.new_subflow(now, j.subflow, SubflowState::Closed, path, remote, cid);
         sf.set_carrier(carrier);
         sf.refuse_join(now, reason, j.scid, len);
-        self.subflows.insert(sf);
+        self.paths.subflows.insert(sf);
     }
 
     pub(super) fn on_synack(&mut self, now: Time, i: usize, sa: &MpJoinSynAck) {
         let Some(keys) = self.session.keys.as_ref() else { return };
-        let sf = &mut self.subflows[i];
+        let sf = &mut self.paths.subflows[i];
         if sf.state() != SubflowState::JoinSent || !sf.local_opener() {
             return;
         }
@@ -256,7 +258,7 @@ impl Connection {
     /// FAST_JOIN_REPLY (§5.11): our fast join is accepted; the subflow is established.
     pub(super) fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply) {
         let Some(keys) = self.session.keys.as_ref() else { return };
-        let sf = &mut self.subflows[i];
+        let sf = &mut self.paths.subflows[i];
         if sf.state() != SubflowState::JoinSent || sf.join().kind != JoinKind::FastInitiator {
             return; // a repeat, or not ours to receive
         }
@@ -274,7 +276,7 @@ impl Connection {
 
     pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20]) {
         let Some(keys) = self.session.keys.as_ref() else { return };
-        let sf = &mut self.subflows[i];
+        let sf = &mut self.paths.subflows[i];
         if sf.state() != SubflowState::JoinReceived {
             return;
         }
@@ -303,7 +305,7 @@ impl Connection {
         keys: &Keys,
         b: &mut PacketBuilder<'_>,
     ) -> Option<Option<(DataRef, bool, bool)>> {
-        let sf = &self.subflows[i];
+        let sf = &self.paths.subflows[i];
         let joining = sf.opening();
         let first = sf.join_unsent();
         let mut fj_data = None;
@@ -387,7 +389,9 @@ impl Connection {
 
     /// Closes one subflow (SUBFLOW_RESET with `reason`); its data is reinjected elsewhere.
     pub fn close_subflow(&mut self, now: Time, id: u32, reason: u8) -> bool {
-        let Some(i) = self.subflows.by_number(id).filter(|&i| self.subflows[i].is_open()) else { return false };
+        let Some(i) = self.paths.subflows.by_number(id).filter(|&i| self.paths.subflows[i].is_open()) else {
+            return false;
+        };
         self.shut_subflow(now, i, reason, true);
         true
     }
@@ -396,7 +400,7 @@ impl Connection {
     /// flight there (it may still arrive).
     pub(super) fn copy_in_flight_for_reinjection(&mut self, k: usize) {
         let mask = 1u64 << (k % 64);
-        for p in self.subflows[k].rec().sent.iter() {
+        for p in self.paths.subflows[k].rec().sent.iter() {
             if let Some(d) = p.data {
                 self.send.queue_retransmission(d, mask);
             }
@@ -408,7 +412,7 @@ impl Connection {
     pub(super) fn reinject_in_flight(&mut self, now: Time, i: usize, count_lost: bool) {
         let mask = 1u64 << (i % 64);
         let (send, counters) = (&mut self.send, &mut self.counters);
-        let orphaned = self.subflows[i].drain_flight(now, count_lost, &mut |d| {
+        let orphaned = self.paths.subflows[i].drain_flight(now, count_lost, &mut |d| {
             send.queue_retransmission(d, mask);
             counters.reinjections += 1;
         });
@@ -420,24 +424,24 @@ impl Connection {
     /// Closes subflow `i` and reinjects its data; `tell_peer`: with a SUBFLOW_RESET carrying
     /// `reason`.
     pub(super) fn shut_subflow(&mut self, now: Time, i: usize, reason: u8, tell_peer: bool) {
-        if !self.subflows[i].is_open() {
+        if !self.paths.subflows[i].is_open() {
             return;
         }
-        let id = self.subflows[i].id();
+        let id = self.paths.subflows[i].id();
         // Closed first, so that connection-level frames in flight there go to another subflow.
-        self.subflows[i].close(now, reason, tell_peer);
+        self.paths.subflows[i].close(now, reason, tell_peer);
         self.reinject_in_flight(now, i, false);
         // What it was still to carry for the connection (addresses, the ticket) goes elsewhere.
-        let pending = self.subflows[i].carried();
+        let pending = self.paths.subflows[i].carried();
         if !pending.is_empty() {
-            self.subflows[i].drop_carried(pending);
+            self.paths.subflows[i].drop_carried(pending);
             self.pend_on_any(pending);
         }
         self.emit(now, Event::SubflowClosed { id, reason });
         self.recv.forget_slot(i);
         // The last subflow gone: the connection waits for a join (the client's new address
         // after a break-before-make move) until its idle timeout; without one, it ends now.
-        if self.state == State::Established && self.subflows.open_count() == 0 && self.idle_timeout() == 0 {
+        if self.state == State::Established && self.paths.subflows.open_count() == 0 && self.idle_timeout() == 0 {
             self.enter_closed(now, CloseReason::NoSubflow);
         }
     }
@@ -448,9 +452,9 @@ impl Connection {
     /// without a word (the peer's packets to it reach the other connection, which cannot open
     /// them) and the path manager may join again.
     pub(crate) fn rename_cid(&mut self, now: Time, old: Cid, fresh: Cid) -> bool {
-        let Some(i) = self.subflows.by_cid(&old) else { return false };
-        if self.subflows[i].rec().next_pn == 0 {
-            self.subflows[i].rename_local_cid(fresh);
+        let Some(i) = self.paths.subflows.by_cid(&old) else { return false };
+        if self.paths.subflows[i].rec().next_pn == 0 {
+            self.paths.subflows[i].rename_local_cid(fresh);
             return true;
         }
         self.shut_subflow(now, i, reason::UNSPECIFIED, false);
@@ -460,8 +464,8 @@ impl Connection {
     /// The drain of closed subflow `i` is over: its record goes, with its route; its
     /// statistics stay in the connection's history.
     pub(super) fn reclaim_subflow(&mut self, i: usize) {
-        let stats = self.subflows[i].stats();
-        if let Some(sf) = self.subflows.reclaim(i, stats) {
+        let stats = self.paths.subflows[i].stats();
+        if let Some(sf) = self.paths.subflows.reclaim(i, stats) {
             self.out.endpoint(EndpointEvent::RetireCid(sf.local_cid()));
             self.send.forget_slot(1 << (i % 64));
             self.recv.forget_slot(i);

@@ -46,6 +46,7 @@ use liveness::Liveness;
 use local_paths::LocalPaths;
 use multimob::MultiMob;
 use outbox::Outbox;
+use paths::Paths;
 use recv::RecvSide;
 use scheduler::{AnyScheduler, SubflowInfo};
 use send::SendSide;
@@ -85,9 +86,8 @@ pub struct Connection {
     config: Arc<Config>,
     /// What the first handshake agreed: keys, tokens, the peer's parameters and address.
     session: Session,
-    subflows: SubflowTable,
-    /// Subflows this side opened so far (their numbers count from it).
-    opened: u32,
+    /// The subflows, the local paths and what the path managers keep.
+    paths: Paths,
     send: SendSide,
     recv: RecvSide,
     sched: Scheduling,
@@ -97,18 +97,12 @@ pub struct Connection {
     counters: ConnCounters,
     /// When the peer was heard, what awaits it, the drain and the trim timer.
     live: Liveness,
-    /// The local paths: their addresses, ids, interfaces up or down, sockets full or not.
-    local: LocalPaths,
     /// Tests only: raw frames for the next packet (see [`Connection::inject_frames`]).
     injected: Vec<u8>,
-    /// `multimob`: the receive idle timer and the fail-back hold.
-    multimob: MultiMob,
     /// The resumption ticket to send (server) or received (client).
     tickets: tickets::Tickets,
     /// 0-RTT data: what the client may send early, what the server took.
     early: early::Early,
-    /// Client: the first handshake's INITIAL on the other paths (§4.10).
-    spread: spread::Spread,
 }
 
 /// The scheduler and what it is given to choose from.
@@ -125,7 +119,7 @@ impl std::fmt::Debug for Connection {
         f.debug_struct("Connection")
             .field("side", &self.side)
             .field("state", &self.state)
-            .field("subflows", &self.subflows.records())
+            .field("subflows", &self.paths.subflows.records())
             .finish_non_exhaustive()
     }
 }
@@ -147,8 +141,13 @@ impl Connection {
             state: State::Initial,
             config: config.clone(),
             session: Session::new(peer_addr),
-            subflows: SubflowTable::default(),
-            opened: 0,
+            paths: Paths {
+                subflows: SubflowTable::default(),
+                opened: 0,
+                local: LocalPaths::new(paths, initial_path),
+                multimob: MultiMob::new(side == Side::Client && config.multipath.path_manager == PathManager::MultiMob),
+                spread: spread::Spread::default(),
+            },
             send: SendSide::new(config.transport.send_buffer),
             recv: RecvSide::new(config.transport.recv_window, config.transport.max_recv_window),
             sched: Scheduling { algo: sched, infos: Vec::new(), rr: 0 },
@@ -156,19 +155,16 @@ impl Connection {
             rng,
             counters: ConnCounters::default(),
             live: Liveness::new(now),
-            local: LocalPaths::new(paths, initial_path),
             injected: Vec::new(),
-            multimob: MultiMob::new(side == Side::Client && config.multipath.path_manager == PathManager::MultiMob),
             tickets: tickets::Tickets::default(),
             early: early::Early::default(),
-            spread: spread::Spread::default(),
         }
     }
 
     /// The CIDs the endpoint routes to this connection: its subflow records' (reclaimed ones
     /// were retired).
     pub(crate) fn local_cids(&self) -> impl Iterator<Item = Cid> + '_ {
-        self.subflows.iter().map(|s| s.local_cid()).chain(self.early.route())
+        self.paths.subflows.iter().map(|s| s.local_cid()).chain(self.early.route())
     }
 
     /// A CID for the peer to send on: random, naming this core on a server spread over cores,
@@ -196,9 +192,9 @@ impl Connection {
             Side::Client => id & 0x8000_0000 == 0,
             Side::Server => id & 0x8000_0000 != 0,
         };
-        let backup = self.local.get(path).is_some_and(|p| p.backup);
+        let backup = self.paths.local.get(path).is_some_and(|p| p.backup);
         let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
-        sf.set_up(self.local.addr_id(path), self.mss(), now);
+        sf.set_up(self.paths.local.addr_id(path), self.mss(), now);
         if self.side == Side::Server && self.config.server.fleet.is_some() && state != SubflowState::Closed {
             sf.send_reset_token();
         }
@@ -225,8 +221,8 @@ impl Connection {
         let mut c = Self::blank(Side::Client, now, config, paths, path, remote, rng);
         let mut sf = c.new_subflow(now, 0, SubflowState::JoinSent, path, remote, local_cid);
         sf.opened_by_client();
-        c.subflows.insert(sf);
-        c.opened = 1;
+        c.paths.subflows.insert(sf);
+        c.paths.opened = 1;
         c.out.endpoint(EndpointEvent::NewCid(local_cid));
         c.session.hs = Some(Box::new(hs));
         Ok(c)
@@ -253,7 +249,7 @@ impl Connection {
         let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
         sf.set_carrier(carrier);
         sf.accept_handshake(client_cid, now);
-        c.subflows.insert(sf);
+        c.paths.subflows.insert(sf);
         c.out.endpoint(EndpointEvent::NewCid(server_cid));
         c.state = State::Established;
         c.emit(now, Event::Connected);
@@ -279,7 +275,7 @@ impl Connection {
         self.session.peer_params = p;
         self.send.set_peer_window(p.initial_window);
         let mss = self.mss();
-        for sf in self.subflows.iter_mut() {
+        for sf in self.paths.subflows.iter_mut() {
             sf.set_max_datagram(mss);
         }
     }
@@ -291,7 +287,7 @@ impl Connection {
 
     /// The largest datagram to send on subflow `i`: what its path is known to carry.
     fn subflow_mss(&self, i: usize) -> usize {
-        self.mss().min(self.subflows[i].pmtu().current())
+        self.mss().min(self.paths.subflows[i].pmtu().current())
     }
 
     /// Client or server.
@@ -362,7 +358,7 @@ impl Connection {
     /// Appends the event log's records since the last call to `out` (JSON-SEQ, PROTOCOL.md
     /// §13; the first call gives the header record too). Nothing when `Config::logging.qlog` is off.
     pub fn take_qlog(&mut self, out: &mut Vec<u8>) {
-        self.out.log_losses(&mut self.subflows);
+        self.out.log_losses(&mut self.paths.subflows);
         if let Some(q) = self.out.qlog.as_deref_mut() {
             q.take(out);
         }
@@ -503,7 +499,7 @@ impl Connection {
         }
         if self.session.keys.is_some() {
             self.live.fastclose = true;
-            for sf in self.subflows.iter_mut().filter(|s| s.is_open() && s.remote_cid().is_some()) {
+            for sf in self.paths.subflows.iter_mut().filter(|s| s.is_open() && s.remote_cid().is_some()) {
                 sf.send_fast_close();
             }
         }
@@ -521,7 +517,8 @@ impl Connection {
             return;
         }
         self.state = State::Closed(reason);
-        let rto = self.subflows.iter().map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.transport.initial_rto);
+        let rto =
+            self.paths.subflows.iter().map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.transport.initial_rto);
         self.live.drain_until = Some(now + 3 * rto);
         self.emit(now, Event::Closed { reason });
     }
@@ -529,7 +526,7 @@ impl Connection {
     /// Subflow records held now: the open subflows and the closed ones still draining (a
     /// closed subflow's record is reclaimed three RTOs after it closed).
     pub fn subflow_records(&self) -> usize {
-        self.subflows.records()
+        self.paths.subflows.records()
     }
 
     /// For tests of a peer's defences only: our DATA_ACK as it travels (the peer's next DSN).
@@ -543,16 +540,16 @@ impl Connection {
     /// there is no such subflow.
     #[cfg(feature = "test-hooks")]
     pub fn inject_frames(&mut self, id: u32, frames: &[u8]) -> bool {
-        let Some(i) = self.subflows.by_number(id) else { return false };
+        let Some(i) = self.paths.subflows.by_number(id) else { return false };
         self.injected.extend_from_slice(frames);
-        self.subflows[i].ping();
+        self.paths.subflows[i].ping();
         true
     }
 
     /// Server: the NEW_TICKET its endpoint issued for this connection goes on the first
     /// subflow.
     pub(crate) fn queue_ticket(&mut self, t: OutgoingTicket) {
-        if let Some(sf) = self.subflows.get_mut(0) {
+        if let Some(sf) = self.paths.subflows.get_mut(0) {
             sf.carry(subflow::FrameSet::TICKET);
             self.tickets.queue(t);
         }
@@ -584,7 +581,7 @@ impl Connection {
                 _ => None,
             },
             counters: self.counters,
-            subflows: self.subflows.stats(Subflow::stats),
+            subflows: self.paths.subflows.stats(Subflow::stats),
             scheduler: self.sched.algo.name().to_string(),
             resumed: self.tickets.resumed(),
             early_bytes: self.early_data(),
@@ -600,11 +597,11 @@ impl Connection {
         Memory {
             connection: size_of::<Connection>(),
             keys: if self.session.keys.is_some() { size_of::<Keys>() } else { 0 },
-            subflows: self.subflows.heap_bytes(),
+            subflows: self.paths.subflows.heap_bytes(),
             buffers: self.buffer_bytes(),
             scheduler: cap(self.sched.infos.capacity(), size_of::<SubflowInfo>()),
             qlog: self.out.qlog.as_ref().map_or(0, |q| q.heap_bytes()),
-            other: self.local.heap_bytes()
+            other: self.paths.local.heap_bytes()
                 + self.out.heap_bytes()
                 + self.injected.capacity()
                 + self.session.heap_bytes(),

@@ -31,12 +31,12 @@ impl Connection {
         buf: &mut [u8],
         unwritable: PathSet,
     ) -> (Option<Transmit>, Option<PathId>) {
-        self.local.unwritable = unwritable;
+        self.paths.local.unwritable = unwritable;
         let t = self.transmit(now, buf);
         if t.is_some() {
             self.arm_trim(now);
         }
-        (t, std::mem::take(&mut self.local.held_back))
+        (t, std::mem::take(&mut self.paths.local.held_back))
     }
 
     fn transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
@@ -53,37 +53,37 @@ impl Connection {
                 return self.build_early(now, buf);
             };
             self.on_initial_sent(now);
-            let sf = &self.subflows[0];
+            let sf = &self.paths.subflows[0];
             return Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() });
         }
-        let orphans = self.local.addrs.take_orphans();
+        let orphans = self.paths.local.addrs.take_orphans();
         if !orphans.is_empty() {
             self.pend_on_any(orphans);
         }
-        let n = self.subflows.slot_bound();
+        let n = self.paths.subflows.slot_bound();
         if self.recv.take_window_update() {
             // A DSS without data elicits no acknowledgement (§5), so a lost window update would
             // never be repaired and a sender waiting on the window would wait for good: the
             // update goes with a PING, which the retransmission timer repeats until answered.
-            let best = self.subflows.enumerate().filter(|(_, s)| s.established() && !s.pf());
+            let best = self.paths.subflows.enumerate().filter(|(_, s)| s.established() && !s.pf());
             if let Some((i, _)) = best.max_by_key(|(_, s)| s.last_original_rx()) {
-                self.subflows[i].ack_now();
-                self.subflows[i].ping();
+                self.paths.subflows[i].ack_now();
+                self.paths.subflows[i].ping();
             }
         }
         // Control first: ACKs due, pending frames, probes, redundant copies.
         for k in 0..n {
             let i = (self.sched.rr + k) % n;
-            let Some(sf) = self.subflows.get(i) else { continue };
+            let Some(sf) = self.paths.subflows.get(i) else { continue };
             let closing_only = !sf.is_open() && sf.pending().intersects(FrameSet::CLOSING);
             if !sf.is_open() && !closing_only {
                 continue;
             }
             let urgent =
                 sf.acks().due(now) || !sf.pending().is_empty() || sf.rec().probe.is_some() || sf.copy().is_some();
-            if urgent && self.local.unwritable.contains(sf.local_path()) {
+            if urgent && self.paths.local.unwritable.contains(sf.local_path()) {
                 // Its socket is full: this waits until the endpoint says it is writable.
-                self.local.held_back.get_or_insert(sf.local_path());
+                self.paths.local.held_back.get_or_insert(sf.local_path());
                 continue;
             }
             if urgent {
@@ -104,12 +104,12 @@ impl Connection {
         // A path MTU probe, on a subflow busy with data (its loss is then told by the packets
         // after it, and an idle path costs nothing) with room for it in its window.
         for i in 0..n {
-            let Some(sf) = self.subflows.get(i) else { continue };
+            let Some(sf) = self.paths.subflows.get(i) else { continue };
             let busy = sf.rec().eliciting_in_flight > 0 && self.send.queued() > 0;
             let usable = self.state == State::Established && sf.established() && !sf.rec().pf && sf.val().validated;
             // Not while it loses packets: a lost probe would then say nothing of its size.
             let calm = sf.rec().recent_losses == 0;
-            if !busy || !usable || !calm || self.local.unwritable.contains(sf.local_path()) {
+            if !busy || !usable || !calm || self.paths.local.unwritable.contains(sf.local_path()) {
                 continue;
             }
             if let Some(size) = sf.pmtu().probe_due(now).filter(|&s| sf.rec().cwnd_room() >= s as u64) {
@@ -131,9 +131,9 @@ impl Connection {
         self.sched.infos.clear();
         // Room for the slots there are (grown once per new slot, not per packet: an idle
         // connection does not keep room for 64, 2.5 KiB).
-        self.sched.infos.reserve(self.subflows.slot_bound());
-        for k in 0..self.subflows.slot_bound() {
-            let Some(sf) = self.subflows.get(k) else {
+        self.sched.infos.reserve(self.paths.subflows.slot_bound());
+        for k in 0..self.paths.subflows.slot_bound() {
+            let Some(sf) = self.paths.subflows.get(k) else {
                 // A free slot: never eligible.
                 self.sched.infos.push(SubflowInfo::default());
                 continue;
@@ -150,15 +150,15 @@ impl Connection {
             flags.set(Flags::HIGH_RTO, sf.high_rto());
             flags.set(Flags::WAS_BAD, sf.was_bad());
             let mut room = sf.rec().cwnd_room().min(sf.val().room());
-            if self.local.unwritable.contains(sf.local_path()) && room > 0 {
+            if self.paths.local.unwritable.contains(sf.local_path()) && room > 0 {
                 // A full socket: no room until it drains (the scheduler picks another, or waits).
                 room = 0;
-                self.local.held_back.get_or_insert(sf.local_path());
+                self.paths.local.held_back.get_or_insert(sf.local_path());
             }
             self.sched.infos.push(SubflowInfo {
                 id: sf.id(),
                 flags,
-                iface: self.local.paths.get(usize::from(sf.local_path().0)).map(|p| p.iface).unwrap_or_default(),
+                iface: self.paths.local.paths.get(usize::from(sf.local_path().0)).map(|p| p.iface).unwrap_or_default(),
                 srtt_us: sf.rec().rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
                 rttvar_us: sf.rec().rtt.rttvar.min(u64::from(u32::MAX)) as u32,
                 cwnd: sf.rec().cc.cwnd().min(u64::from(u32::MAX)) as u32,
@@ -185,16 +185,16 @@ impl Connection {
             pick = self.sched.algo.pick(&self.sched.infos, &s);
         }
         if let (Some(q), Pick::Send(i)) = (self.out.qlog.as_deref_mut(), pick) {
-            if let Some(sf) = self.subflows.get(i) {
+            if let Some(sf) = self.paths.subflows.get(i) {
                 q.pick(now, sf.id());
             }
         }
         match pick {
-            Pick::Send(i) if self.subflows.get(i).is_some() => Some((i, seg)),
+            Pick::Send(i) if self.paths.subflows.get(i).is_some() => Some((i, seg)),
             Pick::SendAll(mask) => {
                 let mut first = None;
                 for i in mask.iter() {
-                    if self.subflows.get(i).is_none() {
+                    if self.paths.subflows.get(i).is_none() {
                         continue;
                     }
                     if first.is_none() {
@@ -202,7 +202,7 @@ impl Connection {
                     } else {
                         let take = seg.len.min(payload) as u32;
                         let d = DataRef { off: seg.off, len: take, fin: seg.fin && u64::from(take) == seg.len };
-                        self.subflows[i].send_copy(d);
+                        self.paths.subflows[i].send_copy(d);
                     }
                 }
                 first.map(|i| (i, seg))
@@ -220,7 +220,7 @@ impl Connection {
     /// RTT is still sampled (the stale-estimate probes), so it is used again once it is fast.
     pub(super) fn slow_subflows(&self, len: u64) -> u64 {
         let (ratio, margin) = (self.config.multipath.oracle.rtt_ratio, self.config.multipath.oracle.rtt_margin);
-        if margin == 0 || self.subflows.open_count() < 2 {
+        if margin == 0 || self.paths.subflows.open_count() < 2 {
             return 0;
         }
         let works = |s: &Subflow| s.established() && !s.rec().pf && s.rec().rtt.has_sample;
@@ -229,7 +229,7 @@ impl Connection {
         // aggregation).
         let room = |o: &Subflow| o.rec().cwnd_room().min(o.val().room()) >= len;
         let mut mask = 0u64;
-        for (k, sf) in self.subflows.enumerate().filter(|(_, s)| works(s)) {
+        for (k, sf) in self.paths.subflows.enumerate().filter(|(_, s)| works(s)) {
             // The latest sample as well as the smoothed RTT: the average takes a dozen
             // samples to climb 500 ms, and each request sent meanwhile waits the 500 ms.
             let rtt = &sf.rec().rtt;
@@ -238,7 +238,7 @@ impl Connection {
             if !own {
                 continue;
             }
-            let others = self.subflows.iter().filter(|o| o.id() != sf.id() && works(o) && room(o));
+            let others = self.paths.subflows.iter().filter(|o| o.id() != sf.id() && works(o) && room(o));
             if others.map(|o| o.rec().rtt.srtt).min().is_some_and(|b| r >= b.saturating_add(margin)) {
                 mask |= 1 << (k % 64);
             }
@@ -256,8 +256,8 @@ impl Connection {
             Probe::Tail => {
                 // New data only on a subflow already carrying data (never on a backup subflow
                 // the scheduler keeps idle); else the last segment it sent, else a bare PING.
-                let last = self.subflows[i].last_data_in_flight();
-                let may_take_new = last.is_some() && !self.subflows[i].backup();
+                let last = self.paths.subflows[i].last_data_in_flight();
+                let may_take_new = last.is_some() && !self.paths.subflows[i].backup();
                 match (self.send.peek().filter(|s| !s.retrans && may_take_new), last) {
                     (Some(s), _) => s,
                     (None, Some(d)) => Seg { off: d.off, len: u64::from(d.len), fin: d.fin, mask: 0, retrans: true },
@@ -321,17 +321,17 @@ impl Connection {
     /// the join, the subflow's signals and validation, the connection's addresses, the
     /// closing frames and PING, then the data), and is told what left when it is sealed.
     pub(super) fn build(&mut self, now: Time, i: usize, seg: Option<Seg>, buf: &mut [u8]) -> Option<Transmit> {
-        if self.local.addrs.nothing_withdrawn() {
+        if self.paths.local.addrs.nothing_withdrawn() {
             // The addresses came back before a pending REMOVE_ADDR left: nothing to withdraw.
-            self.subflows[i].drop_carried(FrameSet::REMOVE_ADDR);
+            self.paths.subflows[i].drop_carried(FrameSet::REMOVE_ADDR);
         }
         let mss = self.subflow_mss(i).min(buf.len());
-        let probe_data = match self.subflows[i].rec().probe {
-            Some(p) if seg.is_none() && self.subflows[i].copy().is_none() => self.probe_data(i, p),
+        let probe_data = match self.paths.subflows[i].rec().probe {
+            Some(p) if seg.is_none() && self.paths.subflows[i].copy().is_none() => self.probe_data(i, p),
             _ => None,
         };
         let keys = self.session.keys.as_ref()?;
-        let sf = &self.subflows[i];
+        let sf = &self.paths.subflows[i];
         let joining = sf.opening();
         let confirm = self.side == Side::Client && self.state == State::Confirm && i == 0;
         if !joining && sf.remote_cid().is_none() {
@@ -347,7 +347,7 @@ impl Connection {
         sf.write_signals(FrameSet::HS_DONE | FrameSet::PRIO, false, remote_key, &mut b);
         sf.val().write(&mut b);
         sf.write_signals(FrameSet::RTO_REQ | FrameSet::RTO_VAL, false, remote_key, &mut b);
-        self.local.addrs.write(sf.carried(), keys.local_key, remote_key, &mut b);
+        self.paths.local.addrs.write(sf.carried(), keys.local_key, remote_key, &mut b);
         self.tickets.write(sf.carried(), &mut b);
         sf.write_reset_token(self.config.server.fleet.as_ref(), &mut b);
         // A probe (tail loss probe, RTO) carries a PING, which the peer acknowledges at once
@@ -361,15 +361,15 @@ impl Connection {
         let (sent, eliciting, ack_sent) = (b.sent, b.eliciting, b.ack_sent);
         if !eliciting && !ack_sent && !sent.intersects(FrameSet::CLOSING) {
             // Nothing worth a packet (an ACK-only DSS with no subflow ACK is not sent alone).
-            self.subflows[i].nothing_to_send();
+            self.paths.subflows[i].nothing_to_send();
             return None;
         }
         let (hl, pt_len, short) = b.finish()?;
         // Anti-amplification (§10).
-        if ((hl + pt_len + crypto::TAG_LEN) as u64) > self.subflows[i].val().room() {
+        if ((hl + pt_len + crypto::TAG_LEN) as u64) > self.paths.subflows[i].val().room() {
             return None;
         }
-        let sf_id = self.subflows[i].id();
+        let sf_id = self.paths.subflows[i].id();
         let sealed = if short {
             keys.send.seal_short(sf_id, pn, buf, hl, pt_len)
         } else {
@@ -382,7 +382,7 @@ impl Connection {
             (false, false) => PacketKind::Short,
         };
         self.on_built(now, i, seg, len, PacketBuilt { pn, sent, eliciting, ack_sent, injected, kind, data });
-        let sf = &self.subflows[i];
+        let sf = &self.paths.subflows[i];
         Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() })
     }
 
@@ -390,7 +390,7 @@ impl Connection {
     /// client confirms the handshake, else a short one. Returns its length and its short
     /// packet number's (0 for a long header).
     fn write_header(&self, i: usize, joining: bool, confirm: bool, w: &mut Writer<'_>) -> Option<(usize, usize)> {
-        let sf = &self.subflows[i];
+        let sf = &self.paths.subflows[i];
         let pn = sf.rec().next_pn;
         if joining {
             let j = Join {
@@ -430,7 +430,7 @@ impl Connection {
         fj_data: Option<(DataRef, bool, bool)>,
         b: &mut PacketBuilder<'_>,
     ) -> Option<DataWritten> {
-        let sf = &self.subflows[i];
+        let sf = &self.paths.subflows[i];
         let fast_joining = sf.fast_opening();
         let flight = fast_joining && sf.fast_join_flight();
         let data_ok = ((sf.established() || flight) && !self.is_closed()) || confirm;
@@ -529,7 +529,7 @@ impl Connection {
                 data_ack,
                 fast_join: p.data.fast_join_data,
             };
-            let head = PacketHead { subflow: self.subflows[i].id(), kind: p.kind, pn: p.pn, len };
+            let head = PacketHead { subflow: self.paths.subflows[i].id(), kind: p.kind, pn: p.pn, len };
             q.packet_sent(now, head, p.sent, p.ack_sent, dss);
         }
         if sent_data.is_some() && self.live.peer_wait.is_none() {
@@ -537,12 +537,12 @@ impl Connection {
             self.live.peer_wait = Some(now);
         }
         let sf_bit = 1u64 << (i % 64);
-        let sf = &mut self.subflows[i];
+        let sf = &mut self.paths.subflows[i];
         if p.ack_sent {
             sf.on_ack_sent();
         }
         sf.on_frames_sent(p.sent);
-        self.local.addrs.on_sent(p.sent);
+        self.paths.local.addrs.on_sent(p.sent);
         if p.data.fast_join_data {
             self.send.on_fast_join_sent();
         }
@@ -552,7 +552,7 @@ impl Connection {
         if data_ack.is_some() {
             self.recv.on_window_advertised();
         }
-        let sf = &mut self.subflows[i];
+        let sf = &mut self.paths.subflows[i];
         sf.on_unscheduled_sent(seg.is_some());
         sf.on_packet_sent(SentPacket {
             pn: p.pn,
@@ -592,7 +592,7 @@ impl Connection {
             // A retransmission of this subflow, not data reinjected here from another one (a
             // failover's copies are this path's first sending of them: the oracle must not
             // take the path that rescues the data for a path that loses it).
-            let sf = &mut self.subflows[i];
+            let sf = &mut self.paths.subflows[i];
             sf.on_data_sent(now, d.len, retrans && reinjected == 0);
             sf.count_reinjected(reinjected);
         }
@@ -602,7 +602,7 @@ impl Connection {
     /// acknowledgement raises the subflow's datagram size; its loss is no congestion signal.
     pub(super) fn build_mtu_probe(&mut self, now: Time, i: usize, size: usize, buf: &mut [u8]) -> Option<Transmit> {
         let keys = self.session.keys.as_ref()?;
-        let sf = &self.subflows[i];
+        let sf = &self.paths.subflows[i];
         let pn = sf.rec().next_pn;
         let pn_len = packet::pn_len(pn, sf.rec().largest_acked);
         let (cid, cid_len) = (sf.remote_cid()?, usize::from(self.session.peer_params.cid_len));
@@ -620,7 +620,7 @@ impl Connection {
             let head = PacketHead { subflow: sf.id(), kind: PacketKind::Short, pn, len };
             q.packet_sent(now, head, FrameSet::PING, false, SentDss::default());
         }
-        let sf = &mut self.subflows[i];
+        let sf = &mut self.paths.subflows[i];
         sf.on_packet_sent(SentPacket {
             pn,
             time: now,
@@ -671,7 +671,7 @@ impl Connection {
             self.reinject_in_flight(now, 0, false);
         }
         let seg = self.send.peek().filter(|s| s.off < self.early.limit())?;
-        let sf = &self.subflows[0];
+        let sf = &self.paths.subflows[0];
         let pn = sf.rec().next_pn;
         let mss = self.subflow_mss(0).min(buf.len());
         if sf.rec().cwnd_room() < mss as u64 {
@@ -711,7 +711,7 @@ impl Connection {
         let built =
             PacketBuilt { pn, sent, eliciting: true, ack_sent: false, injected: false, kind: PacketKind::Early, data };
         self.on_built(now, 0, seg, len, built);
-        let sf = &self.subflows[0];
+        let sf = &self.paths.subflows[0];
         Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() })
     }
 }

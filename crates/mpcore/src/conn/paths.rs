@@ -3,7 +3,10 @@
 //! and TCP where UDP gets no answer (the `spread` component's state, acted on here).
 
 use super::events::{EndpointEvent, Event, Side};
+use super::local_paths::LocalPaths;
 use super::multimob::{FailBack, MultiMob};
+use super::spread::Spread;
+use super::subflow::table::SubflowTable;
 use super::subflow::{FrameSet, Subflow, SubflowState};
 use super::{Connection, State};
 use crate::config::PathManager;
@@ -12,6 +15,21 @@ use crate::drops::DropReason;
 use crate::wire::frame::{reason, AddAddr};
 use crate::{crypto, Carrier, LocalPath, PathId, PathSet, Time, Transmit};
 use std::net::SocketAddr;
+
+/// The connection's path layer: its subflows, the local paths they run on, and what the path
+/// managers keep (the first handshake's race over every path, MultiMob's timers). It owns
+/// that state; the rest of the connection reaches it through `Connection::paths`.
+pub(super) struct Paths {
+    pub(super) subflows: SubflowTable,
+    /// Subflows this side opened so far (their numbers count from it).
+    pub(super) opened: u32,
+    /// The local paths: their addresses, ids, interfaces up or down, sockets full or not.
+    pub(super) local: LocalPaths,
+    /// `multimob`: the receive idle timer and the fail-back hold.
+    pub(super) multimob: MultiMob,
+    /// Client: the first handshake's INITIAL on the other paths (§4.10).
+    pub(super) spread: Spread,
+}
 
 impl Connection {
     /// Local path `path` has a new address, `lp` (a new interface, or a new address on one):
@@ -23,18 +41,18 @@ impl Connection {
     /// a network whose address replaces the lost one).
     pub fn path_added(&mut self, now: Time, path: PathId, lp: LocalPath) {
         let p = usize::from(path.0);
-        if !self.local.readdress(p, lp) {
+        if !self.paths.local.readdress(p, lp) {
             return;
         }
         if self.side != Side::Client || self.state != State::Established || self.is_closed() {
             return;
         }
-        let usable_regular = self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup());
+        let usable_regular = self.paths.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup());
         let open = match self.config.multipath.path_manager {
             PathManager::Fullmesh | PathManager::Backup => true,
             PathManager::MultiMob | PathManager::OnDemand => !usable_regular,
         };
-        if open && !self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
+        if open && !self.paths.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
             let backup = lp.backup || (self.config.multipath.path_manager == PathManager::Backup && usable_regular);
             if let Some(remote) = self.remote_for(path) {
                 self.open(now, path, remote, backup);
@@ -51,32 +69,32 @@ impl Connection {
     /// The peer is told with SUBFLOW_RESETs (if they still get out) and a REMOVE_ADDR.
     pub fn path_removed(&mut self, now: Time, path: PathId) {
         let p = usize::from(path.0);
-        if p >= self.local.paths.len() {
+        if p >= self.paths.local.paths.len() {
             return;
         }
-        self.local.path_down[p] = true;
-        self.local.reopen[p] = false;
+        self.paths.local.path_down[p] = true;
+        self.paths.local.reopen[p] = false;
         if self.is_closed() {
             return;
         }
         let on_path = |s: &Subflow| s.local_path() == path && s.is_open();
-        if !self.subflows.iter().any(on_path) {
+        if !self.paths.subflows.iter().any(on_path) {
             return;
         }
         if self.side == Side::Client && self.state == State::Established {
             let regular_elsewhere =
-                self.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup() && s.local_path() != path);
+                self.paths.subflows.iter().any(|s| s.is_open() && !s.pf() && !s.backup() && s.local_path() != path);
             if !regular_elsewhere {
-                let kind = self.local.paths[p].iface;
-                let same_kind = (0..self.local.paths.len()).find(|&k| {
+                let kind = self.paths.local.paths[p].iface;
+                let same_kind = (0..self.paths.local.paths.len()).find(|&k| {
                     k != p
-                        && !self.local.path_down[k]
-                        && self.local.paths[k].iface == kind
-                        && !self.subflows.iter().any(|s| s.local_path().0 == k as u8 && s.is_open())
+                        && !self.paths.local.path_down[k]
+                        && self.paths.local.paths[k].iface == kind
+                        && !self.paths.subflows.iter().any(|s| s.local_path().0 == k as u8 && s.is_open())
                 });
                 match same_kind {
                     Some(k) => {
-                        let backup = self.local.paths[k].backup;
+                        let backup = self.paths.local.paths[k].backup;
                         if let Some(remote) = self.remote_for(PathId(k as u8)) {
                             self.open(now, PathId(k as u8), remote, backup);
                         }
@@ -85,8 +103,8 @@ impl Connection {
                 }
             }
         }
-        for i in 0..self.subflows.slot_bound() {
-            if self.subflows.get(i).is_some_and(on_path) {
+        for i in 0..self.paths.subflows.slot_bound() {
+            if self.paths.subflows.get(i).is_some_and(on_path) {
                 self.shut_subflow(now, i, reason::UNSPECIFIED, true);
             }
         }
@@ -96,9 +114,9 @@ impl Connection {
 
     /// Announces a local path's address to the peer (ADD_ADDR).
     pub fn announce_address(&mut self, path: PathId) -> bool {
-        let Some(lp) = self.local.paths.get(usize::from(path.0)) else { return false };
-        let id = self.local.addr_id(path);
-        if !self.local.addrs.announce(id, lp.addr) {
+        let Some(lp) = self.paths.local.paths.get(usize::from(path.0)) else { return false };
+        let id = self.paths.local.addr_id(path);
+        if !self.paths.local.addrs.announce(id, lp.addr) {
             return false;
         }
         self.pend_on_any(FrameSet::ADD_ADDR);
@@ -109,8 +127,8 @@ impl Connection {
     /// with a SUBFLOW_RESET.
     pub fn remove_address(&mut self, now: Time, path: PathId) {
         self.withdraw(path);
-        for i in 0..self.subflows.slot_bound() {
-            if self.subflows.get(i).is_some_and(|s| s.local_path() == path) {
+        for i in 0..self.paths.subflows.slot_bound() {
+            if self.paths.subflows.get(i).is_some_and(|s| s.local_path() == path) {
                 self.shut_subflow(now, i, reason::UNSPECIFIED, true);
             }
         }
@@ -119,14 +137,14 @@ impl Connection {
     /// Queues a REMOVE_ADDR for `path`'s address (once; it goes on another subflow; see
     /// [`Addresses::withdraw`]).
     fn withdraw(&mut self, path: PathId) {
-        let id = self.local.addr_id(path);
-        self.local.addrs.withdraw(id);
+        let id = self.paths.local.addr_id(path);
+        self.paths.local.addrs.withdraw(id);
         self.pend_on_any(FrameSet::REMOVE_ADDR);
     }
 
     /// Where a join from local path `path` goes (see [`super::local_paths::LocalPaths::remote_for`]).
     pub(super) fn remote_for(&self, path: PathId) -> Option<SocketAddr> {
-        self.local.remote_for(path, self.session.peer_addr)
+        self.paths.local.remote_for(path, self.session.peer_addr)
     }
 
     /// A server announces the addresses its configuration names ([`Server::announce`](crate::config::Server::announce)), with
@@ -137,27 +155,28 @@ impl Connection {
         }
         for (k, &a) in self.config.server.announce.iter().enumerate().take(64) {
             let id = 0x80 | k as u8;
-            self.local.addrs.announce(id, a);
+            self.paths.local.addrs.announce(id, a);
         }
         self.pend_on_any(FrameSet::ADD_ADDR);
     }
 
     /// The addresses the peer announced.
     pub fn remote_addresses(&self) -> &[(u8, SocketAddr)] {
-        self.local.addrs.remote()
+        self.paths.local.addrs.remote()
     }
 
     /// The peer's address: that of its first open subflow (the one the connection started
     /// on, while it lives), else of any subflow still recorded.
     pub fn peer_address(&self) -> Option<SocketAddr> {
-        let open = self.subflows.iter().find(|s| s.is_open());
-        open.or_else(|| self.subflows.iter().next()).map(|s| s.remote())
+        let open = self.paths.subflows.iter().find(|s| s.is_open());
+        open.or_else(|| self.paths.subflows.iter().next()).map(|s| s.remote())
     }
 
     /// Whether an open subflow on local path `path` sent or received anything at `since` or
     /// later: the path's radio is awake.
     pub fn path_active_since(&self, path: PathId, since: Time) -> bool {
-        self.subflows
+        self.paths
+            .subflows
             .iter()
             .any(|s| s.is_open() && s.local_path() == path && s.last_rx().max(s.last_activity()) >= since)
     }
@@ -165,11 +184,11 @@ impl Connection {
     /// Puts the address frames `frames` on a working subflow, or keeps them until one is
     /// established.
     pub(super) fn pend_on_any(&mut self, frames: FrameSet) {
-        let slot = |f: &dyn Fn(&Subflow) -> bool| self.subflows.enumerate().find(|(_, s)| f(s)).map(|(k, _)| k);
+        let slot = |f: &dyn Fn(&Subflow) -> bool| self.paths.subflows.enumerate().find(|(_, s)| f(s)).map(|(k, _)| k);
         let pick = slot(&|s| s.established() && !s.pf() && !s.backup()).or_else(|| slot(&|s| s.established()));
         match pick {
-            Some(i) => self.subflows[i].carry(frames),
-            None => self.local.addrs.orphan(frames),
+            Some(i) => self.paths.subflows[i].carry(frames),
+            None => self.paths.local.addrs.orphan(frames),
         }
     }
 
@@ -178,7 +197,7 @@ impl Connection {
             PathManager::OnDemand => return,
             PathManager::MultiMob => {
                 // The idle timer's length needs the server's RTO: ask for it (§5.16 RTO).
-                if let Some(sf) = self.subflows.get_mut(0).filter(|_| self.config.multipath.mp_idle) {
+                if let Some(sf) = self.paths.subflows.get_mut(0).filter(|_| self.config.multipath.mp_idle) {
                     sf.request_rto();
                 }
                 return;
@@ -197,7 +216,7 @@ impl Connection {
         if self.config.multipath.path_manager != PathManager::OnDemand {
             return;
         }
-        if self.subflows.iter().any(|s| s.is_open() && !s.rec().pf) {
+        if self.paths.subflows.iter().any(|s| s.is_open() && !s.rec().pf) {
             return;
         }
         self.open_other_paths(now, false, true);
@@ -210,16 +229,18 @@ impl Connection {
         if self.side != Side::Client || self.is_closed() {
             return;
         }
-        for p in 0..self.local.paths.len() {
+        for p in 0..self.paths.local.paths.len() {
             let path = PathId(p as u8);
-            if self.local.path_down[p] || self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
+            if self.paths.local.path_down[p]
+                || self.paths.subflows.iter().any(|s| s.local_path() == path && s.is_open())
+            {
                 continue;
             }
             let Some(remote) = self.remote_for(path) else { continue };
-            let backup = backup_all || self.local.paths[p].backup;
+            let backup = backup_all || self.paths.local.paths[p].backup;
             if let Some(i) = self.open(now, path, remote, backup) {
                 if failover {
-                    self.subflows[i].mark_failover();
+                    self.paths.subflows[i].mark_failover();
                 }
             }
         }
@@ -227,8 +248,9 @@ impl Connection {
 
     /// A local path has no open subflow: a failover could open one.
     pub(super) fn has_unused_path(&self) -> bool {
-        (0..self.local.paths.len()).any(|p| {
-            !self.local.path_down[p] && !self.subflows.iter().any(|s| s.local_path().0 == p as u8 && s.is_open())
+        (0..self.paths.local.paths.len()).any(|p| {
+            !self.paths.local.path_down[p]
+                && !self.paths.subflows.iter().any(|s| s.local_path().0 == p as u8 && s.is_open())
         })
     }
 
@@ -242,10 +264,10 @@ impl Connection {
     /// retransmission timers probe the path.
     pub fn path_down(&mut self, now: Time, path: PathId) {
         let p = usize::from(path.0);
-        if p >= self.local.paths.len() || self.local.path_down[p] {
+        if p >= self.paths.local.paths.len() || self.paths.local.path_down[p] {
             return;
         }
-        self.local.path_down[p] = true;
+        self.paths.local.path_down[p] = true;
         if self.is_closed() {
             return;
         }
@@ -253,17 +275,17 @@ impl Connection {
         if self.side == Side::Client && self.state == State::Established {
             self.open_other_paths(now, false, true);
         }
-        let elsewhere = self.subflows.iter().any(|s| s.is_open() && s.local_path() != path);
-        for i in 0..self.subflows.slot_bound() {
-            if !self.subflows.get(i).is_some_and(on_path) {
+        let elsewhere = self.paths.subflows.iter().any(|s| s.is_open() && s.local_path() != path);
+        for i in 0..self.paths.subflows.slot_bound() {
+            if !self.paths.subflows.get(i).is_some_and(on_path) {
                 continue;
             }
             if elsewhere && self.side == Side::Client {
-                self.local.reopen[p] = true;
+                self.paths.local.reopen[p] = true;
                 self.shut_subflow(now, i, reason::UNSPECIFIED, true);
                 self.withdraw(path);
             } else {
-                let id = self.subflows[i].id();
+                let id = self.paths.subflows[i].id();
                 self.mark_potentially_failed(now, id);
             }
         }
@@ -275,18 +297,18 @@ impl Connection {
     /// under `multimob`, stays unused).
     pub fn path_up(&mut self, now: Time, path: PathId) {
         let p = usize::from(path.0);
-        if p >= self.local.paths.len() || !self.local.path_down[p] {
+        if p >= self.paths.local.paths.len() || !self.paths.local.path_down[p] {
             return;
         }
-        self.local.path_down[p] = false;
+        self.paths.local.path_down[p] = false;
         // The address is back: a REMOVE_ADDR not yet sent for it must not follow the rejoin.
-        let id = self.local.addr_id(path);
-        self.local.addrs.restore(id);
-        if !std::mem::take(&mut self.local.reopen[p]) || self.side != Side::Client {
+        let id = self.paths.local.addr_id(path);
+        self.paths.local.addrs.restore(id);
+        if !std::mem::take(&mut self.paths.local.reopen[p]) || self.side != Side::Client {
             return;
         }
-        if !self.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
-            let backup = self.local.paths[p].backup;
+        if !self.paths.subflows.iter().any(|s| s.local_path() == path && s.is_open()) {
+            let backup = self.paths.local.paths[p].backup;
             if let Some(remote) = self.remote_for(path) {
                 self.open(now, path, remote, backup);
             }
@@ -296,7 +318,7 @@ impl Connection {
 
     /// A new connection starts with the endpoint's view of its paths (nothing to close yet).
     pub(crate) fn start_with_path_down(&mut self, path: PathId) {
-        if let Some(d) = self.local.path_down.get_mut(usize::from(path.0)) {
+        if let Some(d) = self.paths.local.path_down.get_mut(usize::from(path.0)) {
             *d = true;
         }
     }
@@ -306,7 +328,7 @@ impl Connection {
         let Some(keys) = self.session.keys.as_ref() else { return false };
         let Some(h) = a.hmac else {
             // An echo: our announcement arrived.
-            self.local.addrs.on_echo(a.addr_id);
+            self.paths.local.addrs.on_echo(a.addr_id);
             return false;
         };
         let expect = crypto::add_addr_hmac(keys.remote_key, keys.local_key, a.addr_id, a.ip, a.port);
@@ -314,23 +336,23 @@ impl Connection {
             self.reject(DropReason::BadHmac);
             return false;
         }
-        let new = self.local.addrs.on_announced(a);
+        let new = self.paths.local.addrs.on_announced(a);
         if new {
             self.emit(now, Event::AddressAnnounced { addr_id: a.addr_id, addr: SocketAddr::new(a.ip, a.port) });
         }
-        self.subflows[i].carry(FrameSet::ADDR_ECHO);
+        self.paths.subflows[i].carry(FrameSet::ADDR_ECHO);
         new
     }
 
     /// REMOVE_ADDR (§5.13): the peer's subflows from those addresses are closed.
     pub(super) fn on_remove_addr(&mut self, now: Time, ids: &[u8]) {
         for id in ids {
-            for k in 0..self.subflows.slot_bound() {
-                if self.subflows.get(k).is_some_and(|s| s.remote_addr_id() == *id) {
+            for k in 0..self.paths.subflows.slot_bound() {
+                if self.paths.subflows.get(k).is_some_and(|s| s.remote_addr_id() == *id) {
                     self.shut_subflow(now, k, reason::UNSPECIFIED, false);
                 }
             }
-            self.local.addrs.on_removed(*id);
+            self.paths.local.addrs.on_removed(*id);
         }
     }
 }
@@ -341,23 +363,23 @@ impl Connection {
 
     /// The other local paths that reach the server's address, up and not in use by subflow 0.
     fn other_handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
-        let first = self.subflows.get(0).map(|s| s.local_path());
+        let first = self.paths.subflows.get(0).map(|s| s.local_path());
         self.handshake_paths().filter(move |&p| Some(p) != first)
     }
 
     /// Every local path that is up and reaches the server's address.
     fn handshake_paths(&self) -> impl Iterator<Item = PathId> + '_ {
-        (0..self.local.paths.len().min(256))
+        (0..self.paths.local.paths.len().min(256))
             .map(|p| PathId(p as u8))
-            .filter(move |&p| !self.local.is_down(p) && self.remote_for(p) == Some(self.session.peer_addr))
+            .filter(move |&p| !self.paths.local.is_down(p) && self.remote_for(p) == Some(self.session.peer_addr))
     }
 
     /// The INITIAL (or its repeat) went on subflow 0's path at `now`.
     pub(super) fn on_initial_sent(&mut self, now: Time) {
-        let first = self.subflows.get(0).map(|s| s.local_path());
+        let first = self.paths.subflows.get(0).map(|s| s.local_path());
         let others: PathSet = self.other_handshake_paths().collect();
         let bounds = (self.config.multipath.other_paths_after, self.config.multipath.tcp_after);
-        self.spread.on_initial_sent(now, first, others.iter(), bounds);
+        self.paths.spread.on_initial_sent(now, first, others.iter(), bounds);
     }
 
     /// Client, before its first INITIAL: the endpoint's word on the paths whose network was
@@ -365,7 +387,7 @@ impl Connection {
     /// other paths and TCP are tried with the first INITIAL.
     pub(crate) fn assume_udp_silent(&mut self, paths: PathSet) {
         if self.side == Side::Client && self.state == State::Initial && self.config.multipath.tcp_after.is_some() {
-            self.spread.assume_udp_silent(paths);
+            self.paths.spread.assume_udp_silent(paths);
         }
     }
 
@@ -380,7 +402,7 @@ impl Connection {
         if self.state == State::Initial {
             let others: PathSet = self.other_handshake_paths().collect();
             let all: PathSet = self.handshake_paths().collect();
-            self.spread.on_timeout(now, others.iter(), all.iter());
+            self.paths.spread.on_timeout(now, others.iter(), all.iter());
             return;
         }
         self.end_join_trials(now);
@@ -393,7 +415,7 @@ impl Connection {
         if buf.len() < initial.len() {
             return None;
         }
-        let (p, carrier) = self.spread.next_copy(&self.local.unwritable)?;
+        let (p, carrier) = self.paths.spread.next_copy(&self.paths.local.unwritable)?;
         buf[..initial.len()].copy_from_slice(initial);
         Some(Transmit { path: p, remote: self.session.peer_addr, len: initial.len(), carrier })
     }
@@ -403,18 +425,18 @@ impl Connection {
     /// 8684 §3.4.1: the initial subflow's address has id 0); the first path is joined once
     /// the connection is up. An answer over TCP says that UDP was silent on every path.
     pub(super) fn handshake_via(&mut self, path: PathId, carrier: Carrier) {
-        self.spread.handshake_done(path, carrier);
+        self.paths.spread.handshake_done(path, carrier);
         if carrier == Carrier::Udp {
             self.udp_verdict(path, false);
         }
-        let first = self.subflows[0].local_path();
-        if usize::from(path.0) >= self.local.paths.len() || (path == first && carrier == Carrier::Udp) {
+        let first = self.paths.subflows[0].local_path();
+        if usize::from(path.0) >= self.paths.local.paths.len() || (path == first && carrier == Carrier::Udp) {
             return;
         }
-        self.subflows[0].set_carrier(carrier);
+        self.paths.subflows[0].set_carrier(carrier);
         if carrier == Carrier::Tcp {
             let all: PathSet = self.handshake_paths().collect();
-            for p in self.spread.silent_everywhere(all.iter()).iter() {
+            for p in self.paths.spread.silent_everywhere(all.iter()).iter() {
                 self.udp_verdict(p, true);
             }
         }
@@ -423,16 +445,16 @@ impl Connection {
         if path == first {
             return;
         }
-        self.subflows[0].handshake_on(path);
+        self.paths.subflows[0].handshake_on(path);
         if self.config.multipath.path_manager == PathManager::MultiMob {
             // MultiMob uses its other paths for failover only: this subflow is one, closed
             // again at the fail-back once the first path has worked for the hold time.
-            self.subflows[0].mark_failover();
+            self.paths.subflows[0].mark_failover();
         }
-        for (p, id) in self.local.addr_ids.iter_mut().enumerate() {
+        for (p, id) in self.paths.local.addr_ids.iter_mut().enumerate() {
             *id = super::addresses::initial_addr_id(PathId(p as u8), path);
         }
-        self.spread.rejoin_first(first);
+        self.paths.spread.rejoin_first(first);
     }
 
     /// The connection is up on another path than its first: it joins the first (unless a
@@ -440,18 +462,18 @@ impl Connection {
     /// INITIAL unanswered, and a FAST_JOIN's data would wait there for its retransmission
     /// timer (a second, the first time) before going on the path that works.
     pub(super) fn join_first_path(&mut self, now: Time) {
-        let Some(first) = self.spread.take_rejoin_first() else { return };
+        let Some(first) = self.paths.spread.take_rejoin_first() else { return };
         if self.side != Side::Client || self.state != State::Established || self.is_closed() {
             return;
         }
-        let in_use = self.subflows.iter().any(|s| s.local_path() == first && s.is_open());
-        let down = self.local.is_down(first);
+        let in_use = self.paths.subflows.iter().any(|s| s.local_path() == first && s.is_open());
+        let down = self.paths.local.is_down(first);
         if in_use || down {
             return;
         }
-        let backup = self.local.paths.get(usize::from(first.0)).is_some_and(|lp| lp.backup);
+        let backup = self.paths.local.paths.get(usize::from(first.0)).is_some_and(|lp| lp.backup);
         if let Some(k) = self.remote_for(first).and_then(|remote| self.open(now, first, remote, backup)) {
-            self.subflows[k].plain_join();
+            self.paths.subflows[k].plain_join();
         }
     }
 
@@ -459,23 +481,26 @@ impl Connection {
     /// `tcp_after`, a join over TCP races it.
     pub(super) fn on_udp_join_opened(&mut self, now: Time, k: usize, path: PathId) {
         if let (Some(after), Side::Client, Some(sf)) =
-            (self.config.multipath.tcp_after, self.side, self.subflows.get(k))
+            (self.config.multipath.tcp_after, self.side, self.paths.subflows.get(k))
         {
-            self.spread.trial(k, sf.id(), path, now.saturating_add(after));
+            self.paths.spread.trial(k, sf.id(), path, now.saturating_add(after));
         }
     }
 
     /// The UDP joins whose trial ended: those unanswered race a TCP join on their path.
     fn end_join_trials(&mut self, now: Time) {
-        while let Some((k, id, path)) = self.spread.take_ended_trial(now) {
-            let Some(sf) = self.subflows.get(k).filter(|s| s.id() == id) else { continue };
+        while let Some((k, id, path)) = self.paths.spread.take_ended_trial(now) {
+            let Some(sf) = self.paths.subflows.get(k).filter(|s| s.id() == id) else { continue };
             // Unanswered: no SYNACK (or fast-join reply) came. One answered whose last packet
             // is not yet acknowledged passes UDP.
             if sf.state() != SubflowState::JoinSent || sf.local_path() != path || sf.carrier() != Carrier::Udp {
                 continue;
             }
-            let tcp_open =
-                self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open());
+            let tcp_open = self
+                .paths
+                .subflows
+                .iter()
+                .any(|s| s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open());
             let (remote, backup, rejoin) = (sf.remote(), sf.backup(), sf.rejoin());
             if tcp_open || self.is_closed() {
                 continue;
@@ -483,11 +508,11 @@ impl Connection {
             // Raced only: the path is judged silent to UDP once the TCP join opens while the
             // UDP one is still unanswered (a path in an outage answers neither).
             if let Some(t) = self.open_over(now, (path, Carrier::Tcp), remote, backup) {
-                self.subflows[t].plain_join();
+                self.paths.subflows[t].plain_join();
                 if rejoin {
                     // It replaces a silent subflow as the UDP join does: given up, the path is
                     // joined again (the UDP join, given up first, left that to it).
-                    self.subflows[t].mark_rejoin();
+                    self.paths.subflows[t].mark_rejoin();
                 }
                 tracing::debug!(path = path.0, "a UDP join unanswered: racing it over TCP");
             }
@@ -500,24 +525,27 @@ impl Connection {
     /// race, answered later): UDP passes there again, and the TCP subflow closes, its data
     /// moving to the others (RFC 8684 §3.3.6).
     pub(super) fn on_carrier_established(&mut self, now: Time, i: usize) {
-        let Some(sf) = self.subflows.get(i) else { return };
+        let Some(sf) = self.paths.subflows.get(i) else { return };
         let path = sf.local_path();
         if self.side != Side::Client {
             return;
         }
         if sf.carrier() == Carrier::Tcp {
-            let udp_works =
-                self.subflows.iter().any(|s| s.local_path() == path && s.carrier() == Carrier::Udp && s.established());
+            let udp_works = self
+                .paths
+                .subflows
+                .iter()
+                .any(|s| s.local_path() == path && s.carrier() == Carrier::Udp && s.established());
             if !udp_works {
-                self.spread.udp_found(path, true);
+                self.paths.spread.udp_found(path, true);
                 self.udp_verdict(path, true);
             }
             return;
         }
-        self.spread.udp_found(path, false);
+        self.paths.spread.udp_found(path, false);
         self.udp_verdict(path, false);
-        for k in 0..self.subflows.slot_bound() {
-            let Some(s) = self.subflows.get(k) else { continue };
+        for k in 0..self.paths.subflows.slot_bound() {
+            let Some(s) = self.paths.subflows.get(k) else { continue };
             if k != i && s.local_path() == path && s.carrier() == Carrier::Tcp && s.is_open() {
                 let id = s.id();
                 self.close_subflow(now, id, reason::UNSPECIFIED);
@@ -532,8 +560,8 @@ impl Connection {
     /// the oracle's or the idle timer's verdict), their data is queued for the other paths,
     /// and those are joined.
     pub(super) fn fail_over(&mut self, now: Time, was_bad: bool, on: impl Fn(usize, &Subflow) -> bool) {
-        for i in 0..self.subflows.slot_bound() {
-            let Some(sf) = self.subflows.get_mut(i) else { continue };
+        for i in 0..self.paths.subflows.slot_bound() {
+            let Some(sf) = self.paths.subflows.get_mut(i) else { continue };
             if sf.is_open() && !sf.backup() && on(i, sf) {
                 sf.set_oracle_flags(sf.was_bad() || was_bad, sf.high_rto());
                 self.suspect(now, i);
@@ -547,8 +575,8 @@ impl Connection {
     /// other subflows. The data stays in flight here: the retransmission timer keeps probing
     /// the path, and the first new ACK tells it works again.
     pub(super) fn suspect(&mut self, now: Time, i: usize) {
-        if self.subflows[i].mark_potentially_failed() {
-            let id = self.subflows[i].id();
+        if self.paths.subflows[i].mark_potentially_failed() {
+            let id = self.paths.subflows[i].id();
             self.emit(now, Event::SubflowFailed { id });
         }
         self.copy_in_flight_for_reinjection(i);
@@ -557,15 +585,17 @@ impl Connection {
     /// `multimob` fail-back (see [`MultiMob::fail_back`]): once due, close the failover
     /// subflows (the radio may sleep) and clear the oracle's flags.
     pub(super) fn check_fail_back(&mut self, now: Time) {
-        if !self.multimob.tracks_receive_idle() || self.is_closed() {
+        if !self.paths.multimob.tracks_receive_idle() || self.is_closed() {
             return;
         }
-        if self.multimob.fail_back(now, &self.subflows, self.config.multipath.fail_back_hold) != FailBack::Due {
+        if self.paths.multimob.fail_back(now, &self.paths.subflows, self.config.multipath.fail_back_hold)
+            != FailBack::Due
+        {
             return;
         }
         self.emit(now, Event::FailBack);
-        for i in 0..self.subflows.slot_bound() {
-            let Some(sf) = self.subflows.get_mut(i) else { continue };
+        for i in 0..self.paths.subflows.slot_bound() {
+            let Some(sf) = self.paths.subflows.get_mut(i) else { continue };
             sf.set_oracle_flags(false, false);
             if sf.failover() && sf.is_open() {
                 let id = sf.id();
@@ -577,15 +607,15 @@ impl Connection {
 
     /// Applies an oracle decision to this connection's subflows on that netpath.
     pub(crate) fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
-        let on = MultiMob::on_netpath(&self.subflows, &self.local, a.netpath);
+        let on = MultiMob::on_netpath(&self.paths.subflows, &self.paths.local, a.netpath);
         if on == 0 || self.is_closed() {
             return;
         }
-        if let Some(path) = MultiMob::netpath_path(&self.local, &a.netpath) {
+        if let Some(path) = MultiMob::netpath_path(&self.paths.local, &a.netpath) {
             self.emit(now, Event::Verdict { path, verdict: a.verdict });
         }
         let mut set_flags = |bad: Option<bool>, high_rto: Option<bool>| {
-            for (k, sf) in self.subflows.enumerate_mut() {
+            for (k, sf) in self.paths.subflows.enumerate_mut() {
                 if on & (1 << k) != 0 {
                     sf.set_oracle_flags(bad.unwrap_or(sf.was_bad()), high_rto.unwrap_or(sf.high_rto()));
                 }
@@ -609,23 +639,23 @@ impl Connection {
     /// (see [`MultiMob::tlp_may_fail_over`]).
     pub(super) fn tlp_may_fail_over(&self, i: usize) -> bool {
         let on_timeout = self.config.multipath.failover_on_timeout;
-        self.multimob.tlp_may_fail_over(&self.subflows, i, on_timeout, self.has_unused_path())
+        self.paths.multimob.tlp_may_fail_over(&self.paths.subflows, i, on_timeout, self.has_unused_path())
     }
 
     /// Subflow `i`'s path answers nothing: its tail loss probe went unanswered, or a whole
     /// flight of two or more packets did. See the timers' `on_tlp_check`.
     pub(super) fn on_path_silent(&mut self, now: Time, i: usize) {
         if !self.tlp_may_fail_over(i) {
-            if MultiMob::tlp_may_reinject(&self.subflows, i) {
+            if MultiMob::tlp_may_reinject(&self.paths.subflows, i) {
                 self.suspect(now, i);
             }
             return;
         }
-        if let Some(netpath) = MultiMob::netpath(&self.subflows, &self.local, i) {
-            let since = now.saturating_sub(self.subflows[i].silent_for(now));
+        if let Some(netpath) = MultiMob::netpath(&self.paths.subflows, &self.paths.local, i) {
+            let since = now.saturating_sub(self.paths.subflows[i].silent_for(now));
             self.out.endpoint(EndpointEvent::NetpathFailed { netpath, since });
         }
-        let id = self.subflows[i].id();
+        let id = self.paths.subflows[i].id();
         self.fail_over(now, true, |_, s| s.id() == id);
     }
 
@@ -633,22 +663,22 @@ impl Connection {
 
     /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).
     pub fn request_peer_rto(&mut self, id: u32) {
-        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) {
+        if let Some(sf) = self.paths.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) {
             sf.request_rto();
         }
     }
 
     /// Sets the oracle's flags on a subflow.
     pub fn set_subflow_flags(&mut self, id: u32, was_bad: bool, high_rto: bool) {
-        if let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id) {
+        if let Some(sf) = self.paths.subflows.iter_mut().find(|s| s.id() == id) {
             sf.set_oracle_flags(was_bad, high_rto);
         }
     }
 
     /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
     pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
-        if let Some(i) = self.subflows.by_number(id).filter(|&i| self.subflows[i].is_open()) {
-            if self.subflows[i].mark_potentially_failed() {
+        if let Some(i) = self.paths.subflows.by_number(id).filter(|&i| self.paths.subflows[i].is_open()) {
+            if self.paths.subflows[i].mark_potentially_failed() {
                 self.emit(now, Event::SubflowFailed { id });
             }
             self.reinject_in_flight(now, i, false);
@@ -659,27 +689,27 @@ impl Connection {
     /// a budget of probes over every connection that probes, so that a failover of thousands
     /// of connections at once does not send a probe per connection each 100 ms (issue 52).
     pub(crate) fn set_probe_interval(&mut self, every: Time) {
-        self.multimob.probe_every = every;
+        self.paths.multimob.probe_every = every;
     }
 
     /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
     pub(crate) fn failover_open(&self) -> bool {
-        self.multimob.failover_open(&self.subflows)
+        self.paths.multimob.failover_open(&self.paths.subflows)
     }
 
     /// The local path of subflow `id`, if it is one of ours.
     pub fn subflow_path(&self, id: u32) -> Option<PathId> {
-        self.subflows.by_number(id).and_then(|i| self.subflows.get(i)).map(|s| s.local_path())
+        self.paths.subflows.by_number(id).and_then(|i| self.paths.subflows.get(i)).map(|s| s.local_path())
     }
 
     /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
     pub(crate) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
-        MultiMob::samples(&mut self.subflows, &self.local, out);
+        MultiMob::samples(&mut self.paths.subflows, &self.paths.local, out);
     }
 
     /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).
     pub fn set_backup(&mut self, id: u32, backup: bool) -> bool {
-        let Some(sf) = self.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) else { return false };
+        let Some(sf) = self.paths.subflows.iter_mut().find(|s| s.id() == id && s.is_open()) else { return false };
         sf.set_backup(backup);
         true
     }

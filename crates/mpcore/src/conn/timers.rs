@@ -50,7 +50,7 @@ impl Connection {
         t.set(timer::DRAIN, self.live.drain_until);
         t.set(timer::TRIM, self.live.trim_at);
         if !self.is_closed() {
-            t.set(timer::CARRIER, self.spread.deadline());
+            t.set(timer::CARRIER, self.paths.spread.deadline());
         }
         if self.state == State::Initial {
             t.set(timer::HANDSHAKE, self.session.hs.as_ref().and_then(|hs| hs.deadline()));
@@ -65,11 +65,11 @@ impl Connection {
             if watch && self.live.peer_wait.is_some() {
                 t.set(timer::PEER, Some(self.live.silent_since().saturating_add(self.peer_timeout())));
             }
-            if self.multimob.tracks_receive_idle() && self.has_unused_path() {
-                t.set(timer::RECEIVE_IDLE, self.multimob.idle_timer.deadline());
+            if self.paths.multimob.tracks_receive_idle() && self.has_unused_path() {
+                t.set(timer::RECEIVE_IDLE, self.paths.multimob.idle_timer.deadline());
             }
             let hold = self.config.multipath.fail_back_hold;
-            t.set(timer::FAIL_BACK, self.multimob.hold_deadline(&self.subflows, hold));
+            t.set(timer::FAIL_BACK, self.paths.multimob.hold_deadline(&self.paths.subflows, hold));
         }
         t
     }
@@ -102,7 +102,7 @@ impl Connection {
 
     /// The largest retransmission timeout (without backoff) of the open subflows.
     fn largest_rto(&self) -> u64 {
-        let open = self.subflows.iter().filter(|s| s.is_open());
+        let open = self.paths.subflows.iter().filter(|s| s.is_open());
         open.map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.transport.initial_rto)
     }
 
@@ -123,8 +123,8 @@ impl Connection {
             return false;
         }
         let Some(id) = self.keep_alive_subflow().map(|s| s.id()) else { return false };
-        let Some(i) = self.subflows.by_number(id) else { return false };
-        self.subflows[i].ping();
+        let Some(i) = self.paths.subflows.by_number(id) else { return false };
+        self.paths.subflows[i].ping();
         self.live.start_probe(now);
         true
     }
@@ -132,7 +132,7 @@ impl Connection {
     /// Why the connection gives up on its silent peer: the probes that went unanswered, for
     /// how long, on which paths.
     fn peer_unresponsive(&self, now: Time) -> CloseReason {
-        let open = || self.subflows.iter().filter(|s| s.is_open());
+        let open = || self.paths.subflows.iter().filter(|s| s.is_open());
         let probes = open().map(|s| s.rec().rto_backoff + u32::from(s.rec().tlp_sent)).sum();
         let paths = open().filter(|s| s.local_path().0 < 64).fold(0u64, |m, s| m | 1 << s.local_path().0);
         let since = self.live.silent_since();
@@ -149,7 +149,7 @@ impl Connection {
             keep_alive: if open { self.keep_alive_interval(keep_alive_on) } else { 0 },
             keep_alive_on: keep_alive_on.map(|s| s.id()),
             probe_bad: if open && self.failover_open() {
-                self.multimob.probe_interval(self.config.multipath.oracle.period)
+                self.paths.multimob.probe_interval(self.config.multipath.oracle.period)
             } else {
                 0
             },
@@ -157,7 +157,7 @@ impl Connection {
                 .then_some(idle),
             idle_client: self.side == Side::Client,
             refresh_rtt: open && self.send.unacked() > 0,
-            freshest_rx: self.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx()).max().unwrap_or(0),
+            freshest_rx: self.paths.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx()).max().unwrap_or(0),
         }
     }
 
@@ -192,7 +192,7 @@ impl Connection {
     /// subflow gets them only when it is all that is left, so an idle cellular backup stays
     /// silent.
     pub(super) fn keep_alive_subflow(&self) -> Option<&Subflow> {
-        let ok = self.subflows.iter().filter(|s| s.is_open() && s.established() && !s.pf());
+        let ok = self.paths.subflows.iter().filter(|s| s.is_open() && s.established() && !s.pf());
         let key = |s: &&Subflow| {
             (!s.backup(), s.last_data_tx(), s.last_original_rx(), s.last_rx(), std::cmp::Reverse(s.id()))
         };
@@ -208,7 +208,7 @@ impl Connection {
         // Before the HANDSHAKE, the INITIAL's timer stands for subflow 0's: its EARLY packets
         // (§4.9) go again after each INITIAL, and their losses are found after the handshake.
         let handshaking = self.state == State::Initial;
-        let subflows = self.subflows.iter().filter(|_| !handshaking).filter_map(|s| s.timers(&cx).next());
+        let subflows = self.paths.subflows.iter().filter(|_| !handshaking).filter_map(|s| s.timers(&cx).next());
         subflows.chain(self.timers().next()).min()
     }
 
@@ -223,14 +223,15 @@ impl Connection {
     /// Bytes of the buffers that grow with use: the stream's two sides, each subflow's
     /// sent-packet ring and received packet numbers.
     pub fn buffer_bytes(&self) -> usize {
-        let sf = self.subflows.iter().map(|s| s.rec().sent.capacity_bytes() + s.acks().received.capacity_bytes());
+        let sf = self.paths.subflows.iter().map(|s| s.rec().sent.capacity_bytes() + s.acks().received.capacity_bytes());
         self.send.buffer_bytes() + self.recv.buffer_bytes() + sf.sum::<usize>()
     }
 
     /// The trim timer: no data moved for `TRIM_AFTER`, so every buffer that holds nothing is
     /// given back; otherwise the timer waits for `TRIM_AFTER` after the last data.
     fn trim(&mut self, now: Time) {
-        let last_data = self.subflows.iter().map(|s| s.last_data_tx().max(s.last_original_rx())).max().unwrap_or(0);
+        let last_data =
+            self.paths.subflows.iter().map(|s| s.last_data_tx().max(s.last_original_rx())).max().unwrap_or(0);
         if now < last_data.saturating_add(TRIM_AFTER) {
             self.live.trim_at = Some(last_data.saturating_add(TRIM_AFTER));
             return;
@@ -238,7 +239,7 @@ impl Connection {
         self.live.trim_at = None;
         self.send.trim();
         self.recv.trim();
-        for sf in self.subflows.iter_mut() {
+        for sf in self.paths.subflows.iter_mut() {
             sf.trim();
         }
     }
@@ -285,7 +286,7 @@ impl Connection {
             self.set_drained();
             return;
         }
-        if t.expired(timer::RECEIVE_IDLE, now) && self.multimob.idle_timer.expired(now) {
+        if t.expired(timer::RECEIVE_IDLE, now) && self.paths.multimob.idle_timer.expired(now) {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
             if let Some(q) = self.out.qlog.as_deref_mut() {
@@ -301,7 +302,7 @@ impl Connection {
         {
             // A failed path with nothing in flight gets a PING, so that its retransmission
             // timer probes it (with backoff) until it answers.
-            for sf in self.subflows.iter_mut() {
+            for sf in self.paths.subflows.iter_mut() {
                 if sf.pf()
                     && sf.established()
                     && !sf.backup()
@@ -312,11 +313,11 @@ impl Connection {
                 }
             }
         }
-        let bound = if self.state == State::Initial { 0 } else { self.subflows.slot_bound() };
+        let bound = if self.state == State::Initial { 0 } else { self.paths.subflows.slot_bound() };
         for i in 0..bound {
             let cx = self.timer_context();
-            let Some(t) = self.subflows.get(i).map(|s| s.timers(&cx)) else { continue };
-            let sf = &mut self.subflows[i];
+            let Some(t) = self.paths.subflows.get(i).map(|s| s.timers(&cx)) else { continue };
+            let sf = &mut self.paths.subflows[i];
             if t.expired(sf_timer::ACK, now) {
                 sf.ack_now();
             }
@@ -330,10 +331,10 @@ impl Connection {
                 self.detect_lost(now, i);
             }
             // Loss detection may have emptied the flight: the timer is read again.
-            if self.subflows[i].timers(&cx).expired(sf_timer::RETRANSMIT, now) {
+            if self.paths.subflows[i].timers(&cx).expired(sf_timer::RETRANSMIT, now) {
                 self.on_retransmission_timeout(now, i);
             }
-            if t.expired(sf_timer::IDLE, now) && self.subflows[i].on_idle_timer(now) {
+            if t.expired(sf_timer::IDLE, now) && self.paths.subflows[i].on_idle_timer(now) {
                 // Silent for the subflow idle timeout, while another subflow was heard, and its
                 // probe went unanswered: the peer's end of it is gone (PROTOCOL.md §7). A client
                 // that keeps a subflow on every path joins there again.
@@ -345,13 +346,13 @@ impl Connection {
             }
         }
         // The packets the timeouts declared lost, into the log at their time.
-        self.out.log_losses(&mut self.subflows);
+        self.out.log_losses(&mut self.paths.subflows);
         // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
         // had already passed.
         let cx = self.timer_context();
-        if let Some(i) = cx.keep_alive_on.and_then(|id| self.subflows.by_number(id)) {
-            if self.subflows[i].timers(&cx).expired(sf_timer::KEEP_ALIVE, now) {
-                self.subflows[i].keep_alive(now);
+        if let Some(i) = cx.keep_alive_on.and_then(|id| self.paths.subflows.by_number(id)) {
+            if self.paths.subflows[i].timers(&cx).expired(sf_timer::KEEP_ALIVE, now) {
+                self.paths.subflows[i].keep_alive(now);
             }
         }
     }
@@ -381,14 +382,14 @@ impl Connection {
     /// after the client's request arrived: the server answers over the open cellular subflow
     /// an RTO sooner). It stays in flight here, so the first new ACK recovers the subflow.
     fn on_tlp_check(&mut self, now: Time, i: usize) {
-        self.subflows[i].set_tlp_check(None);
-        if self.subflows[i].rec().tlp_sent {
+        self.paths.subflows[i].set_tlp_check(None);
+        if self.paths.subflows[i].rec().tlp_sent {
             self.on_path_silent(now, i);
         }
     }
 
     pub(super) fn on_retransmission_timeout(&mut self, now: Time, i: usize) {
-        match self.subflows[i].on_retransmission_timer(now, self.config.transport.max_handshake_attempts) {
+        match self.paths.subflows[i].on_retransmission_timer(now, self.config.transport.max_handshake_attempts) {
             Expiry::TailProbe => {
                 // multimob: the primary's first timeout with data pending and nothing else to
                 // fall back on may be a failed path, or one lost packet. The probe just sent
@@ -398,27 +399,27 @@ impl Connection {
                 // A whole flight of two or more packets unanswered is a path gone silent, not
                 // a lost packet: it is acted on at once, a probe's round trip sooner.
                 // Either way the path must have been silent for SILENCE_FLOOR first.
-                if self.tlp_may_fail_over(i) || MultiMob::tlp_may_reinject(&self.subflows, i) {
-                    let silent = self.subflows[i].silent_for(now);
-                    if self.subflows[i].flight_unanswered() && silent >= SILENCE_FLOOR {
+                if self.tlp_may_fail_over(i) || MultiMob::tlp_may_reinject(&self.paths.subflows, i) {
+                    let silent = self.paths.subflows[i].silent_for(now);
+                    if self.paths.subflows[i].flight_unanswered() && silent >= SILENCE_FLOOR {
                         self.on_path_silent(now, i);
                     } else {
-                        let rtt = &self.subflows[i].rec().rtt;
+                        let rtt = &self.paths.subflows[i].rec().rtt;
                         let wait = rtt.smoothed_or_default() + rtt.rttvar.max(GRANULARITY);
                         let wait = wait.max(SILENCE_FLOOR.saturating_sub(silent));
-                        self.subflows[i].set_tlp_check(Some(now + wait));
+                        self.paths.subflows[i].set_tlp_check(Some(now + wait));
                     }
                 }
             }
             Expiry::JoinGivenUp => {
                 self.shut_subflow(now, i, reason::UNSPECIFIED, true);
-                if self.subflows[i].rejoin() {
+                if self.paths.subflows[i].rejoin() {
                     self.rejoin(now, i);
                 }
             }
             Expiry::Timeout { newly_failed } => {
                 if newly_failed {
-                    let id = self.subflows[i].id();
+                    let id = self.paths.subflows[i].id();
                     self.emit(now, Event::SubflowFailed { id });
                     self.open_on_demand(now);
                 }
@@ -426,7 +427,7 @@ impl Connection {
                 // from where the scheduler reinjects it on another subflow (RFC 8684 §3.3.6).
                 self.reinject_in_flight(now, i, true);
                 if self.side == Side::Client && self.state == State::Confirm && i == 0 {
-                    self.subflows[0].ping();
+                    self.paths.subflows[0].ping();
                 }
             }
         }
