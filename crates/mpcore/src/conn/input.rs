@@ -6,12 +6,18 @@ use super::dsn::Dsn;
 use super::early::{EarlyStart, MAX_EARLY_DATA};
 use super::events::{CloseReason, EndpointEvent, Event, Side};
 use super::multimob::MultiMob;
+use super::paths::Paths;
 use super::qlog::{PacketHead, PacketKind};
+use super::recv::RecvSide;
+use super::send::SendSide;
+use super::subflow::timer as sf_timer;
 use super::subflow::{Subflow, SubflowState};
+use super::timers::{self, timer};
 use super::{Connection, State};
+use crate::config::PathManager;
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
-use crate::wire::packet::{decode_pn, RESET_TOKEN_LEN};
+use crate::wire::packet::{decode_pn, Join, RESET_TOKEN_LEN};
 use crate::wire::{Ack, Cid, Dss, Frame, FrameList, Header, Packet};
 use crate::{Carrier, PathId, Time};
 use std::net::SocketAddr;
@@ -67,7 +73,7 @@ impl Connection {
         // another path answers a copy sent later (§4.10).
         let first = self.paths.subflows[0].local_path() == path && carrier == Carrier::Udp;
         let rtt_sample = agreed.rtt_sample.filter(|_| first);
-        self.handshake_via(path, carrier);
+        self.with_paths(|p, cx| p.handshake_via(cx, path, carrier));
         self.install_keys(agreed.secrets);
         self.set_peer_params(agreed.params);
         self.tickets.set_resumed(agreed.resumed);
@@ -130,7 +136,7 @@ impl Connection {
         let plain = keys.recv.open(id, pn, scratch, hl).map_err(|_| DropReason::DecryptFailed)?;
         let mut frames = FrameList::new();
         frames.fill(plain).map_err(|_| DropReason::Malformed)?;
-        let look = self.inspect(self.paths.subflows[i].rec().next_pn, &frames)?;
+        let look = inspect(&self.send, &self.recv, self.paths.subflows[i].rec().next_pn, &frames)?;
         if look.new_ranges > self.recv.ranges_free() {
             // The reassembly cannot track another hole (far more holes than segments of 256
             // bytes fit in the window). The packet is dropped before it is acknowledged, so the
@@ -174,7 +180,7 @@ impl Connection {
             self.on_address_proven();
         }
         // The peer is there: the application's probe is answered.
-        if self.live.probe.take().is_some() && !self.awaits_peer() {
+        if self.live.probe.take().is_some() && !self.clock().awaits_peer() {
             self.live.peer_wait = None;
         }
         let sf = &mut self.paths.subflows[i];
@@ -227,40 +233,171 @@ impl Connection {
         Ok(())
     }
 
-    /// One look at a packet's frames (parsed and validated, §5) before any of them acts, for a
-    /// subflow whose next packet number is `next_pn`: no number in them is one a correct peer
-    /// cannot send (PROTOCOL.md §11).
-    pub(super) fn inspect(&self, next_pn: u64, frames: &FrameList<'_>) -> Result<Inspection, DropReason> {
-        let mut look = Inspection::default();
-        for f in frames.iter() {
-            match f {
-                // An ACK of a packet number we never sent.
-                Frame::Ack(a) if a.largest >= next_pn => return Err(DropReason::Protocol),
-                Frame::Dss(d) => {
-                    look.data |= d.mapping.is_some();
-                    if let Some((ack, _)) = d.ack {
-                        self.send.check_data_ack(Dsn(ack)).map_err(|_| DropReason::Protocol)?;
-                    }
-                    if let Some((dsn, data)) = d.mapping_near(self.recv.edsn().0) {
-                        let new = self.recv.check(Dsn(dsn), data.len()).map_err(|_| DropReason::Protocol)?;
-                        look.new_ranges += usize::from(new);
-                    }
-                }
-                _ => {}
-            }
-            look.eliciting |= f.is_ack_eliciting();
-            look.urgent |= matches!(
-                f,
-                Frame::Ping
-                    | Frame::HandshakeDone
-                    | Frame::MpJoinSynAck(_)
-                    | Frame::MpJoinAck { .. }
-                    | Frame::FastJoinReply(_)
-            );
-            look.answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
-            look.carries_reset |= matches!(f, Frame::SubflowReset { .. });
+    /// The application asks whether the peer is still there (a client in a long pause
+    /// between requests, which would otherwise learn of a dead server only at the idle
+    /// timeout): a PING goes on the primary subflow now, and the peer timeout runs as if data
+    /// awaited the peer, until anything is heard from it; unanswered, the connection closes
+    /// with `CloseReason::PeerUnresponsive`. False (nothing sent) unless the connection is
+    /// established and has a peer timeout. Each probe is one PING and its ACK: the app
+    /// chooses how often (a phone's radio pays for each).
+    pub fn probe_peer(&mut self, now: Time) -> bool {
+        if self.state != State::Established || self.config.transport.peer_timeout == 0 {
+            return false;
         }
-        Ok(look)
+        let Some(id) = self.clock().keep_alive_subflow().map(|s| s.id()) else { return false };
+        let Some(i) = self.paths.subflows.by_number(id) else { return false };
+        self.paths.subflows[i].ping();
+        self.live.start_probe(now);
+        true
+    }
+
+    /// A datagram went out or came in at `now`: arms the trim timer if the connection holds
+    /// buffers and it is not armed.
+    pub(super) fn arm_trim(&mut self, now: Time) {
+        if self.live.trim_at.is_none() && self.buffer_bytes() > 0 {
+            self.live.trim_at = Some(now.saturating_add(timers::TRIM_AFTER));
+        }
+    }
+
+    /// Acts on every timer due at `now` (call at `poll_timeout`'s deadline).
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.live.drained {
+            return;
+        }
+        let t = self.clock().timers();
+        if t.expired(timer::DRAIN, now) {
+            self.set_drained();
+            return;
+        }
+        if t.expired(timer::CARRIER, now) {
+            // The bound for the other paths or for TCP (§4.10, §4.11).
+            self.with_paths(|p, cx| p.on_spread_timeout(cx, now));
+        }
+        if t.expired(timer::HANDSHAKE, now) {
+            let max = self.config.transport.max_handshake_attempts;
+            if !self.session.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
+                let auth = self.session.hs.as_ref().is_some_and(|hs| hs.auth_failed());
+                self.enter_closed(
+                    now,
+                    if auth { CloseReason::ServerAuthFailed } else { CloseReason::HandshakeTimeout },
+                );
+                self.set_drained();
+                return;
+            }
+        }
+        if t.expired(timer::IDLE, now) {
+            self.enter_closed(now, CloseReason::IdleTimeout);
+            self.set_drained();
+            return;
+        }
+        if t.expired(timer::PEER, now) {
+            let reason = self.clock().peer_unresponsive(now);
+            tracing::debug!(side = ?self.side, ?reason, "the peer stopped answering");
+            self.enter_closed(now, reason);
+            self.set_drained();
+            return;
+        }
+        if t.expired(timer::RECEIVE_IDLE, now) && self.paths.multimob.idle_timer.expired(now) {
+            // Nothing arrived for an idle-timer period while the server had more to send
+            // (its last data did not carry MP_IDLE): the paths in use are declared bad.
+            if let Some(q) = self.out.qlog.as_deref_mut() {
+                q.receive_idle_timer(now);
+            }
+            self.with_paths(|p, cx| p.fail_over(cx, now, true, |_, s| !s.failover()));
+        }
+        if t.expired(timer::TRIM, now) {
+            timers::trim(now, &mut self.live, &mut self.send, &mut self.recv, &mut self.paths.subflows);
+        }
+        self.with_paths(|p, cx| p.check_fail_back(cx, now));
+        if self.config.multipath.path_manager == PathManager::MultiMob && self.side == Side::Client && !self.is_closed()
+        {
+            // A failed path with nothing in flight gets a PING, so that its retransmission
+            // timer probes it (with backoff) until it answers.
+            for sf in self.paths.subflows.iter_mut() {
+                if sf.pf()
+                    && sf.established()
+                    && !sf.backup()
+                    && sf.rec().eliciting_in_flight == 0
+                    && sf.rec().probe.is_none()
+                {
+                    sf.ping();
+                }
+            }
+        }
+        let bound = if self.state == State::Initial { 0 } else { self.paths.subflows.slot_bound() };
+        for i in 0..bound {
+            let cx = self.clock().timer_context();
+            let Some(t) = self.paths.subflows.get(i).map(|s| s.timers(&cx)) else { continue };
+            let sf = &mut self.paths.subflows[i];
+            if t.expired(sf_timer::ACK, now) {
+                sf.ack_now();
+            }
+            if t.expired(sf_timer::KEEP_ALIVE, now) {
+                sf.keep_alive(now);
+            }
+            if t.expired(sf_timer::TLP_CHECK, now) {
+                self.with_paths(|p, cx| p.on_tlp_check(cx, now, i));
+            }
+            if t.expired(sf_timer::LOSS, now) {
+                self.detect_lost(now, i);
+            }
+            // Loss detection may have emptied the flight: the timer is read again.
+            if self.paths.subflows[i].timers(&cx).expired(sf_timer::RETRANSMIT, now) {
+                self.with_paths(|p, cx| p.on_retransmission_timeout(cx, now, i));
+            }
+            if t.expired(sf_timer::IDLE, now) && self.paths.subflows[i].on_idle_timer(now) {
+                // Silent for the subflow idle timeout, while another subflow was heard, and its
+                // probe went unanswered: the peer's end of it is gone (PROTOCOL.md §7). A client
+                // that keeps a subflow on every path joins there again.
+                self.with_paths(|p, cx| p.shut_subflow(cx, now, i, reason::IDLE_TIMEOUT, true));
+                self.with_paths(|p, cx| p.rejoin(cx, now, i));
+            }
+            if t.expired(sf_timer::DRAIN, now) {
+                self.with_paths(|p, cx| p.reclaim_subflow(cx, i));
+            }
+        }
+        // The packets the timeouts declared lost, into the log at their time.
+        self.out.log_losses(&mut self.paths.subflows);
+        // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
+        // had already passed.
+        let cx = self.clock().timer_context();
+        if let Some(i) = cx.keep_alive_on.and_then(|id| self.paths.subflows.by_number(id)) {
+            if self.paths.subflows[i].timers(&cx).expired(sf_timer::KEEP_ALIVE, now) {
+                self.paths.subflows[i].keep_alive(now);
+            }
+        }
+    }
+
+    /// A JOIN naming a subflow number not seen before: the path layer takes or refuses it. A
+    /// fast join is complete at once (§5.9): its data is delivered, the rest of its packet
+    /// acted on, and what we have in flight elsewhere is queued again, for the new subflow
+    /// first (the peer moved to a new path, presumably because the old one went bad).
+    fn handle_new_join(
+        &mut self,
+        now: Time,
+        via: (PathId, Carrier),
+        remote: SocketAddr,
+        j: Join,
+        header_len: usize,
+        scratch: &mut [u8],
+    ) -> Result<(), DropReason> {
+        let (paths, mut cx) = self.split();
+        let Some(fj) = paths.accept_join(&mut cx, now, via, remote, j, header_len, scratch)? else { return Ok(()) };
+        let i = fj.slot;
+        if let Some((dsn, data)) = fj.data {
+            self.on_dss(now, i, &Dss::data(dsn, data, false));
+        }
+        // The rest of the JOIN packet: its DATA_ACK, ACK, RTO frames.
+        for f in fj.frames.iter().skip(1) {
+            self.on_frame(now, i, f);
+        }
+        for k in 0..self.paths.subflows.slot_bound() {
+            if k != i && self.paths.subflows.get(k).is_some_and(|s| s.is_open()) {
+                self.paths.copy_in_flight_for_reinjection(&mut self.send, k);
+            }
+        }
+        self.after_receive(now);
+        Ok(())
     }
 
     pub(super) fn after_receive(&mut self, now: Time) {
@@ -270,10 +407,10 @@ impl Connection {
             self.paths.local.pm_ran = true;
             // The first path first: with MP_JOIN (§4.10), before a path manager that joins
             // every path opens it with FAST_JOIN.
-            self.join_first_path(now);
-            self.run_path_manager(now);
+            self.with_paths(|p, cx| p.join_first_path(cx, now));
+            self.with_paths(|p, cx| p.run_path_manager(cx, now));
         }
-        self.check_fail_back(now);
+        self.with_paths(|p, cx| p.check_fail_back(cx, now));
         self.check_close(now);
     }
 
@@ -307,17 +444,20 @@ impl Connection {
             Frame::PathChallenge(d) => self.paths.subflows[i].on_path_challenge(d),
             Frame::PathResponse(d) => self.paths.subflows[i].on_path_response(&d),
             Frame::Dss(d) => self.on_dss(now, i, &d),
-            Frame::MpJoinSynAck(sa) => self.on_synack(now, i, &sa),
-            Frame::MpJoinAck { hmac } => self.on_join_ack(now, i, &hmac),
+            Frame::MpJoinSynAck(sa) => self.with_paths(|p, cx| p.on_synack(cx, now, i, &sa)),
+            Frame::MpJoinAck { hmac } => self.with_paths(|p, cx| p.on_join_ack(cx, now, i, &hmac)),
             Frame::AddAddr(a) => {
                 // An address of the other family lets paths of that family join (fullmesh and
                 // backup open them now; multimob and ondemand when they fail over).
                 let family = self.session.peer_addr.is_ipv6() != a.ip.is_ipv6();
-                if self.on_add_addr(now, i, a) && family && self.rejoins_silent_paths() {
+                if self.with_paths(|p, cx| p.on_add_addr(cx, now, i, a))
+                    && family
+                    && Paths::rejoins_silent_paths(self.side, &self.config)
+                {
                     self.paths.local.pm_ran = false;
                 }
             }
-            Frame::RemoveAddr(ids) => self.on_remove_addr(now, ids),
+            Frame::RemoveAddr(ids) => self.with_paths(|p, cx| p.on_remove_addr(cx, now, ids)),
             Frame::MpPrio { backup } => self.paths.subflows[i].on_peer_prio(backup),
             Frame::FastClose { key, .. } => {
                 if self.session.keys.as_ref().is_some_and(|k| k.local_key == key) {
@@ -334,16 +474,16 @@ impl Connection {
                 }
                 let refused_fast = sf.fast_opening() && reason == reason::FAST_JOIN_REJECTED;
                 let (path, remote, backup) = (sf.local_path(), sf.remote(), sf.backup());
-                self.shut_subflow(now, i, reason, false);
+                self.with_paths(|p, cx| p.shut_subflow(cx, now, i, reason, false));
                 if reason == reason::IDLE_TIMEOUT {
                     // The server found it silent and forgot it (§7): a client that keeps a
                     // subflow on every path joins there again.
-                    self.rejoin(now, i);
+                    self.with_paths(|p, cx| p.rejoin(cx, now, i));
                 }
                 if refused_fast {
                     // The peer's window refused our DSN: join again, FAST_JOIN_IN this time
                     // (one FAST_JOIN_OUT per DATA_ACK edge).
-                    self.open_subflow(now, path, remote, backup);
+                    self.with_paths(|p, cx| p.open(cx, now, path, remote, backup));
                 }
             }
             Frame::Rto { request, rto_ms } => {
@@ -355,7 +495,7 @@ impl Connection {
                 }
             }
             Frame::HandshakeDone | Frame::TransportParams(_) | Frame::Cookie(_) => {}
-            Frame::FastJoinReply(r) => self.on_fast_join_reply(now, i, &r),
+            Frame::FastJoinReply(r) => self.with_paths(|p, cx| p.on_fast_join_reply(cx, now, i, &r)),
             Frame::MpJoin(_) | Frame::FastJoinOut(_) | Frame::FastJoinIn(_) => self.reject(DropReason::Unexpected),
         }
     }
@@ -408,7 +548,7 @@ impl Connection {
         if a.advanced {
             self.counters.bytes_acked += a.bytes;
             // The peer took some: what still awaits it waits from now.
-            self.live.peer_wait = self.awaits_peer().then_some(now);
+            self.live.peer_wait = self.clock().awaits_peer().then_some(now);
             self.paths.subflows[i].on_original_data(now);
             let rto = MultiMob::peer_rto(&self.paths.subflows, self.config.transport.max_rto);
             self.paths.multimob.idle_timer.on_data_ack(now, rto);
@@ -430,7 +570,7 @@ impl Connection {
     /// not, everything the EARLY packets carried goes again at once under the 1-RTT keys.
     pub(super) fn on_early_answer(&mut self, now: Time, resumed: bool, accepted: bool) {
         if self.early.answered(resumed, accepted) {
-            self.reinject_in_flight(now, 0, false);
+            self.with_paths(|p, cx| p.reinject_in_flight(cx, now, 0, false));
         }
     }
 
@@ -569,7 +709,7 @@ impl Connection {
         let hit: Vec<usize> =
             self.paths.subflows.enumerate().filter(|(_, s)| s.is_reset_by(token)).map(|(i, _)| i).collect();
         for i in hit {
-            self.shut_subflow(now, i, reason::STATELESS_RESET, false);
+            self.with_paths(|p, cx| p.shut_subflow(cx, now, i, reason::STATELESS_RESET, false));
         }
         // A join in progress does not keep it: it goes to the same fleet, which does not know
         // the connection either.
@@ -595,7 +735,7 @@ impl Connection {
             let sf = &self.paths.subflows[i];
             let ev = Event::SubflowEstablished { id, path: sf.local_path(), backup: sf.backup() };
             self.emit(now, ev);
-            self.on_carrier_established(now, i);
+            self.with_paths(|p, cx| p.on_carrier_established(cx, now, i));
         }
         let coupling = self.paths.subflows.coupling(i, now);
         let send = &mut self.send;
@@ -608,4 +748,45 @@ impl Connection {
         let send = &mut self.send;
         self.paths.subflows[i].detect_lost(now, &mut |d| send.queue_retransmission(d, 0));
     }
+}
+
+/// One look at a packet's frames (parsed and validated, §5) before any of them acts, for a
+/// subflow whose next packet number is `next_pn`: no number in them is one a correct peer
+/// cannot send (PROTOCOL.md §11).
+pub(super) fn inspect(
+    send: &SendSide,
+    recv: &RecvSide,
+    next_pn: u64,
+    frames: &FrameList<'_>,
+) -> Result<Inspection, DropReason> {
+    let mut look = Inspection::default();
+    for f in frames.iter() {
+        match f {
+            // An ACK of a packet number we never sent.
+            Frame::Ack(a) if a.largest >= next_pn => return Err(DropReason::Protocol),
+            Frame::Dss(d) => {
+                look.data |= d.mapping.is_some();
+                if let Some((ack, _)) = d.ack {
+                    send.check_data_ack(Dsn(ack)).map_err(|_| DropReason::Protocol)?;
+                }
+                if let Some((dsn, data)) = d.mapping_near(recv.edsn().0) {
+                    let new = recv.check(Dsn(dsn), data.len()).map_err(|_| DropReason::Protocol)?;
+                    look.new_ranges += usize::from(new);
+                }
+            }
+            _ => {}
+        }
+        look.eliciting |= f.is_ack_eliciting();
+        look.urgent |= matches!(
+            f,
+            Frame::Ping
+                | Frame::HandshakeDone
+                | Frame::MpJoinSynAck(_)
+                | Frame::MpJoinAck { .. }
+                | Frame::FastJoinReply(_)
+        );
+        look.answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
+        look.carries_reset |= matches!(f, Frame::SubflowReset { .. });
+    }
+    Ok(look)
 }

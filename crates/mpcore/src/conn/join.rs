@@ -1,13 +1,23 @@
 //! Additional subflows: MP_JOIN's four packets (RFC 8684 §3.2) and MultiMob's fast joins
 //! (PROTOCOL.md §5.9-5.11), from both ends.
 
+use super::cc::Cc;
+use super::cx::Cx;
 use super::events::{CloseReason, EndpointEvent, Event, Side};
+use super::input::inspect;
 use super::packet_builder::PacketBuilder;
+use super::paths::Paths;
 use super::qlog::{PacketHead, PacketKind};
+use super::recv::RecvSide;
 use super::send::Seg;
+use super::send::SendSide;
+use super::session::Session;
+use super::subflow::recovery::Rtt;
 use super::subflow::table::MAX_SLOTS;
+use super::subflow::Subflow;
 use super::subflow::{DataRef, FrameSet, JoinKind, SubflowState};
-use super::{Connection, Keys, State};
+use super::{Keys, State};
+use crate::config::Config;
 use crate::config::PathManager;
 use crate::crypto::{ct_eq, join_ack_hmac, join_synack_hmac};
 use crate::drops::DropReason;
@@ -18,62 +28,110 @@ use crate::{Carrier, PathId, Time};
 use fastjoin::{Refusal, Verdict};
 use std::net::SocketAddr;
 
-impl Connection {
-    /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
-    pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {
-        self.open(now, path, remote, backup).map(|i| self.paths.subflows[i].id())
+/// A fast join taken (§5.9): its slot, the data of its first frame to deliver, and its
+/// packet's frames (the first is the join's).
+pub(super) struct FastJoined<'s> {
+    pub(super) slot: usize,
+    pub(super) data: Option<(u64, &'s [u8])>,
+    pub(super) frames: FrameList<'s>,
+}
+
+impl Paths {
+    /// A CID for the peer to send on: random, naming this core on a server spread over cores,
+    /// `cid_len` bytes long. The endpoint checks it is unique when it routes it (`rename_cid`).
+    pub(super) fn new_cid(&mut self, cx: &mut Cx<'_>) -> Cid {
+        if cx.config.faults().same_join_cid {
+            return Cid([0xee; 8]).truncated(usize::from(cx.config.transport.cid_len));
+        }
+        cx.config.issue_cid(&mut cx.rng)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new_subflow(
+        &self,
+        cx: &Cx<'_>,
+        now: Time,
+        id: u32,
+        state: SubflowState,
+        path: PathId,
+        remote: SocketAddr,
+        cid: Cid,
+    ) -> Subflow {
+        let rtt = Rtt::new(cx.config.transport.initial_rto, cx.config.transport.min_rto, cx.config.transport.max_rto);
+        let cc = Cc::new(cx.config.transport.congestion, cx.session.mss(cx.config) as u64);
+        let opener = match cx.side {
+            Side::Client => id & 0x8000_0000 == 0,
+            Side::Server => id & 0x8000_0000 != 0,
+        };
+        let backup = self.local.get(path).is_some_and(|p| p.backup);
+        let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
+        sf.set_up(self.local.addr_id(path), cx.session.mss(cx.config), now);
+        if cx.side == Side::Server && cx.config.server.fleet.is_some() && state != SubflowState::Closed {
+            sf.send_reset_token();
+        }
+        if cx.out.qlog.is_some() {
+            sf.log_losses();
+        }
+        sf
     }
 
     /// Opens a subflow (see [`Connection::open_subflow`]) over the carrier its path takes
     /// (`join_carrier`); returns its slot.
-    pub(super) fn open(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<usize> {
-        let carrier = self.paths.spread.join_carrier(path);
-        self.open_over(now, (path, carrier), remote, backup)
+    pub(super) fn open(
+        &mut self,
+        cx: &mut Cx<'_>,
+        now: Time,
+        path: PathId,
+        remote: SocketAddr,
+        backup: bool,
+    ) -> Option<usize> {
+        let carrier = self.spread.join_carrier(path);
+        self.open_over(cx, now, (path, carrier), remote, backup)
     }
 
     /// Opens a subflow from `path` over `carrier`; returns its slot.
     pub(super) fn open_over(
         &mut self,
+        cx: &mut Cx<'_>,
         now: Time,
         (path, carrier): (PathId, Carrier),
         remote: SocketAddr,
         backup: bool,
     ) -> Option<usize> {
-        if self.state != State::Established || self.session.keys.is_none() {
+        if *cx.state != State::Established || cx.session.keys.is_none() {
             return None;
         }
-        if self.paths.subflows.open_count() >= self.max_subflows() || self.paths.subflows.records() >= MAX_SLOTS {
+        if self.subflows.open_count() >= self.max_subflows(cx) || self.subflows.records() >= MAX_SLOTS {
             return None;
         }
-        let id = match self.side {
-            Side::Client => self.paths.opened,
-            Side::Server => self.paths.opened | 0x8000_0000,
+        let id = match cx.side {
+            Side::Client => self.opened,
+            Side::Server => self.opened | 0x8000_0000,
         };
-        self.paths.opened += 1;
-        let cid = self.new_cid();
+        self.opened += 1;
+        let cid = self.new_cid(cx);
         // A fleet's server names the port at its balancer that leads to it alone: a TCP
         // carrier goes there (PROTOCOL.md §4.11), as the balancer cannot read its routing byte.
-        let tcp_port = self.session.peer_params.tcp_port;
+        let tcp_port = cx.session.peer_params.tcp_port;
         let remote = match carrier {
             Carrier::Tcp if tcp_port != 0 => SocketAddr::new(remote.ip(), tcp_port),
             _ => remote,
         };
-        let mut sf = self.new_subflow(now, id, SubflowState::JoinSent, path, remote, cid);
-        sf.start_join(self.rng.u32(), self.fast_join_negotiated(), backup);
+        let mut sf = self.new_subflow(cx, now, id, SubflowState::JoinSent, path, remote, cid);
+        sf.start_join(cx.rng.u32(), self.fast_join_negotiated(cx), backup);
         sf.set_carrier(carrier);
-        let slot = self.paths.subflows.insert(sf)?;
-        self.out.endpoint(EndpointEvent::NewCid(cid));
+        let slot = self.subflows.insert(sf)?;
+        cx.out.endpoint(EndpointEvent::NewCid(cid));
         if carrier == Carrier::Udp {
-            self.on_udp_join_opened(now, slot, path);
+            self.on_udp_join_opened(cx, now, slot, path);
         }
         Some(slot)
     }
 
     /// A client under `fullmesh` or `backup` keeps a subflow on every path: it runs the subflow
     /// idle timer as a server does, and joins again where a subflow went silent.
-    pub(super) fn rejoins_silent_paths(&self) -> bool {
-        self.side == Side::Client
-            && matches!(self.config.multipath.path_manager, PathManager::Fullmesh | PathManager::Backup)
+    pub(super) fn rejoins_silent_paths(side: Side, config: &Config) -> bool {
+        side == Side::Client && matches!(config.multipath.path_manager, PathManager::Fullmesh | PathManager::Backup)
     }
 
     /// Closed subflow `i` went silent (its idle timeout, or a join that replaced such a subflow
@@ -81,60 +139,62 @@ impl Connection {
     /// again, unless its interface is down (`path_up` reopens it) or another subflow is open
     /// there. The join is retried, each one backing off, until the path answers: the server
     /// forgot the old subflow after the same timeout, so probing it would never be answered.
-    pub(super) fn rejoin(&mut self, now: Time, i: usize) {
-        let Some(sf) = self.paths.subflows.get(i) else { return };
+    pub(super) fn rejoin(&mut self, cx: &mut Cx<'_>, now: Time, i: usize) {
+        let Some(sf) = self.subflows.get(i) else { return };
         let (path, remote, backup) = (sf.local_path(), sf.remote(), sf.backup());
         let p = usize::from(path.0);
-        if !self.rejoins_silent_paths()
-            || self.is_closed()
-            || self.paths.local.is_down(path)
-            || self.paths.subflows.iter().any(|s| s.local_path() == path && s.is_open())
+        if !Self::rejoins_silent_paths(cx.side, cx.config)
+            || cx.is_closed()
+            || self.local.is_down(path)
+            || self.subflows.iter().any(|s| s.local_path() == path && s.is_open())
         {
             return;
         }
-        if let Some(k) = self.open(now, path, remote, backup) {
-            self.paths.subflows[k].mark_rejoin();
+        if let Some(k) = self.open(cx, now, path, remote, backup) {
+            self.subflows[k].mark_rejoin();
             tracing::debug!(path = p, "rejoining a silent path");
         }
     }
 
     /// Both ends offered FAST_JOIN (MultiMob), so our joins are fast ones.
-    pub(super) fn fast_join_negotiated(&self) -> bool {
-        self.config.multipath.fast_join && self.session.peer_params.fast_join
+    pub(super) fn fast_join_negotiated(&self, cx: &Cx<'_>) -> bool {
+        cx.config.multipath.fast_join && cx.session.peer_params.fast_join
     }
 
-    pub(super) fn max_subflows(&self) -> usize {
-        self.config.multipath.max_subflows.min(self.session.peer_params.max_subflows.max(1) as usize)
+    pub(super) fn max_subflows(&self, cx: &Cx<'_>) -> usize {
+        cx.config.multipath.max_subflows.min(cx.session.peer_params.max_subflows.max(1) as usize)
     }
 
-    /// A JOIN naming a subflow number not seen before (§3.1, §5.6).
-    pub(super) fn handle_new_join(
+    /// A JOIN naming a subflow number not seen before (§3.1, §5.6): checked, and taken as a
+    /// new subflow, or refused. A fast join, complete on our side at once, is returned for
+    /// the connection to deliver its data and act on the rest of its packet.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn accept_join<'s>(
         &mut self,
+        cx: &mut Cx<'_>,
         now: Time,
         (path, carrier): (PathId, Carrier),
         remote: SocketAddr,
         j: Join,
         header_len: usize,
-        scratch: &mut [u8],
-    ) -> Result<(), DropReason> {
-        let peer_opener_bit = match self.side {
+        scratch: &'s mut [u8],
+    ) -> Result<Option<FastJoined<'s>>, DropReason> {
+        let peer_opener_bit = match cx.side {
             Side::Client => 0x8000_0000,
             Side::Server => 0,
         };
-        if self.state != State::Established || j.subflow & 0x8000_0000 != peer_opener_bit {
+        if *cx.state != State::Established || j.subflow & 0x8000_0000 != peer_opener_bit {
             return Err(DropReason::Unexpected);
         }
-        if self.paths.subflows.peer_number_used(j.subflow) {
+        if self.subflows.peer_number_used(j.subflow) {
             // A number the peer used before, for a subflow since closed (§2: never reused).
             return Err(DropReason::ReplayedJoin);
         }
-        if self.paths.subflows.open_count() >= self.config.multipath.max_subflows
-            || self.paths.subflows.records() >= MAX_SLOTS
-        {
+        if self.subflows.open_count() >= cx.config.multipath.max_subflows || self.subflows.records() >= MAX_SLOTS {
             return Err(DropReason::Refused);
         }
         let len = scratch.len() as u64;
-        let keys = self.session.keys.as_ref().ok_or(DropReason::Unexpected)?;
+        let keys = cx.session.keys.as_ref().ok_or(DropReason::Unexpected)?;
         let plain = keys.recv.open(j.subflow, u64::from(j.pn), scratch, header_len);
         let plain = plain.map_err(|_| DropReason::DecryptFailed)?;
         // A new subflow has sent nothing: an ACK in its JOIN is a violation. A later packet
@@ -143,18 +203,18 @@ impl Connection {
         // join's data (§5.9). It is dropped unacknowledged; the data goes again once the
         // subflow is up.
         let list = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
-        if self.inspect(0, &list)?.data {
+        if inspect(cx.send, cx.recv, 0, &list)?.data {
             return Err(DropReason::Unexpected);
         }
-        let mut frames = list.iter();
-        let local_token = self.session.local_token.unwrap_or_default();
+        let first = list.iter().next();
+        let local_token = cx.session.local_token.unwrap_or_default();
         // What the first frame asks for: (backup, address id, how, the data to deliver, R-A).
-        let (backup, addr_id, join, data, nonce) = match frames.next() {
+        let (backup, addr_id, join, data, nonce) = match first {
             Some(Frame::MpJoin(mj)) => (mj.backup, mj.addr_id, JoinKind::Regular, None, mj.nonce),
             // §5.9: the HMAC, then the replay window, where EDSN is our next expected DSN and
             // W our receive buffer (a constant, so that the window's edge only moves forward).
-            Some(Frame::FastJoinOut(f)) if self.config.multipath.fast_join => {
-                match self.recv.accept_fast_join(&keys.fast(), local_token, &f) {
+            Some(Frame::FastJoinOut(f)) if cx.config.multipath.fast_join => {
+                match cx.recv.accept_fast_join(&keys.fast(), local_token, &f) {
                     Verdict::Deliver => (f.backup, f.addr_id, JoinKind::FastOut, Some((f.dsn, f.data)), 0),
                     Verdict::AcceptDropData => (f.backup, f.addr_id, JoinKind::FastOut, None, 0),
                     Verdict::Refuse(Refusal::BadHmac) => return Err(DropReason::BadHmac),
@@ -163,12 +223,12 @@ impl Connection {
                     Verdict::Refuse(r) => {
                         let reason =
                             if r == Refusal::NoData { reason::MPTCP_ERROR } else { reason::FAST_JOIN_REJECTED };
-                        self.refuse_join(now, (path, carrier), remote, &j, len, reason);
+                        self.refuse_join(cx, now, (path, carrier), remote, &j, len, reason);
                         return Err(DropReason::Refused);
                     }
                 }
             }
-            Some(Frame::FastJoinIn(f)) if self.config.multipath.fast_join => {
+            Some(Frame::FastJoinIn(f)) if cx.config.multipath.fast_join => {
                 if !fastjoin::accept_in(&keys.fast(), local_token, &f) {
                     return Err(DropReason::BadHmac);
                 }
@@ -177,45 +237,29 @@ impl Connection {
             // Not a join, or a fast join we did not offer.
             _ => return Err(DropReason::Refused),
         };
-        let cid = self.new_cid();
+        let cid = self.new_cid(cx);
         let fast = join != JoinKind::Regular;
         let state = if fast { SubflowState::Established } else { SubflowState::JoinReceived };
-        let mut sf = self.new_subflow(now, j.subflow, state, path, remote, cid);
+        let mut sf = self.new_subflow(cx, now, j.subflow, state, path, remote, cid);
         sf.set_carrier(carrier);
         sf.on_join_received(j.scid, backup, addr_id, len);
-        sf.on_packet_received(now, u64::from(j.pn), true, self.config.transport.max_ack_delay);
+        sf.on_packet_received(now, u64::from(j.pn), true, cx.config.transport.max_ack_delay);
         // A fast join is complete on our side: it replies at once (§5.9, §5.10).
-        let nonce_local = if fast { 0 } else { self.rng.u32() };
+        let nonce_local = if fast { 0 } else { cx.rng.u32() };
         sf.accept_join(now, join, nonce, nonce_local);
         let id = sf.id();
-        let i = self.paths.subflows.insert(sf).ok_or(DropReason::Refused)?;
-        self.out.endpoint(EndpointEvent::NewCid(cid));
-        self.live.last_rx = now;
-        if let Some(q) = self.out.qlog.as_deref_mut() {
+        let i = self.subflows.insert(sf).ok_or(DropReason::Refused)?;
+        cx.out.endpoint(EndpointEvent::NewCid(cid));
+        cx.live.last_rx = now;
+        if let Some(q) = cx.out.qlog.as_deref_mut() {
             let head = PacketHead { subflow: id, kind: PacketKind::Join, pn: u64::from(j.pn), len: len as usize };
-            q.packet_received(now, head, &list, self.recv.edsn().0);
+            q.packet_received(now, head, &list, cx.recv.edsn().0);
         }
         if !fast {
-            return Ok(());
+            return Ok(None);
         }
-        self.emit(now, Event::SubflowEstablished { id, path, backup });
-        if let Some((dsn, data)) = data {
-            let d = Dss::data(dsn, data, false);
-            self.on_dss(now, i, &d);
-        }
-        // The rest of the JOIN packet: its DATA_ACK, ACK, RTO frames.
-        for f in frames {
-            self.on_frame(now, i, f);
-        }
-        // The peer moved to a new path, presumably because the old one went bad: what we
-        // have in flight elsewhere is queued again, for the new subflow first.
-        for k in 0..self.paths.subflows.slot_bound() {
-            if k != i && self.paths.subflows.get(k).is_some_and(|s| s.is_open()) {
-                self.copy_in_flight_for_reinjection(k);
-            }
-        }
-        self.after_receive(now);
-        Ok(())
+        cx.emit(now, Event::SubflowEstablished { id, path, backup });
+        Ok(Some(FastJoined { slot: i, data, frames: list }))
     }
 
     /// Answers a refused fast join with a SUBFLOW_RESET (§5.9), from a closed subflow that
@@ -224,6 +268,7 @@ impl Connection {
     /// again elsewhere.
     pub(super) fn refuse_join(
         &mut self,
+        cx: &mut Cx<'_>,
         now: Time,
         (path, carrier): (PathId, Carrier),
         remote: SocketAddr,
@@ -231,16 +276,16 @@ impl Connection {
         len: u64,
         reason: u8,
     ) {
-        let cid = self.new_cid();
-        let mut sf = self.new_subflow(now, j.subflow, SubflowState::Closed, path, remote, cid);
+        let cid = self.new_cid(cx);
+        let mut sf = self.new_subflow(cx, now, j.subflow, SubflowState::Closed, path, remote, cid);
         sf.set_carrier(carrier);
         sf.refuse_join(now, reason, j.scid, len);
-        self.paths.subflows.insert(sf);
+        self.subflows.insert(sf);
     }
 
-    pub(super) fn on_synack(&mut self, now: Time, i: usize, sa: &MpJoinSynAck) {
-        let Some(keys) = self.session.keys.as_ref() else { return };
-        let sf = &mut self.paths.subflows[i];
+    pub(super) fn on_synack(&mut self, cx: &mut Cx<'_>, now: Time, i: usize, sa: &MpJoinSynAck) {
+        let Some(keys) = cx.session.keys.as_ref() else { return };
+        let sf = &mut self.subflows[i];
         if sf.state() != SubflowState::JoinSent || !sf.local_opener() {
             return;
         }
@@ -248,64 +293,68 @@ impl Connection {
         let expect = join_synack_hmac(keys.remote_key, keys.local_key, sa.nonce, sf.join().nonce_local);
         if !ct_eq(&expect, &sa.hmac) {
             sf.answer_to(sa.cid);
-            self.reject(DropReason::BadHmac);
-            self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
+            cx.reject(DropReason::BadHmac);
+            self.shut_subflow(cx, now, i, reason::MPTCP_ERROR, true);
             return;
         }
         sf.on_synack(sa.cid, sa.nonce, sa.addr_id, sa.backup);
     }
 
     /// FAST_JOIN_REPLY (§5.11): our fast join is accepted; the subflow is established.
-    pub(super) fn on_fast_join_reply(&mut self, now: Time, i: usize, r: &FastJoinReply) {
-        let Some(keys) = self.session.keys.as_ref() else { return };
-        let sf = &mut self.paths.subflows[i];
+    pub(super) fn on_fast_join_reply(&mut self, cx: &mut Cx<'_>, now: Time, i: usize, r: &FastJoinReply) {
+        let Some(keys) = cx.session.keys.as_ref() else { return };
+        let sf = &mut self.subflows[i];
         if sf.state() != SubflowState::JoinSent || sf.join().kind != JoinKind::FastInitiator {
             return; // a repeat, or not ours to receive
         }
-        if !fastjoin::verify_reply(&keys.fast(), self.session.remote_token, r) {
+        if !fastjoin::verify_reply(&keys.fast(), cx.session.remote_token, r) {
             sf.answer_to(Cid(r.cid));
-            self.reject(DropReason::BadHmac);
-            self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
+            cx.reject(DropReason::BadHmac);
+            self.shut_subflow(cx, now, i, reason::MPTCP_ERROR, true);
             return;
         }
         sf.on_fast_join_reply(now, Cid(r.cid), r.addr_id, r.backup);
         let ev = Event::SubflowEstablished { id: sf.id(), path: sf.local_path(), backup: sf.backup() };
-        self.emit(now, ev);
-        self.on_carrier_established(now, i);
+        cx.emit(now, ev);
+        self.on_carrier_established(cx, now, i);
     }
 
-    pub(super) fn on_join_ack(&mut self, now: Time, i: usize, hmac: &[u8; 20]) {
-        let Some(keys) = self.session.keys.as_ref() else { return };
-        let sf = &mut self.paths.subflows[i];
+    pub(super) fn on_join_ack(&mut self, cx: &mut Cx<'_>, now: Time, i: usize, hmac: &[u8; 20]) {
+        let Some(keys) = cx.session.keys.as_ref() else { return };
+        let sf = &mut self.subflows[i];
         if sf.state() != SubflowState::JoinReceived {
             return;
         }
         // HMAC-A = HMAC(Key-A || Key-B, R-A || R-B), A the initiator (the peer here).
         let expect = join_ack_hmac(keys.remote_key, keys.local_key, sf.join().nonce_remote, sf.join().nonce_local);
         if !ct_eq(&expect, hmac) {
-            self.reject(DropReason::BadHmac);
-            self.shut_subflow(now, i, reason::MPTCP_ERROR, true);
+            cx.reject(DropReason::BadHmac);
+            self.shut_subflow(cx, now, i, reason::MPTCP_ERROR, true);
             return;
         }
         sf.on_join_ack(now);
         let ev = Event::SubflowEstablished { id: sf.id(), path: sf.local_path(), backup: sf.backup() };
-        self.emit(now, ev);
+        cx.emit(now, ev);
     }
 }
 
-impl Connection {
+impl Paths {
     /// The join's frames on subflow `i` (its pending ones, and a fast join's reply in every
     /// packet until acknowledged), written with the connection's keys. A fast join's first
     /// JOIN carries `seg`'s data when there is some (FAST_JOIN_OUT); returns that data as
     /// (range, retransmission, new data). `None` if the packet cannot be written.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn write_join(
         &self,
         i: usize,
         seg: Option<Seg>,
+        (send, recv): (&SendSide, &RecvSide),
+        session: &Session,
+        config: &Config,
         keys: &Keys,
         b: &mut PacketBuilder<'_>,
     ) -> Option<Option<(DataRef, bool, bool)>> {
-        let sf = &self.paths.subflows[i];
+        let sf = &self.subflows[i];
         let joining = sf.opening();
         let first = sf.join_unsent();
         let mut fj_data = None;
@@ -314,9 +363,9 @@ impl Connection {
             let take = seg.map_or(0, |s| s.len.min(room as u64) as usize);
             match seg {
                 Some(s) if first && take > 0 => {
-                    let dsn = self.send.dsn(s.off).0;
-                    let mut hmac = keys.fast().sign(fastjoin::Kind::Out, dsn, self.session.remote_token);
-                    hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
+                    let dsn = send.dsn(s.off).0;
+                    let mut hmac = keys.fast().sign(fastjoin::Kind::Out, dsn, session.remote_token);
+                    hmac[0] ^= u8::from(config.faults().forge_fast_join_hmac);
                     let (backup, addr_id) = (sf.backup(), sf.local_addr_id());
                     let w = b.writer();
                     w.varint(crate::wire::frame::ty::FAST_JOIN_OUT).ok()?;
@@ -324,7 +373,7 @@ impl Connection {
                         FastJoinOut::emit_header(out, backup, addr_id, dsn, &hmac, take)
                     })
                     .ok()?;
-                    if !self.send.copy_out(s.off, w.reserve(take).ok()?) {
+                    if !send.copy_out(s.off, w.reserve(take).ok()?) {
                         return None;
                     }
                     b.sent |= FrameSet::JOIN;
@@ -332,9 +381,9 @@ impl Connection {
                     fj_data = Some((d, s.retrans, !s.retrans));
                 }
                 _ => {
-                    let data_ack = self.recv.edsn().0;
-                    let mut hmac = keys.fast().sign(fastjoin::Kind::In, data_ack, self.session.remote_token);
-                    hmac[0] ^= u8::from(self.config.faults().forge_fast_join_hmac);
+                    let data_ack = recv.edsn().0;
+                    let mut hmac = keys.fast().sign(fastjoin::Kind::In, data_ack, session.remote_token);
+                    hmac[0] ^= u8::from(config.faults().forge_fast_join_hmac);
                     let f = Frame::FastJoinIn(FastJoinIn {
                         backup: sf.backup(),
                         addr_id: sf.local_addr_id(),
@@ -358,10 +407,10 @@ impl Connection {
             // The reply to a FAST_JOIN_OUT acknowledges its data; to a FAST_JOIN_IN it names
             // where we send from (§5.11). It rides in every packet until acknowledged.
             let value = match sf.join().kind {
-                JoinKind::FastIn => ReplyValue::Dsn(self.send.dsn(self.send.una()).0),
-                _ => ReplyValue::DataAck(self.recv.edsn().0),
+                JoinKind::FastIn => ReplyValue::Dsn(send.dsn(send.una()).0),
+                _ => ReplyValue::DataAck(recv.edsn().0),
             };
-            let token = self.session.local_token.unwrap_or_default();
+            let token = session.local_token.unwrap_or_default();
             let r = fastjoin::reply(&keys.fast(), token, sf.backup(), sf.local_addr_id(), value, sf.local_cid().0);
             b.control(FrameSet::FJ_REPLY, Frame::FastJoinReply(r));
         }
@@ -387,32 +436,32 @@ impl Connection {
     // Subflows closed: what a failing or closing subflow had in flight is reinjected, what it
     // was to carry for the connection goes on another, its record is reclaimed after its drain.
 
-    /// Closes one subflow (SUBFLOW_RESET with `reason`); its data is reinjected elsewhere.
-    pub fn close_subflow(&mut self, now: Time, id: u32, reason: u8) -> bool {
-        let Some(i) = self.paths.subflows.by_number(id).filter(|&i| self.paths.subflows[i].is_open()) else {
+    /// See [`Connection::close_subflow`](super::Connection::close_subflow).
+    pub(super) fn close_subflow(&mut self, cx: &mut Cx<'_>, now: Time, id: u32, reason: u8) -> bool {
+        let Some(i) = self.subflows.by_number(id).filter(|&i| self.subflows[i].is_open()) else {
             return false;
         };
-        self.shut_subflow(now, i, reason, true);
+        self.shut_subflow(cx, now, i, reason, true);
         true
     }
 
     /// Queues a copy of everything in flight on subflow `k` for reinjection, leaving it in
     /// flight there (it may still arrive).
-    pub(super) fn copy_in_flight_for_reinjection(&mut self, k: usize) {
+    pub(super) fn copy_in_flight_for_reinjection(&self, send: &mut SendSide, k: usize) {
         let mask = 1u64 << (k % 64);
-        for p in self.paths.subflows[k].rec().sent.iter() {
+        for p in self.subflows[k].rec().sent.iter() {
             if let Some(d) = p.data {
-                self.send.queue_retransmission(d, mask);
+                send.queue_retransmission(d, mask);
             }
         }
     }
 
     /// Moves everything in flight on subflow `i` to the retransmission queue, marked as a
     /// reinjection; `count_lost`: each packet counts as lost on the subflow.
-    pub(super) fn reinject_in_flight(&mut self, now: Time, i: usize, count_lost: bool) {
+    pub(super) fn reinject_in_flight(&mut self, cx: &mut Cx<'_>, now: Time, i: usize, count_lost: bool) {
         let mask = 1u64 << (i % 64);
-        let (send, counters) = (&mut self.send, &mut self.counters);
-        let orphaned = self.paths.subflows[i].drain_flight(now, count_lost, &mut |d| {
+        let (send, counters) = (&mut cx.send, &mut cx.counters);
+        let orphaned = self.subflows[i].drain_flight(now, count_lost, &mut |d| {
             send.queue_retransmission(d, mask);
             counters.reinjections += 1;
         });
@@ -423,53 +472,52 @@ impl Connection {
 
     /// Closes subflow `i` and reinjects its data; `tell_peer`: with a SUBFLOW_RESET carrying
     /// `reason`.
-    pub(super) fn shut_subflow(&mut self, now: Time, i: usize, reason: u8, tell_peer: bool) {
-        if !self.paths.subflows[i].is_open() {
+    pub(super) fn shut_subflow(&mut self, cx: &mut Cx<'_>, now: Time, i: usize, reason: u8, tell_peer: bool) {
+        if !self.subflows[i].is_open() {
             return;
         }
-        let id = self.paths.subflows[i].id();
+        let id = self.subflows[i].id();
         // Closed first, so that connection-level frames in flight there go to another subflow.
-        self.paths.subflows[i].close(now, reason, tell_peer);
-        self.reinject_in_flight(now, i, false);
+        self.subflows[i].close(now, reason, tell_peer);
+        self.reinject_in_flight(cx, now, i, false);
         // What it was still to carry for the connection (addresses, the ticket) goes elsewhere.
-        let pending = self.paths.subflows[i].carried();
+        let pending = self.subflows[i].carried();
         if !pending.is_empty() {
-            self.paths.subflows[i].drop_carried(pending);
+            self.subflows[i].drop_carried(pending);
             self.pend_on_any(pending);
         }
-        self.emit(now, Event::SubflowClosed { id, reason });
-        self.recv.forget_slot(i);
+        cx.emit(now, Event::SubflowClosed { id, reason });
+        cx.recv.forget_slot(i);
         // The last subflow gone: the connection waits for a join (the client's new address
         // after a break-before-make move) until its idle timeout; without one, it ends now.
-        if self.state == State::Established && self.paths.subflows.open_count() == 0 && self.idle_timeout() == 0 {
-            self.enter_closed(now, CloseReason::NoSubflow);
+        if *cx.state == State::Established
+            && self.subflows.open_count() == 0
+            && super::timers::idle_timeout(cx.config, cx.session, &self.subflows) == 0
+        {
+            cx.enter_closed(&self.subflows, now, CloseReason::NoSubflow);
         }
     }
 
-    /// The endpoint found that `old`, the CID a new subflow was given, is another
-    /// connection's (CIDs of 4 bytes do collide, rarely). If no packet has revealed it yet the
-    /// subflow takes `fresh` instead and this returns true; otherwise the subflow closes
-    /// without a word (the peer's packets to it reach the other connection, which cannot open
-    /// them) and the path manager may join again.
-    pub(crate) fn rename_cid(&mut self, now: Time, old: Cid, fresh: Cid) -> bool {
-        let Some(i) = self.paths.subflows.by_cid(&old) else { return false };
-        if self.paths.subflows[i].rec().next_pn == 0 {
-            self.paths.subflows[i].rename_local_cid(fresh);
+    /// See [`Connection::rename_cid`](super::Connection::rename_cid).
+    pub(super) fn rename_cid(&mut self, cx: &mut Cx<'_>, now: Time, old: Cid, fresh: Cid) -> bool {
+        let Some(i) = self.subflows.by_cid(&old) else { return false };
+        if self.subflows[i].rec().next_pn == 0 {
+            self.subflows[i].rename_local_cid(fresh);
             return true;
         }
-        self.shut_subflow(now, i, reason::UNSPECIFIED, false);
+        self.shut_subflow(cx, now, i, reason::UNSPECIFIED, false);
         false
     }
 
     /// The drain of closed subflow `i` is over: its record goes, with its route; its
     /// statistics stay in the connection's history.
-    pub(super) fn reclaim_subflow(&mut self, i: usize) {
-        let stats = self.paths.subflows[i].stats();
-        if let Some(sf) = self.paths.subflows.reclaim(i, stats) {
-            self.out.endpoint(EndpointEvent::RetireCid(sf.local_cid()));
-            self.send.forget_slot(1 << (i % 64));
-            self.recv.forget_slot(i);
-            tracing::trace!(side = ?self.side, id = sf.id(), "subflow record reclaimed");
+    pub(super) fn reclaim_subflow(&mut self, cx: &mut Cx<'_>, i: usize) {
+        let stats = self.subflows[i].stats();
+        if let Some(sf) = self.subflows.reclaim(i, stats) {
+            cx.out.endpoint(EndpointEvent::RetireCid(sf.local_cid()));
+            cx.send.forget_slot(1 << (i % 64));
+            cx.recv.forget_slot(i);
+            tracing::trace!(side = ?cx.side, id = sf.id(), "subflow record reclaimed");
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod addresses;
 pub mod cc;
+mod cx;
 pub mod dsn;
 mod early;
 mod events;
@@ -39,8 +40,8 @@ use crate::drops::DropReason;
 use crate::handshake;
 use crate::rng::Rng;
 use crate::wire::{Cid, TransportParams};
-use crate::{LocalPath, PathId, Time};
-use cc::Cc;
+use crate::{LocalPath, PathId, PathSet, Time};
+use cx::Cx;
 use dsn::Dsn;
 use liveness::Liveness;
 use local_paths::LocalPaths;
@@ -53,9 +54,9 @@ use send::SendSide;
 use session::{Keys, Session};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use subflow::recovery::Rtt;
 use subflow::table::SubflowTable;
 use subflow::Subflow;
+use timers::Clock;
 
 pub(crate) use early::EarlyStart;
 pub use early::MAX_EARLY_DATA;
@@ -167,43 +168,6 @@ impl Connection {
         self.paths.subflows.iter().map(|s| s.local_cid()).chain(self.early.route())
     }
 
-    /// A CID for the peer to send on: random, naming this core on a server spread over cores,
-    /// `cid_len` bytes long. The endpoint checks it is unique when it routes it (`rename_cid`).
-    fn new_cid(&mut self) -> Cid {
-        if self.config.faults().same_join_cid {
-            return Cid([0xee; 8]).truncated(usize::from(self.config.transport.cid_len));
-        }
-        self.config.issue_cid(&mut self.rng)
-    }
-
-    fn new_subflow(
-        &self,
-        now: Time,
-        id: u32,
-        state: SubflowState,
-        path: PathId,
-        remote: SocketAddr,
-        cid: Cid,
-    ) -> Subflow {
-        let rtt =
-            Rtt::new(self.config.transport.initial_rto, self.config.transport.min_rto, self.config.transport.max_rto);
-        let cc = Cc::new(self.config.transport.congestion, self.mss() as u64);
-        let opener = match self.side {
-            Side::Client => id & 0x8000_0000 == 0,
-            Side::Server => id & 0x8000_0000 != 0,
-        };
-        let backup = self.paths.local.get(path).is_some_and(|p| p.backup);
-        let mut sf = Subflow::new(id, state, path, remote, cid, opener, backup, rtt, cc, now);
-        sf.set_up(self.paths.local.addr_id(path), self.mss(), now);
-        if self.side == Side::Server && self.config.server.fleet.is_some() && state != SubflowState::Closed {
-            sf.send_reset_token();
-        }
-        if self.out.qlog.is_some() {
-            sf.log_losses();
-        }
-        sf
-    }
-
     /// The client's side of a new connection: its INITIAL is built and sent by
     /// `poll_transmit`.
     #[allow(clippy::too_many_arguments)]
@@ -219,7 +183,8 @@ impl Connection {
     ) -> Result<Self, crypto::CryptoError> {
         let hs = handshake::Client::new(now, config, &mut rng, local_cid, remote, offer)?;
         let mut c = Self::blank(Side::Client, now, config, paths, path, remote, rng);
-        let mut sf = c.new_subflow(now, 0, SubflowState::JoinSent, path, remote, local_cid);
+        let (p, cx) = c.split();
+        let mut sf = p.new_subflow(&cx, now, 0, SubflowState::JoinSent, path, remote, local_cid);
         sf.opened_by_client();
         c.paths.subflows.insert(sf);
         c.paths.opened = 1;
@@ -246,7 +211,8 @@ impl Connection {
         c.install_keys(secrets);
         c.tickets.set_resumed(resumed);
         c.set_peer_params(client_params);
-        let mut sf = c.new_subflow(now, 0, SubflowState::Established, path, remote, server_cid);
+        let (p, cx) = c.split();
+        let mut sf = p.new_subflow(&cx, now, 0, SubflowState::Established, path, remote, server_cid);
         sf.set_carrier(carrier);
         sf.accept_handshake(client_cid, now);
         c.paths.subflows.insert(sf);
@@ -282,12 +248,48 @@ impl Connection {
 
     /// The largest datagram either side allows: the path MTU search's ceiling.
     fn mss(&self) -> usize {
-        self.config.transport.max_datagram_size.min(self.session.peer_params.max_datagram_size as usize)
+        self.session.mss(&self.config)
+    }
+
+    /// The path layer, and the context it works through (the rest of the connection).
+    fn split(&mut self) -> (&mut Paths, Cx<'_>) {
+        let cx = Cx {
+            side: self.side,
+            state: &mut self.state,
+            config: &self.config,
+            session: &self.session,
+            send: &mut self.send,
+            recv: &mut self.recv,
+            out: &mut self.out,
+            rng: &mut self.rng,
+            counters: &mut self.counters,
+            live: &mut self.live,
+        };
+        (&mut self.paths, cx)
     }
 
     /// The largest datagram to send on subflow `i`: what its path is known to carry.
     fn subflow_mss(&self, i: usize) -> usize {
         self.mss().min(self.paths.subflows[i].pmtu().current())
+    }
+
+    /// The view the timers are computed from.
+    fn clock(&self) -> Clock<'_> {
+        Clock {
+            side: self.side,
+            state: self.state,
+            config: &self.config,
+            session: &self.session,
+            paths: &self.paths,
+            live: &self.live,
+            send: &self.send,
+        }
+    }
+
+    /// Runs `f` on the path layer with its context.
+    fn with_paths<R>(&mut self, f: impl FnOnce(&mut Paths, &mut Cx<'_>) -> R) -> R {
+        let (p, mut cx) = self.split();
+        f(p, &mut cx)
     }
 
     /// Client or server.
@@ -513,14 +515,8 @@ impl Connection {
     }
 
     fn enter_closed(&mut self, now: Time, reason: CloseReason) {
-        if self.is_closed() {
-            return;
-        }
-        self.state = State::Closed(reason);
-        let rto =
-            self.paths.subflows.iter().map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.transport.initial_rto);
-        self.live.drain_until = Some(now + 3 * rto);
-        self.emit(now, Event::Closed { reason });
+        let (p, mut cx) = self.split();
+        cx.enter_closed(&p.subflows, now, reason);
     }
 
     /// Subflow records held now: the open subflows and the closed ones still draining (a
@@ -606,5 +602,172 @@ impl Connection {
                 + self.injected.capacity()
                 + self.session.heap_bytes(),
         }
+    }
+}
+
+/// The path layer's calls, made through the connection (see [`Paths`]).
+impl Connection {
+    /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
+    pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {
+        let i = self.with_paths(|p, cx| p.open(cx, now, path, remote, backup))?;
+        Some(self.paths.subflows[i].id())
+    }
+
+    /// The earliest time `handle_timeout` has work to do.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.clock().poll_timeout()
+    }
+
+    /// Bytes of the buffers that grow with use: the stream's two sides, each subflow's
+    /// sent-packet ring and received packet numbers.
+    pub fn buffer_bytes(&self) -> usize {
+        timers::buffer_bytes(&self.send, &self.recv, &self.paths.subflows)
+    }
+
+    /// Local path `path` has a new address, `lp` (a new interface, or a new address on one):
+    /// the endpoint reused a removed path's slot or added one. The address gets an address
+    /// id no live address of the connection has, never one just withdrawn (a REMOVE_ADDR
+    /// still in flight for the old address must not close the new address's subflows). A
+    /// client joins from it at once under `fullmesh` and `backup`, and under `multimob` and
+    /// `ondemand` when the connection has no usable regular subflow left (the phone moved to
+    /// a network whose address replaces the lost one).
+    pub fn path_added(&mut self, now: Time, path: PathId, lp: LocalPath) {
+        self.with_paths(|p, cx| p.path_added(cx, now, path, lp))
+    }
+
+    /// Local path `path`'s address is gone for good (the interface went away, or lost this
+    /// address): unlike `path_down`, its subflows are closed even where nothing else could
+    /// carry the connection, and nothing reopens them there. A client first joins from a path
+    /// of the same kind that has no subflow (the address that replaced this one), or, when
+    /// no regular subflow is left and there is none, from every other path (a failover).
+    /// The peer is told with SUBFLOW_RESETs (if they still get out) and a REMOVE_ADDR.
+    pub fn path_removed(&mut self, now: Time, path: PathId) {
+        self.with_paths(|p, cx| p.path_removed(cx, now, path))
+    }
+
+    /// The interface of local path `path` went down (the driver watches the links). A client
+    /// first joins from every other path that is up and has no subflow (make-before-break
+    /// made instant: the link is gone), then closes its subflows on `path`, reinjecting their
+    /// data, and tells the peer: a SUBFLOW_RESET on each (if the interface still sends) and a
+    /// REMOVE_ADDR on another subflow, so the server does not keep them; `path_up` opens them
+    /// again. Where no other subflow could carry the connection, and on the server (which
+    /// cannot open subflows), the subflows stay open, marked potentially failed, and their
+    /// retransmission timers probe the path.
+    pub fn path_down(&mut self, now: Time, path: PathId) {
+        self.with_paths(|p, cx| p.path_down(cx, now, path))
+    }
+
+    /// The interface of local path `path` is up again: a client opens a subflow there again
+    /// if `path_down` closed one (a path that had none, such as an unused cellular backup
+    /// under `multimob`, stays unused).
+    pub fn path_up(&mut self, now: Time, path: PathId) {
+        self.with_paths(|p, cx| p.path_up(cx, now, path))
+    }
+
+    /// Announces a local path's address to the peer (ADD_ADDR).
+    pub fn announce_address(&mut self, path: PathId) -> bool {
+        self.paths.announce_address(path)
+    }
+
+    /// Withdraws a local path's address (REMOVE_ADDR) and closes our subflows on it, each
+    /// with a SUBFLOW_RESET.
+    pub fn remove_address(&mut self, now: Time, path: PathId) {
+        self.with_paths(|p, cx| p.remove_address(cx, now, path))
+    }
+
+    /// A server announces the addresses its configuration names ([`Server::announce`](crate::config::Server::announce)), with
+    /// address ids from 128 (those of its local paths count from 1).
+    pub(crate) fn announce_configured(&mut self) {
+        self.with_paths(|p, cx| p.announce_configured(cx))
+    }
+
+    /// Client, before its first INITIAL: the endpoint's word on the paths whose network was
+    /// found to drop UDP (§4.11). Their joins go over TCP, and if the first path is one, the
+    /// other paths and TCP are tried with the first INITIAL.
+    pub(crate) fn assume_udp_silent(&mut self, paths: PathSet) {
+        self.with_paths(|p, cx| p.assume_udp_silent(cx, paths))
+    }
+
+    /// Applies an oracle decision to this connection's subflows on that netpath.
+    pub(crate) fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
+        self.with_paths(|p, cx| p.apply_oracle(cx, now, a))
+    }
+
+    /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
+    pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
+        self.with_paths(|p, cx| p.mark_potentially_failed(cx, now, id))
+    }
+
+    /// Closes one subflow (SUBFLOW_RESET with `reason`); its data is reinjected elsewhere.
+    pub fn close_subflow(&mut self, now: Time, id: u32, reason: u8) -> bool {
+        self.with_paths(|p, cx| p.close_subflow(cx, now, id, reason))
+    }
+
+    /// The endpoint found that `old`, the CID a new subflow was given, is another
+    /// connection's (CIDs of 4 bytes do collide, rarely). If no packet has revealed it yet the
+    /// subflow takes `fresh` instead and this returns true; otherwise the subflow closes
+    /// without a word (the peer's packets to it reach the other connection, which cannot open
+    /// them) and the path manager may join again.
+    pub(crate) fn rename_cid(&mut self, now: Time, old: Cid, fresh: Cid) -> bool {
+        self.with_paths(|p, cx| p.rename_cid(cx, now, old, fresh))
+    }
+
+    /// A new connection starts with the endpoint's view of its paths (nothing to close yet).
+    pub(crate) fn start_with_path_down(&mut self, path: PathId) {
+        self.paths.start_with_path_down(path)
+    }
+
+    /// The addresses the peer announced.
+    pub fn remote_addresses(&self) -> &[(u8, SocketAddr)] {
+        self.paths.remote_addresses()
+    }
+
+    /// The peer's address: that of its first open subflow (the one the connection started
+    /// on, while it lives), else of any subflow still recorded.
+    pub fn peer_address(&self) -> Option<SocketAddr> {
+        self.paths.peer_address()
+    }
+
+    /// Whether an open subflow on local path `path` sent or received anything at `since` or
+    /// later: the path's radio is awake.
+    pub fn path_active_since(&self, path: PathId, since: Time) -> bool {
+        self.paths.path_active_since(path, since)
+    }
+
+    /// The local path of subflow `id`, if it is one of ours.
+    pub fn subflow_path(&self, id: u32) -> Option<PathId> {
+        self.paths.subflow_path(id)
+    }
+
+    /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
+    pub(crate) fn failover_open(&self) -> bool {
+        self.paths.failover_open()
+    }
+
+    /// The endpoint's pace for failover probes (see [`MultiMob::probe_interval`]): it spreads
+    /// a budget of probes over every connection that probes, so that a failover of thousands
+    /// of connections at once does not send a probe per connection each 100 ms (issue 52).
+    pub(crate) fn set_probe_interval(&mut self, every: Time) {
+        self.paths.set_probe_interval(every)
+    }
+
+    /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
+    pub(crate) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
+        self.paths.oracle_samples(out)
+    }
+
+    /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).
+    pub fn request_peer_rto(&mut self, id: u32) {
+        self.paths.request_peer_rto(id)
+    }
+
+    /// Sets the oracle's flags on a subflow.
+    pub fn set_subflow_flags(&mut self, id: u32, was_bad: bool, high_rto: bool) {
+        self.paths.set_subflow_flags(id, was_bad, high_rto)
+    }
+
+    /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).
+    pub fn set_backup(&mut self, id: u32, backup: bool) -> bool {
+        self.paths.set_backup(id, backup)
     }
 }

@@ -47,18 +47,18 @@ impl Connection {
             let Some(len) = self.session.hs.as_mut()?.poll_initial(now, self.config.transport.initial_rto, buf) else {
                 // After the INITIAL, its copies on the other paths once they are due (§4.10),
                 // then its 0-RTT data (§4.9).
-                if let Some(t) = self.poll_initial_copy(buf) {
+                if let Some(t) = self.with_paths(|p, cx| p.poll_initial_copy(cx, buf)) {
                     return Some(t);
                 }
                 return self.build_early(now, buf);
             };
-            self.on_initial_sent(now);
+            self.with_paths(|p, cx| p.on_initial_sent(cx, now));
             let sf = &self.paths.subflows[0];
             return Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() });
         }
         let orphans = self.paths.local.addrs.take_orphans();
         if !orphans.is_empty() {
-            self.pend_on_any(orphans);
+            self.paths.pend_on_any(orphans);
         }
         let n = self.paths.subflows.slot_bound();
         if self.recv.take_window_update() {
@@ -342,7 +342,8 @@ impl Connection {
         // ACK: when due, when owed, beside control frames, and in a data packet when a packet
         // arrived since the last one, or one that carried an ACK was lost (§5.3).
         sf.write_ack(now, !sf.pending().is_empty() || (seg.is_some() && sf.acks().news), &mut b);
-        let fj_data = self.write_join(i, seg, keys, &mut b)?;
+        let fj_data =
+            self.paths.write_join(i, seg, (&self.send, &self.recv), &self.session, &self.config, keys, &mut b)?;
         let remote_key = keys.remote_key;
         sf.write_signals(FrameSet::HS_DONE | FrameSet::PRIO, false, remote_key, &mut b);
         sf.val().write(&mut b);
@@ -668,7 +669,7 @@ impl Connection {
         hs.early_key()?;
         if self.early.new_generation(generation) {
             // The INITIAL went again or was rebuilt: the early data goes again after it.
-            self.reinject_in_flight(now, 0, false);
+            self.with_paths(|p, cx| p.reinject_in_flight(cx, now, 0, false));
         }
         let seg = self.send.peek().filter(|s| s.off < self.early.limit())?;
         let sf = &self.paths.subflows[0];

@@ -39,6 +39,11 @@ pub(super) struct Session {
 }
 
 impl Session {
+    /// The largest datagram either side allows: the path MTU search's ceiling.
+    pub fn mss(&self, config: &crate::config::Config) -> usize {
+        config.transport.max_datagram_size.min(self.peer_params.max_datagram_size as usize)
+    }
+
     pub fn new(peer_addr: SocketAddr) -> Self {
         Self {
             hs: None,

@@ -5,14 +5,21 @@
 //! cannot disagree. Each handler moves its own deadline (or ends what it times), so after
 //! `handle_timeout(now)` no deadline at or before `now` is left (the simulator checks it).
 
+use super::cx::Cx;
 use super::events::{CloseReason, Event, Side};
+use super::liveness::Liveness;
 use super::multimob::MultiMob;
+use super::paths::Paths;
+use super::recv::RecvSide;
+use super::send::SendSide;
+use super::session::Session;
 use super::subflow::loss::Expiry;
+use super::subflow::table::SubflowTable;
 use super::subflow::Subflow;
-use super::subflow::{timer as sf_timer, TimerContext};
+use super::subflow::TimerContext;
 use super::timer_table::TimerTable;
-use super::{Connection, State};
-use crate::config::PathManager;
+use super::State;
+use crate::config::Config;
 use crate::wire::frame::reason;
 use crate::Time;
 
@@ -43,7 +50,23 @@ pub mod timer {
 /// interactive app, so that a connection in use keeps its buffers.
 pub const TRIM_AFTER: Time = 3_000_000;
 
-impl Connection {
+/// What the connection's timers are computed from: a view of its parts, read only. Each
+/// deadline is a function of these (see the module's doc).
+pub(super) struct Clock<'a> {
+    pub(super) side: Side,
+    pub(super) state: State,
+    pub(super) config: &'a Config,
+    pub(super) session: &'a Session,
+    pub(super) paths: &'a Paths,
+    pub(super) live: &'a Liveness,
+    pub(super) send: &'a SendSide,
+}
+
+impl<'a> Clock<'a> {
+    fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closed(_))
+    }
+
     /// The deadline of each of the connection's own timers.
     pub(super) fn timers(&self) -> TimerTable<{ timer::COUNT }> {
         let mut t = TimerTable::default();
@@ -56,7 +79,7 @@ impl Connection {
             t.set(timer::HANDSHAKE, self.session.hs.as_ref().and_then(|hs| hs.deadline()));
         }
         if !self.is_closed() {
-            let idle = self.idle_timeout();
+            let idle = idle_timeout(self.config, self.session, &self.paths.subflows);
             if idle > 0 {
                 t.set(timer::IDLE, Some(self.live.last_rx.saturating_add(idle)));
             }
@@ -65,7 +88,7 @@ impl Connection {
             if watch && self.live.peer_wait.is_some() {
                 t.set(timer::PEER, Some(self.live.silent_since().saturating_add(self.peer_timeout())));
             }
-            if self.paths.multimob.tracks_receive_idle() && self.has_unused_path() {
+            if self.paths.multimob.tracks_receive_idle() && self.paths.has_unused_path() {
                 t.set(timer::RECEIVE_IDLE, self.paths.multimob.idle_timer.deadline());
             }
             let hold = self.config.multipath.fail_back_hold;
@@ -74,36 +97,11 @@ impl Connection {
         t
     }
 
-    /// The idle timeout in force (RFC 9000 §10.1): the smaller of ours and the peer's, or the
-    /// one given if only one side gives one (0: none), and never below three RTOs of the
-    /// slowest open subflow, so that a slow path's probes can be answered before it fires.
-    /// Before the handshake tells the peer's, ours.
-    pub(super) fn idle_timeout(&self) -> u64 {
-        let local = self.config.transport.idle_timeout;
-        let peer =
-            if self.session.keys.is_some() { self.session.peer_params.idle_timeout_ms.saturating_mul(1000) } else { 0 };
-        let t = match (local, peer) {
-            (0, p) => p,
-            (l, 0) => l,
-            (l, p) => l.min(p),
-        };
-        if t == 0 {
-            return 0;
-        }
-        t.max(3 * self.largest_rto())
-    }
-
     /// How long a silent peer is waited for while our data awaits its acknowledgement:
     /// `Config::transport.peer_timeout`, and at least 15 RTOs of the slowest open subflow (the sum of
     /// four retransmission timeouts, each twice the last).
-    fn peer_timeout(&self) -> u64 {
-        self.config.transport.peer_timeout.max(15 * self.largest_rto())
-    }
-
-    /// The largest retransmission timeout (without backoff) of the open subflows.
-    fn largest_rto(&self) -> u64 {
-        let open = self.paths.subflows.iter().filter(|s| s.is_open());
-        open.map(|s| s.rec().rtt.rto()).max().unwrap_or(self.config.transport.initial_rto)
+    pub(super) fn peer_timeout(&self) -> u64 {
+        self.config.transport.peer_timeout.max(15 * largest_rto(self.config, &self.paths.subflows))
     }
 
     /// Data of ours (or our DATA_FIN) awaits the peer's acknowledgement.
@@ -111,27 +109,9 @@ impl Connection {
         self.send.unacked() > 0 || (self.send.is_finished() && !self.send.fin_acked()) || self.live.probe.is_some()
     }
 
-    /// The application asks whether the peer is still there (a client in a long pause
-    /// between requests, which would otherwise learn of a dead server only at the idle
-    /// timeout): a PING goes on the primary subflow now, and the peer timeout runs as if data
-    /// awaited the peer, until anything is heard from it; unanswered, the connection closes
-    /// with `CloseReason::PeerUnresponsive`. False (nothing sent) unless the connection is
-    /// established and has a peer timeout. Each probe is one PING and its ACK: the app
-    /// chooses how often (a phone's radio pays for each).
-    pub fn probe_peer(&mut self, now: Time) -> bool {
-        if self.state != State::Established || self.config.transport.peer_timeout == 0 {
-            return false;
-        }
-        let Some(id) = self.keep_alive_subflow().map(|s| s.id()) else { return false };
-        let Some(i) = self.paths.subflows.by_number(id) else { return false };
-        self.paths.subflows[i].ping();
-        self.live.start_probe(now);
-        true
-    }
-
     /// Why the connection gives up on its silent peer: the probes that went unanswered, for
     /// how long, on which paths.
-    fn peer_unresponsive(&self, now: Time) -> CloseReason {
+    pub(super) fn peer_unresponsive(&self, now: Time) -> CloseReason {
         let open = || self.paths.subflows.iter().filter(|s| s.is_open());
         let probes = open().map(|s| s.rec().rto_backoff + u32::from(s.rec().tlp_sent)).sum();
         let paths = open().filter(|s| s.local_path().0 < 64).fold(0u64, |m, s| m | 1 << s.local_path().0);
@@ -140,7 +120,7 @@ impl Connection {
     }
 
     /// What the subflows' timers depend on now.
-    fn timer_context(&self) -> TimerContext {
+    pub(super) fn timer_context(&self) -> TimerContext {
         let open = !self.is_closed();
         let idle = self.config.multipath.subflow_idle_timeout;
         let keep_alive_on = self.keep_alive_subflow();
@@ -148,13 +128,15 @@ impl Connection {
             peer_max_ack_delay: self.peer_max_ack_delay(),
             keep_alive: if open { self.keep_alive_interval(keep_alive_on) } else { 0 },
             keep_alive_on: keep_alive_on.map(|s| s.id()),
-            probe_bad: if open && self.failover_open() {
+            probe_bad: if open && self.paths.failover_open() {
                 self.paths.multimob.probe_interval(self.config.multipath.oracle.period)
             } else {
                 0
             },
-            idle_timeout: (open && idle > 0 && (self.side == Side::Server || self.rejoins_silent_paths()))
-                .then_some(idle),
+            idle_timeout: (open
+                && idle > 0
+                && (self.side == Side::Server || Paths::rejoins_silent_paths(self.side, &self.config)))
+            .then_some(idle),
             idle_client: self.side == Side::Client,
             refresh_rtt: open && self.send.unacked() > 0,
             freshest_rx: self.paths.subflows.iter().filter(|s| s.is_open()).map(|s| s.last_rx()).max().unwrap_or(0),
@@ -174,7 +156,7 @@ impl Connection {
         let Some(sf) = on.filter(|_| self.side == Side::Client && self.config.transport.keep_alive > 0) else {
             return 0;
         };
-        let idle = match self.idle_timeout() {
+        let idle = match idle_timeout(self.config, self.session, &self.paths.subflows) {
             0 => u64::MAX,
             t => t / 2,
         };
@@ -191,7 +173,7 @@ impl Connection {
     /// then the one data (or its acknowledgement) arrived on, then the one heard from. A backup
     /// subflow gets them only when it is all that is left, so an idle cellular backup stays
     /// silent.
-    pub(super) fn keep_alive_subflow(&self) -> Option<&Subflow> {
+    pub(super) fn keep_alive_subflow(&self) -> Option<&'a Subflow> {
         let ok = self.paths.subflows.iter().filter(|s| s.is_open() && s.established() && !s.pf());
         let key = |s: &&Subflow| {
             (!s.backup(), s.last_data_tx(), s.last_original_rx(), s.last_rx(), std::cmp::Reverse(s.id()))
@@ -199,8 +181,12 @@ impl Connection {
         ok.max_by_key(key)
     }
 
+    pub(super) fn peer_max_ack_delay(&self) -> u64 {
+        self.session.peer_params.max_ack_delay_ms * 1000
+    }
+
     /// The earliest time `handle_timeout` has work to do.
-    pub fn poll_timeout(&self) -> Option<Time> {
+    pub(super) fn poll_timeout(&self) -> Option<Time> {
         if self.live.drained {
             return None;
         }
@@ -211,150 +197,58 @@ impl Connection {
         let subflows = self.paths.subflows.iter().filter(|_| !handshaking).filter_map(|s| s.timers(&cx).next());
         subflows.chain(self.timers().next()).min()
     }
+}
 
-    /// A datagram went out or came in at `now`: arms the trim timer if the connection holds
-    /// buffers and it is not armed.
-    pub(super) fn arm_trim(&mut self, now: Time) {
-        if self.live.trim_at.is_none() && self.buffer_bytes() > 0 {
-            self.live.trim_at = Some(now.saturating_add(TRIM_AFTER));
-        }
+/// The idle timeout in force (RFC 9000 §10.1): the smaller of ours and the peer's, or the
+/// one given if only one side gives one (0: none), and never below three RTOs of the
+/// slowest open subflow, so that a slow path's probes can be answered before it fires.
+/// Before the handshake tells the peer's, ours.
+pub(super) fn idle_timeout(config: &Config, session: &Session, subflows: &SubflowTable) -> u64 {
+    let local = config.transport.idle_timeout;
+    let peer = if session.keys.is_some() { session.peer_params.idle_timeout_ms.saturating_mul(1000) } else { 0 };
+    let t = match (local, peer) {
+        (0, p) => p,
+        (l, 0) => l,
+        (l, p) => l.min(p),
+    };
+    if t == 0 {
+        return 0;
     }
+    t.max(3 * largest_rto(config, subflows))
+}
 
-    /// Bytes of the buffers that grow with use: the stream's two sides, each subflow's
-    /// sent-packet ring and received packet numbers.
-    pub fn buffer_bytes(&self) -> usize {
-        let sf = self.paths.subflows.iter().map(|s| s.rec().sent.capacity_bytes() + s.acks().received.capacity_bytes());
-        self.send.buffer_bytes() + self.recv.buffer_bytes() + sf.sum::<usize>()
+/// The largest retransmission timeout (without backoff) of the open subflows.
+fn largest_rto(config: &Config, subflows: &SubflowTable) -> u64 {
+    let open = subflows.iter().filter(|s| s.is_open());
+    open.map(|s| s.rec().rtt.rto()).max().unwrap_or(config.transport.initial_rto)
+}
+
+/// Bytes of the buffers that grow with use: the stream's two sides, each subflow's
+/// sent-packet ring and received packet numbers.
+pub(super) fn buffer_bytes(send: &SendSide, recv: &RecvSide, subflows: &SubflowTable) -> usize {
+    let sf = subflows.iter().map(|s| s.rec().sent.capacity_bytes() + s.acks().received.capacity_bytes());
+    send.buffer_bytes() + recv.buffer_bytes() + sf.sum::<usize>()
+}
+
+/// The trim timer: no data moved for `TRIM_AFTER`, so every buffer that holds nothing is
+/// given back; otherwise the timer waits for `TRIM_AFTER` after the last data.
+pub(super) fn trim(
+    now: Time,
+    live: &mut Liveness,
+    send: &mut SendSide,
+    recv: &mut RecvSide,
+    subflows: &mut SubflowTable,
+) {
+    let last_data = subflows.iter().map(|s| s.last_data_tx().max(s.last_original_rx())).max().unwrap_or(0);
+    if now < last_data.saturating_add(TRIM_AFTER) {
+        live.trim_at = Some(last_data.saturating_add(TRIM_AFTER));
+        return;
     }
-
-    /// The trim timer: no data moved for `TRIM_AFTER`, so every buffer that holds nothing is
-    /// given back; otherwise the timer waits for `TRIM_AFTER` after the last data.
-    fn trim(&mut self, now: Time) {
-        let last_data =
-            self.paths.subflows.iter().map(|s| s.last_data_tx().max(s.last_original_rx())).max().unwrap_or(0);
-        if now < last_data.saturating_add(TRIM_AFTER) {
-            self.live.trim_at = Some(last_data.saturating_add(TRIM_AFTER));
-            return;
-        }
-        self.live.trim_at = None;
-        self.send.trim();
-        self.recv.trim();
-        for sf in self.paths.subflows.iter_mut() {
-            sf.trim();
-        }
-    }
-
-    pub(super) fn peer_max_ack_delay(&self) -> u64 {
-        self.session.peer_params.max_ack_delay_ms * 1000
-    }
-
-    /// Acts on every timer due at `now` (call at `poll_timeout`'s deadline).
-    pub fn handle_timeout(&mut self, now: Time) {
-        if self.live.drained {
-            return;
-        }
-        let t = self.timers();
-        if t.expired(timer::DRAIN, now) {
-            self.set_drained();
-            return;
-        }
-        if t.expired(timer::CARRIER, now) {
-            // The bound for the other paths or for TCP (§4.10, §4.11).
-            self.on_spread_timeout(now);
-        }
-        if t.expired(timer::HANDSHAKE, now) {
-            let max = self.config.transport.max_handshake_attempts;
-            if !self.session.hs.as_mut().is_some_and(|hs| hs.on_timeout(max)) {
-                let auth = self.session.hs.as_ref().is_some_and(|hs| hs.auth_failed());
-                self.enter_closed(
-                    now,
-                    if auth { CloseReason::ServerAuthFailed } else { CloseReason::HandshakeTimeout },
-                );
-                self.set_drained();
-                return;
-            }
-        }
-        if t.expired(timer::IDLE, now) {
-            self.enter_closed(now, CloseReason::IdleTimeout);
-            self.set_drained();
-            return;
-        }
-        if t.expired(timer::PEER, now) {
-            let reason = self.peer_unresponsive(now);
-            tracing::debug!(side = ?self.side, ?reason, "the peer stopped answering");
-            self.enter_closed(now, reason);
-            self.set_drained();
-            return;
-        }
-        if t.expired(timer::RECEIVE_IDLE, now) && self.paths.multimob.idle_timer.expired(now) {
-            // Nothing arrived for an idle-timer period while the server had more to send
-            // (its last data did not carry MP_IDLE): the paths in use are declared bad.
-            if let Some(q) = self.out.qlog.as_deref_mut() {
-                q.receive_idle_timer(now);
-            }
-            self.fail_over(now, true, |_, s| !s.failover());
-        }
-        if t.expired(timer::TRIM, now) {
-            self.trim(now);
-        }
-        self.check_fail_back(now);
-        if self.config.multipath.path_manager == PathManager::MultiMob && self.side == Side::Client && !self.is_closed()
-        {
-            // A failed path with nothing in flight gets a PING, so that its retransmission
-            // timer probes it (with backoff) until it answers.
-            for sf in self.paths.subflows.iter_mut() {
-                if sf.pf()
-                    && sf.established()
-                    && !sf.backup()
-                    && sf.rec().eliciting_in_flight == 0
-                    && sf.rec().probe.is_none()
-                {
-                    sf.ping();
-                }
-            }
-        }
-        let bound = if self.state == State::Initial { 0 } else { self.paths.subflows.slot_bound() };
-        for i in 0..bound {
-            let cx = self.timer_context();
-            let Some(t) = self.paths.subflows.get(i).map(|s| s.timers(&cx)) else { continue };
-            let sf = &mut self.paths.subflows[i];
-            if t.expired(sf_timer::ACK, now) {
-                sf.ack_now();
-            }
-            if t.expired(sf_timer::KEEP_ALIVE, now) {
-                sf.keep_alive(now);
-            }
-            if t.expired(sf_timer::TLP_CHECK, now) {
-                self.on_tlp_check(now, i);
-            }
-            if t.expired(sf_timer::LOSS, now) {
-                self.detect_lost(now, i);
-            }
-            // Loss detection may have emptied the flight: the timer is read again.
-            if self.paths.subflows[i].timers(&cx).expired(sf_timer::RETRANSMIT, now) {
-                self.on_retransmission_timeout(now, i);
-            }
-            if t.expired(sf_timer::IDLE, now) && self.paths.subflows[i].on_idle_timer(now) {
-                // Silent for the subflow idle timeout, while another subflow was heard, and its
-                // probe went unanswered: the peer's end of it is gone (PROTOCOL.md §7). A client
-                // that keeps a subflow on every path joins there again.
-                self.shut_subflow(now, i, reason::IDLE_TIMEOUT, true);
-                self.rejoin(now, i);
-            }
-            if t.expired(sf_timer::DRAIN, now) {
-                self.reclaim_subflow(i);
-            }
-        }
-        // The packets the timeouts declared lost, into the log at their time.
-        self.out.log_losses(&mut self.paths.subflows);
-        // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
-        // had already passed.
-        let cx = self.timer_context();
-        if let Some(i) = cx.keep_alive_on.and_then(|id| self.paths.subflows.by_number(id)) {
-            if self.paths.subflows[i].timers(&cx).expired(sf_timer::KEEP_ALIVE, now) {
-                self.paths.subflows[i].keep_alive(now);
-            }
-        }
+    live.trim_at = None;
+    send.trim();
+    recv.trim();
+    for sf in subflows.iter_mut() {
+        sf.trim();
     }
 }
 
@@ -371,7 +265,7 @@ const GRANULARITY: u64 = 2_000;
 /// probe already waits longer.
 pub(super) const SILENCE_FLOOR: u64 = 10_000;
 
-impl Connection {
+impl Paths {
     /// The tail loss probe of subflow `i` was not answered in time.
     ///
     /// A `multimob` client with a path left to open fails the path over: the endpoint's oracle
@@ -381,15 +275,15 @@ impl Connection {
     /// one, without waiting for the retransmission timeout (a flapping WiFi that fails again
     /// after the client's request arrived: the server answers over the open cellular subflow
     /// an RTO sooner). It stays in flight here, so the first new ACK recovers the subflow.
-    fn on_tlp_check(&mut self, now: Time, i: usize) {
-        self.paths.subflows[i].set_tlp_check(None);
-        if self.paths.subflows[i].rec().tlp_sent {
-            self.on_path_silent(now, i);
+    pub(super) fn on_tlp_check(&mut self, cx: &mut Cx<'_>, now: Time, i: usize) {
+        self.subflows[i].set_tlp_check(None);
+        if self.subflows[i].rec().tlp_sent {
+            self.on_path_silent(cx, now, i);
         }
     }
 
-    pub(super) fn on_retransmission_timeout(&mut self, now: Time, i: usize) {
-        match self.paths.subflows[i].on_retransmission_timer(now, self.config.transport.max_handshake_attempts) {
+    pub(super) fn on_retransmission_timeout(&mut self, cx: &mut Cx<'_>, now: Time, i: usize) {
+        match self.subflows[i].on_retransmission_timer(now, cx.config.transport.max_handshake_attempts) {
             Expiry::TailProbe => {
                 // multimob: the primary's first timeout with data pending and nothing else to
                 // fall back on may be a failed path, or one lost packet. The probe just sent
@@ -399,35 +293,35 @@ impl Connection {
                 // A whole flight of two or more packets unanswered is a path gone silent, not
                 // a lost packet: it is acted on at once, a probe's round trip sooner.
                 // Either way the path must have been silent for SILENCE_FLOOR first.
-                if self.tlp_may_fail_over(i) || MultiMob::tlp_may_reinject(&self.paths.subflows, i) {
-                    let silent = self.paths.subflows[i].silent_for(now);
-                    if self.paths.subflows[i].flight_unanswered() && silent >= SILENCE_FLOOR {
-                        self.on_path_silent(now, i);
+                if self.tlp_may_fail_over(cx.config, i) || MultiMob::tlp_may_reinject(&self.subflows, i) {
+                    let silent = self.subflows[i].silent_for(now);
+                    if self.subflows[i].flight_unanswered() && silent >= SILENCE_FLOOR {
+                        self.on_path_silent(cx, now, i);
                     } else {
-                        let rtt = &self.paths.subflows[i].rec().rtt;
+                        let rtt = &self.subflows[i].rec().rtt;
                         let wait = rtt.smoothed_or_default() + rtt.rttvar.max(GRANULARITY);
                         let wait = wait.max(SILENCE_FLOOR.saturating_sub(silent));
-                        self.paths.subflows[i].set_tlp_check(Some(now + wait));
+                        self.subflows[i].set_tlp_check(Some(now + wait));
                     }
                 }
             }
             Expiry::JoinGivenUp => {
-                self.shut_subflow(now, i, reason::UNSPECIFIED, true);
-                if self.paths.subflows[i].rejoin() {
-                    self.rejoin(now, i);
+                self.shut_subflow(cx, now, i, reason::UNSPECIFIED, true);
+                if self.subflows[i].rejoin() {
+                    self.rejoin(cx, now, i);
                 }
             }
             Expiry::Timeout { newly_failed } => {
                 if newly_failed {
-                    let id = self.paths.subflows[i].id();
-                    self.emit(now, Event::SubflowFailed { id });
-                    self.open_on_demand(now);
+                    let id = self.subflows[i].id();
+                    cx.emit(now, Event::SubflowFailed { id });
+                    self.open_on_demand(cx, now);
                 }
                 // Everything in flight is presumed lost and goes to the retransmission queue,
                 // from where the scheduler reinjects it on another subflow (RFC 8684 §3.3.6).
-                self.reinject_in_flight(now, i, true);
-                if self.side == Side::Client && self.state == State::Confirm && i == 0 {
-                    self.paths.subflows[0].ping();
+                self.reinject_in_flight(cx, now, i, true);
+                if cx.side == Side::Client && *cx.state == State::Confirm && i == 0 {
+                    self.subflows[0].ping();
                 }
             }
         }
