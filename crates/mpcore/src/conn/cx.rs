@@ -4,20 +4,22 @@
 //! side, events go to the outbox, and the keys and the peer's parameters are read from the
 //! session. The scheduler, the tickets, 0-RTT and the test hooks stay out of its reach.
 
-use super::events::{CloseReason, ConnCounters, Event, Side};
+use super::events::{CloseReason, ConnCounters, EndpointEvent, Event, Side};
 use super::liveness::Liveness;
 use super::outbox::Outbox;
+use super::paths::Paths;
 use super::recv::RecvSide;
 use super::send::SendSide;
 use super::session::Session;
 use super::subflow::table::SubflowTable;
+use super::timers::Clock;
 use super::State;
 use crate::config::Config;
 use crate::drops::DropReason;
 use crate::rng::Rng;
 use crate::Time;
 
-pub(super) struct Cx<'a> {
+pub(crate) struct Cx<'a> {
     pub(super) side: Side,
     pub(super) state: &'a mut State,
     pub(super) config: &'a Config,
@@ -39,6 +41,26 @@ impl Cx<'_> {
     /// A frame was rejected (the rest of its packet is processed): the endpoint counts it.
     pub(super) fn reject(&mut self, r: DropReason) {
         self.out.reject(r);
+    }
+
+    /// The timers' view of the connection, with the path layer `paths`.
+    pub(super) fn clock<'b>(&'b self, paths: &'b Paths) -> Clock<'b> {
+        Clock {
+            side: self.side,
+            state: *self.state,
+            config: self.config,
+            session: self.session,
+            paths,
+            live: self.live,
+            send: self.send,
+        }
+    }
+
+    /// Nothing more to do: the endpoint may forget the connection.
+    pub(super) fn set_drained(&mut self) {
+        if self.live.drain() {
+            self.out.endpoint(EndpointEvent::Drained);
+        }
     }
 
     pub(super) fn is_closed(&self) -> bool {

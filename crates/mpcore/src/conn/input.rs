@@ -10,15 +10,13 @@ use super::paths::Paths;
 use super::qlog::{PacketHead, PacketKind};
 use super::recv::RecvSide;
 use super::send::SendSide;
-use super::subflow::timer as sf_timer;
 use super::subflow::{Subflow, SubflowState};
 use super::timers::{self, timer};
 use super::{Connection, State};
-use crate::config::PathManager;
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
-use crate::wire::packet::{decode_pn, Join, RESET_TOKEN_LEN};
-use crate::wire::{Ack, Cid, Dss, Frame, FrameList, Header, Packet};
+use crate::wire::packet::{decode_pn, Join};
+use crate::wire::{Cid, Dss, Frame, FrameList, Header, Packet};
 use crate::{Carrier, PathId, Time};
 use std::net::SocketAddr;
 
@@ -308,64 +306,7 @@ impl Connection {
         if t.expired(timer::TRIM, now) {
             timers::trim(now, &mut self.live, &mut self.send, &mut self.recv, &mut self.paths.subflows);
         }
-        self.with_paths(|p, cx| p.check_fail_back(cx, now));
-        if self.config.multipath.path_manager == PathManager::MultiMob && self.side == Side::Client && !self.is_closed()
-        {
-            // A failed path with nothing in flight gets a PING, so that its retransmission
-            // timer probes it (with backoff) until it answers.
-            for sf in self.paths.subflows.iter_mut() {
-                if sf.pf()
-                    && sf.established()
-                    && !sf.backup()
-                    && sf.rec().eliciting_in_flight == 0
-                    && sf.rec().probe.is_none()
-                {
-                    sf.ping();
-                }
-            }
-        }
-        let bound = if self.state == State::Initial { 0 } else { self.paths.subflows.slot_bound() };
-        for i in 0..bound {
-            let cx = self.clock().timer_context();
-            let Some(t) = self.paths.subflows.get(i).map(|s| s.timers(&cx)) else { continue };
-            let sf = &mut self.paths.subflows[i];
-            if t.expired(sf_timer::ACK, now) {
-                sf.ack_now();
-            }
-            if t.expired(sf_timer::KEEP_ALIVE, now) {
-                sf.keep_alive(now);
-            }
-            if t.expired(sf_timer::TLP_CHECK, now) {
-                self.with_paths(|p, cx| p.on_tlp_check(cx, now, i));
-            }
-            if t.expired(sf_timer::LOSS, now) {
-                self.detect_lost(now, i);
-            }
-            // Loss detection may have emptied the flight: the timer is read again.
-            if self.paths.subflows[i].timers(&cx).expired(sf_timer::RETRANSMIT, now) {
-                self.with_paths(|p, cx| p.on_retransmission_timeout(cx, now, i));
-            }
-            if t.expired(sf_timer::IDLE, now) && self.paths.subflows[i].on_idle_timer(now) {
-                // Silent for the subflow idle timeout, while another subflow was heard, and its
-                // probe went unanswered: the peer's end of it is gone (PROTOCOL.md §7). A client
-                // that keeps a subflow on every path joins there again.
-                self.with_paths(|p, cx| p.shut_subflow(cx, now, i, reason::IDLE_TIMEOUT, true));
-                self.with_paths(|p, cx| p.rejoin(cx, now, i));
-            }
-            if t.expired(sf_timer::DRAIN, now) {
-                self.with_paths(|p, cx| p.reclaim_subflow(cx, i));
-            }
-        }
-        // The packets the timeouts declared lost, into the log at their time.
-        self.out.log_losses(&mut self.paths.subflows);
-        // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
-        // had already passed.
-        let cx = self.clock().timer_context();
-        if let Some(i) = cx.keep_alive_on.and_then(|id| self.paths.subflows.by_number(id)) {
-            if self.paths.subflows[i].timers(&cx).expired(sf_timer::KEEP_ALIVE, now) {
-                self.paths.subflows[i].keep_alive(now);
-            }
-        }
+        self.with_paths(|p, cx| p.on_timers(cx, now));
     }
 
     /// A JOIN naming a subflow number not seen before: the path layer takes or refuses it. A
@@ -437,7 +378,7 @@ impl Connection {
                 }
             }
             Frame::Padding { .. } | Frame::Ping | Frame::Extension { .. } => {}
-            Frame::Ack(a) => self.on_ack(now, i, &a),
+            Frame::Ack(a) => self.with_paths(|p, cx| p.on_ack(cx, now, i, &a)),
             // A client keeps it; a server ignores one (PROTOCOL.md §5.20).
             Frame::ResetToken(t) if self.side == Side::Client => self.paths.subflows[i].set_peer_reset(t),
             Frame::ResetToken(_) => {}
@@ -685,68 +626,6 @@ impl Connection {
         }
         self.after_receive(now);
         Ok(())
-    }
-
-    // Stateless reset (PROTOCOL.md §3.4, §5.20; issue 38): a fleet's server tells the client
-    // the reset token of every CID it receives a subflow on (RESET_TOKEN, written by the
-    // subflow), and a server of the fleet that gets a short header for a connection it does
-    // not know answers with that token, which only the fleet's shared secret gives. The
-    // client closes the subflow the token names and, once no subflow is left, the
-    // connection: its server is gone, and it connects again (to another server) at once
-    // rather than after its idle timeout.
-
-    /// Whether a STATELESS_RESET carrying `token` is for this connection: one of its open
-    /// subflows was given that token.
-    pub(crate) fn is_reset_by(&self, token: &[u8; RESET_TOKEN_LEN]) -> bool {
-        self.side == Side::Client && self.paths.subflows.iter().any(|s| s.is_reset_by(token))
-    }
-
-    /// A STATELESS_RESET with `token` arrived: the subflows it names close (nothing is sent
-    /// on them any more), their data goes to the others; with no open subflow left, the
-    /// connection ends at once (`CloseReason::Reset`). Not on the per-packet path: the
-    /// endpoint calls it only for a reset whose token one of the connection's subflows holds.
-    pub(crate) fn on_stateless_reset(&mut self, now: Time, token: &[u8; RESET_TOKEN_LEN]) {
-        let hit: Vec<usize> =
-            self.paths.subflows.enumerate().filter(|(_, s)| s.is_reset_by(token)).map(|(i, _)| i).collect();
-        for i in hit {
-            self.with_paths(|p, cx| p.shut_subflow(cx, now, i, reason::STATELESS_RESET, false));
-        }
-        // A join in progress does not keep it: it goes to the same fleet, which does not know
-        // the connection either.
-        if !self.is_closed() && !self.paths.subflows.iter().any(|s| s.is_open() && s.established()) {
-            self.fail(now, CloseReason::Reset);
-        }
-    }
-
-    // The subflows' recovery: their ACKs (with the coupling of RFC 6356 over all of them) and
-    // the data of lost packets queued again.
-
-    /// Subflow-level ACK (§5.3): the subflow takes what it acknowledges, then congestion
-    /// control runs with the coupling over the open subflows, then loss detection.
-    pub(super) fn on_ack(&mut self, now: Time, i: usize, a: &Ack<'_>) {
-        let Some(acked) = self.paths.subflows[i].on_ack(now, a, self.config.transport.max_ack_delay) else { return };
-        // Something new was acknowledged: a tail loss probe pending verdict was answered.
-        self.paths.subflows[i].set_tlp_check(None);
-        let id = self.paths.subflows[i].id();
-        if acked.recovered {
-            self.emit(now, Event::SubflowRecovered { id });
-        }
-        if acked.established {
-            let sf = &self.paths.subflows[i];
-            let ev = Event::SubflowEstablished { id, path: sf.local_path(), backup: sf.backup() };
-            self.emit(now, ev);
-            self.with_paths(|p, cx| p.on_carrier_established(cx, now, i));
-        }
-        let coupling = self.paths.subflows.coupling(i, now);
-        let send = &mut self.send;
-        self.paths.subflows[i].finish_ack(now, &acked, coupling, &mut |d| send.queue_retransmission(d, 0));
-        self.out.log_metrics(now, &self.paths.subflows[i]);
-    }
-
-    /// Loss detection by time on subflow `i` (its loss timer expired).
-    pub(super) fn detect_lost(&mut self, now: Time, i: usize) {
-        let send = &mut self.send;
-        self.paths.subflows[i].detect_lost(now, &mut |d| send.queue_retransmission(d, 0));
     }
 }
 

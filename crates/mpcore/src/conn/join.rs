@@ -22,7 +22,7 @@ use crate::config::PathManager;
 use crate::crypto::{ct_eq, join_ack_hmac, join_synack_hmac};
 use crate::drops::DropReason;
 use crate::wire::frame::{reason, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
-use crate::wire::packet::Join;
+use crate::wire::packet::{Join, RESET_TOKEN_LEN};
 use crate::wire::{Cid, Dss, Frame, FrameList};
 use crate::{Carrier, PathId, Time};
 use fastjoin::{Refusal, Verdict};
@@ -498,8 +498,12 @@ impl Paths {
         }
     }
 
-    /// See [`Connection::rename_cid`](super::Connection::rename_cid).
-    pub(super) fn rename_cid(&mut self, cx: &mut Cx<'_>, now: Time, old: Cid, fresh: Cid) -> bool {
+    /// The endpoint found that `old`, the CID a new subflow was given, is another
+    /// connection's (CIDs of 4 bytes do collide, rarely). If no packet has revealed it yet the
+    /// subflow takes `fresh` instead and this returns true; otherwise the subflow closes
+    /// without a word (the peer's packets to it reach the other connection, which cannot open
+    /// them) and the path manager may join again.
+    pub(crate) fn rename_cid(&mut self, cx: &mut Cx<'_>, now: Time, old: Cid, fresh: Cid) -> bool {
         let Some(i) = self.subflows.by_cid(&old) else { return false };
         if self.subflows[i].rec().next_pn == 0 {
             self.subflows[i].rename_local_cid(fresh);
@@ -518,6 +522,37 @@ impl Paths {
             cx.send.forget_slot(1 << (i % 64));
             cx.recv.forget_slot(i);
             tracing::trace!(side = ?cx.side, id = sf.id(), "subflow record reclaimed");
+        }
+    }
+
+    // Stateless reset (PROTOCOL.md §3.4, §5.20; issue 38): a fleet's server tells the client
+    // the reset token of every CID it receives a subflow on (RESET_TOKEN, written by the
+    // subflow), and a server of the fleet that gets a short header for a connection it does
+    // not know answers with that token, which only the fleet's shared secret gives. The
+    // client closes the subflow the token names and, once no subflow is left, the
+    // connection: its server is gone, and it connects again (to another server) at once
+    // rather than after its idle timeout.
+
+    /// Whether a STATELESS_RESET carrying `token` is for this connection: one of its open
+    /// subflows was given that token.
+    pub(crate) fn is_reset_by(&self, side: Side, token: &[u8; RESET_TOKEN_LEN]) -> bool {
+        side == Side::Client && self.subflows.iter().any(|s| s.is_reset_by(token))
+    }
+
+    /// A STATELESS_RESET with `token` arrived: the subflows it names close (nothing is sent
+    /// on them any more), their data goes to the others; with no open subflow left, the
+    /// connection ends at once (`CloseReason::Reset`). Not on the per-packet path: the
+    /// endpoint calls it only for a reset whose token one of the connection's subflows holds.
+    pub(crate) fn on_stateless_reset(&mut self, cx: &mut Cx<'_>, now: Time, token: &[u8; RESET_TOKEN_LEN]) {
+        let hit: Vec<usize> = self.subflows.enumerate().filter(|(_, s)| s.is_reset_by(token)).map(|(i, _)| i).collect();
+        for i in hit {
+            self.shut_subflow(cx, now, i, reason::STATELESS_RESET, false);
+        }
+        // A join in progress does not keep it: it goes to the same fleet, which does not know
+        // the connection either.
+        if !cx.is_closed() && !self.subflows.iter().any(|s| s.is_open() && s.established()) {
+            cx.enter_closed(&self.subflows, now, CloseReason::Reset);
+            cx.set_drained();
         }
     }
 }

@@ -40,14 +40,14 @@ use crate::drops::DropReason;
 use crate::handshake;
 use crate::rng::Rng;
 use crate::wire::{Cid, TransportParams};
-use crate::{LocalPath, PathId, PathSet, Time};
-use cx::Cx;
+use crate::{LocalPath, PathId, Time};
+pub(crate) use cx::Cx;
 use dsn::Dsn;
 use liveness::Liveness;
 use local_paths::LocalPaths;
 use multimob::MultiMob;
 use outbox::Outbox;
-use paths::Paths;
+pub(crate) use paths::Paths;
 use recv::RecvSide;
 use scheduler::{AnyScheduler, SubflowInfo};
 use send::SendSide;
@@ -286,8 +286,14 @@ impl Connection {
         }
     }
 
-    /// Runs `f` on the path layer with its context.
-    fn with_paths<R>(&mut self, f: impl FnOnce(&mut Paths, &mut Cx<'_>) -> R) -> R {
+    /// The path layer, to read.
+    pub(crate) fn path_layer(&self) -> &Paths {
+        &self.paths
+    }
+
+    /// Runs `f` on the path layer with its context (the endpoint's oracle and path watch
+    /// speak to the path layer this way too).
+    pub(crate) fn with_paths<R>(&mut self, f: impl FnOnce(&mut Paths, &mut Cx<'_>) -> R) -> R {
         let (p, mut cx) = self.split();
         f(p, &mut cx)
     }
@@ -347,9 +353,7 @@ impl Connection {
 
     /// Nothing more to do: the endpoint may forget the connection.
     fn set_drained(&mut self) {
-        if self.live.drain() {
-            self.out.endpoint(EndpointEvent::Drained);
-        }
+        self.with_paths(|_, cx| cx.set_drained());
     }
 
     /// Queues an event for the application and logs it (see [`Outbox::emit`]).
@@ -675,24 +679,6 @@ impl Connection {
         self.with_paths(|p, cx| p.remove_address(cx, now, path))
     }
 
-    /// A server announces the addresses its configuration names ([`Server::announce`](crate::config::Server::announce)), with
-    /// address ids from 128 (those of its local paths count from 1).
-    pub(crate) fn announce_configured(&mut self) {
-        self.with_paths(|p, cx| p.announce_configured(cx))
-    }
-
-    /// Client, before its first INITIAL: the endpoint's word on the paths whose network was
-    /// found to drop UDP (§4.11). Their joins go over TCP, and if the first path is one, the
-    /// other paths and TCP are tried with the first INITIAL.
-    pub(crate) fn assume_udp_silent(&mut self, paths: PathSet) {
-        self.with_paths(|p, cx| p.assume_udp_silent(cx, paths))
-    }
-
-    /// Applies an oracle decision to this connection's subflows on that netpath.
-    pub(crate) fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
-        self.with_paths(|p, cx| p.apply_oracle(cx, now, a))
-    }
-
     /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
     pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
         self.with_paths(|p, cx| p.mark_potentially_failed(cx, now, id))
@@ -701,20 +687,6 @@ impl Connection {
     /// Closes one subflow (SUBFLOW_RESET with `reason`); its data is reinjected elsewhere.
     pub fn close_subflow(&mut self, now: Time, id: u32, reason: u8) -> bool {
         self.with_paths(|p, cx| p.close_subflow(cx, now, id, reason))
-    }
-
-    /// The endpoint found that `old`, the CID a new subflow was given, is another
-    /// connection's (CIDs of 4 bytes do collide, rarely). If no packet has revealed it yet the
-    /// subflow takes `fresh` instead and this returns true; otherwise the subflow closes
-    /// without a word (the peer's packets to it reach the other connection, which cannot open
-    /// them) and the path manager may join again.
-    pub(crate) fn rename_cid(&mut self, now: Time, old: Cid, fresh: Cid) -> bool {
-        self.with_paths(|p, cx| p.rename_cid(cx, now, old, fresh))
-    }
-
-    /// A new connection starts with the endpoint's view of its paths (nothing to close yet).
-    pub(crate) fn start_with_path_down(&mut self, path: PathId) {
-        self.paths.start_with_path_down(path)
     }
 
     /// The addresses the peer announced.
@@ -737,23 +709,6 @@ impl Connection {
     /// The local path of subflow `id`, if it is one of ours.
     pub fn subflow_path(&self, id: u32) -> Option<PathId> {
         self.paths.subflow_path(id)
-    }
-
-    /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
-    pub(crate) fn failover_open(&self) -> bool {
-        self.paths.failover_open()
-    }
-
-    /// The endpoint's pace for failover probes (see [`MultiMob::probe_interval`]): it spreads
-    /// a budget of probes over every connection that probes, so that a failover of thousands
-    /// of connections at once does not send a probe per connection each 100 ms (issue 52).
-    pub(crate) fn set_probe_interval(&mut self, every: Time) {
-        self.paths.set_probe_interval(every)
-    }
-
-    /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
-    pub(crate) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
-        self.paths.oracle_samples(out)
     }
 
     /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).

@@ -21,7 +21,7 @@ use std::net::SocketAddr;
 /// The connection's path layer: its subflows, the local paths they run on, and what the path
 /// managers keep (the first handshake's race over every path, MultiMob's timers). It owns
 /// that state; the rest of the connection reaches it through `Connection::paths`.
-pub(super) struct Paths {
+pub(crate) struct Paths {
     pub(super) subflows: SubflowTable,
     /// Subflows this side opened so far (their numbers count from it).
     pub(super) opened: u32,
@@ -137,8 +137,9 @@ impl Paths {
         self.local.remote_for(path, peer)
     }
 
-    /// See [`Connection::announce_configured`](super::Connection::announce_configured).
-    pub(super) fn announce_configured(&mut self, cx: &mut Cx<'_>) {
+    /// A server announces the addresses its configuration names ([`Server::announce`](crate::config::Server::announce)), with
+    /// address ids from 128 (those of its local paths count from 1).
+    pub(crate) fn announce_configured(&mut self, cx: &mut Cx<'_>) {
         if cx.side != Side::Server || cx.config.server.announce.is_empty() {
             return;
         }
@@ -290,8 +291,8 @@ impl Paths {
         tracing::debug!(side = ?cx.side, path = p, "local path up");
     }
 
-    /// See [`Connection::start_with_path_down`](super::Connection::start_with_path_down).
-    pub(super) fn start_with_path_down(&mut self, path: PathId) {
+    /// A new connection starts with the endpoint's view of its paths (nothing to close yet).
+    pub(crate) fn start_with_path_down(&mut self, path: PathId) {
         if let Some(d) = self.local.path_down.get_mut(usize::from(path.0)) {
             *d = true;
         }
@@ -356,8 +357,10 @@ impl Paths {
         self.spread.on_initial_sent(now, first, others.iter(), bounds);
     }
 
-    /// See [`Connection::assume_udp_silent`](super::Connection::assume_udp_silent).
-    pub(super) fn assume_udp_silent(&mut self, cx: &mut Cx<'_>, paths: PathSet) {
+    /// Client, before its first INITIAL: the endpoint's word on the paths whose network was
+    /// found to drop UDP (§4.11). Their joins go over TCP, and if the first path is one, the
+    /// other paths and TCP are tried with the first INITIAL.
+    pub(crate) fn assume_udp_silent(&mut self, cx: &mut Cx<'_>, paths: PathSet) {
         if cx.side == Side::Client && *cx.state == State::Initial && cx.config.multipath.tcp_after.is_some() {
             self.spread.assume_udp_silent(paths);
         }
@@ -575,8 +578,8 @@ impl Paths {
         tracing::debug!("multimob fail-back");
     }
 
-    /// See [`Connection::apply_oracle`](super::Connection::apply_oracle).
-    pub(super) fn apply_oracle(&mut self, cx: &mut Cx<'_>, now: Time, a: oracle::Action) {
+    /// Applies an oracle decision to this connection's subflows on that netpath.
+    pub(crate) fn apply_oracle(&mut self, cx: &mut Cx<'_>, now: Time, a: oracle::Action) {
         let on = MultiMob::on_netpath(&self.subflows, &self.local, a.netpath);
         if on == 0 || cx.is_closed() {
             return;
@@ -655,13 +658,15 @@ impl Paths {
         }
     }
 
-    /// See [`Connection::set_probe_interval`](super::Connection::set_probe_interval).
-    pub(super) fn set_probe_interval(&mut self, every: Time) {
+    /// The endpoint's pace for failover probes (see [`MultiMob::probe_interval`]): it spreads
+    /// a budget of probes over every connection that probes, so that a failover of thousands
+    /// of connections at once does not send a probe per connection each 100 ms (issue 52).
+    pub(crate) fn set_probe_interval(&mut self, every: Time) {
         self.multimob.probe_every = every;
     }
 
-    /// See [`Connection::failover_open`](super::Connection::failover_open).
-    pub(super) fn failover_open(&self) -> bool {
+    /// `multimob` client: subflows opened for a failover are open, so a fail-back may follow.
+    pub(crate) fn failover_open(&self) -> bool {
         self.multimob.failover_open(&self.subflows)
     }
 
@@ -670,8 +675,8 @@ impl Paths {
         self.subflows.by_number(id).and_then(|i| self.subflows.get(i)).map(|s| s.local_path())
     }
 
-    /// See [`Connection::oracle_samples`](super::Connection::oracle_samples).
-    pub(super) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
+    /// What each subflow did since the last call, for the oracle: `(netpath, sample)`.
+    pub(crate) fn oracle_samples(&mut self, out: &mut impl FnMut(oracle::Netpath, oracle::Sample)) {
         MultiMob::samples(&mut self.subflows, &self.local, out);
     }
 

@@ -16,11 +16,13 @@ use super::session::Session;
 use super::subflow::loss::Expiry;
 use super::subflow::table::SubflowTable;
 use super::subflow::Subflow;
-use super::subflow::TimerContext;
+use super::subflow::{timer as sf_timer, TimerContext};
 use super::timer_table::TimerTable;
 use super::State;
 use crate::config::Config;
+use crate::config::PathManager;
 use crate::wire::frame::reason;
+use crate::wire::Ack;
 use crate::Time;
 
 /// The kinds of the connection's own timers.
@@ -325,5 +327,99 @@ impl Paths {
                 }
             }
         }
+    }
+
+    /// The subflows' timers due at `now`, and what the path managers do on every timeout:
+    /// MultiMob's fail-back, and a PING on a failed path with nothing in flight, so that its
+    /// retransmission timer probes it (with backoff) until it answers.
+    pub(super) fn on_timers(&mut self, cx: &mut Cx<'_>, now: Time) {
+        self.check_fail_back(cx, now);
+        if cx.config.multipath.path_manager == PathManager::MultiMob && cx.side == Side::Client && !cx.is_closed() {
+            // A failed path with nothing in flight gets a PING, so that its retransmission
+            // timer probes it (with backoff) until it answers.
+            for sf in self.subflows.iter_mut() {
+                if sf.pf()
+                    && sf.established()
+                    && !sf.backup()
+                    && sf.rec().eliciting_in_flight == 0
+                    && sf.rec().probe.is_none()
+                {
+                    sf.ping();
+                }
+            }
+        }
+        let bound = if *cx.state == State::Initial { 0 } else { self.subflows.slot_bound() };
+        for i in 0..bound {
+            let tc = cx.clock(self).timer_context();
+            let Some(t) = self.subflows.get(i).map(|s| s.timers(&tc)) else { continue };
+            let sf = &mut self.subflows[i];
+            if t.expired(sf_timer::ACK, now) {
+                sf.ack_now();
+            }
+            if t.expired(sf_timer::KEEP_ALIVE, now) {
+                sf.keep_alive(now);
+            }
+            if t.expired(sf_timer::TLP_CHECK, now) {
+                self.on_tlp_check(cx, now, i);
+            }
+            if t.expired(sf_timer::LOSS, now) {
+                self.detect_lost(cx, now, i);
+            }
+            // Loss detection may have emptied the flight: the timer is read again.
+            if self.subflows[i].timers(&tc).expired(sf_timer::RETRANSMIT, now) {
+                self.on_retransmission_timeout(cx, now, i);
+            }
+            if t.expired(sf_timer::IDLE, now) && self.subflows[i].on_idle_timer(now) {
+                // Silent for the subflow idle timeout, while another subflow was heard, and its
+                // probe went unanswered: the peer's end of it is gone (PROTOCOL.md §7). A client
+                // that keeps a subflow on every path joins there again.
+                self.shut_subflow(cx, now, i, reason::IDLE_TIMEOUT, true);
+                self.rejoin(cx, now, i);
+            }
+            if t.expired(sf_timer::DRAIN, now) {
+                self.reclaim_subflow(cx, i);
+            }
+        }
+        // The packets the timeouts declared lost, into the log at their time.
+        cx.out.log_losses(&mut self.subflows);
+        // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
+        // had already passed.
+        let tc = cx.clock(self).timer_context();
+        if let Some(i) = tc.keep_alive_on.and_then(|id| self.subflows.by_number(id)) {
+            if self.subflows[i].timers(&tc).expired(sf_timer::KEEP_ALIVE, now) {
+                self.subflows[i].keep_alive(now);
+            }
+        }
+    }
+
+    /// Loss detection by time on subflow `i` (its loss timer expired).
+    pub(super) fn detect_lost(&mut self, cx: &mut Cx<'_>, now: Time, i: usize) {
+        let send = &mut *cx.send;
+        self.subflows[i].detect_lost(now, &mut |d| send.queue_retransmission(d, 0));
+    }
+
+    // The subflows' recovery: their ACKs (with the coupling of RFC 6356 over all of them) and
+    // the data of lost packets queued again.
+
+    /// Subflow-level ACK (§5.3): the subflow takes what it acknowledges, then congestion
+    /// control runs with the coupling over the open subflows, then loss detection.
+    pub(super) fn on_ack(&mut self, cx: &mut Cx<'_>, now: Time, i: usize, a: &Ack<'_>) {
+        let Some(acked) = self.subflows[i].on_ack(now, a, cx.config.transport.max_ack_delay) else { return };
+        // Something new was acknowledged: a tail loss probe pending verdict was answered.
+        self.subflows[i].set_tlp_check(None);
+        let id = self.subflows[i].id();
+        if acked.recovered {
+            cx.emit(now, Event::SubflowRecovered { id });
+        }
+        if acked.established {
+            let sf = &self.subflows[i];
+            let ev = Event::SubflowEstablished { id, path: sf.local_path(), backup: sf.backup() };
+            cx.emit(now, ev);
+            self.on_carrier_established(cx, now, i);
+        }
+        let coupling = self.subflows.coupling(i, now);
+        let send = &mut *cx.send;
+        self.subflows[i].finish_ack(now, &acked, coupling, &mut |d| send.queue_retransmission(d, 0));
+        cx.out.log_metrics(now, &self.subflows[i]);
     }
 }

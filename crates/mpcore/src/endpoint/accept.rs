@@ -181,7 +181,7 @@ impl Endpoint {
         suite: Suite,
         tickets: bool,
     ) -> usize {
-        conn.announce_configured();
+        conn.with_paths(|p, cx| p.announce_configured(cx));
         if let (Some(t), true) = (&self.tickets, tickets) {
             let identity = self.config.server.identity.as_ref().map_or([0; 32], |id| id.public_key().0);
             // A fleet's server names itself for the balancer: the routing byte of the
@@ -265,14 +265,18 @@ impl Endpoint {
         // A client endpoint has few connections: a scan, on a packet that is never the
         // steady state (a forged one costs its receiver a scan and nothing else).
         let found = (!self.server)
-            .then(|| self.conns.indexes().find(|&i| self.conns.get(i).is_some_and(|c| c.is_reset_by(token))))
+            .then(|| {
+                self.conns
+                    .indexes()
+                    .find(|&i| self.conns.get(i).is_some_and(|c| c.path_layer().is_reset_by(c.side(), token)))
+            })
             .flatten();
         let Some(idx) = found else {
             self.drops.unknown_cid += 1;
             return;
         };
         if let Some(c) = self.conns.get_mut(idx) {
-            c.on_stateless_reset(now, token);
+            c.with_paths(|p, cx| p.on_stateless_reset(cx, now, token));
             self.handshakes.resets_received += 1;
         }
         self.apply_events(idx, now);

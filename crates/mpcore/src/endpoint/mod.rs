@@ -312,7 +312,8 @@ impl Endpoint {
         let rng = self.rng.fork();
         let mut c = Connection::new_client(now, &self.config, &self.paths, path, remote, cid, rng, offer)
             .map_err(|_| ConnectError::Crypto)?;
-        c.assume_udp_silent(self.udp_silent_paths(now));
+        let silent = self.udp_silent_paths(now);
+        c.with_paths(|p, cx| p.assume_udp_silent(cx, silent));
         if let Some(o) = self.oracle.as_mut() {
             o.start(now);
         }
@@ -321,7 +322,7 @@ impl Endpoint {
 
     fn insert(&mut self, mut c: Connection) -> ConnHandle {
         for (p, _) in self.path_down.iter().enumerate().filter(|(_, d)| **d) {
-            c.start_with_path_down(PathId(p as u8));
+            c.with_paths(|paths, _| paths.start_with_path_down(PathId(p as u8)));
         }
         let (idx, _) = self.conns.insert(Box::new(c));
         self.apply_events(idx, self.now);
@@ -356,7 +357,7 @@ impl Endpoint {
         let every = self.count_probing();
         while let Some(idx) = self.activity.pop_stale() {
             if let (Some(c), Some(every)) = (self.conns.get_mut(idx), every) {
-                c.set_probe_interval(every);
+                c.with_paths(|p, _| p.set_probe_interval(every));
             }
             let t = self.conns.get(idx).and_then(|c| c.poll_timeout());
             self.activity.set_deadline(idx, t);
@@ -424,7 +425,7 @@ impl Endpoint {
         }
         let fresh = self.fresh_cid();
         let Some(c) = self.conns.get_mut(idx) else { return };
-        let renamed = c.rename_cid(now, cid, fresh);
+        let renamed = c.with_paths(|p, cx| p.rename_cid(cx, now, cid, fresh));
         tracing::debug!(target: "mpcore", ?cid, renamed, "a new CID was taken: renamed or closed");
         if renamed {
             self.routes.add_cid(fresh, idx);

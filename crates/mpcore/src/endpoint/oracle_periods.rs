@@ -17,7 +17,7 @@ impl Endpoint {
             return;
         }
         for c in self.conns.values_mut() {
-            c.oracle_samples(&mut |np, s| o.record(np, s));
+            c.with_paths(|p, _| p.oracle_samples(&mut |np, s| o.record(np, s)));
         }
         self.oracle_actions.clear();
         o.handle_timeout(now, &mut self.oracle_actions);
@@ -66,7 +66,7 @@ impl Endpoint {
     fn apply_oracle(&mut self, now: Time, a: oracle::Action) {
         for idx in 0..self.conns.bound() {
             if let Some(c) = self.conns.get_mut(idx) {
-                c.apply_oracle(now, a);
+                c.with_paths(|p, cx| p.apply_oracle(cx, now, a));
                 self.apply_events(idx, now);
             }
         }
@@ -105,7 +105,7 @@ impl Endpoint {
     pub(super) fn count_probing(&mut self) -> Option<Time> {
         self.oracle.as_ref()?;
         for &idx in self.activity.stale() {
-            let on = self.conns.get(idx).is_some_and(|c| c.failover_open());
+            let on = self.conns.get(idx).is_some_and(|c| c.path_layer().failover_open());
             self.probing.set(idx, on);
         }
         Some(self.probing.interval())
