@@ -8,9 +8,10 @@
 //!
 //! - Client: [`Connection::write_early`](super::Connection::write_early) marks the stream's
 //!   first bytes as allowed to go early (off by default: `write` never sends early);
-//!   `build_early` (`conn::output`) sends them.
+//!   `Early::write_packet` writes them (for `build_early`, `conn::output`).
 //! - Server: a connection made at the INITIAL (`Connection::new_server_early`) opens the
-//!   EARLY packets its original DCID routes to it (`handle_early`, `conn::input`), takes their
+//!   EARLY packets its original DCID routes to it (`Early::open_packet`, for `handle_early` in
+//!   `conn::input`), takes their
 //!   data at once, and answers in its first flight, within three times what the client's
 //!   address sent until that address is proven (the client's first CONFIRM).
 //!
@@ -18,8 +19,17 @@
 //! key, route and HANDSHAKE kept (server); the connection acts on what it says.
 
 use super::events::Side;
+use super::packet_builder::{DataWritten, PacketBuilder, PacketBuilt};
+use super::qlog::PacketKind;
+use super::recv::RecvSide;
+use super::send::{Seg, SendSide};
+use super::subflow::{DataRef, FrameSet, Subflow};
 use crate::crypto::PacketKey;
-use crate::wire::Cid;
+use crate::drops::DropReason;
+use crate::handshake;
+use crate::wire::packet::{self, Early as EarlyHeader};
+use crate::wire::{Cid, Dss, Frame, FrameList, MapHeader};
+use std::net::SocketAddr;
 
 /// The most 0-RTT data a client sends (bytes of the stream's start, §4.9). A server takes
 /// early data only if its receive window holds this much.
@@ -91,11 +101,6 @@ impl Early {
         self.limit = end.min(MAX_EARLY_DATA);
     }
 
-    /// Client: the end of the prefix that may go early.
-    pub(super) fn limit(&self) -> u64 {
-        self.limit
-    }
-
     /// Client: the INITIAL is at `generation` now. Whether the EARLY packets in flight
     /// followed an older one (the INITIAL went again, unanswered, so they may have found no
     /// connection; or a RETRY or a new key share rebuilt it, and what went under the old early
@@ -149,11 +154,6 @@ impl Early {
         self.odcid.as_ref() == Some(dcid) && crate::crypto::ct_eq(&self.initial, hash)
     }
 
-    /// Server: the HANDSHAKE kept for a repeated INITIAL (empty once settled).
-    pub(super) fn handshake(&self) -> &[u8] {
-        &self.handshake
-    }
-
     /// Server: the early key, while EARLY packets may come.
     pub(super) fn key(&self) -> Option<&PacketKey> {
         self.key.as_deref()
@@ -175,5 +175,144 @@ impl Early {
     /// Server: the stream's bytes up to `end` (an offset) came in EARLY packets.
     pub(super) fn on_received(&mut self, end: u64) {
         self.received = self.received.max(end);
+    }
+}
+
+impl Early {
+    /// Server: the connection was made at a 0-RTT INITIAL: subflow 0's address is unproven
+    /// (three times what it sent may go to it), EARLY packets for the original DCID come here.
+    pub(super) fn start_on(&mut self, sf0: Option<&mut Subflow>, e: EarlyStart) {
+        if let Some(sf) = sf0 {
+            sf.await_proof(e.initial_len, e.handshake.len() as u64);
+        }
+        self.start(e);
+    }
+
+    /// Server: the client repeated its INITIAL (our HANDSHAKE was lost): the same HANDSHAKE,
+    /// while the address is unproven and its budget allows. Only the very INITIAL the
+    /// connection was made at (`dcid`, its bytes' hash), from subflow 0's address, gets it.
+    pub(super) fn handshake_again(
+        &self,
+        sf0: Option<&mut Subflow>,
+        remote: SocketAddr,
+        (dcid, initial_hash): (&Cid, &[u8; 32]),
+        len: u64,
+    ) -> Option<Vec<u8>> {
+        let sf = sf0?;
+        if !self.is_initial(dcid, initial_hash)
+            || sf.remote() != remote
+            || sf.val().validated
+            || self.handshake.is_empty()
+        {
+            return None;
+        }
+        sf.count_received(len);
+        let hs = self.handshake.len() as u64;
+        (sf.val().room() >= hs).then(|| {
+            sf.count_sent_outside(hs);
+            self.handshake.to_vec()
+        })
+    }
+
+    /// Server: once subflow 0's address is proven (a CONFIRM, an acknowledgement of our
+    /// packets, a PATH_RESPONSE) or the subflow is gone, EARLY packets are done (late ones are
+    /// sent again by the client under the 1-RTT keys): the early key, the HANDSHAKE kept for
+    /// a repeated INITIAL and the original DCID's route go. Returns the route to retire.
+    pub(super) fn settle_if_done(&mut self, sf0: Option<&Subflow>) -> Option<Cid> {
+        if self.key.is_none() || sf0.is_some_and(|sf| sf.is_open() && !sf.val().validated) {
+            return None;
+        }
+        self.settle()
+    }
+
+    /// Server: opens an EARLY packet (§4.9) for subflow 0, `header_len` bytes of header in
+    /// `scratch`, and checks its frames: only PADDING, PING and DSS mappings (without
+    /// DATA_ACK) within the first [`MAX_EARLY_DATA`] bytes of the stream. Returns the frames
+    /// and whether they elicit an acknowledgement.
+    pub(super) fn open_packet<'s>(
+        &self,
+        side: Side,
+        sf0: Option<&Subflow>,
+        recv: &RecvSide,
+        (pn, header_len): (u64, usize),
+        scratch: &'s mut [u8],
+    ) -> Result<(FrameList<'s>, bool), DropReason> {
+        let key = self.key().ok_or(DropReason::Unexpected)?;
+        let open = sf0.is_some_and(|sf| sf.is_open() && !sf.val().validated);
+        if side != Side::Server || !open {
+            return Err(DropReason::Unexpected);
+        }
+        let plain = key.open(0, pn, scratch, header_len).map_err(|_| DropReason::DecryptFailed)?;
+        let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
+        let start = recv.start();
+        let mut eliciting = false;
+        for f in frames.iter() {
+            match f {
+                Frame::Padding { .. } => {}
+                Frame::Ping => eliciting = true,
+                Frame::Dss(d) if d.ack.is_none() && d.mapping.is_some() => {
+                    let (rel, data) = d.mapping_near(0).ok_or(DropReason::Protocol)?;
+                    // §4.9: early data is at most MAX_EARLY_DATA bytes of the stream's start.
+                    if rel.saturating_add(data.len() as u64) > MAX_EARLY_DATA {
+                        return Err(DropReason::Protocol);
+                    }
+                    recv.check(start.add(rel), data.len()).map_err(|_| DropReason::Protocol)?;
+                    eliciting = true;
+                }
+                _ => return Err(DropReason::Protocol),
+            }
+        }
+        Ok((frames, eliciting))
+    }
+
+    /// Client, after the INITIAL: an EARLY packet on subflow 0 (`sf`) with the next early
+    /// bytes of `send`, at most `mss` bytes, into `buf`. Returns its length, the segment it
+    /// carried and what it holds, for the connection to record as sent.
+    pub(super) fn write_packet(
+        &mut self,
+        hs: &handshake::Client,
+        send: &mut SendSide,
+        sf: &Subflow,
+        mss: usize,
+        buf: &mut [u8],
+    ) -> Option<(usize, Seg, PacketBuilt)> {
+        let seg = send.peek().filter(|s| s.off < self.limit)?;
+        let pn = sf.rec().next_pn;
+        if sf.rec().cwnd_room() < mss as u64 {
+            return None;
+        }
+        let header = EarlyHeader { version: packet::VERSION_2, dcid: hs.odcid(), scid: sf.local_cid(), pn: pn as u32 };
+        let mut b = PacketBuilder::new(&mut buf[..mss], |w| Some((header.emit(w).ok()?, 0)))?;
+        let flight_start = sf.rec().eliciting_in_flight == 0;
+        if flight_start && !b.control(FrameSet::PING, Frame::Ping) {
+            return None;
+        }
+        // §4.9: the mapping's DSN is the offset from the stream's start, in full.
+        let map = |len| MapHeader { dsn: seg.off, len, short_dsn: false, to_end: true };
+        let room = b.room().saturating_sub(Dss::header_len(None, Some(map(0))));
+        let take = seg.len.min(self.limit - seg.off).min(room as u64);
+        if take == 0 {
+            return None;
+        }
+        let fin = seg.fin && take == seg.len;
+        Dss::emit_header(b.writer(), None, Some(map(take as usize)), fin, false).ok()?;
+        if !send.copy_out(seg.off, b.writer().reserve(take as usize).ok()?) {
+            return None;
+        }
+        let (hl, pt_len, _) = b.finish()?;
+        let len = hs.early_key()?.seal(0, pn, buf, hl, pt_len).ok()?;
+        self.on_sent(seg.off + take);
+        let d = DataRef { off: seg.off, len: take as u32, fin };
+        let sent = if flight_start { FrameSet::PING } else { FrameSet::EMPTY };
+        let data = DataWritten {
+            sent: Some(d),
+            data: Some((d, seg.retrans, !seg.retrans)),
+            fast_join_data: false,
+            data_ack: None,
+            idle: false,
+        };
+        let built =
+            PacketBuilt { pn, sent, eliciting: true, ack_sent: false, injected: false, kind: PacketKind::Early, data };
+        Some((len, Seg { len: take, ..seg }, built))
     }
 }

@@ -3,13 +3,12 @@
 //! its frames applied; the connection-level data frames (DSS: mappings, DATA_ACK, DATA_FIN).
 
 use super::dsn::Dsn;
-use super::early::{EarlyStart, MAX_EARLY_DATA};
+use super::early::EarlyStart;
 use super::events::{CloseReason, EndpointEvent, Event, Side};
+use super::inspect::inspect;
 use super::multimob::MultiMob;
 use super::paths::Paths;
 use super::qlog::{PacketHead, PacketKind};
-use super::recv::RecvSide;
-use super::send::SendSide;
 use super::subflow::{Subflow, SubflowState};
 use super::timers::{self, timer};
 use super::{Connection, State};
@@ -19,23 +18,6 @@ use crate::wire::packet::{decode_pn, Join};
 use crate::wire::{Cid, Dss, Frame, FrameList, Header, Packet};
 use crate::{Carrier, PathId, Time};
 use std::net::SocketAddr;
-
-/// What one look at a packet's frames found, before any of them acts.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Inspection {
-    /// An ACK is owed for it.
-    pub eliciting: bool,
-    /// The ACK is owed at once: handshake and join packets are acknowledged at once (as QUIC
-    /// acknowledges its handshake), so their RTT samples start without a delayed-ACK bias.
-    pub urgent: bool,
-    /// It answers our fast join (a FAST_JOIN_REPLY, or the reset refusing it).
-    pub answers_join: bool,
-    pub carries_reset: bool,
-    /// Out-of-order reassembly ranges its data would open.
-    pub new_ranges: usize,
-    /// It carries stream data (a DSS mapping).
-    pub data: bool,
-}
 
 impl Connection {
     /// RETRY for the client (§4.5).
@@ -515,36 +497,19 @@ impl Connection {
         }
     }
 
-    /// Server: the connection was made at a 0-RTT INITIAL: subflow 0's address is unproven
-    /// (three times what it sent may go to it), EARLY packets for `odcid` come here.
+    /// Server: the connection was made at a 0-RTT INITIAL (see `Early::start_on`).
     pub(crate) fn start_early(&mut self, e: EarlyStart) {
-        if let Some(sf) = self.paths.subflows.get_mut(0) {
-            sf.await_proof(e.initial_len, e.handshake.len() as u64);
-        }
-        self.early.start(e);
+        self.early.start_on(self.paths.subflows.get_mut(0), e);
     }
 
-    /// Server: the client repeated its INITIAL (our HANDSHAKE was lost): the same HANDSHAKE,
-    /// while the address is unproven and its budget allows. Only the very INITIAL the
-    /// connection was made at (`dcid`, its bytes' hash), from subflow 0's address, gets it.
+    /// Server: the client repeated its INITIAL (see `Early::handshake_again`).
     pub(crate) fn handshake_again(
         &mut self,
         remote: SocketAddr,
-        dcid: &Cid,
-        initial_hash: &[u8; 32],
+        initial: (&Cid, &[u8; 32]),
         len: u64,
     ) -> Option<Vec<u8>> {
-        let same = self.early.is_initial(dcid, initial_hash);
-        let sf = self.paths.subflows.get_mut(0)?;
-        if !same || sf.remote() != remote || sf.val().validated || self.early.handshake().is_empty() {
-            return None;
-        }
-        sf.count_received(len);
-        let hs = self.early.handshake().len() as u64;
-        (sf.val().room() >= hs).then(|| {
-            sf.count_sent_outside(hs);
-            self.early.handshake().to_vec()
-        })
+        self.early.handshake_again(self.paths.subflows.get_mut(0), remote, initial, len)
     }
 
     /// Server: a CONFIRM authenticated under the 1-RTT keys came from subflow 0's address:
@@ -556,18 +521,10 @@ impl Connection {
         self.settle_early();
     }
 
-    /// Server: once subflow 0's address is proven (a CONFIRM, an acknowledgement of our
-    /// packets, a PATH_RESPONSE) or the subflow is gone, EARLY packets are done (late ones are
-    /// sent again by the client under the 1-RTT keys): the early key, the HANDSHAKE kept for
-    /// a repeated INITIAL and the original DCID's route go.
+    /// Server: EARLY packets are done once subflow 0's address is proven or the subflow is
+    /// gone (see `Early::settle_if_done`).
     pub(super) fn settle_early(&mut self) {
-        if self.early.key().is_none() {
-            return;
-        }
-        if self.paths.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated) {
-            return;
-        }
-        if let Some(odcid) = self.early.settle() {
+        if let Some(odcid) = self.early.settle_if_done(self.paths.subflows.get(0)) {
             self.out.endpoint(EndpointEvent::RetireCid(odcid));
         }
     }
@@ -581,32 +538,10 @@ impl Connection {
         header_len: usize,
         scratch: &mut [u8],
     ) -> Result<(), DropReason> {
-        let key = self.early.key().ok_or(DropReason::Unexpected)?;
-        let open = self.paths.subflows.get(0).is_some_and(|sf| sf.is_open() && !sf.val().validated);
-        if self.side != Side::Server || !open {
-            return Err(DropReason::Unexpected);
-        }
         let len = scratch.len() as u64;
-        let plain = key.open(0, pn, scratch, header_len).map_err(|_| DropReason::DecryptFailed)?;
-        let frames = FrameList::parse(plain).map_err(|_| DropReason::Malformed)?;
+        let sf0 = self.paths.subflows.get(0);
+        let (frames, eliciting) = self.early.open_packet(self.side, sf0, &self.recv, (pn, header_len), scratch)?;
         let start = self.recv.start().0;
-        let mut eliciting = false;
-        for f in frames.iter() {
-            match f {
-                Frame::Padding { .. } => {}
-                Frame::Ping => eliciting = true,
-                Frame::Dss(d) if d.ack.is_none() && d.mapping.is_some() => {
-                    let (rel, data) = d.mapping_near(0).ok_or(DropReason::Protocol)?;
-                    // §4.9: early data is at most MAX_EARLY_DATA bytes of the stream's start.
-                    if rel.saturating_add(data.len() as u64) > MAX_EARLY_DATA {
-                        return Err(DropReason::Protocol);
-                    }
-                    self.recv.check(Dsn(start).add(rel), data.len()).map_err(|_| DropReason::Protocol)?;
-                    eliciting = true;
-                }
-                _ => return Err(DropReason::Protocol),
-            }
-        }
         let max_ack_delay = self.config.transport.max_ack_delay;
         let sf = self.paths.subflows.get_mut(0).ok_or(DropReason::Unexpected)?;
         if !sf.on_packet_received(now, pn, eliciting, max_ack_delay) {
@@ -627,45 +562,4 @@ impl Connection {
         self.after_receive(now);
         Ok(())
     }
-}
-
-/// One look at a packet's frames (parsed and validated, §5) before any of them acts, for a
-/// subflow whose next packet number is `next_pn`: no number in them is one a correct peer
-/// cannot send (PROTOCOL.md §11).
-pub(super) fn inspect(
-    send: &SendSide,
-    recv: &RecvSide,
-    next_pn: u64,
-    frames: &FrameList<'_>,
-) -> Result<Inspection, DropReason> {
-    let mut look = Inspection::default();
-    for f in frames.iter() {
-        match f {
-            // An ACK of a packet number we never sent.
-            Frame::Ack(a) if a.largest >= next_pn => return Err(DropReason::Protocol),
-            Frame::Dss(d) => {
-                look.data |= d.mapping.is_some();
-                if let Some((ack, _)) = d.ack {
-                    send.check_data_ack(Dsn(ack)).map_err(|_| DropReason::Protocol)?;
-                }
-                if let Some((dsn, data)) = d.mapping_near(recv.edsn().0) {
-                    let new = recv.check(Dsn(dsn), data.len()).map_err(|_| DropReason::Protocol)?;
-                    look.new_ranges += usize::from(new);
-                }
-            }
-            _ => {}
-        }
-        look.eliciting |= f.is_ack_eliciting();
-        look.urgent |= matches!(
-            f,
-            Frame::Ping
-                | Frame::HandshakeDone
-                | Frame::MpJoinSynAck(_)
-                | Frame::MpJoinAck { .. }
-                | Frame::FastJoinReply(_)
-        );
-        look.answers_join |= matches!(f, Frame::FastJoinReply(_) | Frame::SubflowReset { .. });
-        look.carries_reset |= matches!(f, Frame::SubflowReset { .. });
-    }
-    Ok(look)
 }

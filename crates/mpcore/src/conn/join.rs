@@ -4,7 +4,7 @@
 use super::cc::Cc;
 use super::cx::Cx;
 use super::events::{CloseReason, EndpointEvent, Event, Side};
-use super::input::inspect;
+use super::inspect::inspect;
 use super::packet_builder::PacketBuilder;
 use super::paths::Paths;
 use super::qlog::{PacketHead, PacketKind};

@@ -15,6 +15,7 @@ pub mod dsn;
 mod early;
 mod events;
 mod input;
+mod inspect;
 mod join;
 mod liveness;
 mod local_paths;
@@ -25,6 +26,7 @@ mod packet_builder;
 mod paths;
 pub(crate) mod qlog;
 mod recv;
+mod scheduling;
 mod send;
 mod send_buf;
 mod session;
@@ -49,7 +51,8 @@ use multimob::MultiMob;
 use outbox::Outbox;
 pub(crate) use paths::Paths;
 use recv::RecvSide;
-use scheduler::{AnyScheduler, SubflowInfo};
+use scheduler::SubflowInfo;
+use scheduling::Scheduling;
 use send::SendSide;
 use session::{Keys, Session};
 use std::net::SocketAddr;
@@ -104,15 +107,6 @@ pub struct Connection {
     tickets: tickets::Tickets,
     /// 0-RTT data: what the client may send early, what the server took.
     early: early::Early,
-}
-
-/// The scheduler and what it is given to choose from.
-struct Scheduling {
-    algo: AnyScheduler,
-    /// The subflows as the scheduler sees them, rebuilt for each pick (kept for its room).
-    infos: Vec<SubflowInfo>,
-    /// Where the round of subflows owed a packet starts next (`transmit`).
-    rr: usize,
 }
 
 impl std::fmt::Debug for Connection {

@@ -5,16 +5,15 @@
 
 use super::early::MAX_EARLY_DATA;
 use super::events::{Side, WriteError};
-use super::packet_builder::PacketBuilder;
+use super::packet_builder::{DataWritten, PacketBuilder, PacketBuilt};
 use super::qlog::{PacketHead, PacketKind, SentDss};
 use super::send::{Seg, Sent};
 use super::subflow::recovery::{Probe, SentPacket};
-use super::subflow::{DataRef, FrameSet, Subflow};
+use super::subflow::{DataRef, FrameSet};
 use super::{Connection, State};
-use crate::wire::packet::{Confirm, Early as EarlyHeader, Join, Short};
+use crate::wire::packet::{Confirm, Join, Short};
 use crate::wire::{packet, Dss, Frame, MapHeader, Writer};
 use crate::{crypto, PathId, PathSet, Time, Transmit};
-use scheduler::{Flags, Pick, Segment, SubflowInfo};
 
 impl Connection {
     /// The next datagram to send, written into `buf`.
@@ -123,127 +122,12 @@ impl Connection {
         self.build(now, i, Some(seg), buf)
     }
 
+    /// The subflow the scheduler picks for the next segment of the stream, if any.
     pub(super) fn schedule(&mut self, now: Time) -> Option<(usize, Seg)> {
         let seg = self.send.peek()?;
         let payload = self.max_payload() as u64;
-        let len = seg.len.min(payload).max(1) as u32;
-        let slow = self.slow_subflows(u64::from(len));
-        self.sched.infos.clear();
-        // Room for the slots there are (grown once per new slot, not per packet: an idle
-        // connection does not keep room for 64, 2.5 KiB).
-        self.sched.infos.reserve(self.paths.subflows.slot_bound());
-        for k in 0..self.paths.subflows.slot_bound() {
-            let Some(sf) = self.paths.subflows.get(k) else {
-                // A free slot: never eligible.
-                self.sched.infos.push(SubflowInfo::default());
-                continue;
-            };
-            let mut flags = Flags(0);
-            let ready = (sf.established() && sf.remote_cid().is_some()) || sf.fast_join_flight();
-            flags.set(Flags::ESTABLISHED, ready);
-            // A subflow far slower than it was and than another working one carries no new
-            // data while that one works, under every path manager (issue 32).
-            flags.set(Flags::POTENTIALLY_FAILED, sf.rec().pf || slow & (1 << (k % 64)) != 0);
-            flags.set(Flags::BACKUP, sf.backup());
-            flags.set(Flags::IN_RECOVERY, sf.rec().rto_backoff > 0);
-            flags.set(Flags::ALREADY_SENT, seg.mask & (1 << k) != 0);
-            flags.set(Flags::HIGH_RTO, sf.high_rto());
-            flags.set(Flags::WAS_BAD, sf.was_bad());
-            let mut room = sf.rec().cwnd_room().min(sf.val().room());
-            if self.paths.local.unwritable.contains(sf.local_path()) && room > 0 {
-                // A full socket: no room until it drains (the scheduler picks another, or waits).
-                room = 0;
-                self.paths.local.held_back.get_or_insert(sf.local_path());
-            }
-            self.sched.infos.push(SubflowInfo {
-                id: sf.id(),
-                flags,
-                iface: self.paths.local.paths.get(usize::from(sf.local_path().0)).map(|p| p.iface).unwrap_or_default(),
-                srtt_us: sf.rec().rtt.smoothed_or_default().min(u64::from(u32::MAX)) as u32,
-                rttvar_us: sf.rec().rtt.rttvar.min(u64::from(u32::MAX)) as u32,
-                cwnd: sf.rec().cc.cwnd().min(u64::from(u32::MAX)) as u32,
-                cwnd_room: room.min(u64::from(u32::MAX)) as u32,
-                last_original_rx_us: sf.last_original_rx(),
-                retrans_outstanding: sf.rec().recent_losses + u32::from(sf.rec().pf),
-            });
-        }
-        let s = Segment {
-            len,
-            answer_data_fin_on: if seg.fin { self.recv.fin_slot() } else { None },
-            queued_bytes: self.send.queued(),
-            send_window: self.send.peer_window(),
-            now_us: now,
-        };
-        let mut pick = self.sched.algo.pick(&self.sched.infos, &s);
-        if pick == Pick::Unavailable && seg.mask != 0 {
-            // A reinjection no other usable subflow can carry goes back where it was sent (its
-            // own subflow recovered, or is the last one): the mask steers data away from a
-            // subflow that failed, it does not strand it.
-            for info in self.sched.infos.iter_mut() {
-                info.flags.set(Flags::ALREADY_SENT, false);
-            }
-            pick = self.sched.algo.pick(&self.sched.infos, &s);
-        }
-        if let (Some(q), Pick::Send(i)) = (self.out.qlog.as_deref_mut(), pick) {
-            if let Some(sf) = self.paths.subflows.get(i) {
-                q.pick(now, sf.id());
-            }
-        }
-        match pick {
-            Pick::Send(i) if self.paths.subflows.get(i).is_some() => Some((i, seg)),
-            Pick::SendAll(mask) => {
-                let mut first = None;
-                for i in mask.iter() {
-                    if self.paths.subflows.get(i).is_none() {
-                        continue;
-                    }
-                    if first.is_none() {
-                        first = Some(i);
-                    } else {
-                        let take = seg.len.min(payload) as u32;
-                        let d = DataRef { off: seg.off, len: take, fin: seg.fin && u64::from(take) == seg.len };
-                        self.paths.subflows[i].send_copy(d);
-                    }
-                }
-                first.map(|i| (i, seg))
-            }
-            _ => None,
-        }
-    }
-
-    /// The subflows (slot bits) whose RTT (smoothed, or the latest sample) is far above their
-    /// own least RTT (the oracle's `rtt_ratio` times it and `rtt_margin` above it) and above
-    /// the best other working subflow's by the margin, while that one has room in its window
-    /// for a segment of `len` bytes: the oracle's delay rule, per connection, so that a
-    /// `backup` or `fullmesh` client (no oracle) and a server leave a WiFi that got 500 ms
-    /// slower for a working cellular subflow instead of waiting 500 ms on every request. Its
-    /// RTT is still sampled (the stale-estimate probes), so it is used again once it is fast.
-    pub(super) fn slow_subflows(&self, len: u64) -> u64 {
-        let (ratio, margin) = (self.config.multipath.oracle.rtt_ratio, self.config.multipath.oracle.rtt_margin);
-        if margin == 0 || self.paths.subflows.open_count() < 2 {
-            return 0;
-        }
-        let works = |s: &Subflow| s.established() && !s.rec().pf && s.rec().rtt.has_sample;
-        // Only while a faster one has room for this segment: a bulk transfer that fills the
-        // fast path's window still gets the slow path's bandwidth (the uplink study's
-        // aggregation).
-        let room = |o: &Subflow| o.rec().cwnd_room().min(o.val().room()) >= len;
-        let mut mask = 0u64;
-        for (k, sf) in self.paths.subflows.enumerate().filter(|(_, s)| works(s)) {
-            // The latest sample as well as the smoothed RTT: the average takes a dozen
-            // samples to climb 500 ms, and each request sent meanwhile waits the 500 ms.
-            let rtt = &sf.rec().rtt;
-            let r = rtt.srtt.max(rtt.latest);
-            let own = r as f64 >= rtt.min as f64 * ratio && r >= rtt.min.saturating_add(margin);
-            if !own {
-                continue;
-            }
-            let others = self.paths.subflows.iter().filter(|o| o.id() != sf.id() && works(o) && room(o));
-            if others.map(|o| o.rec().rtt.srtt).min().is_some_and(|b| r >= b.saturating_add(margin)) {
-                mask |= 1 << (k % 64);
-            }
-        }
-        mask
+        let qlog = self.out.qlog.as_deref_mut();
+        self.sched.pick(now, (seg, payload), &mut self.paths, (&self.send, &self.recv), &self.config, qlog)
     }
 
     /// What a probe carries: for an RTO the oldest data to retransmit; for a tail loss probe
@@ -636,82 +520,21 @@ impl Connection {
     }
 }
 
-/// What [`Connection::write_data`] put in a packet.
-pub(super) struct DataWritten {
-    /// The stream range it carries (a FAST_JOIN_OUT's, or the DSS's).
-    pub sent: Option<DataRef>,
-    /// That range as chosen: (range, retransmission, new data).
-    pub data: Option<(DataRef, bool, bool)>,
-    /// A FAST_JOIN_OUT carried data.
-    pub fast_join_data: bool,
-    /// The DATA_ACK (and the window) that went, if one did.
-    pub data_ack: Option<u64>,
-    /// The mapping carried MP_IDLE (for the log).
-    pub idle: bool,
-}
-
-/// A sealed packet, for its owners (see [`Connection::on_built`]).
-pub(super) struct PacketBuilt {
-    pub pn: u64,
-    pub sent: FrameSet,
-    pub eliciting: bool,
-    pub ack_sent: bool,
-    pub injected: bool,
-    pub kind: PacketKind,
-    pub data: DataWritten,
-}
-
 impl Connection {
-    /// Client, after the INITIAL: an EARLY packet on subflow 0 with the next early bytes.
+    /// Client, after the INITIAL: an EARLY packet on subflow 0 with the next early bytes
+    /// (`Early::write_packet`).
     pub(super) fn build_early(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
         let hs = self.session.hs.as_ref()?;
-        let (generation, odcid) = (hs.generation(), hs.odcid());
+        let generation = hs.generation();
         hs.early_key()?;
         if self.early.new_generation(generation) {
             // The INITIAL went again or was rebuilt: the early data goes again after it.
             self.with_paths(|p, cx| p.reinject_in_flight(cx, now, 0, false));
         }
-        let seg = self.send.peek().filter(|s| s.off < self.early.limit())?;
-        let sf = &self.paths.subflows[0];
-        let pn = sf.rec().next_pn;
         let mss = self.subflow_mss(0).min(buf.len());
-        if sf.rec().cwnd_room() < mss as u64 {
-            return None;
-        }
-        let header = EarlyHeader { version: packet::VERSION_2, dcid: odcid, scid: sf.local_cid(), pn: pn as u32 };
-        let mut b = PacketBuilder::new(&mut buf[..mss], |w| Some((header.emit(w).ok()?, 0)))?;
-        let flight_start = sf.rec().eliciting_in_flight == 0;
-        if flight_start && !b.control(FrameSet::PING, Frame::Ping) {
-            return None;
-        }
-        // §4.9: the mapping's DSN is the offset from the stream's start, in full.
-        let map = |len| MapHeader { dsn: seg.off, len, short_dsn: false, to_end: true };
-        let room = b.room().saturating_sub(Dss::header_len(None, Some(map(0))));
-        let take = seg.len.min(self.early.limit() - seg.off).min(room as u64);
-        if take == 0 {
-            return None;
-        }
-        let fin = seg.fin && take == seg.len;
-        Dss::emit_header(b.writer(), None, Some(map(take as usize)), fin, false).ok()?;
-        if !self.send.copy_out(seg.off, b.writer().reserve(take as usize).ok()?) {
-            return None;
-        }
-        let (hl, pt_len, _) = b.finish()?;
-        let len = self.session.hs.as_ref()?.early_key()?.seal(0, pn, buf, hl, pt_len).ok()?;
-        self.early.on_sent(seg.off + take);
-        let d = DataRef { off: seg.off, len: take as u32, fin };
-        let sent = if flight_start { FrameSet::PING } else { FrameSet::EMPTY };
-        let data = DataWritten {
-            sent: Some(d),
-            data: Some((d, seg.retrans, !seg.retrans)),
-            fast_join_data: false,
-            data_ack: None,
-            idle: false,
-        };
-        let seg = Some(super::send::Seg { len: take, ..seg });
-        let built =
-            PacketBuilt { pn, sent, eliciting: true, ack_sent: false, injected: false, kind: PacketKind::Early, data };
-        self.on_built(now, 0, seg, len, built);
+        let hs = self.session.hs.as_deref()?;
+        let (len, seg, built) = self.early.write_packet(hs, &mut self.send, &self.paths.subflows[0], mss, buf)?;
+        self.on_built(now, 0, Some(seg), len, built);
         let sf = &self.paths.subflows[0];
         Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() })
     }

@@ -4,7 +4,8 @@
 //! connection's addresses, the send side's data) write into it; what it carried is told back
 //! to them when the packet is committed, and again at its acknowledgement or loss.
 
-use super::subflow::FrameSet;
+use super::qlog::PacketKind;
+use super::subflow::{DataRef, FrameSet};
 use crate::crypto;
 use crate::wire::{Frame, Writer};
 
@@ -76,4 +77,29 @@ impl<'a> PacketBuilder<'a> {
         }
         Some((self.header_len, self.w.len() - self.header_len, self.short_pn_len > 0))
     }
+}
+
+/// What `Connection::write_data` put in a packet.
+pub(super) struct DataWritten {
+    /// The stream range it carries (a FAST_JOIN_OUT's, or the DSS's).
+    pub sent: Option<DataRef>,
+    /// That range as chosen: (range, retransmission, new data).
+    pub data: Option<(DataRef, bool, bool)>,
+    /// A FAST_JOIN_OUT carried data.
+    pub fast_join_data: bool,
+    /// The DATA_ACK (and the window) that went, if one did.
+    pub data_ack: Option<u64>,
+    /// The mapping carried MP_IDLE (for the log).
+    pub idle: bool,
+}
+
+/// A sealed packet, for its owners (see `Connection::on_built`).
+pub(super) struct PacketBuilt {
+    pub pn: u64,
+    pub sent: FrameSet,
+    pub eliciting: bool,
+    pub ack_sent: bool,
+    pub injected: bool,
+    pub kind: PacketKind,
+    pub data: DataWritten,
 }

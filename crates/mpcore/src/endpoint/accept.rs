@@ -236,7 +236,8 @@ impl Endpoint {
             return;
         }
         let hash = crate::crypto::sha256(dgram);
-        let again = self.conns.get_mut(idx).and_then(|c| c.handshake_again(remote, &i.dcid, &hash, dgram.len() as u64));
+        let again =
+            self.conns.get_mut(idx).and_then(|c| c.handshake_again(remote, (&i.dcid, &hash), dgram.len() as u64));
         match again {
             Some(hs) => self.stateless.push_back((path, remote, hs, self.rx_carrier)),
             None => self.drops.unexpected += 1,
