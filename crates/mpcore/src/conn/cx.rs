@@ -7,13 +7,11 @@
 use super::events::{CloseReason, ConnCounters, EndpointEvent, Event, Side};
 use super::liveness::Liveness;
 use super::outbox::Outbox;
-use super::paths::Paths;
 use super::recv::RecvSide;
 use super::send::SendSide;
 use super::session::Session;
+use super::state::State;
 use super::subflow::table::SubflowTable;
-use super::timers::Clock;
-use super::State;
 use crate::config::Config;
 use crate::drops::DropReason;
 use crate::rng::Rng;
@@ -41,19 +39,6 @@ impl Cx<'_> {
     /// A frame was rejected (the rest of its packet is processed): the endpoint counts it.
     pub(super) fn reject(&mut self, r: DropReason) {
         self.out.reject(r);
-    }
-
-    /// The timers' view of the connection, with the path layer `paths`.
-    pub(super) fn clock<'b>(&'b self, paths: &'b Paths) -> Clock<'b> {
-        Clock {
-            side: self.side,
-            state: *self.state,
-            config: self.config,
-            session: self.session,
-            paths,
-            live: self.live,
-            send: self.send,
-        }
     }
 
     /// Nothing more to do: the endpoint may forget the connection.

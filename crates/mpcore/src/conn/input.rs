@@ -9,14 +9,15 @@ use super::inspect::inspect;
 use super::multimob::MultiMob;
 use super::paths::Paths;
 use super::qlog::{PacketHead, PacketKind};
+use super::state::State;
 use super::subflow::{Subflow, SubflowState};
 use super::timers::{self, timer};
-use super::{Connection, State};
+use super::Connection;
 use crate::drops::DropReason;
 use crate::wire::frame::reason;
 use crate::wire::packet::{decode_pn, Join};
 use crate::wire::{Cid, Dss, Frame, FrameList, Header, Packet};
-use crate::{Carrier, PathId, Time};
+use crate::{Carrier, LocalPath, PathId, Time};
 use std::net::SocketAddr;
 
 impl Connection {
@@ -561,5 +562,124 @@ impl Connection {
         }
         self.after_receive(now);
         Ok(())
+    }
+}
+
+/// The application's and the operating system's calls about paths and subflows, carried out
+/// by the path layer (see [`Paths`]); the timers' deadline.
+impl Connection {
+    /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
+    pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {
+        let i = self.with_paths(|p, cx| p.open(cx, now, path, remote, backup))?;
+        Some(self.paths.subflows[i].id())
+    }
+
+    /// The earliest time `handle_timeout` has work to do.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.clock().poll_timeout()
+    }
+
+    /// Bytes of the buffers that grow with use: the stream's two sides, each subflow's
+    /// sent-packet ring and received packet numbers.
+    pub fn buffer_bytes(&self) -> usize {
+        timers::buffer_bytes(&self.send, &self.recv, &self.paths.subflows)
+    }
+
+    /// Local path `path` has a new address, `lp` (a new interface, or a new address on one):
+    /// the endpoint reused a removed path's slot or added one. The address gets an address
+    /// id no live address of the connection has, never one just withdrawn (a REMOVE_ADDR
+    /// still in flight for the old address must not close the new address's subflows). A
+    /// client joins from it at once under `fullmesh` and `backup`, and under `multimob` and
+    /// `ondemand` when the connection has no usable regular subflow left (the phone moved to
+    /// a network whose address replaces the lost one).
+    pub fn path_added(&mut self, now: Time, path: PathId, lp: LocalPath) {
+        self.with_paths(|p, cx| p.path_added(cx, now, path, lp))
+    }
+
+    /// Local path `path`'s address is gone for good (the interface went away, or lost this
+    /// address): unlike `path_down`, its subflows are closed even where nothing else could
+    /// carry the connection, and nothing reopens them there. A client first joins from a path
+    /// of the same kind that has no subflow (the address that replaced this one), or, when
+    /// no regular subflow is left and there is none, from every other path (a failover).
+    /// The peer is told with SUBFLOW_RESETs (if they still get out) and a REMOVE_ADDR.
+    pub fn path_removed(&mut self, now: Time, path: PathId) {
+        self.with_paths(|p, cx| p.path_removed(cx, now, path))
+    }
+
+    /// The interface of local path `path` went down (the driver watches the links). A client
+    /// first joins from every other path that is up and has no subflow (make-before-break
+    /// made instant: the link is gone), then closes its subflows on `path`, reinjecting their
+    /// data, and tells the peer: a SUBFLOW_RESET on each (if the interface still sends) and a
+    /// REMOVE_ADDR on another subflow, so the server does not keep them; `path_up` opens them
+    /// again. Where no other subflow could carry the connection, and on the server (which
+    /// cannot open subflows), the subflows stay open, marked potentially failed, and their
+    /// retransmission timers probe the path.
+    pub fn path_down(&mut self, now: Time, path: PathId) {
+        self.with_paths(|p, cx| p.path_down(cx, now, path))
+    }
+
+    /// The interface of local path `path` is up again: a client opens a subflow there again
+    /// if `path_down` closed one (a path that had none, such as an unused cellular backup
+    /// under `multimob`, stays unused).
+    pub fn path_up(&mut self, now: Time, path: PathId) {
+        self.with_paths(|p, cx| p.path_up(cx, now, path))
+    }
+
+    /// Announces a local path's address to the peer (ADD_ADDR).
+    pub fn announce_address(&mut self, path: PathId) -> bool {
+        self.paths.announce_address(path)
+    }
+
+    /// Withdraws a local path's address (REMOVE_ADDR) and closes our subflows on it, each
+    /// with a SUBFLOW_RESET.
+    pub fn remove_address(&mut self, now: Time, path: PathId) {
+        self.with_paths(|p, cx| p.remove_address(cx, now, path))
+    }
+
+    /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
+    pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
+        self.with_paths(|p, cx| p.mark_potentially_failed(cx, now, id))
+    }
+
+    /// Closes one subflow (SUBFLOW_RESET with `reason`); its data is reinjected elsewhere.
+    pub fn close_subflow(&mut self, now: Time, id: u32, reason: u8) -> bool {
+        self.with_paths(|p, cx| p.close_subflow(cx, now, id, reason))
+    }
+
+    /// The addresses the peer announced.
+    pub fn remote_addresses(&self) -> &[(u8, SocketAddr)] {
+        self.paths.remote_addresses()
+    }
+
+    /// The peer's address: that of its first open subflow (the one the connection started
+    /// on, while it lives), else of any subflow still recorded.
+    pub fn peer_address(&self) -> Option<SocketAddr> {
+        self.paths.peer_address()
+    }
+
+    /// Whether an open subflow on local path `path` sent or received anything at `since` or
+    /// later: the path's radio is awake.
+    pub fn path_active_since(&self, path: PathId, since: Time) -> bool {
+        self.paths.path_active_since(path, since)
+    }
+
+    /// The local path of subflow `id`, if it is one of ours.
+    pub fn subflow_path(&self, id: u32) -> Option<PathId> {
+        self.paths.subflow_path(id)
+    }
+
+    /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).
+    pub fn request_peer_rto(&mut self, id: u32) {
+        self.paths.request_peer_rto(id)
+    }
+
+    /// Sets the oracle's flags on a subflow.
+    pub fn set_subflow_flags(&mut self, id: u32, was_bad: bool, high_rto: bool) {
+        self.paths.set_subflow_flags(id, was_bad, high_rto)
+    }
+
+    /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).
+    pub fn set_backup(&mut self, id: u32, backup: bool) -> bool {
+        self.paths.set_backup(id, backup)
     }
 }

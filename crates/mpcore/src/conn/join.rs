@@ -11,12 +11,13 @@ use super::qlog::{PacketHead, PacketKind};
 use super::recv::RecvSide;
 use super::send::Seg;
 use super::send::SendSide;
+use super::session::Keys;
 use super::session::Session;
+use super::state::State;
 use super::subflow::recovery::Rtt;
 use super::subflow::table::MAX_SLOTS;
 use super::subflow::Subflow;
 use super::subflow::{DataRef, FrameSet, JoinKind, SubflowState};
-use super::{Keys, State};
 use crate::config::Config;
 use crate::config::PathManager;
 use crate::crypto::{ct_eq, join_ack_hmac, join_synack_hmac};
@@ -43,7 +44,7 @@ impl Paths {
         if cx.config.faults().same_join_cid {
             return Cid([0xee; 8]).truncated(usize::from(cx.config.transport.cid_len));
         }
-        cx.config.issue_cid(&mut cx.rng)
+        cx.config.issue_cid(cx.rng)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -223,7 +224,7 @@ impl Paths {
                     Verdict::Refuse(r) => {
                         let reason =
                             if r == Refusal::NoData { reason::MPTCP_ERROR } else { reason::FAST_JOIN_REJECTED };
-                        self.refuse_join(cx, now, (path, carrier), remote, &j, len, reason);
+                        self.refuse_join(cx, now, (path, carrier), remote, (&j, len), reason);
                         return Err(DropReason::Refused);
                     }
                 }
@@ -272,8 +273,7 @@ impl Paths {
         now: Time,
         (path, carrier): (PathId, Carrier),
         remote: SocketAddr,
-        j: &Join,
-        len: u64,
+        (j, len): (&Join, u64),
         reason: u8,
     ) {
         let cid = self.new_cid(cx);

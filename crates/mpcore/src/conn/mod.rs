@@ -31,6 +31,7 @@ mod send;
 mod send_buf;
 mod session;
 mod spread;
+mod state;
 mod subflow;
 mod tickets;
 mod timer_table;
@@ -55,6 +56,7 @@ use scheduler::SubflowInfo;
 use scheduling::Scheduling;
 use send::SendSide;
 use session::{Keys, Session};
+use state::State;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use subflow::table::SubflowTable;
@@ -70,17 +72,6 @@ pub use events::{
 };
 pub use subflow::SubflowState;
 pub(crate) use tickets::Outgoing as OutgoingTicket;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    /// Client: INITIAL sent, waiting for HANDSHAKE (or RETRY).
-    Initial,
-    /// Client: keys agreed, CONFIRM packets sent, no short packet from the server yet.
-    Confirm,
-    Established,
-    /// Closed; still answering for a drain period (until `drain_until`).
-    Closed(CloseReason),
-}
 
 /// One multipath connection: its subflows, stream, keys and timers (sans-IO: every call carries `now`).
 pub struct Connection {
@@ -369,122 +360,6 @@ impl Connection {
         self.out.qlog.as_ref().map_or(0, |q| q.dropped())
     }
 
-    /// Queues bytes for sending; returns how many were taken.
-    pub fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
-        self.early.close_prefix();
-        self.write_stream(data)
-    }
-
-    /// Queues the front of `data` by reference, as much as the send buffer has room for, and
-    /// splits it off `data`; returns how many bytes were taken. The bytes stay in the
-    /// application's buffer until the peer acknowledges them and are copied once, into the
-    /// packet that seals them (`write` copies them into the send buffer first).
-    pub fn write_bytes(&mut self, data: &mut bytes::Bytes) -> Result<usize, WriteError> {
-        self.early.close_prefix();
-        self.check_writable()?;
-        let n = self.send.write_bytes(data);
-        self.wrote(n, data.is_empty())
-    }
-
-    fn write_stream(&mut self, data: &[u8]) -> Result<usize, WriteError> {
-        self.check_writable()?;
-        let n = self.send.write(data);
-        self.wrote(n, n == data.len())
-    }
-
-    fn check_writable(&self) -> Result<(), WriteError> {
-        if let State::Closed(r) = self.state {
-            return Err(WriteError::Closed(r));
-        }
-        if self.send.is_finished() {
-            return Err(WriteError::Finished);
-        }
-        Ok(())
-    }
-
-    /// `n` bytes were taken; `all` if nothing of the write is left.
-    fn wrote(&mut self, n: usize, all: bool) -> Result<usize, WriteError> {
-        if n == 0 && !all {
-            return Err(WriteError::Blocked);
-        }
-        self.counters.bytes_written += n as u64;
-        Ok(n)
-    }
-
-    /// Room in the send buffer.
-    pub fn write_room(&self) -> usize {
-        self.send.room()
-    }
-
-    /// Whether a writer blocked on a full send buffer should be woken: the free room is at
-    /// least half of what the buffer holds (the rule of Linux's `sk_stream_wspace`), so that
-    /// it writes a good share of the buffer at once instead of a packet's worth per
-    /// acknowledgement. An empty buffer always qualifies, whatever its size.
-    pub fn write_space(&self) -> bool {
-        let room = self.send.room();
-        room > 0 && room >= self.send.unacked() / 2
-    }
-
-    /// Bytes written and never sent yet. A driver need not be woken for a write made while
-    /// some are: it is already sending them, or waits for what lets it (an acknowledgement, a
-    /// timer, a socket's room), and the new bytes go after them.
-    pub fn unsent(&self) -> u64 {
-        self.send.queued()
-    }
-
-    /// Bytes written and not yet acknowledged at data level.
-    pub fn unacked(&self) -> usize {
-        self.send.unacked()
-    }
-
-    /// Reads received bytes in order. `Ok(0)` means the peer finished (DATA_FIN) and
-    /// everything was read.
-    pub fn read(&mut self, out: &mut [u8]) -> Result<usize, ReadError> {
-        let n = self.recv.read(out);
-        if n > 0 {
-            self.counters.bytes_read += n as u64;
-            return Ok(n);
-        }
-        self.nothing_read().map(|()| 0)
-    }
-
-    /// Reads in place: up to `max` bytes, the next of the stream, as they lie in the receive
-    /// buffer (no copy into the caller's), taken as `read` takes them. A chunk ends where the
-    /// buffer wraps: the bytes after come with the next call. An empty chunk is the end of the
-    /// stream; `Blocked` and `Closed` as for `read` (and, as `read` into no room, `max == 0`
-    /// gets `Blocked` while the stream goes on).
-    pub fn read_chunk(&mut self, max: usize) -> Result<&[u8], ReadError> {
-        if max > 0 && self.recv.readable() > 0 {
-            let chunk = self.recv.read_chunk(max);
-            self.counters.bytes_read += chunk.len() as u64;
-            return Ok(chunk);
-        }
-        self.nothing_read().map(|()| &[][..])
-    }
-
-    /// Why a read took nothing: `Ok` at the end of the stream, else the error.
-    fn nothing_read(&self) -> Result<(), ReadError> {
-        if self.recv.is_finished() {
-            return Ok(());
-        }
-        match self.state {
-            State::Closed(r) if r != CloseReason::Graceful => Err(ReadError::Closed(r)),
-            _ => Err(ReadError::Blocked),
-        }
-    }
-
-    /// Bytes ready to read.
-    pub fn readable(&self) -> usize {
-        self.recv.readable()
-    }
-
-    /// The application's reads opened the receive window enough that the peer should be told
-    /// (a quarter of the buffer): the next `poll_transmit` sends a packet for it. Smaller
-    /// openings travel on the next acknowledgement, so a driver need not be woken for them.
-    pub fn window_update_due(&self) -> bool {
-        self.recv.window_update_due()
-    }
-
     /// Ends the stream in this direction (DATA_FIN after the bytes written so far).
     pub fn close(&mut self) {
         if !self.is_closed() {
@@ -600,123 +475,5 @@ impl Connection {
                 + self.injected.capacity()
                 + self.session.heap_bytes(),
         }
-    }
-}
-
-/// The path layer's calls, made through the connection (see [`Paths`]).
-impl Connection {
-    /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
-    pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {
-        let i = self.with_paths(|p, cx| p.open(cx, now, path, remote, backup))?;
-        Some(self.paths.subflows[i].id())
-    }
-
-    /// The earliest time `handle_timeout` has work to do.
-    pub fn poll_timeout(&self) -> Option<Time> {
-        self.clock().poll_timeout()
-    }
-
-    /// Bytes of the buffers that grow with use: the stream's two sides, each subflow's
-    /// sent-packet ring and received packet numbers.
-    pub fn buffer_bytes(&self) -> usize {
-        timers::buffer_bytes(&self.send, &self.recv, &self.paths.subflows)
-    }
-
-    /// Local path `path` has a new address, `lp` (a new interface, or a new address on one):
-    /// the endpoint reused a removed path's slot or added one. The address gets an address
-    /// id no live address of the connection has, never one just withdrawn (a REMOVE_ADDR
-    /// still in flight for the old address must not close the new address's subflows). A
-    /// client joins from it at once under `fullmesh` and `backup`, and under `multimob` and
-    /// `ondemand` when the connection has no usable regular subflow left (the phone moved to
-    /// a network whose address replaces the lost one).
-    pub fn path_added(&mut self, now: Time, path: PathId, lp: LocalPath) {
-        self.with_paths(|p, cx| p.path_added(cx, now, path, lp))
-    }
-
-    /// Local path `path`'s address is gone for good (the interface went away, or lost this
-    /// address): unlike `path_down`, its subflows are closed even where nothing else could
-    /// carry the connection, and nothing reopens them there. A client first joins from a path
-    /// of the same kind that has no subflow (the address that replaced this one), or, when
-    /// no regular subflow is left and there is none, from every other path (a failover).
-    /// The peer is told with SUBFLOW_RESETs (if they still get out) and a REMOVE_ADDR.
-    pub fn path_removed(&mut self, now: Time, path: PathId) {
-        self.with_paths(|p, cx| p.path_removed(cx, now, path))
-    }
-
-    /// The interface of local path `path` went down (the driver watches the links). A client
-    /// first joins from every other path that is up and has no subflow (make-before-break
-    /// made instant: the link is gone), then closes its subflows on `path`, reinjecting their
-    /// data, and tells the peer: a SUBFLOW_RESET on each (if the interface still sends) and a
-    /// REMOVE_ADDR on another subflow, so the server does not keep them; `path_up` opens them
-    /// again. Where no other subflow could carry the connection, and on the server (which
-    /// cannot open subflows), the subflows stay open, marked potentially failed, and their
-    /// retransmission timers probe the path.
-    pub fn path_down(&mut self, now: Time, path: PathId) {
-        self.with_paths(|p, cx| p.path_down(cx, now, path))
-    }
-
-    /// The interface of local path `path` is up again: a client opens a subflow there again
-    /// if `path_down` closed one (a path that had none, such as an unused cellular backup
-    /// under `multimob`, stays unused).
-    pub fn path_up(&mut self, now: Time, path: PathId) {
-        self.with_paths(|p, cx| p.path_up(cx, now, path))
-    }
-
-    /// Announces a local path's address to the peer (ADD_ADDR).
-    pub fn announce_address(&mut self, path: PathId) -> bool {
-        self.paths.announce_address(path)
-    }
-
-    /// Withdraws a local path's address (REMOVE_ADDR) and closes our subflows on it, each
-    /// with a SUBFLOW_RESET.
-    pub fn remove_address(&mut self, now: Time, path: PathId) {
-        self.with_paths(|p, cx| p.remove_address(cx, now, path))
-    }
-
-    /// Marks a subflow potentially failed (an oracle's verdict), reinjecting its data.
-    pub fn mark_potentially_failed(&mut self, now: Time, id: u32) {
-        self.with_paths(|p, cx| p.mark_potentially_failed(cx, now, id))
-    }
-
-    /// Closes one subflow (SUBFLOW_RESET with `reason`); its data is reinjected elsewhere.
-    pub fn close_subflow(&mut self, now: Time, id: u32, reason: u8) -> bool {
-        self.with_paths(|p, cx| p.close_subflow(cx, now, id, reason))
-    }
-
-    /// The addresses the peer announced.
-    pub fn remote_addresses(&self) -> &[(u8, SocketAddr)] {
-        self.paths.remote_addresses()
-    }
-
-    /// The peer's address: that of its first open subflow (the one the connection started
-    /// on, while it lives), else of any subflow still recorded.
-    pub fn peer_address(&self) -> Option<SocketAddr> {
-        self.paths.peer_address()
-    }
-
-    /// Whether an open subflow on local path `path` sent or received anything at `since` or
-    /// later: the path's radio is awake.
-    pub fn path_active_since(&self, path: PathId, since: Time) -> bool {
-        self.paths.path_active_since(path, since)
-    }
-
-    /// The local path of subflow `id`, if it is one of ours.
-    pub fn subflow_path(&self, id: u32) -> Option<PathId> {
-        self.paths.subflow_path(id)
-    }
-
-    /// Asks the peer for its RTO on subflow `id` (MultiMob RTO option).
-    pub fn request_peer_rto(&mut self, id: u32) {
-        self.paths.request_peer_rto(id)
-    }
-
-    /// Sets the oracle's flags on a subflow.
-    pub fn set_subflow_flags(&mut self, id: u32, was_bad: bool, high_rto: bool) {
-        self.paths.set_subflow_flags(id, was_bad, high_rto)
-    }
-
-    /// Changes the backup flag of a subflow and tells the peer (MP_PRIO).
-    pub fn set_backup(&mut self, id: u32, backup: bool) -> bool {
-        self.paths.set_backup(id, backup)
     }
 }

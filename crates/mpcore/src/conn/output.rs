@@ -4,13 +4,14 @@
 //! `PacketBuilder`).
 
 use super::early::MAX_EARLY_DATA;
-use super::events::{Side, WriteError};
+use super::events::{CloseReason, ReadError, Side, WriteError};
 use super::packet_builder::{DataWritten, PacketBuilder, PacketBuilt};
 use super::qlog::{PacketHead, PacketKind, SentDss};
 use super::send::{Seg, Sent};
+use super::state::State;
 use super::subflow::recovery::{Probe, SentPacket};
 use super::subflow::{DataRef, FrameSet};
-use super::{Connection, State};
+use super::Connection;
 use crate::wire::packet::{Confirm, Join, Short};
 use crate::wire::{packet, Dss, Frame, MapHeader, Writer};
 use crate::{crypto, PathId, PathSet, Time, Transmit};
@@ -537,5 +538,124 @@ impl Connection {
         self.on_built(now, 0, Some(seg), len, built);
         let sf = &self.paths.subflows[0];
         Some(Transmit { path: sf.local_path(), remote: sf.remote(), len, carrier: sf.carrier() })
+    }
+}
+
+/// The application's stream: what it writes and reads.
+impl Connection {
+    /// Queues bytes for sending; returns how many were taken.
+    pub fn write(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        self.early.close_prefix();
+        self.write_stream(data)
+    }
+
+    /// Queues the front of `data` by reference, as much as the send buffer has room for, and
+    /// splits it off `data`; returns how many bytes were taken. The bytes stay in the
+    /// application's buffer until the peer acknowledges them and are copied once, into the
+    /// packet that seals them (`write` copies them into the send buffer first).
+    pub fn write_bytes(&mut self, data: &mut bytes::Bytes) -> Result<usize, WriteError> {
+        self.early.close_prefix();
+        self.check_writable()?;
+        let n = self.send.write_bytes(data);
+        self.wrote(n, data.is_empty())
+    }
+
+    fn write_stream(&mut self, data: &[u8]) -> Result<usize, WriteError> {
+        self.check_writable()?;
+        let n = self.send.write(data);
+        self.wrote(n, n == data.len())
+    }
+
+    fn check_writable(&self) -> Result<(), WriteError> {
+        if let State::Closed(r) = self.state {
+            return Err(WriteError::Closed(r));
+        }
+        if self.send.is_finished() {
+            return Err(WriteError::Finished);
+        }
+        Ok(())
+    }
+
+    /// `n` bytes were taken; `all` if nothing of the write is left.
+    fn wrote(&mut self, n: usize, all: bool) -> Result<usize, WriteError> {
+        if n == 0 && !all {
+            return Err(WriteError::Blocked);
+        }
+        self.counters.bytes_written += n as u64;
+        Ok(n)
+    }
+
+    /// Room in the send buffer.
+    pub fn write_room(&self) -> usize {
+        self.send.room()
+    }
+
+    /// Whether a writer blocked on a full send buffer should be woken: the free room is at
+    /// least half of what the buffer holds (the rule of Linux's `sk_stream_wspace`), so that
+    /// it writes a good share of the buffer at once instead of a packet's worth per
+    /// acknowledgement. An empty buffer always qualifies, whatever its size.
+    pub fn write_space(&self) -> bool {
+        let room = self.send.room();
+        room > 0 && room >= self.send.unacked() / 2
+    }
+
+    /// Bytes written and never sent yet. A driver need not be woken for a write made while
+    /// some are: it is already sending them, or waits for what lets it (an acknowledgement, a
+    /// timer, a socket's room), and the new bytes go after them.
+    pub fn unsent(&self) -> u64 {
+        self.send.queued()
+    }
+
+    /// Bytes written and not yet acknowledged at data level.
+    pub fn unacked(&self) -> usize {
+        self.send.unacked()
+    }
+
+    /// Reads received bytes in order. `Ok(0)` means the peer finished (DATA_FIN) and
+    /// everything was read.
+    pub fn read(&mut self, out: &mut [u8]) -> Result<usize, ReadError> {
+        let n = self.recv.read(out);
+        if n > 0 {
+            self.counters.bytes_read += n as u64;
+            return Ok(n);
+        }
+        self.nothing_read().map(|()| 0)
+    }
+
+    /// Reads in place: up to `max` bytes, the next of the stream, as they lie in the receive
+    /// buffer (no copy into the caller's), taken as `read` takes them. A chunk ends where the
+    /// buffer wraps: the bytes after come with the next call. An empty chunk is the end of the
+    /// stream; `Blocked` and `Closed` as for `read` (and, as `read` into no room, `max == 0`
+    /// gets `Blocked` while the stream goes on).
+    pub fn read_chunk(&mut self, max: usize) -> Result<&[u8], ReadError> {
+        if max > 0 && self.recv.readable() > 0 {
+            let chunk = self.recv.read_chunk(max);
+            self.counters.bytes_read += chunk.len() as u64;
+            return Ok(chunk);
+        }
+        self.nothing_read().map(|()| &[][..])
+    }
+
+    /// Why a read took nothing: `Ok` at the end of the stream, else the error.
+    fn nothing_read(&self) -> Result<(), ReadError> {
+        if self.recv.is_finished() {
+            return Ok(());
+        }
+        match self.state {
+            State::Closed(r) if r != CloseReason::Graceful => Err(ReadError::Closed(r)),
+            _ => Err(ReadError::Blocked),
+        }
+    }
+
+    /// Bytes ready to read.
+    pub fn readable(&self) -> usize {
+        self.recv.readable()
+    }
+
+    /// The application's reads opened the receive window enough that the peer should be told
+    /// (a quarter of the buffer): the next `poll_transmit` sends a packet for it. Smaller
+    /// openings travel on the next acknowledgement, so a driver need not be woken for them.
+    pub fn window_update_due(&self) -> bool {
+        self.recv.window_update_due()
     }
 }

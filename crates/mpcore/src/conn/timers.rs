@@ -13,12 +13,12 @@ use super::paths::Paths;
 use super::recv::RecvSide;
 use super::send::SendSide;
 use super::session::Session;
+use super::state::State;
 use super::subflow::loss::Expiry;
 use super::subflow::table::SubflowTable;
 use super::subflow::Subflow;
 use super::subflow::{timer as sf_timer, TimerContext};
 use super::timer_table::TimerTable;
-use super::State;
 use crate::config::Config;
 use crate::config::PathManager;
 use crate::wire::frame::reason;
@@ -65,6 +65,19 @@ pub(super) struct Clock<'a> {
 }
 
 impl<'a> Clock<'a> {
+    /// The view from the path layer's side: `paths` and its context.
+    pub(super) fn of(cx: &'a Cx<'_>, paths: &'a Paths) -> Self {
+        Clock {
+            side: cx.side,
+            state: *cx.state,
+            config: cx.config,
+            session: cx.session,
+            paths,
+            live: cx.live,
+            send: cx.send,
+        }
+    }
+
     fn is_closed(&self) -> bool {
         matches!(self.state, State::Closed(_))
     }
@@ -137,7 +150,7 @@ impl<'a> Clock<'a> {
             },
             idle_timeout: (open
                 && idle > 0
-                && (self.side == Side::Server || Paths::rejoins_silent_paths(self.side, &self.config)))
+                && (self.side == Side::Server || Paths::rejoins_silent_paths(self.side, self.config)))
             .then_some(idle),
             idle_client: self.side == Side::Client,
             refresh_rtt: open && self.send.unacked() > 0,
@@ -350,7 +363,7 @@ impl Paths {
         }
         let bound = if *cx.state == State::Initial { 0 } else { self.subflows.slot_bound() };
         for i in 0..bound {
-            let tc = cx.clock(self).timer_context();
+            let tc = Clock::of(cx, self).timer_context();
             let Some(t) = self.subflows.get(i).map(|s| s.timers(&tc)) else { continue };
             let sf = &mut self.subflows[i];
             if t.expired(sf_timer::ACK, now) {
@@ -384,7 +397,7 @@ impl Paths {
         cx.out.log_losses(&mut self.subflows);
         // After the loop: a timeout above may have moved the keep-alives to a subflow the loop
         // had already passed.
-        let tc = cx.clock(self).timer_context();
+        let tc = Clock::of(cx, self).timer_context();
         if let Some(i) = tc.keep_alive_on.and_then(|id| self.subflows.by_number(id)) {
             if self.subflows[i].timers(&tc).expired(sf_timer::KEEP_ALIVE, now) {
                 self.subflows[i].keep_alive(now);
