@@ -9,7 +9,7 @@
 //! - Client: [`Connection::write_early`](super::Connection::write_early) marks the stream's
 //!   first bytes as allowed to go early (off by default: `write` never sends early);
 //!   `Early::write_packet` writes them (for `build_early`, `conn::output`).
-//! - Server: a connection made at the INITIAL (`Connection::new_server_early`) opens the
+//! - Server: a connection made at the INITIAL (`Connection::new_server` with `start_early`) opens the
 //!   EARLY packets its original DCID routes to it (`Early::open_packet`, for `handle_early` in
 //!   `conn::input`), takes their
 //!   data at once, and answers in its first flight, within three times what the client's

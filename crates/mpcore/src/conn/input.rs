@@ -566,7 +566,7 @@ impl Connection {
 }
 
 /// The application's and the operating system's calls about paths and subflows, carried out
-/// by the path layer (see [`Paths`]); the timers' deadline.
+/// by the path layer (see `Paths`); the timers' deadline.
 impl Connection {
     /// Opens an additional subflow from `path` to `remote` (MP_JOIN). Returns its number.
     pub fn open_subflow(&mut self, now: Time, path: PathId, remote: SocketAddr, backup: bool) -> Option<u32> {

@@ -76,7 +76,7 @@ impl Paths {
         sf
     }
 
-    /// Opens a subflow (see [`Connection::open_subflow`]) over the carrier its path takes
+    /// Opens a subflow (see [`Connection::open_subflow`](super::Connection::open_subflow)) over the carrier its path takes
     /// (`join_carrier`); returns its slot.
     pub(super) fn open(
         &mut self,

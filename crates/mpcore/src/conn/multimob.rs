@@ -20,7 +20,7 @@ pub(super) struct MultiMob {
     healthy_since: Option<Time>,
     /// While failover subflows are open, each regular subflow is probed this often (0: a
     /// fifth of the oracle's period). The endpoint sets it from how many of its connections
-    /// probe (`Connection::set_probe_interval`).
+    /// probe (`Paths::set_probe_interval`).
     pub probe_every: Time,
 }
 

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 
 /// The connection's path layer: its subflows, the local paths they run on, and what the path
 /// managers keep (the first handshake's race over every path, MultiMob's timers). It owns
-/// that state; the rest of the connection reaches it through `Connection::paths`.
+/// that state; the rest of the connection reaches it through `Connection::split` and `Connection::with_paths`.
 pub(crate) struct Paths {
     pub(super) subflows: SubflowTable,
     /// Subflows this side opened so far (their numbers count from it).
@@ -125,7 +125,7 @@ impl Paths {
     }
 
     /// Queues a REMOVE_ADDR for `path`'s address (once; it goes on another subflow; see
-    /// [`Addresses::withdraw`]).
+    /// `Addresses::withdraw`).
     fn withdraw(&mut self, path: PathId) {
         let id = self.local.addr_id(path);
         self.local.addrs.withdraw(id);

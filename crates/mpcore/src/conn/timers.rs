@@ -1,5 +1,5 @@
 //! The connection's timers. Every timer has a kind and one deadline in a [`TimerTable`],
-//! computed from the state by one function ([`Connection::timers`] for the connection,
+//! computed from the state by one function ([`Clock::timers`] for the connection,
 //! `Subflow::timers` for each subflow): `poll_timeout` reports the earliest of them and
 //! `handle_timeout` does the work of exactly the kinds whose deadline has passed, so the two
 //! cannot disagree. Each handler moves its own deadline (or ends what it times), so after
@@ -37,7 +37,7 @@ pub mod timer {
     pub const RECEIVE_IDLE: usize = 3;
     /// `multimob`: a regular subflow has been healthy for the fail-back hold.
     pub const FAIL_BACK: usize = 4;
-    /// Look whether the buffers can be given back (`Connection::trim`).
+    /// Look whether the buffers can be given back (`trim`).
     pub const TRIM: usize = 5;
     /// Our data awaits acknowledgement and the peer has been silent for the peer timeout.
     pub const PEER: usize = 6;

@@ -417,7 +417,7 @@ impl Endpoint {
 
     /// Routes connection `idx`'s new CID, unless another connection has it or had it within
     /// the cookie lifetime: then the connection's subflow gets a fresh one, unique here, or
-    /// closes if a packet already carried the old (`Connection::rename_cid`).
+    /// closes if a packet already carried the old (`Paths::rename_cid`).
     fn route_cid(&mut self, idx: usize, cid: Cid, now: Time) {
         if !self.routes.cid_taken(&cid) || self.routes.cid(&cid) == Some(idx) {
             self.routes.add_cid(cid, idx);

@@ -89,7 +89,7 @@ impl Subflow {
         self.remote_cid = Some(cid);
     }
 
-    /// This join replaces a subflow of its path that went silent (see `Connection::rejoin`).
+    /// This join replaces a subflow of its path that went silent (see `Paths::rejoin`).
     pub fn mark_rejoin(&mut self) {
         self.rejoin = true;
     }

@@ -304,7 +304,7 @@ pub struct Subflow {
     /// The server's idle probe went out at this time; the subflow closes if it stays silent.
     idle_probe: Option<Time>,
     /// `multimob`: when an unanswered tail loss probe fails the path over (see
-    /// `Connection::on_retransmission_timeout`).
+    /// `Paths::on_retransmission_timeout`).
     tlp_check: Option<Time>,
     /// Closed: the record is reclaimed at this time.
     drain_until: Option<Time>,
