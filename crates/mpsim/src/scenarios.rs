@@ -42,6 +42,10 @@ pub enum Scenario {
     Walk,
     /// As `Walk`, the OS saying WiFi is weak (one bar) from the first loss stage on.
     WalkWithHint,
+    /// WiFi down for 80 ms in the middle of a burst (as `BurstBlackout`, 9 ms after the second
+    /// request's sixth burst was written), shorter than a cellular radio's promotion: the
+    /// primary answers again before a failover subflow could carry anything (issue 54); 30 s.
+    BurstGlitch,
 }
 
 impl Scenario {
@@ -65,10 +69,20 @@ impl Scenario {
     /// keeps its runs.
     pub const WALKS: [Scenario; 2] = [Scenario::Walk, Scenario::WalkWithHint];
 
+    /// How long `BurstBlackout` and `BurstGlitch` take WiFi down.
+    pub fn burst_outage(self) -> Option<Time> {
+        match self {
+            Scenario::BurstBlackout => Some(ms(10_000)),
+            Scenario::BurstGlitch => Some(ms(80)),
+            _ => None,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Walk => "Walking out of WiFi: 5% > 15% > 30% loss, gone at 26 s",
             Scenario::WalkWithHint => "The walk, the OS saying WiFi is weak at 4 s",
+            Scenario::BurstGlitch => "WiFi down 80 ms mid-burst",
             Scenario::Delay => "WiFi uplink +500 ms at 4 s",
             Scenario::Flap => "WiFi 2 s off / 3 s on",
             Scenario::LossRamp => "WiFi loss 5% > 30% > 60%",
@@ -111,7 +125,7 @@ impl Scenario {
                 sim.at(ms(14_000), WIFI, PathEvent::Up);
             }
             // Timed by the workload: see `run_in`.
-            Scenario::BurstBlackout => {}
+            Scenario::BurstBlackout | Scenario::BurstGlitch => {}
             Scenario::Walk | Scenario::WalkWithHint => {
                 for (k, (loss, delay)) in [(0.05, 10), (0.15, 30), (0.30, 60)].into_iter().enumerate() {
                     let at = ms(4_000) + k as Time * ms(8_000);
@@ -147,6 +161,19 @@ impl Scenario {
             Scenario::DegradeThenBlackout => Some(ms(22_000)),
             Scenario::DegradeThenLateBlackout => Some(ms(28_000)),
             _ => None,
+        }
+    }
+}
+
+impl Scenario {
+    /// `BurstBlackout` and `BurstGlitch`: WiFi goes down 9 ms after the second request's
+    /// sixth burst was written, for `outage` (taken, so that it happens once).
+    pub fn arm(self, sim: &mut Sim, app: &Siri, outage: &mut Option<Time>) {
+        if app.results.len() == 2 && app.next_burst() == 6 {
+            if let Some(d) = outage.take() {
+                sim.at(sim.now + ms(9), WIFI, PathEvent::Down);
+                sim.at(sim.now + ms(9) + d, WIFI, PathEvent::Up);
+            }
         }
     }
 }
@@ -197,6 +224,9 @@ pub struct Outcome {
     pub worst_ms: f64,
     /// Datagrams on the cellular path, both ways.
     pub cell_packets: usize,
+    /// Bytes of the client's datagrams on the cellular path (what a failover sent there;
+    /// wasted where WiFi delivered the same data first).
+    pub cell_up_bytes: usize,
     /// Cellular energy above idle over the scenario's duration (the BRIEF's model).
     pub cell_joules: f64,
     /// The least energy the same model gives for a radio connected from this run's first
@@ -242,14 +272,10 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
     // whole scenario, then 10 s of quiet in which the cellular subflow must be let go.
     let requests = (s.duration() / ms(6_000)) as usize;
     let mut app = Siri::new(SiriConfig { requests, ..SiriConfig::default() }, seed);
-    let mut armed = s == Scenario::BurstBlackout;
+    let mut outage = s.burst_outage();
     sim.run(s.duration() + ms(30_000), |sim| {
         let flow = app.drive(sim);
-        if armed && app.results.len() == 2 && app.next_burst() == 6 {
-            armed = false;
-            sim.at(sim.now + ms(9), WIFI, PathEvent::Down);
-            sim.at(sim.now + ms(10_009), WIFI, PathEvent::Up);
-        }
+        s.arm(sim, &app, &mut outage);
         flow
     });
     let quiet = sim.now + ms(10_000);
@@ -278,6 +304,7 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
         median_ms: finals.get(finals.len() / 2).map_or(f64::NAN, |&d| d as f64 / 1e3),
         worst_ms: worst as f64 / 1e3,
         cell_packets: log.len(),
+        cell_up_bytes: log.iter().filter(|e| e.dir == crate::Dir::Up).map(|e| e.size).sum(),
         cell_joules: energy.above_idle_joules,
         cell_floor_joules: floor,
         cell_last: log.last().map(|e| e.time),

@@ -39,6 +39,7 @@ impl Scheduling {
         // Room for the slots there are (grown once per new slot, not per packet: an idle
         // connection does not keep room for 64, 2.5 KiB).
         self.infos.reserve(paths.subflows.slot_bound());
+        let others_work = paths.subflows.iter().any(|s| s.established() && s.remote_cid().is_some() && !s.pf());
         for k in 0..paths.subflows.slot_bound() {
             let Some(sf) = paths.subflows.get(k) else {
                 // A free slot: never eligible.
@@ -46,7 +47,10 @@ impl Scheduling {
                 continue;
             };
             let mut flags = Flags(0);
-            let ready = (sf.established() && sf.remote_cid().is_some()) || sf.fast_join_flight();
+            // A fast join's first flight may carry data while nothing else can (its data waits
+            // for the join's answer, behind a radio's promotion): not while another subflow
+            // works (issue 54's hedged failover: the primary answered again first).
+            let ready = (sf.established() && sf.remote_cid().is_some()) || (sf.fast_join_flight() && !others_work);
             flags.set(Flags::ESTABLISHED, ready);
             // A subflow far slower than it was and than another working one carries no new
             // data while that one works, under every path manager (issue 32).

@@ -1,0 +1,105 @@
+//! Where a slow response's time goes: one seed of a degradation scenario on the LTE radio
+//! model, its worst response found, and everything both paths carried around it (each
+//! datagram's time, direction, size and fate), with both ends' qlog records of that window.
+//!
+//! Run: `cargo run --release -p mpsim --example walk_trace -- [SCENARIO] [SEED]`, the scenario
+//! by name (`walk`, `walk-hint`, `blackout`, `loss`, `glitch`, `late`; default `walk`), the seed 1-3 (default 2).
+
+use mpsim::apps::{Siri, SiriConfig};
+use mpsim::scenarios::Scenario;
+use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, RadioProfile, Sim};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let s = match args.next().as_deref().unwrap_or("walk") {
+        "walk" => Scenario::Walk,
+        "walk-hint" => Scenario::WalkWithHint,
+        "blackout" => Scenario::Blackout,
+        "loss" => Scenario::RandomLoss,
+        "glitch" => Scenario::BurstGlitch,
+        "late" => Scenario::DegradeThenLateBlackout,
+        other => {
+            eprintln!("walk_trace: unknown scenario {other:?} (walk, walk-hint, blackout, loss, glitch, late)");
+            std::process::exit(2);
+        }
+    };
+    let seed: u64 = match args.next().map(|a| a.parse()) {
+        None => 2,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => {
+            eprintln!("walk_trace: the seed must be a number");
+            std::process::exit(2);
+        }
+    };
+    let client = multimob_client(oracle::Config::default()).with(|c| c.logging.qlog = true);
+    let server = multimob_server().with(|c| c.logging.qlog = true);
+    let mut paths = multimob_backup_paths();
+    paths[1] = paths[1].with_radio(RadioProfile::LTE);
+    let mut sim = Sim::new(seed, client, server, paths).expect("a valid configuration");
+    s.script(&mut sim);
+    let requests = (s.duration() / ms(6_000)) as usize;
+    let mut app = Siri::new(SiriConfig { requests, ..SiriConfig::default() }, seed);
+    let mut outage = s.burst_outage();
+    sim.run(s.duration() + ms(30_000), |sim| {
+        let flow = app.drive(sim);
+        s.arm(sim, &app, &mut outage);
+        flow
+    });
+    let Some((k, worst)) =
+        app.results.iter().enumerate().filter_map(|(k, r)| r.max_burst_delay().map(|d| (k, d))).max_by_key(|x| x.1)
+    else {
+        eprintln!("walk_trace: no request answered");
+        std::process::exit(1);
+    };
+    let r = &app.results[k];
+    println!(
+        "{} seed {seed}: worst response {:.1} ms, request {} (started at {:.3} s)",
+        s.name(),
+        worst as f64 / 1e3,
+        k + 1,
+        r.start as f64 / 1e6
+    );
+    let delays: Vec<String> = r
+        .ir_delays
+        .iter()
+        .chain(std::iter::once(&r.delay))
+        .map(|d| d.map_or("-".into(), |d| format!("{:.1}", d as f64 / 1e3)))
+        .collect();
+    println!("its bursts' delays (ms): {}", delays.join(" "));
+    // The window: the request's start to its last answer, and some margin.
+    let next = app.results.get(k + 1).map_or(r.start + ms(6_000), |n| n.start);
+    let (from, to) = (r.start.saturating_sub(ms(50)), next.min(r.start + ms(3_000)));
+    println!(
+        "\ndatagrams from {:.3} s to {:.3} s (path: WiFi 0, cellular 1; up = client to server):",
+        from as f64 / 1e6,
+        to as f64 / 1e6
+    );
+    let mut rows = Vec::new();
+    for p in 0..sim.path_count() {
+        for e in sim.path_log(p).iter().filter(|e| e.time >= from && e.time < to) {
+            rows.push((e.time, p, format!("{:?}", e.dir), e.size, format!("{:?}", e.verdict)));
+        }
+    }
+    rows.sort();
+    for (t, p, dir, size, verdict) in rows {
+        println!("{:>10.3} ms  path {p}  {dir:<4} {size:>5} B  {verdict}", t as f64 / 1e3);
+    }
+    for (client, _, text) in sim.qlogs.all() {
+        println!(
+            "\n{} qlog, {:.3}-{:.3} s:",
+            if client { "client" } else { "server" },
+            from as f64 / 1e6,
+            to as f64 / 1e6
+        );
+        for rec in String::from_utf8_lossy(text).split('\x1e') {
+            let Some(t) =
+                rec.strip_prefix("{\"time\":").and_then(|r| r.split(',').next()).and_then(|t| t.parse::<f64>().ok())
+            else {
+                continue;
+            };
+            if (t * 1e3) as u64 >= from && ((t * 1e3) as u64) < to {
+                print!("{rec}");
+            }
+        }
+    }
+}
