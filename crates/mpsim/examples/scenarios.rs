@@ -11,7 +11,7 @@ use mpsim::scenarios::{run_in, Scenario, Setup};
 fn main() {
     println!("| scenario | radio | seed | answered | median final (ms) | worst response (ms) | cellular packets | promotions | cellular J above idle (0-30 s) | its floor (J) | last cellular packet (s) | kernel MPTCP (median / worst) |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for s in Scenario::EVERY.into_iter().chain(Scenario::WALKS).chain([Scenario::BurstGlitch]) {
+    for s in Scenario::EVERY.into_iter().chain(Scenario::WALKS).chain(Scenario::GLITCHES) {
         let kernel = match s {
             Scenario::Delay => "430 ms / 720 ms",
             _ => "",

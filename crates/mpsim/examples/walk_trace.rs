@@ -3,7 +3,7 @@
 //! datagram's time, direction, size and fate), with both ends' qlog records of that window.
 //!
 //! Run: `cargo run --release -p mpsim --example walk_trace -- [SCENARIO] [SEED]`, the scenario
-//! by name (`walk`, `walk-hint`, `blackout`, `loss`, `glitch`, `late`; default `walk`), the seed 1-3 (default 2).
+//! by name (`walk`, `walk-hint`, `blackout`, `loss`, `glitch`, `glitch-200`, `late`, `delay`; default `walk`), the seed 1-3 (default 2).
 
 use mpsim::apps::{Siri, SiriConfig};
 use mpsim::scenarios::Scenario;
@@ -16,10 +16,12 @@ fn main() {
         "walk-hint" => Scenario::WalkWithHint,
         "blackout" => Scenario::Blackout,
         "loss" => Scenario::RandomLoss,
-        "glitch" => Scenario::BurstGlitch,
+        "glitch" => Scenario::BurstGlitch(ms(80)),
+        "glitch-200" => Scenario::BurstGlitch(ms(200)),
         "late" => Scenario::DegradeThenLateBlackout,
+        "delay" => Scenario::Delay,
         other => {
-            eprintln!("walk_trace: unknown scenario {other:?} (walk, walk-hint, blackout, loss, glitch, late)");
+            eprintln!("walk_trace: unknown scenario {other:?} (walk, walk-hint, blackout, loss, glitch, glitch-200, late, delay)");
             std::process::exit(2);
         }
     };
