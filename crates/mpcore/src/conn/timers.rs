@@ -405,13 +405,6 @@ impl Paths {
         }
     }
 
-    /// A hedged failover is under way (issue 54): a failover subflow's join is unanswered
-    /// (behind a radio's promotion) and no subflow is established and working.
-    pub(super) fn hedging(&self) -> bool {
-        let joining = self.subflows.iter().any(|s| s.is_open() && s.failover() && !s.established());
-        joining && !self.subflows.iter().any(|s| s.established() && !s.pf())
-    }
-
     /// Loss detection by time on subflow `i` (its loss timer expired).
     pub(super) fn detect_lost(&mut self, cx: &mut Cx<'_>, now: Time, i: usize) {
         let send = &mut *cx.send;
@@ -424,28 +417,12 @@ impl Paths {
     /// Subflow-level ACK (§5.3): the subflow takes what it acknowledges, then congestion
     /// control runs with the coupling over the open subflows, then loss detection.
     pub(super) fn on_ack(&mut self, cx: &mut Cx<'_>, now: Time, i: usize, a: &Ack<'_>) {
-        let hedged = self.subflows[i].pf() && self.hedging();
         let Some(acked) = self.subflows[i].on_ack(now, a, cx.config.transport.max_ack_delay) else { return };
         // Something new was acknowledged: a tail loss probe pending verdict was answered.
         self.subflows[i].set_tlp_check(None);
         let id = self.subflows[i].id();
         if acked.recovered {
             cx.emit(now, Event::SubflowRecovered { id });
-            // Issue 54's hedged failover: a primary that answers again while the failover
-            // subflows' joins are still unanswered (behind a radio's promotion) calls the
-            // failover off: its flags are cleared, so that it carries the data again, and it
-            // carries what was committed to the joining subflows too (whichever path answers
-            // first delivers it).
-            if hedged {
-                self.subflows[i].set_oracle_flags(false, false);
-            }
-            if !self.subflows[i].backup() {
-                for k in 0..self.subflows.slot_bound() {
-                    if self.subflows.get(k).is_some_and(|s| k != i && s.is_open() && !s.established()) {
-                        self.copy_in_flight_for_reinjection(cx.send, k);
-                    }
-                }
-            }
         }
         if acked.established {
             let sf = &self.subflows[i];
