@@ -5,9 +5,8 @@
 //! Run: `cargo run --release -p mpsim --example walk_trace -- [SCENARIO] [SEED]`, the scenario
 //! by name (`walk`, `walk-hint`, `blackout`, `loss`, `glitch`, `glitch-200`, `late`, `delay`; default `walk`), the seed 1-3 (default 2).
 
-use mpsim::apps::{Siri, SiriConfig};
-use mpsim::scenarios::Scenario;
-use mpsim::{ms, multimob_backup_paths, multimob_client, multimob_server, RadioProfile, Sim};
+use mpsim::scenarios::{simulate, Scenario, Setup};
+use mpsim::{ms, multimob_client, multimob_server, RadioProfile};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -33,20 +32,12 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let client = multimob_client(oracle::Config::default()).with(|c| c.logging.qlog = true);
-    let server = multimob_server().with(|c| c.logging.qlog = true);
-    let mut paths = multimob_backup_paths();
-    paths[1] = paths[1].with_radio(RadioProfile::LTE);
-    let mut sim = Sim::new(seed, client, server, paths).expect("a valid configuration");
-    s.script(&mut sim);
-    let requests = (s.duration() / ms(6_000)) as usize;
-    let mut app = Siri::new(SiriConfig { requests, ..SiriConfig::default() }, seed);
-    let mut outage = s.burst_outage();
-    sim.run(s.duration() + ms(30_000), |sim| {
-        let flow = app.drive(sim);
-        s.arm(sim, &app, &mut outage);
-        flow
-    });
+    let setup = Setup {
+        client: Some(multimob_client(oracle::Config::default()).with(|c| c.logging.qlog = true)),
+        server: Some(multimob_server().with(|c| c.logging.qlog = true)),
+        radio: Some(RadioProfile::LTE),
+    };
+    let (sim, app) = simulate(s, seed, &setup);
     let Some((k, worst)) =
         app.results.iter().enumerate().filter_map(|(k, r)| r.max_burst_delay().map(|d| (k, d))).max_by_key(|x| x.1)
     else {

@@ -262,10 +262,10 @@ fn connected_floor(from: Time, to: Time, end: Time) -> f64 {
     oracle::energy::estimate(&model, &packets, 0, end).above_idle_joules
 }
 
-/// One seed of `s` as `setup` has it.
-pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
+/// One seed of `s` as `setup` has it, the workload run to its end: the simulator and the
+/// workload, to read (`run_in` takes its figures from them; `examples/walk_trace.rs` its log).
+pub fn simulate(s: Scenario, seed: u64, setup: &Setup) -> (Sim, Siri) {
     let client = setup.client.clone().unwrap_or_else(|| multimob_client(oracle::Config::default()));
-    let client_hold = client.multipath.fail_back_hold;
     let mut paths = multimob_backup_paths();
     if let Some(r) = setup.radio {
         paths[CELL] = paths[CELL].with_radio(r);
@@ -283,6 +283,16 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
         s.arm(sim, &app, &mut outage);
         flow
     });
+    (sim, app)
+}
+
+/// One seed of `s` as `setup` has it.
+pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
+    let client_hold = match &setup.client {
+        Some(c) => c.multipath.fail_back_hold,
+        None => multimob_client(oracle::Config::default()).multipath.fail_back_hold,
+    };
+    let (mut sim, app) = simulate(s, seed, setup);
     let quiet = sim.now + ms(10_000);
     sim.run_until(quiet, |_| None);
     let mut finals: Vec<Time> = app.results.iter().filter_map(|r| r.delay).collect();
@@ -304,7 +314,7 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
     };
     Outcome {
         wire,
-        requests,
+        requests: app.cfg.requests,
         answered: finals.len(),
         median_ms: finals.get(finals.len() / 2).map_or(f64::NAN, |&d| d as f64 / 1e3),
         worst_ms: worst as f64 / 1e3,
