@@ -46,7 +46,7 @@ fn main() {
     };
     let r = &app.results[k];
     println!(
-        "{} seed {seed}: worst response {:.1} ms, request {} (started at {:.3} s)",
+        "{} ({s:?}) seed {seed}: worst response {:.1} ms, request {} (started at {:.3} s)",
         s.name(),
         worst as f64 / 1e3,
         k + 1,

@@ -87,7 +87,7 @@ impl Scenario {
         match self {
             Scenario::Walk => "Walking out of WiFi: 5% > 15% > 30% loss, gone at 26 s",
             Scenario::WalkWithHint => "The walk, the OS saying WiFi is weak at 4 s",
-            Scenario::BurstGlitch(_) => "WiFi down 80 ms mid-burst",
+            Scenario::BurstGlitch(_) => "WiFi down briefly mid-burst",
             Scenario::Delay => "WiFi uplink +500 ms at 4 s",
             Scenario::Flap => "WiFi 2 s off / 3 s on",
             Scenario::LossRamp => "WiFi loss 5% > 30% > 60%",
@@ -173,7 +173,7 @@ impl Scenario {
 impl Scenario {
     /// `BurstBlackout` and `BurstGlitch`: WiFi goes down 9 ms after the second request's
     /// sixth burst was written, for `outage` (taken, so that it happens once).
-    pub fn arm(self, sim: &mut Sim, app: &Siri, outage: &mut Option<Time>) {
+    fn arm(self, sim: &mut Sim, app: &Siri, outage: &mut Option<Time>) {
         if app.results.len() == 2 && app.next_burst() == 6 {
             if let Some(d) = outage.take() {
                 sim.at(sim.now + ms(9), WIFI, PathEvent::Down);
@@ -288,11 +288,8 @@ pub fn simulate(s: Scenario, seed: u64, setup: &Setup) -> (Sim, Siri) {
 
 /// One seed of `s` as `setup` has it.
 pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
-    let client_hold = match &setup.client {
-        Some(c) => c.multipath.fail_back_hold,
-        None => multimob_client(oracle::Config::default()).multipath.fail_back_hold,
-    };
     let (mut sim, app) = simulate(s, seed, setup);
+    let client_hold = sim.client.config().multipath.fail_back_hold;
     let quiet = sim.now + ms(10_000);
     sim.run_until(quiet, |_| None);
     let mut finals: Vec<Time> = app.results.iter().filter_map(|r| r.delay).collect();

@@ -1,5 +1,7 @@
-//! Additional subflows: MP_JOIN's four packets (RFC 8684 §3.2) and MultiMob's fast joins
-//! (PROTOCOL.md §5.9-5.11), from both ends.
+//! The path layer's subflows opened and closed: new subflows and their CIDs, MP_JOIN's four
+//! packets (RFC 8684 §3.2) and MultiMob's fast joins (PROTOCOL.md §5.9-5.11) from both ends,
+//! a subflow closed (its data reinjected) and reclaimed, a CID renamed on collision, and the
+//! stateless reset (PROTOCOL.md §3.4).
 
 use super::cc::Cc;
 use super::cx::Cx;

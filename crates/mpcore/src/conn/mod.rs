@@ -1,12 +1,15 @@
 //! One multipath connection: its state, the application's calls and its statistics. Its
 //! parts are components that own their state (ARCHITECTURE.md has the table of what each
-//! owns): the subflows and their recovery (`subflow`), the stream's two sides (`send`, `recv`,
-//! `dsn`), what the handshake agreed (`session`), the local paths (`local_paths`), liveness
-//! (`liveness`), the events and the log (`outbox`), MultiMob (`multimob`), 0-RTT (`early`),
-//! the first handshake's race (`spread`), tickets (`tickets`). The connection's own code acts
-//! on their outcomes: the receive path (`input`), the way out (`output`), the timers
-//! (`timers`), subflows opened and closed (`join`), path managers and failover (`paths`). The
-//! first handshake is `crate::handshake`'s. No I/O, no clock: every call carries `now`.
+//! owns): the path layer (`Paths`: the subflows and their recovery, `subflow`; the local paths,
+//! `local_paths`; MultiMob, `multimob`; the first handshake's race, `spread`), working through
+//! a context of the other parts (`cx`); the stream's two sides (`send`, `recv`, `dsn`); what
+//! the handshake agreed (`session`); liveness (`liveness`); the events and the log (`outbox`);
+//! the scheduler's wiring (`scheduling`); 0-RTT (`early`); tickets (`tickets`). The path
+//! layer's methods are in `paths` (path managers, failover), `join` (subflows opened and
+//! closed) and `timers` (the timers, computed from the `Clock` view; the subflows' timeouts and
+//! ACKs). The connection itself, in three files, coordinates them: this one, the receive path
+//! and the timeouts (`input`), the way out and the stream (`output`). The first handshake is
+//! `crate::handshake`'s. No I/O, no clock: every call carries `now`.
 
 mod addresses;
 pub mod cc;

@@ -1,9 +1,10 @@
 //! MultiMob (§III-B of the paper), a component: the client's receive idle timer, the
 //! fail-back hold, the endpoint's pace for the probes of a failover, and MultiMob's decisions
 //! read from the subflows (whether a silent path fails over, whether the fail-back is due,
-//! which subflows an oracle verdict names, what each subflow tells the oracle). The
-//! connection acts on the decisions (`fail_over`, `apply_oracle`, `on_path_silent` in
-//! `paths`; the fail-back in `timers`): opening and closing subflows is the path manager's.
+//! which subflows an oracle verdict names, what each subflow tells the oracle). A part of the
+//! path layer (`Paths`), which acts on the decisions (`fail_over`, `apply_oracle`,
+//! `on_path_silent`, `check_fail_back` in `paths`): opening and closing subflows is the path
+//! manager's.
 
 use super::local_paths::LocalPaths;
 use super::subflow::table::SubflowTable;

@@ -1,6 +1,8 @@
-//! Path managers (which subflows a client opens, and when), interface events, the addresses
-//! announced and withdrawn (ADD_ADDR, REMOVE_ADDR), and the first handshake over every path
-//! and TCP where UDP gets no answer (the `spread` component's state, acted on here).
+//! The path layer, `Paths` (its other methods are in `join` and `timers`): path managers
+//! (which subflows a client opens, and when), interface events, the addresses announced and
+//! withdrawn (ADD_ADDR, REMOVE_ADDR), the first handshake over every path and TCP where UDP
+//! gets no answer (the `spread` component's state, acted on here), and MultiMob's failover,
+//! oracle verdicts and fail-back (the `multimob` component's decisions, acted on here).
 
 use super::cx::Cx;
 use super::events::{EndpointEvent, Event, Side};

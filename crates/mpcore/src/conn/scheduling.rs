@@ -39,7 +39,12 @@ impl Scheduling {
         // Room for the slots there are (grown once per new slot, not per packet: an idle
         // connection does not keep room for 64, 2.5 KiB).
         self.infos.reserve(paths.subflows.slot_bound());
-        let others_work = paths.subflows.iter().any(|s| s.established() && s.remote_cid().is_some() && !s.pf());
+        // A subflow the scheduler is shown as working: established, and neither potentially
+        // failed nor far slower than it was (the same test as the flags below).
+        let works = |k: usize, s: &Subflow| {
+            s.established() && s.remote_cid().is_some() && !s.pf() && slow & (1 << (k % 64)) == 0
+        };
+        let others_work = paths.subflows.enumerate().any(|(k, s)| works(k, s));
         for k in 0..paths.subflows.slot_bound() {
             let Some(sf) = paths.subflows.get(k) else {
                 // A free slot: never eligible.
@@ -47,9 +52,10 @@ impl Scheduling {
                 continue;
             };
             let mut flags = Flags(0);
-            // A fast join's first flight may carry data while nothing else can (its data waits
-            // for the join's answer, behind a radio's promotion): not while another subflow
-            // works (issue 54's hedged failover: the primary answered again first).
+            // The later packets of a fast join's first flight may carry data while nothing else
+            // can (their data waits for the join's answer, behind a radio's promotion): not
+            // while another subflow works (issue 54: a primary that answers again within the
+            // promotion carries the flight).
             let ready = (sf.established() && sf.remote_cid().is_some()) || (sf.fast_join_flight() && !others_work);
             flags.set(Flags::ESTABLISHED, ready);
             // A subflow far slower than it was and than another working one carries no new

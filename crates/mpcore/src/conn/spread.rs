@@ -19,8 +19,8 @@
 //! otherwise repeat its INITIAL there for the whole handshake timeout and never try the
 //! cellular path that works.
 //!
-//! This component keeps what is owed and found; the connection (`paths.rs`) asks it and acts
-//! on the subflows.
+//! This component keeps what is owed and found; the path layer (`Paths`, whose part it is, in
+//! `paths.rs`) asks it and acts on the subflows.
 //!
 //! [`Multipath::other_paths_after`]: crate::config::Multipath::other_paths_after
 //! [`Multipath::tcp_after`]: crate::config::Multipath::tcp_after

@@ -1,9 +1,11 @@
 //! The connection's timers. Every timer has a kind and one deadline in a [`TimerTable`],
 //! computed from the state by one function ([`Clock::timers`] for the connection,
 //! `Subflow::timers` for each subflow): `poll_timeout` reports the earliest of them and
-//! `handle_timeout` does the work of exactly the kinds whose deadline has passed, so the two
-//! cannot disagree. Each handler moves its own deadline (or ends what it times), so after
-//! `handle_timeout(now)` no deadline at or before `now` is left (the simulator checks it).
+//! `handle_timeout` (`conn::input`, then `Paths::on_timers` here) does the work of exactly the
+//! kinds whose deadline has passed, so the two cannot disagree. Each handler moves its own
+//! deadline (or ends what it times), so after `handle_timeout(now)` no deadline at or before
+//! `now` is left (the simulator checks it). Here too: the path layer's subflow ACKs and losses
+//! (`Paths::on_ack`, `detect_lost`), and the buffers' size and trim.
 
 use super::cx::Cx;
 use super::events::{CloseReason, Event, Side};

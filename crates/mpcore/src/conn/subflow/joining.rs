@@ -1,6 +1,6 @@
 //! A subflow's side of its join (RFC 8684 §3.2; PROTOCOL.md §5.9-5.11): the state it moves
 //! through and the join frames it has pending. The HMACs are checked, and the frames
-//! written, by the connection's joins (`conn::join`), which hold the keys.
+//! written, by the path layer's joins (`conn::join`), given the keys.
 
 use super::{FrameSet, JoinKind, Subflow, SubflowState};
 use crate::wire::frame::reason;
