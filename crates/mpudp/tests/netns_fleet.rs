@@ -424,6 +424,19 @@ async fn wait_ticket(store: &mpudp::TicketStore, service: SocketAddr) -> mpcore:
     }
 }
 
+/// A ticket from `service`: a connection with `opts` makes one request and waits for its
+/// NEW_TICKET; the issuing server's id is printed (`issuer K`).
+async fn ticket_after_a_request(opts: Options, service: SocketAddr) -> mpcore::ResumptionTicket {
+    let store = mpudp::TicketStore::new();
+    let ep = MpEndpoint::client(opts.tickets(store.clone())).unwrap();
+    let mut s = ep.connect(service).await.unwrap();
+    request(&mut s).await.unwrap();
+    let t = wait_ticket(&store, service).await;
+    println!("issuer {}", mpcore::Steering::server_of(t.route.unwrap(), 3));
+    s.shutdown().await.unwrap();
+    t
+}
+
 /// The datagrams of a resumed first flight with `ticket` and a one-byte request as 0-RTT data
 /// (its INITIAL and EARLY packets), as the protocol's core writes them at once.
 fn first_flight(service: SocketAddr, ticket: &mpcore::ResumptionTicket) -> Vec<Vec<u8>> {
@@ -570,14 +583,8 @@ async fn client(service: SocketAddr) {
             ["capture"] => {
                 // A ticket, then the resumed first flight that would carry a request as 0-RTT
                 // data: built by the protocol's core, kept to be sent by hand.
-                let store = mpudp::TicketStore::new();
-                let ep = MpEndpoint::client(opts(false).tickets(store.clone())).unwrap();
-                let mut s = ep.connect(service).await.unwrap();
-                request(&mut s).await.unwrap();
-                let t = wait_ticket(&store, service).await;
-                println!("issuer {}", mpcore::Steering::server_of(t.route.unwrap(), 3));
+                let t = ticket_after_a_request(opts(false), service).await;
                 flight = first_flight(service, &t);
-                s.shutdown().await.unwrap();
             }
             ["send", dev] => {
                 let sock =
@@ -594,14 +601,8 @@ async fn client(service: SocketAddr) {
                 while !(4_000..5_000).contains(&(unix_ms() % 6_000)) {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-                let store = mpudp::TicketStore::new();
-                let ep = MpEndpoint::client(opts(false).tickets(store.clone())).unwrap();
-                let mut s = ep.connect(service).await.unwrap();
-                request(&mut s).await.unwrap();
-                let t = wait_ticket(&store, service).await;
-                println!("issuer {}", mpcore::Steering::server_of(t.route.unwrap(), 3));
+                let t = ticket_after_a_request(opts(false), service).await;
                 epoch_ticket = Some((t.received_unix_ms / 6_000, t));
-                s.shutdown().await.unwrap();
             }
             ["resume-next-epoch"] => {
                 let (epoch, t) = epoch_ticket.take().unwrap();
