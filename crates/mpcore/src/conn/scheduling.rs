@@ -44,7 +44,8 @@ impl Scheduling {
         let works = |k: usize, s: &Subflow| {
             s.established() && s.remote_cid().is_some() && !s.pf() && slow & (1 << (k % 64)) == 0
         };
-        let others_work = paths.subflows.enumerate().any(|(k, s)| works(k, s));
+        // Looked at only for a subflow in its fast join's first flight (rare), not per pick.
+        let others_work = |table: &SubflowTable| table.enumerate().any(|(k, s)| works(k, s));
         for k in 0..paths.subflows.slot_bound() {
             let Some(sf) = paths.subflows.get(k) else {
                 // A free slot: never eligible.
@@ -56,7 +57,8 @@ impl Scheduling {
             // can (their data waits for the join's answer, behind a radio's promotion): not
             // while another subflow works (issue 54: a primary that answers again within the
             // promotion carries the flight).
-            let ready = (sf.established() && sf.remote_cid().is_some()) || (sf.fast_join_flight() && !others_work);
+            let ready = (sf.established() && sf.remote_cid().is_some())
+                || (sf.fast_join_flight() && !others_work(&paths.subflows));
             flags.set(Flags::ESTABLISHED, ready);
             // A subflow far slower than it was and than another working one carries no new
             // data while that one works, under every path manager (issue 32).
