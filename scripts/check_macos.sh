@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Type-checks the driver and the binary for macOS (`cargo check --target x86_64-apple-darwin`):
-# the cfg-gated parts (IP_BOUND_IF instead of SO_BINDTODEVICE, no netlink) must compile there.
+# Type-checks the driver, the binary and the C library for macOS (`cargo check --target x86_64-apple-darwin`):
+# the cfg-gated parts (IP_BOUND_IF instead of SO_BINDTODEVICE, no netlink, a pipe for readiness
+# instead of an eventfd) must compile there.
 # ring's build script compiles C for the target, which needs Apple's SDK; a check never links,
 # so a stand-in compiler that writes empty objects lets it through. Skips (saying so) when the
 # target's standard library cannot be installed, except where MPUDP_REQUIRE_MACOS is set (CI):
@@ -32,5 +33,5 @@ exit 0
 AR
 chmod +x "$stub/cc" "$stub/ar"
 CC_x86_64_apple_darwin="$stub/cc" AR_x86_64_apple_darwin="$stub/ar" \
-    cargo clippy -p mpudp -p iperf-siri --target x86_64-apple-darwin -- -D warnings
-echo "macOS: mpudp and iperf-siri type-check"
+    cargo clippy -p mpudp -p iperf-siri -p mpudp-ffi --target x86_64-apple-darwin -- -D warnings
+echo "macOS: mpudp, iperf-siri and mpudp-ffi type-check"

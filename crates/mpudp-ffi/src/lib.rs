@@ -41,6 +41,7 @@ mod connecting;
 mod endpoint;
 mod options;
 mod ready;
+mod signal;
 mod tuning;
 
 pub use conn::*;

@@ -4,8 +4,8 @@
 //!
 //! - **The descriptor** (`mpu_conn_readiness_fd`) becomes readable; Android's
 //!   `MessageQueue.addOnFileDescriptorEventListener` and iOS's `DispatchSource.makeReadSource`
-//!   wait on such a descriptor in the app's own loop, as `epoll` and `kqueue` do. It is one end
-//!   of a socket pair: the same on Linux, Android and Apple's systems.
+//!   wait on such a descriptor in the app's own loop, as `epoll` and `kqueue` do. It is an
+//!   eventfd on Linux and Android, a pipe elsewhere (`signal`, which says why).
 //! - **The callback** (`mpu_conn_set_ready_callback`) is called on the library's thread, where
 //!   a Kotlin coroutine or a Swift continuation is resumed (on the app's dispatcher, never
 //!   inline: the callback must not call the library).
@@ -16,10 +16,8 @@
 //! send buffer, an event, the end). Each call with timeout 0 drains the descriptor first, so a
 //! level-triggered loop does not spin.
 
+use crate::signal::Signal;
 use std::ffi::c_void;
-use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Wake, Waker};
 use std::time::Duration;
@@ -35,13 +33,14 @@ unsafe impl Send for Ctx {}
 // SAFETY: as above; the library never reads or writes through it.
 unsafe impl Sync for Ctx {}
 
-/// One connection's or endpoint's readiness: the socket pair and the callback, each made when
+/// One connection's or endpoint's readiness: the descriptor and the callback, each made when
 /// the app asks for it.
 #[derive(Default)]
 pub(crate) struct Readiness {
-    /// (the app's end, the library's end).
-    pair: OnceLock<(UnixStream, UnixStream)>,
-    /// A wake wrote to the pair since the last drain (so a drain costs nothing otherwise).
+    /// The descriptor the app waits on.
+    pair: OnceLock<Signal>,
+    /// A wake raised the descriptor since the last drain (so a drain costs nothing
+    /// otherwise; and one caller at a time drains).
     signalled: std::sync::atomic::AtomicBool,
     callback: Mutex<Option<(unsafe extern "C" fn(*mut c_void), Arc<Ctx>)>>,
 }
@@ -49,15 +48,12 @@ pub(crate) struct Readiness {
 impl Readiness {
     /// The descriptor the app waits on (made at the first call).
     pub(crate) fn fd(&self) -> std::io::Result<i32> {
-        if let Some((app, _)) = self.pair.get() {
-            return Ok(app.as_raw_fd());
+        if let Some(s) = self.pair.get() {
+            return Ok(s.fd());
         }
-        let (app, lib) = UnixStream::pair()?;
-        app.set_nonblocking(true)?;
-        lib.set_nonblocking(true)?;
+        let s = Signal::new()?;
         // Another thread may have made it meanwhile: the first one made stays.
-        let (app, _) = self.pair.get_or_init(|| (app, lib));
-        Ok(app.as_raw_fd())
+        Ok(self.pair.get_or_init(|| s).fd())
     }
 
     pub(crate) fn set_callback(&self, cb: MpuReadyCallback, ctx: *mut c_void) {
@@ -77,19 +73,15 @@ impl Readiness {
     }
 
     /// Empties the descriptor: the app is making its calls. Only after a wake (no system
-    /// call otherwise), and non-blocking whatever the app did to the descriptor's flags: an
-    /// app that made it blocking, or read the byte itself, must not hang the call.
+    /// call otherwise), and never blocking whatever the app did to the descriptor
+    /// (`Signal::clear`).
     pub(crate) fn drain(&self) {
         use std::sync::atomic::Ordering;
         if !self.signalled.swap(false, Ordering::AcqRel) {
             return;
         }
-        if let Some((mut app, _)) = self.pair.get().map(|(a, l)| (a, l)) {
-            if app.set_nonblocking(true).is_err() {
-                return;
-            }
-            let mut sink = [0u8; 64];
-            while matches!(app.read(&mut sink), Ok(n) if n > 0) {}
+        if let Some(s) = self.pair.get() {
+            s.clear();
         }
     }
 }
@@ -99,13 +91,13 @@ impl Wake for Readiness {
         self.wake_by_ref();
     }
 
-    /// On the library's thread, under its lock: a byte into the socket pair (a full pair is
-    /// readable already), and the callback through a task of its own (it runs after the lock
-    /// is released, and may be slow).
+    /// On the library's thread, under its lock: the descriptor raised (one system call), and
+    /// the callback through a task of its own (it runs after the lock is released, and may be
+    /// slow).
     fn wake_by_ref(self: &Arc<Self>) {
-        if let Some((_, mut lib)) = self.pair.get().map(|(a, l)| (a, l)) {
+        if let Some(sig) = self.pair.get() {
             self.signalled.store(true, std::sync::atomic::Ordering::Release);
-            let _ = lib.write(&[1]);
+            sig.raise();
         }
         let cb = self.callback.lock().ok().and_then(|g| g.as_ref().map(|(f, c)| (*f, c.clone())));
         if let Some((f, ctx)) = cb {

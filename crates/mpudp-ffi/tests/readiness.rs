@@ -7,25 +7,26 @@
 
 use mpudp_ffi::*;
 use std::ffi::{c_void, CString};
-use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// Whether descriptor `fd` (the library's) becomes readable within `ms` (a byte of it is
-/// read, as an app's loop that clears the descriptor itself would; the library's next call
-/// with timeout 0 drains the rest).
+/// Whether descriptor `fd` (the library's) becomes readable within `ms` (then read, as an
+/// app's loop that clears the descriptor itself would; the library's next call with timeout 0
+/// drains the rest).
 fn readable_within(fd: i32, ms: u64) -> bool {
-    use std::io::Read;
-    // SAFETY: the library's open descriptor, borrowed: never closed here (ManuallyDrop).
-    let mut s = ManuallyDrop::new(unsafe { UnixStream::from_raw_fd(fd) });
-    s.set_nonblocking(false).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(ms))).unwrap();
-    let mut b = [0u8; 1];
-    // Left blocking on purpose: the library's calls must not hang on it (`drain`).
-    let r = s.read(&mut b);
-    matches!(r, Ok(n) if n > 0)
+    // SAFETY: `fcntl`, `poll` and `read` on the library's open descriptor (borrowed, never
+    // closed here), into a local byte.
+    unsafe {
+        // Left blocking on purpose: the library's calls must not hang on it (`drain`).
+        libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) & !libc::O_NONBLOCK);
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        if libc::poll(&mut p, 1, ms as i32) != 1 {
+            return false;
+        }
+        // 8 bytes: an eventfd's read takes its whole counter (a pipe's, up to 8 bytes).
+        let mut b = [0u8; 8];
+        libc::read(fd, b.as_mut_ptr().cast(), 8) > 0
+    }
 }
 
 fn out<T: Default>(f: impl FnOnce(*mut T) -> i32) -> T {
