@@ -325,6 +325,12 @@ impl Driver {
                 }
                 // Opening a path's socket is a system call under the lock, but a rare one.
                 progress |= self.follow_interfaces(cx, &mut st, now);
+                // Readers and event listeners are woken before the round's sends: a reader on
+                // another thread (the C ABI's app, a multi-thread runtime's task) reads while
+                // this one sends the ACKs, instead of after (a send over loopback also runs
+                // the peer's receive path, 10-30 us here). What the sends raise is dispatched
+                // after them, below.
+                st.dispatch();
             }
             progress |= self.io.transmit(cx, shared, now);
             // What the sends queued for TCP carriers is written now.
