@@ -507,7 +507,9 @@ pub struct EarlyAnswer {
 
 /// The server's stateless answer to an INITIAL (§4.1): a RETRY when a token is required and
 /// absent, else a HANDSHAKE whose cookie seals the connection's master secret, suite and the
-/// client's parameters for this address (§4.4). `cid_taken` and `token_taken` tell which CIDs
+/// client's parameters for this address (§4.4). `address_proven`: the INITIAL came over a
+/// carrier whose own handshake proved the client's address (TCP), so its token, if any, is not
+/// checked (§4.5). `cid_taken` and `token_taken` tell which CIDs
 /// and tokens the endpoint already uses; a key whose token collides is drawn again (§4.3).
 /// `open_ticket` gives a ticket's PSK and suite if this server takes it with that obfuscated
 /// age (§4.8); the binder is checked here. `admit_early` says whether the 0-RTT data of an
@@ -524,6 +526,7 @@ pub fn answer_initial(
     keys: &mut ServerKeys,
     rng: &mut Rng,
     require_retry: bool,
+    address_proven: bool,
     cid_taken: impl Fn(&Cid) -> bool,
     token_taken: impl Fn(u32) -> bool,
     open_ticket: impl Fn(&[u8], u32) -> Option<TakenTicket>,
@@ -543,7 +546,11 @@ pub fn answer_initial(
         let datagram = retry(now, remote, &i, keys, rng)?;
         return Ok(Answer { datagram, resumption: Resumption::NotOffered, early: None });
     }
+    // A token names the address it was issued to (§4.5). One that came over a carrier whose
+    // own handshake proved the address (TCP) is not checked: it is the token of the client's
+    // UDP path, repeated on every path and carrier with the INITIAL's bytes.
     if !i.token.is_empty()
+        && !address_proven
         && !keys.retry.validate(i.token, ms(now), ms(config.server.cookie_lifetime), &remote, &i.dcid.0)
     {
         return Err(DropReason::BadToken);

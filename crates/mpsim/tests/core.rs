@@ -327,6 +327,39 @@ fn retry_then_handshake_and_a_flood_of_initials_creates_no_state() {
     assert_eq!(sim.server.live_connections(), live);
 }
 
+/// A client's INITIAL goes, byte for byte, on every path and carrier (PROTOCOL.md §4.10), with
+/// the token of the one RETRY it took, which names the address of the UDP path it came on.
+/// Over a TCP carrier the client's address is another (the TCP socket's port), and TCP's own
+/// handshake proved it: the server neither checks that token nor asks for a RETRY there. Before,
+/// every token-bearing INITIAL raced over TCP was dropped as `bad_token`, and a loaded server's
+/// connect could stall until UDP answered (issue 55's stop: 3 to 8 of 50,000 connects failed in
+/// `scale`).
+#[test]
+fn an_initial_over_tcp_is_answered_whatever_its_udp_token() {
+    let server = cfg(PathManager::OnDemand).with(|c| c.server.require_retry = true);
+    let mut sim = Sim::new(9, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
+    let log = capture(&mut sim);
+    let mut app = Bulk::new(pattern(10_000, 2), false);
+    assert!(sim.run(ms(10_000), |s| app.drive(s)));
+    let initials: Vec<Vec<u8>> =
+        log.borrow().iter().filter(|(_, _, b)| b[0] & 0xf8 == 0xc0).map(|(_, _, b)| b.clone()).collect();
+    assert_eq!(initials.len(), 2, "INITIAL, then INITIAL with the RETRY's token");
+    let before = sim.server.handshake_counters();
+    // The TCP carrier's end: the client's address, another port.
+    let tcp_end = std::net::SocketAddr::from(([10, 0, 1, 2], 40_000));
+    let now = sim.now;
+    for d in &initials {
+        sim.server.handle_carried(now, mpcore::PathId(0), tcp_end, mpcore::Carrier::Tcp, d);
+    }
+    let after = sim.server.handshake_counters();
+    assert_eq!(sim.server.drops().bad_token, 0, "the UDP path's token is not checked over TCP");
+    assert_eq!(after.retries, before.retries, "no RETRY over TCP, even where every INITIAL gets one");
+    assert_eq!(after.answered, before.answered + 2, "both INITIALs answered with a HANDSHAKE");
+    // The same token-bearing INITIAL over UDP from that address still fails: it names another.
+    sim.server.handle_carried(now, mpcore::PathId(0), tcp_end, mpcore::Carrier::Udp, &initials[1]);
+    assert_eq!(sim.server.drops().bad_token, 1);
+}
+
 #[test]
 fn abort_sends_fastclose_and_both_sides_stop() {
     let mut sim = Sim::new(10, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), multimob_paths()).unwrap();

@@ -57,8 +57,12 @@ impl Endpoint {
             self.drops.refused += 1;
             return;
         }
+        // Over a TCP carrier, TCP's own handshake proved the client's address: no RETRY is
+        // asked, and a token (the client's INITIAL carries one RETRY's token on every path and
+        // carrier, and it names the address of the path it was issued on) is not checked.
+        let address_proven = self.rx_carrier == crate::Carrier::Tcp;
         let has_token = matches!(p.header, Header::Initial(i) if !i.token.is_empty());
-        let require_retry = !has_token && self.must_retry(now);
+        let require_retry = !has_token && !address_proven && self.must_retry(now);
         let routes = &self.routes;
         let (tickets, unix_ms) = (&self.tickets, self.clock.unix_ms(now));
         let early_ok = self.config.resumption.early_data && self.config.transport.recv_window as u64 >= MAX_EARLY_DATA;
@@ -72,6 +76,7 @@ impl Endpoint {
             &mut self.keys,
             &mut self.rng,
             require_retry,
+            address_proven,
             |c| routes.cid_taken(c),
             |t| routes.token_taken(t),
             |ticket, age| tickets.as_ref()?.take(unix_ms, ticket, age),
