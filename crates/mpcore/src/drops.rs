@@ -62,7 +62,9 @@ pub struct Drops {
     pub duplicate: u64,
     /// A RETRY whose integrity tag is wrong.
     pub bad_retry: u64,
-    /// An INITIAL whose retry token is invalid or expired.
+    /// An INITIAL whose retry token is invalid, expired, or names another address (the copy
+    /// on another path of a client's INITIAL). Counted, not dropped: it is answered as an
+    /// INITIAL without a token (PROTOCOL.md §4.1, RETRY), so [`Drops::total`] leaves it out.
     pub bad_token: u64,
     /// A CONFIRM whose cookie does not open, is expired, or names another address.
     pub bad_cookie: u64,
@@ -162,9 +164,9 @@ impl Drops {
         parts.join(", ")
     }
 
-    /// Every drop, whatever the reason.
+    /// Every drop, whatever the reason (`bad_token` is counted but not a drop).
     pub fn total(&self) -> u64 {
-        self.by_reason().iter().map(|(_, n)| n).sum()
+        self.by_reason().iter().map(|(_, n)| n).sum::<u64>() - self.bad_token
     }
 }
 
@@ -202,7 +204,7 @@ mod tests {
         // Each reason landed in its own counter: 1, 2, ..., 17 in declaration order.
         let counts: Vec<u64> = d.by_reason().iter().map(|(_, n)| *n).collect();
         assert_eq!(counts, (1..=17).collect::<Vec<u64>>());
-        assert_eq!(d.total(), (1..=17).sum::<u64>());
+        assert_eq!(d.total(), (1..=17).sum::<u64>() - d.bad_token);
         let mut one = Drops::default();
         one.count(DropReason::BadSignature);
         one.count(DropReason::DecryptFailed);

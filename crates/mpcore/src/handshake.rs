@@ -505,11 +505,27 @@ pub struct EarlyAnswer {
     pub odcid: Cid,
 }
 
-/// The server's stateless answer to an INITIAL (§4.1): a RETRY when a token is required and
-/// absent, else a HANDSHAKE whose cookie seals the connection's master secret, suite and the
-/// client's parameters for this address (§4.4). `address_proven`: the INITIAL came over a
-/// carrier whose own handshake proved the client's address (TCP), so its token, if any, is not
-/// checked (§4.5). `cid_taken` and `token_taken` tell which CIDs
+/// Whether INITIAL `p` (from `remote`) carries a RETRY token this server issued to that address
+/// for its DCID within the cookie lifetime (§4.5); `None` without a token. A token that fails
+/// is no reason to drop the INITIAL: it is answered as one without (RFC 9000 §8.1.3), since the
+/// client's INITIAL carries the token of the one RETRY it took on every path, and it names that
+/// path's address only.
+pub fn retry_token_valid(
+    now: Time,
+    remote: SocketAddr,
+    p: &Packet<'_>,
+    config: &Config,
+    keys: &ServerKeys,
+) -> Option<bool> {
+    let Header::Initial(i) = p.header else { return None };
+    (!i.token.is_empty())
+        .then(|| keys.retry.validate(i.token, ms(now), ms(config.server.cookie_lifetime), &remote, &i.dcid.0))
+}
+
+/// The server's stateless answer to an INITIAL (§4.1): a RETRY when `require_retry`, else a HANDSHAKE whose cookie seals the connection's master secret, suite and the
+/// client's parameters for this address (§4.4). `require_retry`: the caller found no address
+/// validated (no valid token: [`retry_token_valid`]; no TCP carrier) and wants one.
+/// `cid_taken` and `token_taken` tell which CIDs
 /// and tokens the endpoint already uses; a key whose token collides is drawn again (§4.3).
 /// `open_ticket` gives a ticket's PSK and suite if this server takes it with that obfuscated
 /// age (§4.8); the binder is checked here. `admit_early` says whether the 0-RTT data of an
@@ -526,7 +542,6 @@ pub fn answer_initial(
     keys: &mut ServerKeys,
     rng: &mut Rng,
     require_retry: bool,
-    address_proven: bool,
     cid_taken: impl Fn(&Cid) -> bool,
     token_taken: impl Fn(u32) -> bool,
     open_ticket: impl Fn(&[u8], u32) -> Option<TakenTicket>,
@@ -536,7 +551,7 @@ pub fn answer_initial(
     if dgram.len() < packet::MIN_INITIAL_SIZE {
         return Err(DropReason::Malformed);
     }
-    if i.token.is_empty() && require_retry {
+    if require_retry {
         // An INITIAL with 0-RTT data answered with a RETRY: its binder is recorded all the
         // same (its early data is never taken), so that a copy sent later, when no RETRY is
         // asked, is a replay (§4.9).
@@ -545,15 +560,6 @@ pub fn answer_initial(
         }
         let datagram = retry(now, remote, &i, keys, rng)?;
         return Ok(Answer { datagram, resumption: Resumption::NotOffered, early: None });
-    }
-    // A token names the address it was issued to (§4.5). One that came over a carrier whose
-    // own handshake proved the address (TCP) is not checked: it is the token of the client's
-    // UDP path, repeated on every path and carrier with the INITIAL's bytes.
-    if !i.token.is_empty()
-        && !address_proven
-        && !keys.retry.validate(i.token, ms(now), ms(config.server.cookie_lifetime), &remote, &i.dcid.0)
-    {
-        return Err(DropReason::BadToken);
     }
     let params = TransportParams::parse(i.params).map_err(|_| DropReason::Malformed)?;
     let suite = params

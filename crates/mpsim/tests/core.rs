@@ -355,9 +355,35 @@ fn an_initial_over_tcp_is_answered_whatever_its_udp_token() {
     assert_eq!(sim.server.drops().bad_token, 0, "the UDP path's token is not checked over TCP");
     assert_eq!(after.retries, before.retries, "no RETRY over TCP, even where every INITIAL gets one");
     assert_eq!(after.answered, before.answered + 2, "both INITIALs answered with a HANDSHAKE");
-    // The same token-bearing INITIAL over UDP from that address still fails: it names another.
+    // The same token-bearing INITIAL over UDP from that address (another path's copy): its token
+    // names another address, so it is counted and answered as an INITIAL without one (RFC 9000
+    // §8.1.3), here with a RETRY since this server asks one of every such INITIAL. Before, it
+    // was dropped.
     sim.server.handle_carried(now, mpcore::PathId(0), tcp_end, mpcore::Carrier::Udp, &initials[1]);
     assert_eq!(sim.server.drops().bad_token, 1);
+    assert_eq!(sim.server.handshake_counters().retries, after.retries + 1);
+}
+
+/// A server that asks for RETRYs only under load answers an INITIAL whose token names another
+/// address (the copy, on a second path, of an INITIAL a RETRY answered on the first) with a
+/// HANDSHAKE once the load is gone, instead of dropping it until the client gives up on the path.
+#[test]
+fn an_initial_with_another_paths_token_is_answered_when_no_retry_is_needed() {
+    let server = cfg(PathManager::OnDemand).with(|c| c.server.require_retry = true);
+    let mut sim = Sim::new(9, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
+    let log = capture(&mut sim);
+    let mut app = Bulk::new(pattern(10_000, 2), false);
+    assert!(sim.run(ms(10_000), |s| app.drive(s)));
+    let with_token =
+        log.borrow().iter().filter(|(_, _, b)| b[0] & 0xf8 == 0xc0).nth(1).map(|(_, _, b)| b.clone()).unwrap();
+    // A second server, keys of its own but no RETRY asked: the token is not its own, as one
+    // for another address is not.
+    let mut sim2 = Sim::new(9, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
+    let other_path = std::net::SocketAddr::from(([10, 0, 2, 2], 40_000));
+    let now = sim2.now;
+    sim2.server.handle_carried(now, mpcore::PathId(0), other_path, mpcore::Carrier::Udp, &with_token);
+    assert_eq!(sim2.server.drops().bad_token, 1, "counted");
+    assert_eq!(sim2.server.handshake_counters().answered, 1, "and answered with a HANDSHAKE");
 }
 
 #[test]

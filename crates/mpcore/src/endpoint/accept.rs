@@ -57,12 +57,22 @@ impl Endpoint {
             self.drops.refused += 1;
             return;
         }
-        // Over a TCP carrier, TCP's own handshake proved the client's address: no RETRY is
-        // asked, and a token (the client's INITIAL carries one RETRY's token on every path and
-        // carrier, and it names the address of the path it was issued on) is not checked.
-        let address_proven = self.rx_carrier == crate::Carrier::Tcp;
-        let has_token = matches!(p.header, Header::Initial(i) if !i.token.is_empty());
-        let require_retry = !has_token && !address_proven && self.must_retry(now);
+        // The client's address is validated by a token this server issued to it (§4.5), or by
+        // TCP's own handshake when the INITIAL came over a TCP carrier: there no RETRY is asked
+        // and a token is not checked (it names the client's UDP path, whose port is another).
+        // A token that fails is counted (`bad_token`) and the INITIAL answered as one without
+        // (RFC 9000 §8.1.3): the client's INITIAL carries the token of the one RETRY it took on
+        // every path, and it names that path's address only.
+        let validated = self.rx_carrier == crate::Carrier::Tcp
+            || match handshake::retry_token_valid(now, remote, p, &self.config, &self.keys) {
+                Some(true) => true,
+                Some(false) => {
+                    self.drops.count(crate::DropReason::BadToken);
+                    false
+                }
+                None => false,
+            };
+        let require_retry = !validated && self.must_retry(now);
         let routes = &self.routes;
         let (tickets, unix_ms) = (&self.tickets, self.clock.unix_ms(now));
         let early_ok = self.config.resumption.early_data && self.config.transport.recv_window as u64 >= MAX_EARLY_DATA;
@@ -76,7 +86,6 @@ impl Endpoint {
             &mut self.keys,
             &mut self.rng,
             require_retry,
-            address_proven,
             |c| routes.cid_taken(c),
             |t| routes.token_taken(t),
             |ticket, age| tickets.as_ref()?.take(unix_ms, ticket, age),
