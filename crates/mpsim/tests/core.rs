@@ -297,18 +297,25 @@ fn nat_rebinding_moves_the_subflow_after_an_authenticated_packet() {
     assert!(app.longest_stall(ms(1_500)) < ms(500), "the migration stalls little");
 }
 
-#[test]
-fn retry_then_handshake_and_a_flood_of_initials_creates_no_state() {
+/// A transfer of `bytes` to a server that asks every INITIAL for a RETRY: the simulator, and the
+/// client's two INITIALs (without a token, then with the RETRY's).
+fn retried(bytes: usize) -> (Sim, Vec<Vec<u8>>) {
     let server = cfg(PathManager::OnDemand).with(|c| c.server.require_retry = true);
     let mut sim = Sim::new(9, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
     let log = capture(&mut sim);
-    let mut app = Bulk::new(pattern(100_000, 2), false);
+    let mut app = Bulk::new(pattern(bytes, 2), false);
     assert!(sim.run(ms(10_000), |s| app.drive(s)));
     let initials: Vec<Vec<u8>> =
         log.borrow().iter().filter(|(_, _, b)| b[0] & 0xf8 == 0xc0).map(|(_, _, b)| b.clone()).collect();
     assert_eq!(initials.len(), 2, "INITIAL, then INITIAL with the RETRY's token");
     let retries = log.borrow().iter().filter(|(_, _, b)| b[0] & 0xf8 == 0xc8).count();
     assert_eq!(retries, 1);
+    (sim, initials)
+}
+
+#[test]
+fn retry_then_handshake_and_a_flood_of_initials_creates_no_state() {
+    let (mut sim, initials) = retried(100_000);
     // A flood of first packets from many addresses: RETRYs only, no connection, no state.
     let live = sim.server.live_connections();
     for k in 0..1000u32 {
@@ -336,14 +343,7 @@ fn retry_then_handshake_and_a_flood_of_initials_creates_no_state() {
 /// `scale`).
 #[test]
 fn an_initial_over_tcp_is_answered_whatever_its_udp_token() {
-    let server = cfg(PathManager::OnDemand).with(|c| c.server.require_retry = true);
-    let mut sim = Sim::new(9, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
-    let log = capture(&mut sim);
-    let mut app = Bulk::new(pattern(10_000, 2), false);
-    assert!(sim.run(ms(10_000), |s| app.drive(s)));
-    let initials: Vec<Vec<u8>> =
-        log.borrow().iter().filter(|(_, _, b)| b[0] & 0xf8 == 0xc0).map(|(_, _, b)| b.clone()).collect();
-    assert_eq!(initials.len(), 2, "INITIAL, then INITIAL with the RETRY's token");
+    let (mut sim, initials) = retried(10_000);
     let before = sim.server.handshake_counters();
     // The TCP carrier's end: the client's address, another port.
     let tcp_end = std::net::SocketAddr::from(([10, 0, 1, 2], 40_000));
@@ -369,19 +369,14 @@ fn an_initial_over_tcp_is_answered_whatever_its_udp_token() {
 /// HANDSHAKE once the load is gone, instead of dropping it until the client gives up on the path.
 #[test]
 fn an_initial_with_another_paths_token_is_answered_when_no_retry_is_needed() {
-    let server = cfg(PathManager::OnDemand).with(|c| c.server.require_retry = true);
-    let mut sim = Sim::new(9, cfg(PathManager::OnDemand), server, multimob_paths()).unwrap();
-    let log = capture(&mut sim);
-    let mut app = Bulk::new(pattern(10_000, 2), false);
-    assert!(sim.run(ms(10_000), |s| app.drive(s)));
-    let with_token =
-        log.borrow().iter().filter(|(_, _, b)| b[0] & 0xf8 == 0xc0).nth(1).map(|(_, _, b)| b.clone()).unwrap();
+    let (_, initials) = retried(10_000);
+    let with_token = &initials[1];
     // A second server, keys of its own but no RETRY asked: the token is not its own, as one
     // for another address is not.
     let mut sim2 = Sim::new(9, cfg(PathManager::OnDemand), cfg(PathManager::OnDemand), multimob_paths()).unwrap();
     let other_path = std::net::SocketAddr::from(([10, 0, 2, 2], 40_000));
     let now = sim2.now;
-    sim2.server.handle_carried(now, mpcore::PathId(0), other_path, mpcore::Carrier::Udp, &with_token);
+    sim2.server.handle_carried(now, mpcore::PathId(0), other_path, mpcore::Carrier::Udp, with_token);
     assert_eq!(sim2.server.drops().bad_token, 1, "counted");
     assert_eq!(sim2.server.handshake_counters().answered, 1, "and answered with a HANDSHAKE");
 }
