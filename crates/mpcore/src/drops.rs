@@ -63,8 +63,8 @@ pub struct Drops {
     /// A RETRY whose integrity tag is wrong.
     pub bad_retry: u64,
     /// An INITIAL whose retry token is invalid, expired, or names another address (the copy
-    /// on another path of a client's INITIAL). Counted, not dropped: it is answered as an
-    /// INITIAL without a token (PROTOCOL.md §4.1, RETRY), so [`Drops::total`] leaves it out.
+    /// on another path of a client's INITIAL): dropped while the server asks for RETRYs, else
+    /// answered as an INITIAL without a token (PROTOCOL.md §4.1, RETRY). Counted either way.
     pub bad_token: u64,
     /// A CONFIRM whose cookie does not open, is expired, or names another address.
     pub bad_cookie: u64,
@@ -164,9 +164,10 @@ impl Drops {
         parts.join(", ")
     }
 
-    /// Every drop, whatever the reason (`bad_token` is counted but not a drop).
+    /// Every drop, whatever the reason (`bad_token` counts the INITIALs answered as without a
+    /// token too).
     pub fn total(&self) -> u64 {
-        self.by_reason().iter().map(|(_, n)| n).sum::<u64>() - self.bad_token
+        self.by_reason().iter().map(|(_, n)| n).sum()
     }
 }
 
@@ -204,7 +205,7 @@ mod tests {
         // Each reason landed in its own counter: 1, 2, ..., 17 in declaration order.
         let counts: Vec<u64> = d.by_reason().iter().map(|(_, n)| *n).collect();
         assert_eq!(counts, (1..=17).collect::<Vec<u64>>());
-        assert_eq!(d.total(), (1..=17).sum::<u64>() - d.bad_token);
+        assert_eq!(d.total(), (1..=17).sum::<u64>());
         let mut one = Drops::default();
         one.count(DropReason::BadSignature);
         one.count(DropReason::DecryptFailed);

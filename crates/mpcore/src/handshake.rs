@@ -506,10 +506,9 @@ pub struct EarlyAnswer {
 }
 
 /// Whether INITIAL `p` (from `remote`) carries a RETRY token this server issued to that address
-/// for its DCID within the cookie lifetime (§4.5); `None` without a token. A token that fails
-/// is no reason to drop the INITIAL: it is answered as one without (RFC 9000 §8.1.3), since the
-/// client's INITIAL carries the token of the one RETRY it took on every path, and it names that
-/// path's address only.
+/// for its DCID within the cookie lifetime (§4.5); `None` without a token. The caller decides
+/// what a token that fails means (PROTOCOL.md §4.1, RETRY): the client's INITIAL carries the
+/// token of the one RETRY it took on every path, and it names that path's address only.
 pub fn retry_token_valid(
     now: Time,
     remote: SocketAddr,
@@ -522,9 +521,11 @@ pub fn retry_token_valid(
         .then(|| keys.retry.validate(i.token, ms(now), ms(config.server.cookie_lifetime), &remote, &i.dcid.0))
 }
 
-/// The server's stateless answer to an INITIAL (§4.1): a RETRY when `require_retry`, else a HANDSHAKE whose cookie seals the connection's master secret, suite and the
-/// client's parameters for this address (§4.4). `require_retry`: the caller found no address
-/// validated (no valid token: [`retry_token_valid`]; no TCP carrier) and wants one.
+/// The server's stateless answer to an INITIAL (§4.1): a RETRY when `require_retry`, else a
+/// HANDSHAKE whose cookie seals the connection's master secret, suite and the client's
+/// parameters for this address (§4.4). `require_retry`: the caller found no address
+/// validated (no valid token: [`retry_token_valid`]; no TCP carrier) and wants one; an INITIAL
+/// with a token is never asked for another (the caller drops it).
 /// `cid_taken` and `token_taken` tell which CIDs
 /// and tokens the endpoint already uses; a key whose token collides is drawn again (§4.3).
 /// `open_ticket` gives a ticket's PSK and suite if this server takes it with that obfuscated
@@ -551,7 +552,7 @@ pub fn answer_initial(
     if dgram.len() < packet::MIN_INITIAL_SIZE {
         return Err(DropReason::Malformed);
     }
-    if require_retry {
+    if require_retry && i.token.is_empty() {
         // An INITIAL with 0-RTT data answered with a RETRY: its binder is recorded all the
         // same (its early data is never taken), so that a copy sent later, when no RETRY is
         // asked, is a replay (§4.9).

@@ -59,9 +59,10 @@ fn main() {
         addr
     });
 
-    // Each way runs in blocks of BLOCK rounds, the three interleaved (Rust, C blocking, C
-    // readiness, Rust, ...), so that the machine's drift over the run (other processes, CPU
-    // frequency) falls on all three alike; each block's median ratio is reported as well.
+    // Each way runs in blocks of BLOCK rounds, the four interleaved (Rust, Rust on a
+    // multi-thread runtime, C blocking, C readiness, Rust, ...), so that the machine's drift
+    // over the run (other processes, CPU frequency) falls on all alike; each block's median
+    // ratio is reported as well.
     let blocks = rounds.div_ceil(BLOCK).max(1);
 
     // The Rust API: one client task on a current-thread runtime.

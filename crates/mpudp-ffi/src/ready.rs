@@ -96,8 +96,12 @@ impl Wake for Readiness {
     /// slow).
     fn wake_by_ref(self: &Arc<Self>) {
         if let Some(sig) = self.pair.get() {
-            self.signalled.store(true, std::sync::atomic::Ordering::Release);
+            // Raised first, then marked: a drain between the two finds the mark unset and
+            // leaves the descriptor readable for the next one. The other order could clear the
+            // mark, then the raise leave the descriptor readable with no mark: every later
+            // drain would skip it, and a level-triggered loop spin.
             sig.raise();
+            self.signalled.store(true, std::sync::atomic::Ordering::Release);
         }
         let cb = self.callback.lock().ok().and_then(|g| g.as_ref().map(|(f, c)| (*f, c.clone())));
         if let Some((f, ctx)) = cb {

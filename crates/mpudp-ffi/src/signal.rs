@@ -7,8 +7,9 @@
 //! - **Elsewhere (Apple's systems): a pipe**, which `kqueue` and `DispatchSource` wait on.
 //!
 //! Clearing never blocks, whatever the app did to the descriptor's flags (an app that made it
-//! blocking, or read it itself, must not hang a call): it reads only what the descriptor says
-//! it holds.
+//! blocking must not hang a call): it reads only what the descriptor says it holds, one clear
+//! at a time. The app must not read the descriptor itself while it makes calls (the header
+//! says so); a read of it between two calls does no harm.
 #![allow(unsafe_code)] // System calls on descriptors this type owns.
 
 use std::io;
@@ -21,6 +22,9 @@ pub(crate) struct Signal {
     app: OwnedFd,
     /// A pipe's write end (`None` for an eventfd).
     lib: Option<OwnedFd>,
+    /// One clear at a time: two that both saw the descriptor readable would both read, and
+    /// the second block if the app made the descriptor blocking.
+    clearing: std::sync::Mutex<()>,
 }
 
 /// `Err(last OS error)` when a system call returned a negative value.
@@ -40,7 +44,7 @@ impl Signal {
             // SAFETY: no pointers; the descriptor returned is owned from here on.
             let fd = check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
             // SAFETY: a descriptor just opened, owned by nothing else.
-            Ok(Self { app: unsafe { OwnedFd::from_raw_fd(fd) }, lib: None })
+            Ok(Self { app: unsafe { OwnedFd::from_raw_fd(fd) }, lib: None, clearing: Default::default() })
         }
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         {
@@ -66,7 +70,7 @@ impl Signal {
                 check(libc::fcntl(fd, libc::F_SETFD, fd_fl | libc::FD_CLOEXEC))?;
             }
         }
-        Ok(Self { app, lib: Some(lib) })
+        Ok(Self { app, lib: Some(lib), clearing: Default::default() })
     }
 
     /// The descriptor the app waits on.
@@ -92,6 +96,7 @@ impl Signal {
     /// Makes the descriptor not readable, never blocking: one system call when it is not
     /// readable (the app read it already), two otherwise.
     pub(crate) fn clear(&self) {
+        let _one = self.clearing.lock().unwrap_or_else(|e| e.into_inner());
         let fd = self.app.as_raw_fd();
         match &self.lib {
             None => {
@@ -100,7 +105,7 @@ impl Signal {
                 if unsafe { libc::poll(&mut p, 1, 0) } == 1 && p.revents & libc::POLLIN != 0 {
                     let mut v = [0u8; 8];
                     // SAFETY: 8 bytes into a local. A readable eventfd's read returns at once
-                    // (calls are serialised by the readiness's `signalled` flag).
+                    // (clears are serialised by `clearing`; the app does not read it).
                     unsafe { libc::read(fd, v.as_mut_ptr().cast(), 8) };
                 }
             }

@@ -1,7 +1,8 @@
 //! Many connects at once through one client socket to a server that asks every one for a RETRY
-//! (a loaded server: more than `retry_above` handshakes a second), on one core and on two. The
-//! server sheds INITIALs beyond its stateless queue, so some clients race their INITIAL, with
-//! its UDP token, over TCP after a second: there the token names another port, and the server
+//! (a loaded server: more than `retry_above` handshakes a second), on one core and on two. Some
+//! INITIALs go unanswered for a second (a full socket buffer on either side drops datagrams),
+//! and their clients race them, with the UDP token, over TCP: there the token names another
+//! port, and the server
 //! must not check it (PROTOCOL.md §4.1, RETRY). Before, each such INITIAL was dropped as
 //! `bad_token` (61-93 of 2,000 connects here), and a connect could wait for UDP.
 #![allow(clippy::unwrap_used)]
@@ -34,10 +35,23 @@ async fn burst(cores: usize) {
             held.push(s);
         }
     });
-    let ep = MpEndpoint::client(
-        Options::new().server_key(key).interface(Interface::unbound("127.0.0.1:0".parse().unwrap())),
-    )
-    .unwrap();
+    // Bursts until one raced over TCP (the first does, in every run so far), at most three.
+    for burst in 1..=3 {
+        let ep = MpEndpoint::client(
+            Options::new().server_key(key).interface(Interface::unbound("127.0.0.1:0".parse().unwrap())),
+        )
+        .unwrap();
+        let raced = connects(&ep, addr, &server, cores, burst).await;
+        if raced > 0 {
+            return;
+        }
+    }
+    panic!("no connect raced over TCP in 3 bursts: the test did not test it");
+}
+
+/// 2,000 connects, 256 at a time; checks the server's tokens and that every connect was
+/// answered; returns how many TCP carriers the client opened.
+async fn connects(ep: &MpEndpoint, addr: std::net::SocketAddr, server: &MpListener, cores: usize, burst: usize) -> u64 {
     let n = 2000;
     let mut set = tokio::task::JoinSet::new();
     let mut up = Vec::new();
@@ -56,7 +70,14 @@ async fn burst(cores: usize) {
         }
     }
     let drops = server.drops();
-    eprintln!("{cores} core(s): up {}, failed {}, server drops: {}", up.len(), failed.len(), drops.summary());
+    let raced: u64 = ep.paths().iter().map(|p| p.io.tcp_opened).sum();
+    eprintln!(
+        "{cores} core(s), burst {burst}: up {}, failed {}, TCP carriers opened {raced}, server drops: {}",
+        up.len(),
+        failed.len(),
+        drops.summary()
+    );
     assert_eq!(drops.bad_token, 0, "an INITIAL raced over TCP had its UDP token checked: {}", drops.summary());
     assert!(failed.is_empty(), "{} connects failed: {:?}", failed.len(), &failed[..failed.len().min(3)]);
+    raced
 }

@@ -60,19 +60,24 @@ impl Endpoint {
         // The client's address is validated by a token this server issued to it (§4.5), or by
         // TCP's own handshake when the INITIAL came over a TCP carrier: there no RETRY is asked
         // and a token is not checked (it names the client's UDP path, whose port is another).
-        // A token that fails is counted (`bad_token`) and the INITIAL answered as one without
-        // (RFC 9000 §8.1.3): the client's INITIAL carries the token of the one RETRY it took on
-        // every path, and it names that path's address only.
-        let validated = self.rx_carrier == crate::Carrier::Tcp
-            || match handshake::retry_token_valid(now, remote, p, &self.config, &self.keys) {
-                Some(true) => true,
-                Some(false) => {
-                    self.drops.count(crate::DropReason::BadToken);
-                    false
-                }
-                None => false,
-            };
-        let require_retry = !validated && self.must_retry(now);
+        // A token that fails (the client's INITIAL carries the token of the one RETRY it took
+        // on every path, and it names that path's address only) is counted (`bad_token`); the
+        // INITIAL is answered as one without a token while this server asks no RETRY, and
+        // dropped while it does: the client takes one RETRY per attempt (RFC 9000 §8.1.2), and
+        // a RETRY would record a 0-RTT binder that the copy on the token's own path carries too.
+        let proven = self.rx_carrier == crate::Carrier::Tcp;
+        let token = if proven || dgram.len() < crate::wire::packet::MIN_INITIAL_SIZE {
+            None
+        } else {
+            handshake::retry_token_valid(now, remote, p, &self.config, &self.keys)
+        };
+        let require_retry = !proven && token != Some(true) && self.must_retry(now);
+        if token == Some(false) {
+            self.drops.count(crate::DropReason::BadToken);
+            if require_retry {
+                return;
+            }
+        }
         let routes = &self.routes;
         let (tickets, unix_ms) = (&self.tickets, self.clock.unix_ms(now));
         let early_ok = self.config.resumption.early_data && self.config.transport.recv_window as u64 >= MAX_EARLY_DATA;

@@ -325,16 +325,16 @@ impl Driver {
                 }
                 // Opening a path's socket is a system call under the lock, but a rare one.
                 progress |= self.follow_interfaces(cx, &mut st, now);
-                // Readers and event listeners are woken before the round's sends: a reader on
-                // another thread (the C ABI's app, a multi-thread runtime's task) reads while
-                // this one sends the ACKs, instead of after (a send over loopback also runs
-                // the peer's receive path, 10-30 us here). What the sends raise is dispatched
-                // after them, below.
-                st.dispatch();
             }
             progress |= self.io.transmit(cx, shared, now);
             // What the sends queued for TCP carriers is written now.
             progress |= self.io.tcp.poll(cx);
+            // Readers and event listeners are woken after the round's sends, never before: a
+            // reader on another thread that sees the end of the stream may end the process,
+            // and the ACK of the peer's DATA_FIN must be with the kernel by then. (Waking them
+            // before the sends saved a cross-thread reader 10-20 us of a 100-byte round trip
+            // over loopback, where a send runs the peer's receive path; it was withdrawn for
+            // this reason.)
             let mut st = shared.lock();
             st.dispatch();
             if st.refs == 0 && st.ep.live_connections() == 0 {
