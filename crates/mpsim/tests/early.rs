@@ -55,6 +55,11 @@ struct Exchange {
 /// A request written `early` or plainly on `c` (just opened), the server answering 750 bytes
 /// once it read it all; runs until the answer is whole or `limit`.
 fn exchange(sim: &mut Sim, c: ConnHandle, early: bool, limit: u64) -> Exchange {
+    exchange_with(sim, c, early, limit, |_| {})
+}
+
+/// As [`exchange`], with `hook` called at every step of the simulation.
+fn exchange_with(sim: &mut Sim, c: ConnHandle, early: bool, limit: u64, mut hook: impl FnMut(&mut Sim)) -> Exchange {
     let req = request();
     let start = sim.now;
     let cc = sim.client.conn_mut(c).unwrap();
@@ -64,6 +69,7 @@ fn exchange(sim: &mut Sim, c: ConnHandle, early: bool, limit: u64) -> Exchange {
     let mut answered = false;
     let mut buf = [0u8; 4096];
     sim.run(start + limit, |s| {
+        hook(s);
         if let Some(cc) = s.client.conn_mut(c) {
             while let Ok(n) = cc.read(&mut buf) {
                 if n == 0 {
@@ -419,6 +425,45 @@ fn a_first_flight_answered_with_a_retry_is_a_replay_later() {
     let mut alone = fleet_server(None);
     replay(&mut alone, now, &flight);
     assert_eq!(alone.handshake_counters().early_accepted, 1);
+}
+
+/// A server that asks for RETRYs, and the client's INITIAL with the RETRY's token copied from
+/// another address (the client's second path, or an attacker who saw it) ahead of the INITIAL
+/// itself. The token names the first path's address, so the copy is dropped: a RETRY to it
+/// would record the 0-RTT binder both carry, and the INITIAL itself would then be refused its
+/// early data as a replay (PROTOCOL.md §4.1, RETRY).
+#[test]
+fn a_copy_of_a_retried_initial_from_another_address_leaves_its_early_data_taken() {
+    let strikes = StrikeRegister::default();
+    let mut server = server_config(true).with(|c| c.server.require_retry = true);
+    server.resumption.strikes = Some(strikes);
+    let mut sim = pair(72, server);
+    let t = first_ticket(&mut sim);
+    let initials = Rc::new(RefCell::new(Vec::new()));
+    let seen = initials.clone();
+    sim.tap = Some(Box::new(move |_, path, dir, b| {
+        if path == 0 && dir == Dir::Up && b.first().copied().unwrap_or(0) & 0xf8 == 0xc0 {
+            seen.borrow_mut().push(b.to_vec());
+        }
+    }));
+    let before = sim.server.handshake_counters();
+    let c = sim.client.connect_resuming(sim.now, PathId(0), server_addr(), &t).unwrap();
+    let mut copied = false;
+    let x = exchange_with(&mut sim, c, true, ms(2_000), |s| {
+        // The INITIAL with the token just left: its copy reaches the server first.
+        let token_initial = initials.borrow().get(1).cloned();
+        if let (false, Some(d)) = (copied, token_initial) {
+            s.inject(s.now, 0, Dir::Up, client_addr(1), d);
+            copied = true;
+        }
+    });
+    sim.tap = None;
+    check_whole(&x, "with a copy ahead of it");
+    assert!(copied, "the client sent an INITIAL with the RETRY's token");
+    let h = sim.server.handshake_counters();
+    assert_eq!(sim.server.drops().bad_token, 1, "the copy's token names another address");
+    assert_eq!(h.early_accepted - before.early_accepted, 1, "the early data taken: {h:?}");
+    assert_eq!(h.retries - before.retries, 1, "one RETRY, to the INITIAL without a token");
 }
 
 #[test]
