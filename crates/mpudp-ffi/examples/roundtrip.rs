@@ -120,8 +120,8 @@ fn main() {
     // and between them a wait on the connection's readiness descriptor (here `poll`;
     // Android's MessageQueue or iOS's DispatchSource in an app). The app does not read it: the
     // next call drains it. An earlier version of this example waited in a blocking `read` of
-    // the descriptor, a thread parked on it, which flattered this way by about 30 us (a socket pair then: 1.03-1.09x against
-    // 1.40-1.51x with `poll`, three runs each).
+    // the descriptor, a thread parked on it, which flattered this way by about 30 us (a socket
+    // pair then: 1.03-1.09x the current-thread round trip against 1.40-1.51x with `poll`).
     let mut fd = 0;
     // SAFETY: a valid out pointer.
     assert_eq!(unsafe { mpu_conn_readiness_fd(conn, &mut fd) }, MPU_OK);
