@@ -23,7 +23,9 @@ pub enum DropReason {
     Duplicate,
     /// A RETRY whose integrity tag is wrong.
     BadRetry,
-    /// An INITIAL whose retry token is invalid or expired.
+    /// An INITIAL whose retry token is invalid, expired, or names another address: dropped
+    /// while the server asks for RETRYs, else answered as one without a token (counted either
+    /// way; PROTOCOL.md §4.1, RETRY).
     BadToken,
     /// A CONFIRM whose cookie does not open.
     BadCookie,

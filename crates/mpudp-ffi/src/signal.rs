@@ -70,6 +70,13 @@ impl Signal {
                 check(libc::fcntl(fd, libc::F_SETFD, fd_fl | libc::FD_CLOEXEC))?;
             }
         }
+        // A write to a pipe whose read end the app closed (against the header's word) must
+        // not raise SIGPIPE in an app that did not ignore it (a JVM's, a Swift app's).
+        #[cfg(target_vendor = "apple")]
+        // SAFETY: `fcntl` on an open descriptor, with integer arguments only.
+        unsafe {
+            check(libc::fcntl(lib.as_raw_fd(), libc::F_SETNOSIGPIPE, 1))?;
+        }
         Ok(Self { app, lib: Some(lib), clearing: Default::default() })
     }
 
