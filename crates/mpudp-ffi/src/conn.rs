@@ -457,8 +457,9 @@ pub unsafe extern "C" fn mpu_subflow_stats(conn: u64, index: u32, out: *mut MpuS
 /// The descriptor that becomes readable when a call on connection `conn` that returned
 /// `MPU_ERR_WOULD_BLOCK` (timeout 0) may go on, into `*fd`: wait on it in the app's loop
 /// (Android: `MessageQueue.addOnFileDescriptorEventListener`; iOS:
-/// `DispatchSource.makeReadSource`), then make the calls again. The library owns it (do not
-/// read or close it); it is valid until `mpu_conn_free`. Each call with timeout 0 drains it.
+/// `DispatchSource.makeReadSource`), then make again every call that returned it (a signal may
+/// be for any of them). The library owns it (do not read or close it); it is valid until
+/// `mpu_conn_free`. Each call with timeout 0 drains it.
 ///
 /// # Safety
 /// `fd` must be valid for a write.
