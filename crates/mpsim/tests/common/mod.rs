@@ -1,5 +1,6 @@
 //! What several of the simulator's test files share: the default configuration with a path
-//! manager, a quiet established connection, and the server's side of a one-way transfer.
+//! manager, a quiet established connection, the server's side of a one-way transfer, and a
+//! capture of every datagram.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use mpcore::{Config, ConnHandle, PathManager};
@@ -44,4 +45,16 @@ pub fn dated(seed: u64, client: Config, server: Config, paths: Vec<mpsim::PathCo
     sim.client.set_unix_time(0, UNIX);
     sim.server.set_unix_time(0, UNIX);
     sim
+}
+
+pub type Captured = std::rc::Rc<std::cell::RefCell<Vec<(usize, mpsim::Dir, Vec<u8>)>>>;
+
+/// Captures every datagram entering any path (the attacker and RETRY tests).
+pub fn capture(sim: &mut Sim) -> Captured {
+    let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let l2 = log.clone();
+    sim.tap = Some(Box::new(move |_t, path, dir, bytes| {
+        l2.borrow_mut().push((path, dir, bytes.to_vec()));
+    }));
+    log
 }
