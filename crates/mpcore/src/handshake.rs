@@ -525,9 +525,9 @@ pub fn retry_token_valid(
 /// HANDSHAKE whose cookie seals the connection's master secret, suite and the client's
 /// parameters for this address (§4.4). `require_retry`: the caller found no address
 /// validated (no valid token: [`retry_token_valid`]; no TCP carrier) and wants one; an INITIAL
-/// with a token is never asked for another (the caller drops it).
-/// `cid_taken` and `token_taken` tell which CIDs
-/// and tokens the endpoint already uses; a key whose token collides is drawn again (§4.3).
+/// with a token is never asked for another (the caller drops it). `cid_taken` and
+/// `token_taken` tell which CIDs and tokens the endpoint already uses; a key whose token
+/// collides is drawn again (§4.3).
 /// `open_ticket` gives a ticket's PSK and suite if this server takes it with that obfuscated
 /// age (§4.8); the binder is checked here. `admit_early` says whether the 0-RTT data of an
 /// INITIAL with that binder may be taken (§4.9: the server's choice and its anti-replay
@@ -552,7 +552,7 @@ pub fn answer_initial(
     if dgram.len() < packet::MIN_INITIAL_SIZE {
         return Err(DropReason::Malformed);
     }
-    if require_retry && i.token.is_empty() {
+    if require_retry {
         // An INITIAL with 0-RTT data answered with a RETRY: its binder is recorded all the
         // same (its early data is never taken), so that a copy sent later, when no RETRY is
         // asked, is a replay (§4.9).

@@ -52,8 +52,8 @@ fn retry_then_handshake_and_a_flood_of_initials_creates_no_state() {
 /// Over a TCP carrier the client's address is another (the TCP socket's port), and TCP's own
 /// handshake proved it: the server neither checks that token nor asks for a RETRY there. Before,
 /// every token-bearing INITIAL raced over TCP was dropped as `bad_token`, and a loaded server's
-/// connect could stall until UDP answered (issue 55's stop: 3 to 8 of 50,000 connects failed in
-/// `scale`).
+/// connect could stall until UDP answered (3 to 8 of the `scale` bench's 50,000 connects
+/// failed).
 #[test]
 fn an_initial_over_tcp_is_answered_whatever_its_udp_token() {
     let (mut sim, initials) = retried(10_000);

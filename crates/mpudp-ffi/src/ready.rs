@@ -38,7 +38,7 @@ unsafe impl Sync for Ctx {}
 #[derive(Default)]
 pub(crate) struct Readiness {
     /// The descriptor the app waits on.
-    pair: OnceLock<Signal>,
+    signal: OnceLock<Signal>,
     /// A wake raised the descriptor since the last drain (so a drain costs nothing
     /// otherwise; and one caller at a time drains).
     signalled: std::sync::atomic::AtomicBool,
@@ -48,12 +48,12 @@ pub(crate) struct Readiness {
 impl Readiness {
     /// The descriptor the app waits on (made at the first call).
     pub(crate) fn fd(&self) -> std::io::Result<i32> {
-        if let Some(s) = self.pair.get() {
+        if let Some(s) = self.signal.get() {
             return Ok(s.fd());
         }
         let s = Signal::new()?;
         // Another thread may have made it meanwhile: the first one made stays.
-        Ok(self.pair.get_or_init(|| s).fd())
+        Ok(self.signal.get_or_init(|| s).fd())
     }
 
     pub(crate) fn set_callback(&self, cb: MpuReadyCallback, ctx: *mut c_void) {
@@ -63,7 +63,7 @@ impl Readiness {
 
     /// Whether the app asked for readiness (a descriptor or a callback).
     fn wanted(&self) -> bool {
-        self.pair.get().is_some() || self.callback.lock().map_or(true, |g| g.is_some())
+        self.signal.get().is_some() || self.callback.lock().map_or(true, |g| g.is_some())
     }
 
     /// The waker a call with timeout 0 leaves with the library: this readiness, or (nobody
@@ -80,7 +80,7 @@ impl Readiness {
         if !self.signalled.swap(false, Ordering::AcqRel) {
             return;
         }
-        if let Some(s) = self.pair.get() {
+        if let Some(s) = self.signal.get() {
             s.clear();
         }
     }
@@ -95,7 +95,7 @@ impl Wake for Readiness {
     /// the callback through a task of its own (it runs after the lock is released, and may be
     /// slow).
     fn wake_by_ref(self: &Arc<Self>) {
-        if let Some(sig) = self.pair.get() {
+        if let Some(sig) = self.signal.get() {
             // Raised first, then marked: a drain between the two finds the mark unset and
             // leaves the descriptor readable for the next one. The other order could clear the
             // mark, then the raise leave the descriptor readable with no mark: every later

@@ -14,13 +14,12 @@ use std::time::Duration;
 /// app's loop that clears the descriptor itself would; the library's next call with timeout 0
 /// drains the rest).
 fn readable_within(fd: i32, ms: u64) -> bool {
-    // SAFETY: `fcntl`, `poll` and `read` on the library's open descriptor (borrowed, never
-    // closed here), into a local byte.
+    // SAFETY: `fcntl` and `read` on the library's open descriptor (borrowed, never closed
+    // here), into local bytes.
     unsafe {
         // Left blocking on purpose: the library's calls must not hang on it (`drain`).
         libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) & !libc::O_NONBLOCK);
-        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        if libc::poll(&mut p, 1, ms as i32) != 1 {
+        if !polls_readable(fd, ms) {
             return false;
         }
         // 8 bytes: an eventfd's read takes its whole counter (a pipe's, up to 8 bytes).

@@ -2,9 +2,8 @@
 //! (a loaded server: more than `retry_above` handshakes a second), on one core and on two. Some
 //! INITIALs go unanswered for a second (a full socket buffer on either side drops datagrams),
 //! and their clients race them, with the UDP token, over TCP: there the token names another
-//! port, and the server
-//! must not check it (PROTOCOL.md §4.1, RETRY). Before, each such INITIAL was dropped as
-//! `bad_token` (61-93 of 2,000 connects here), and a connect could wait for UDP.
+//! port, and the server must not check it (PROTOCOL.md §4.1, RETRY). Before, each such INITIAL
+//! was dropped as `bad_token` (61-93 of 2,000 connects here), and a connect could wait for UDP.
 #![allow(clippy::unwrap_used)]
 
 use mpudp::{Interface, MpEndpoint, MpListener, Options, ServerIdentity};
