@@ -5,10 +5,89 @@
 //! where the issue measured them on the emulated testbed, beside ours.
 //!
 //! Run: `cargo run --release -p mpsim --example scenarios`
+//!
+//! Or one scenario over many seeds on the LTE radio, as a line of summary figures:
+//! `cargo run --release -p mpsim --example scenarios -- loss 100` (`delay`, `flap`, `ramp`,
+//! `loss`, `blackout`, `burst`, `degrade`, `late`, `walk`, `walk-hint`, `glitch`,
+//! `glitch-200`).
 
 use mpsim::scenarios::{run_in, Scenario, Setup};
 
+/// The scenario a sweep names.
+fn named(name: &str) -> Option<Scenario> {
+    Some(match name {
+        "delay" => Scenario::Delay,
+        "flap" => Scenario::Flap,
+        "ramp" => Scenario::LossRamp,
+        "loss" => Scenario::RandomLoss,
+        "blackout" => Scenario::Blackout,
+        "burst" => Scenario::BurstBlackout,
+        "degrade" => Scenario::DegradeThenBlackout,
+        "late" => Scenario::DegradeThenLateBlackout,
+        "walk" => Scenario::Walk,
+        "walk-hint" => Scenario::WalkWithHint,
+        "glitch" => Scenario::BurstGlitch(80_000),
+        "glitch-200" => Scenario::BurstGlitch(200_000),
+        _ => return None,
+    })
+}
+
+/// One scenario over seeds 1 to `seeds` on the LTE radio: the worst response's mean, median,
+/// 90th percentile and maximum, the runs with any cellular packet, and the mean energy.
+fn sweep(name: &str, seeds: u64) {
+    let Some(s) = named(name) else {
+        eprintln!("scenarios: unknown scenario {name:?}");
+        std::process::exit(2);
+    };
+    // `RADIO=none`: no model of the phone's radio (cellular always connected).
+    let setup = if std::env::var("RADIO").is_ok_and(|r| r == "none") { Setup::plain() } else { Setup::lte() };
+    let outs: Vec<_> = (1..=seeds).map(|seed| run_in(s, seed, &setup)).collect();
+    let mut worst: Vec<f64> = outs.iter().map(|o| o.worst_ms).collect();
+    worst.sort_by(f64::total_cmp);
+    let at = |q: f64| worst[((worst.len() - 1) as f64 * q).round() as usize];
+    let mean = worst.iter().sum::<f64>() / worst.len() as f64;
+    let cell = outs.iter().filter(|o| o.cell_packets > o.cell_warms).count();
+    let cell_data = outs.iter().filter(|o| o.cell_data_bytes > 0).count();
+    let warmed = outs.iter().filter(|o| o.cell_warms > 0).count();
+    let wifi = outs.iter().map(|o| o.wifi_packets).sum::<usize>() as f64 / outs.len() as f64;
+    let joules = outs.iter().map(|o| o.cell_joules).sum::<f64>() / outs.len() as f64;
+    let mut by_worst: Vec<(u64, &mpsim::scenarios::Outcome)> = (1..).zip(outs.iter()).collect();
+    by_worst.sort_by(|a, b| b.1.worst_ms.total_cmp(&a.1.worst_ms));
+    let slowest: Vec<String> = by_worst
+        .iter()
+        .take(std::env::var("SLOWEST").ok().and_then(|v| v.parse().ok()).unwrap_or(5))
+        .map(|(seed, o)| {
+            format!("seed {seed} {:.1} ms, {} cellular ({} WARM)", o.worst_ms, o.cell_packets, o.cell_warms)
+        })
+        .collect();
+    let promotions = outs.iter().map(|o| f64::from(o.promotions)).sum::<f64>() / outs.len() as f64;
+    let answered: usize = outs.iter().map(|o| o.answered).sum();
+    let requests: usize = outs.iter().map(|o| o.requests).sum();
+    println!(
+        "{} ({}), {seeds} seeds: worst response mean {mean:.1} / median {:.1} / p90 {:.1} / max {:.1} ms; \
+         {cell_data} runs with data on cellular, {cell} with cellular packets other than WARMs, {warmed} with WARMs; {wifi:.0} WiFi datagrams; {joules:.2} J of cellular energy and {promotions:.2} promotions on average; {answered}/{requests} answered",
+        s.name(),
+        if setup.radio.is_some() { "LTE" } else { "no radio model" },
+        at(0.5),
+        at(0.9),
+        at(1.0)
+    );
+    println!("slowest: {}", slowest.join("; "));
+    let on_cell: Vec<String> =
+        (1..).zip(outs.iter()).filter(|(_, o)| o.cell_data_bytes > 0).map(|(s, _)| s.to_string()).collect();
+    println!("seeds with data on cellular: {}", on_cell.join(" "));
+}
+
 fn main() {
+    let mut args = std::env::args().skip(1);
+    if let Some(name) = args.next() {
+        let seeds = args.next().map_or(Ok(20), |a| a.parse()).unwrap_or_else(|_| {
+            eprintln!("scenarios: the number of seeds must be a number");
+            std::process::exit(2);
+        });
+        sweep(&name, seeds.max(1));
+        return;
+    }
     println!("| scenario | radio | seed | answered | median final (ms) | worst response (ms) | cellular packets | promotions | cellular J above idle (0-30 s) | its floor (J) | last cellular packet (s) | kernel MPTCP (median / worst) |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for s in Scenario::EVERY.into_iter().chain(Scenario::WALKS).chain(Scenario::GLITCHES) {

@@ -3,7 +3,9 @@
 //! datagram's time, direction, size and fate), with both ends' qlog records of that window.
 //!
 //! Run: `cargo run --release -p mpsim --example walk_trace -- [SCENARIO] [SEED]`, the scenario
-//! by name (`walk`, `walk-hint`, `blackout`, `loss`, `glitch`, `glitch-200`, `late`, `delay`; default `walk`), the seed 1-3 (default 2).
+//! by name (`walk`, `walk-hint`, `blackout`, `loss`, `glitch`, `glitch-200`, `late`, `delay`; default `walk`), the seed (default 2).
+//! With `AT=cell` in the environment, the window is the half second before the first cellular
+//! datagram other than a WARM and 0.3 s after it.
 
 use mpsim::scenarios::{simulate, Scenario, Setup};
 use mpsim::{ms, multimob_client, multimob_server, RadioProfile};
@@ -59,9 +61,18 @@ fn main() {
         .map(|d| d.map_or("-".into(), |d| format!("{:.1}", d as f64 / 1e3)))
         .collect();
     println!("its bursts' delays (ms): {}", delays.join(" "));
-    // The window: the request's start to its last answer, and some margin.
+    // The first datagram on cellular other than a WARM (one byte), if any.
+    let cell = sim.path_log(1).iter().find(|e| e.size > 1).map(|e| e.time);
+    if let Some(t) = cell {
+        println!("first cellular datagram other than a WARM at {:.3} s", t as f64 / 1e6);
+    }
+    // The window: the request's start to its last answer, and some margin; or, with
+    // `AT=cell`, around that first cellular datagram.
     let next = app.results.get(k + 1).map_or(r.start + ms(6_000), |n| n.start);
-    let (from, to) = (r.start.saturating_sub(ms(50)), next.min(r.start + ms(3_000)));
+    let (from, to) = match (std::env::var("AT").as_deref(), cell) {
+        (Ok("cell"), Some(t)) => (t.saturating_sub(ms(500)), t + ms(300)),
+        _ => (r.start.saturating_sub(ms(50)), next.min(r.start + ms(3_000))),
+    };
     println!(
         "\ndatagrams from {:.3} s to {:.3} s (path: WiFi 0, cellular 1; up = client to server):",
         from as f64 / 1e6,

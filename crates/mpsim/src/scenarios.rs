@@ -229,6 +229,14 @@ pub struct Outcome {
     pub worst_ms: f64,
     /// Datagrams on the cellular path, both ways.
     pub cell_packets: usize,
+    /// Of those, the WARMs that woke the radio (one byte each, PROTOCOL.md §3.3): the rest
+    /// are a subflow's (its join, data, ACKs).
+    pub cell_warms: usize,
+    /// Stream bytes sent on cellular subflows, both ways (first sendings, retransmissions and
+    /// a fast join's data): 0 when cellular carried no data, whatever joins or WARMs it saw.
+    pub cell_data_bytes: u64,
+    /// Datagrams on the WiFi path, both ways.
+    pub wifi_packets: usize,
     /// Bytes of the client's datagrams on the cellular path (what a failover sent there;
     /// wasted where WiFi delivered the same data first).
     pub cell_up_bytes: usize,
@@ -301,6 +309,14 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
         _ => None,
     };
     let energy = sim.radio_energy(CELL, 0, s.duration());
+    // The client's subflows from its cellular path, and the server's to that path's address.
+    let cell_data_bytes = {
+        let client = app.client.and_then(|h| sim.client.stats(h)).map(|s| s.subflows).unwrap_or_default();
+        let server = app.server.and_then(|h| sim.server.stats(h)).map(|s| s.subflows).unwrap_or_default();
+        let mine = client.iter().filter(|sf| sf.path == mpcore::PathId(CELL as u8));
+        let theirs = server.iter().filter(|sf| sf.remote == crate::client_addr(CELL));
+        mine.chain(theirs).map(|sf| sf.counters.data_bytes_sent).sum()
+    };
     let wire = {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -316,6 +332,9 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
         median_ms: finals.get(finals.len() / 2).map_or(f64::NAN, |&d| d as f64 / 1e3),
         worst_ms: worst as f64 / 1e3,
         cell_packets: log.len(),
+        cell_warms: log.iter().filter(|e| e.dir == crate::Dir::Up && e.size == 1).count(),
+        cell_data_bytes,
+        wifi_packets: sim.path_log(WIFI).len(),
         cell_up_bytes: log.iter().filter(|e| e.dir == crate::Dir::Up).map(|e| e.size).sum(),
         cell_joules: energy.above_idle_joules,
         cell_floor_joules: floor,
