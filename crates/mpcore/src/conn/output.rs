@@ -439,6 +439,10 @@ impl Connection {
             self.recv.on_window_advertised();
         }
         let sf = &mut self.paths.subflows[i];
+        // What went instead of the scheduler's segment: a probe (it goes before a copy), or a
+        // copy of a repair (`spare`).
+        let probed = seg.is_none() && sf.rec().probe.is_some();
+        let spare = seg.is_none() && !probed && sf.copy_is_spare();
         sf.on_unscheduled_sent(seg.is_some());
         sf.on_packet_sent(SentPacket {
             pn: p.pn,
@@ -479,8 +483,29 @@ impl Connection {
             // failover's copies are this path's first sending of them: the oracle must not
             // take the path that rescues the data for a path that loses it).
             let sf = &mut self.paths.subflows[i];
-            sf.on_data_sent(now, d.len, retrans && reinjected == 0);
+            sf.on_data_sent(now, d.len, retrans && reinjected == 0 && !spare);
             sf.count_reinjected(reinjected);
+            // A repair (a retransmission, or a probe's data) that ends what the connection has
+            // to send goes twice, the copy at once (PROTOCOL.md §7, *Repairs sent twice*): a
+            // flight that already waited a round trip for a loss does not wait another if the
+            // repair is lost too. Only while nothing else waits (an interactive flight), so a
+            // bulk transfer's repairs go once. A retransmission split over two packets (its
+            // packet carries an ACK the lost one did not) is copied whole with its first part.
+            // Not a reinjection: data first sent on another path is a failover's, this path's
+            // first try (and a cellular radio's bytes).
+            let repair = match seg {
+                Some(s) if s.retrans && s.off == d.off && reinjected == 0 => {
+                    Some(DataRef { off: s.off, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin })
+                }
+                None if probed && retrans => Some(d),
+                _ => None,
+            };
+            if let Some(r) = repair {
+                let last = self.send.queued() == 0 && !self.send.retrans_beyond(r.off + u64::from(r.len));
+                if last && sf.established() && sf.copy().is_none() {
+                    sf.send_spare(r);
+                }
+            }
         }
     }
 

@@ -174,6 +174,11 @@ impl SendSide {
         self.retrans.len()
     }
 
+    /// Whether the retransmission queue holds data beyond offset `end`.
+    pub fn retrans_beyond(&self, end: u64) -> bool {
+        self.retrans.iter().any(|c| c.off + u64::from(c.len) > end)
+    }
+
     pub fn is_finished(&self) -> bool {
         self.fin.is_some()
     }

@@ -99,6 +99,11 @@ impl Subflow {
         self.copy
     }
 
+    /// The pending copy is a repair sent twice, not a retransmission of its own.
+    pub fn copy_is_spare(&self) -> bool {
+        self.copy.is_some() && self.spare
+    }
+
     pub fn last_rx(&self) -> Time {
         self.last_rx
     }

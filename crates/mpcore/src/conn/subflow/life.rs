@@ -155,6 +155,13 @@ impl Subflow {
     /// The redundant scheduler puts a copy of `d` on it too.
     pub fn send_copy(&mut self, d: DataRef) {
         self.copy = Some(d);
+        self.spare = false;
+    }
+
+    /// A repair just sent here goes again at once.
+    pub fn send_spare(&mut self, d: DataRef) {
+        self.copy = Some(d);
+        self.spare = true;
     }
 
     /// A packet was about to leave, but held nothing worth sending: no ACK is owed any more,

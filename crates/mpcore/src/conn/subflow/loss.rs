@@ -47,6 +47,7 @@ impl Subflow {
             r.flight_high = r.flight_high.max(r.in_flight);
             self.last_activity = p.time;
             r.tail_ping = p.ctrl.intersects(FrameSet::PING);
+            r.last_eliciting = p.time;
         }
         r.next_pn = p.pn + 1;
         let mtu_probe = p.mtu_probe;

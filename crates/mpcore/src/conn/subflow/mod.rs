@@ -292,8 +292,11 @@ pub struct Subflow {
     signals: FrameSet,
     /// The connection's address frames this subflow is to carry (`FrameSet::ADDRESSES`).
     carry: FrameSet,
-    /// A copy of a segment the redundant scheduler put on this subflow too.
+    /// A copy of a segment the redundant scheduler put on this subflow too, or of a repair
+    /// just sent here (`spare`).
     copy: Option<DataRef>,
+    /// `copy` is a repair sent twice: not a retransmission of its own.
+    spare: bool,
     reset_reason: u8,
     /// Client: the stateless reset token the server gave for the CID we send to (§3.4).
     peer_reset: Option<[u8; crate::wire::packet::RESET_TOKEN_LEN]>,
@@ -379,6 +382,7 @@ impl Subflow {
             signals: FrameSet::EMPTY,
             carry: FrameSet::EMPTY,
             copy: None,
+            spare: false,
             reset_reason: 0,
             peer_reset: None,
             sent_reset: false,
