@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mpsim::ms;
-use mpsim::scenarios::{run, Outcome, Scenario};
+use mpsim::scenarios::{run, Outcome, Scenario, Setup};
 
 fn runs(s: Scenario) -> Vec<Outcome> {
     (1..=3)
@@ -51,13 +51,35 @@ fn lossy_wifi_is_not_failed_back_to() {
     }
 }
 
-/// 1% random WiFi loss for 60 s: a lost packet is one lost packet (its tail loss probe is
-/// answered), not a reason to wake the cellular radio.
+/// Seeds 1 to 20 of `s` on the LTE radio model: the worst responses, sorted, and how many runs
+/// sent data over cellular.
+fn twenty_on_lte(s: Scenario) -> (Vec<f64>, usize) {
+    let outs: Vec<Outcome> = (1..=20).map(|seed| mpsim::scenarios::run_in(s, seed, &Setup::lte())).collect();
+    for (seed, o) in (1..).zip(&outs) {
+        assert_eq!(o.answered, o.requests, "{s:?} seed {seed}: every request answered: {o:?}");
+    }
+    let mut worst: Vec<f64> = outs.iter().map(|o| o.worst_ms).collect();
+    worst.sort_by(f64::total_cmp);
+    (worst, outs.iter().filter(|o| o.cell_data_bytes > 0).count())
+}
+
+/// 1% random WiFi loss for 60 s (issue 54's row: a worst response of 40 ms, no data on
+/// cellular): a lost packet is one lost packet, repaired on WiFi, not a reason to wake the
+/// cellular radio. A lost tail is probed a round trip after it left (RFC 9002's timing), not
+/// after the ACK of the flight's head and a whole probe timeout: before, the median run's worst
+/// response was 51 ms and one run waited 233 ms; now 36 and at most 66 (two losses in one
+/// exchange, each repaired on WiFi, make the runs near 50 ms). One run of 20 (seed 19) woke
+/// the radio; data went over cellular in one other (seed 10): an ACK lost and then the probe
+/// that asked again lost too look like a path gone silent (p^2, PROTOCOL.md §7), the phone
+/// joins from cellular, and the server sends its next answer there.
 #[test]
-fn random_loss_opens_no_cellular() {
+fn random_loss_is_repaired_on_wifi() {
+    let (worst, on_cellular) = twenty_on_lte(Scenario::RandomLoss);
+    assert!(worst[10] <= 40.0, "median run's worst {} ms: {worst:?}", worst[10]);
+    assert!(worst[19] <= 70.0, "{worst:?}");
+    assert!(on_cellular <= 1, "{on_cellular} runs of 20 sent data over cellular");
     for (seed, o) in runs(Scenario::RandomLoss).iter().enumerate() {
         assert_eq!(o.cell_packets, 0, "seed {}: {o:?}", seed + 1);
-        assert!(o.worst_ms <= 60.0, "seed {}: worst {} ms", seed + 1, o.worst_ms);
     }
 }
 
@@ -100,17 +122,26 @@ fn a_primary_back_within_the_promotion_carries_the_flight() {
     }
 }
 
-/// Walking out of WiFi (issue 54's case, added to the simulator before its fix): loss 5% >
-/// 15% > 30% with growing uplink delay, then WiFi gone, with an LTE radio on cellular, without
-/// and with the OS saying WiFi is weak at the first stage. Every request is answered; the worst
-/// responses are printed (issue 54's goal, 120 ms, is not met yet: see its note), not asserted.
+/// Walking out of WiFi (issue 54's row, goal 120 ms): loss 5% > 15% > 30% with growing uplink
+/// delay, then WiFi gone, with an LTE radio on cellular, without and with the OS saying WiFi
+/// is weak at the first stage. Once failed over, the phone does not fail back to a WiFi that
+/// still loses 30% (the oracle clears a netpath only when its loss test no longer suspects
+/// it): before, a period in which WiFi's few probes lost few cleared it, the bursts went back
+/// to it, and the median run's worst response was 194 ms (177 with the hint), at most 341
+/// (357). Now 70 (69), at most 173 (165): the goal holds in the median run, not in every one.
 #[test]
-fn walking_out_of_wifi_loses_no_request() {
+fn walking_out_of_wifi_fails_over_for_good() {
     for s in Scenario::WALKS {
-        for seed in 1..=3 {
-            let o = mpsim::scenarios::run_in(s, seed, &mpsim::scenarios::Setup::lte());
-            assert_eq!(o.answered, o.requests, "{s:?} seed {seed}: every request answered: {o:?}");
-            println!("{}, seed {seed}: worst {:.1} ms, {:.1} J on cellular", s.name(), o.worst_ms, o.cell_joules);
-        }
+        let (worst, _) = twenty_on_lte(s);
+        assert!(worst[10] <= 120.0, "{s:?}: median run's worst {} ms: {worst:?}", worst[10]);
+        assert!(worst[19] <= 200.0, "{s:?}: {worst:?}");
     }
+}
+
+/// WiFi loss 5% > 30% > 60% on the LTE radio model: repairs of a flight go twice, and a WiFi
+/// still losing is not failed back to. The median run's worst response was 201 ms; now 98.
+#[test]
+fn a_loss_ramp_on_lte_is_answered_within_a_round_trip_or_two() {
+    let (worst, _) = twenty_on_lte(Scenario::LossRamp);
+    assert!(worst[10] <= 120.0, "median run's worst {} ms: {worst:?}", worst[10]);
 }
