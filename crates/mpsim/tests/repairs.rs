@@ -11,13 +11,15 @@ use mpsim::{ms, multimob_client, multimob_paths, multimob_server, Dir, Sim};
 
 /// The worst burst delay (ms) when, from `from` on, the first client datagram of more than
 /// 200 bytes and then the first such one at least 5 ms later (its repair, not a sibling of
-/// its burst) are dropped.
-fn with_repair_lost(seed: u64, from: u64) -> f64 {
+/// its burst) are dropped; and when they were.
+fn with_repair_lost(seed: u64, from: u64) -> (f64, Vec<u64>) {
     let mut sim =
         Sim::new(seed, multimob_client(oracle::Config::default()), multimob_server(), multimob_paths()).unwrap();
-    let mut dropped: Vec<u64> = Vec::new();
+    let dropped = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = dropped.clone();
     sim.drop_if = Some(Box::new(move |t, path, dir, d: &[u8]| {
         let data = path == 0 && dir == Dir::Up && d.len() > 200 && t >= from;
+        let mut dropped = log.borrow_mut();
         let due = match dropped.as_slice() {
             [] => true,
             [first] => t >= first + ms(5),
@@ -31,7 +33,8 @@ fn with_repair_lost(seed: u64, from: u64) -> f64 {
     let mut app = Siri::new(SiriConfig { requests: 2, ..SiriConfig::default() }, seed);
     assert!(sim.run(ms(30_000), |s| app.drive(s)), "every request answered");
     let worst = app.results.iter().filter_map(|r| r.max_burst_delay()).max().unwrap();
-    worst as f64 / 1e3
+    let times = dropped.borrow().clone();
+    (worst as f64 / 1e3, times)
 }
 
 #[test]
@@ -39,7 +42,10 @@ fn a_lost_repair_of_a_request_costs_no_second_repair() {
     for seed in 1..=3 {
         // The first request's seventh burst (the request starts at 0.2 s, its bursts 300 ms
         // apart).
-        let worst = with_repair_lost(seed, ms(2_000));
+        let (worst, dropped) = with_repair_lost(seed, ms(2_000));
+        // The burst's first packet, and its repair a round trip and an eighth later.
+        assert_eq!(dropped.len(), 2, "seed {seed}: {dropped:?}");
+        assert!((ms(16)..ms(22)).contains(&(dropped[1] - dropped[0])), "seed {seed}: {dropped:?}");
         // A burst answered in 17 ms; the lost packet is repaired when its sibling's ACK tells
         // (18 ms), and the copy arrives with the repair: 34-35 ms. Sent once, the repair's own
         // loss cost another 18 ms (53 ms in seeds 2 and 3).

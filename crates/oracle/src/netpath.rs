@@ -87,7 +87,7 @@ pub struct Config {
     /// ...and at least this much above it marks the netpath bad (0: never by delay).
     pub rtt_margin: Time,
     /// The loss rate of a degrading path, which the suspicion test tells from
-    /// `normal_loss` (0: no suspicion by loss).
+    /// `normal_loss` (0: no suspicion by loss, and no bad netpath held by it).
     pub suspect_loss: f64,
     /// The loss rate of a healthy path, for the suspicion test.
     pub normal_loss: f64,
@@ -517,6 +517,7 @@ impl Oracle {
             e.bad = false;
             e.high_rto = false;
             e.cusum = 0.0;
+            e.was_losing = false;
             e.suspected_at = None;
             Some(Verdict::Clear)
         } else {

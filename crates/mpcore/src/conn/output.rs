@@ -16,6 +16,10 @@ use crate::wire::packet::{Confirm, Join, Short};
 use crate::wire::{packet, Dss, Frame, MapHeader, Writer};
 use crate::{crypto, PathId, PathSet, Time, Transmit};
 
+/// The most ack-eliciting packets a subflow may have in flight (the repair included) for a
+/// repair to go twice: an interactive flight, a request or an answer of a few packets.
+const SPARE_FLIGHT: u32 = 4;
+
 impl Connection {
     /// The next datagram to send, written into `buf`.
     pub fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
@@ -439,10 +443,10 @@ impl Connection {
             self.recv.on_window_advertised();
         }
         let sf = &mut self.paths.subflows[i];
-        // What went instead of the scheduler's segment: a probe (it goes before a copy), or a
-        // copy of a repair (`spare`).
-        let probed = seg.is_none() && sf.rec().probe.is_some();
-        let spare = seg.is_none() && !probed && sf.copy_is_spare();
+        // What went instead of the scheduler's segment: a pending copy (it goes first: a
+        // repair's, `spare`, or the redundant scheduler's), or else a probe.
+        let spare = seg.is_none() && sf.copy_is_spare();
+        let probed = seg.is_none() && sf.copy().is_none() && sf.rec().probe.is_some();
         sf.on_unscheduled_sent(seg.is_some());
         sf.on_packet_sent(SentPacket {
             pn: p.pn,
@@ -488,11 +492,12 @@ impl Connection {
             // A repair (a retransmission, or a probe's data) that ends what the connection has
             // to send goes twice, the copy at once (PROTOCOL.md §7, *Repairs sent twice*): a
             // flight that already waited a round trip for a loss does not wait another if the
-            // repair is lost too. Only while nothing else waits (an interactive flight), so a
-            // bulk transfer's repairs go once. A retransmission split over two packets (its
-            // packet carries an ACK the lost one did not) is copied whole with its first part.
-            // Not a reinjection: data first sent on another path is a failover's, this path's
-            // first try (and a cellular radio's bytes).
+            // repair is lost too. Only for a small flight with nothing else waiting (an
+            // interactive one: a bulk transfer's repairs go once), on a regular subflow that
+            // works, and not for a reinjection (data first sent on another path: a failover's
+            // first try on this one). A retransmission split over two packets (its packet
+            // carries an ACK the lost one did not) is copied whole with its first part, and its
+            // second part not again.
             let repair = match seg {
                 Some(s) if s.retrans && s.off == d.off && reinjected == 0 => {
                     Some(DataRef { off: s.off, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin })
@@ -501,8 +506,11 @@ impl Connection {
                 _ => None,
             };
             if let Some(r) = repair {
-                let last = self.send.queued() == 0 && !self.send.retrans_beyond(r.off + u64::from(r.len));
-                if last && sf.established() && sf.copy().is_none() {
+                let end = r.off + u64::from(r.len);
+                let last = self.send.queued() == 0 && !self.send.retrans_beyond(end);
+                let small = sf.rec().eliciting_in_flight <= SPARE_FLIGHT;
+                let usable = sf.established() && !sf.pf() && !sf.backup();
+                if last && small && usable && sf.copy().is_none() && end > sf.spared_to() {
                     sf.send_spare(r);
                 }
             }

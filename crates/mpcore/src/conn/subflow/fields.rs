@@ -104,6 +104,11 @@ impl Subflow {
         self.copy.is_some() && self.spare
     }
 
+    /// The end of the data the repairs sent twice here covered.
+    pub fn spared_to(&self) -> u64 {
+        self.spared_to
+    }
+
     pub fn last_rx(&self) -> Time {
         self.last_rx
     }

@@ -162,26 +162,25 @@ impl Subflow {
     pub fn send_spare(&mut self, d: DataRef) {
         self.copy = Some(d);
         self.spare = true;
+        self.spared_to = self.spared_to.max(d.off + u64::from(d.len));
     }
 
     /// A packet was about to leave, but held nothing worth sending: no ACK is owed any more,
+    /// a pending copy has nothing left to carry (the peer acknowledged its data meanwhile),
     /// and a pending probe goes as a PING.
     pub fn nothing_to_send(&mut self) {
         self.acks.clear();
+        self.copy = None;
         if self.rec.probe.is_some() {
             self.ping();
         }
     }
 
-    /// A packet left without the scheduler's data (`scheduled`: with it): a pending probe
-    /// or copy went in it.
+    /// A packet left without the scheduler's data (`scheduled`: with it): a pending copy went
+    /// in it, or else a pending probe (a copy goes first, and the probe in the next packet).
     pub fn on_unscheduled_sent(&mut self, scheduled: bool) {
-        let probe = self.rec.probe;
-        if probe.is_some() && !scheduled && self.copy.is_none() {
+        if !scheduled && self.copy.take().is_none() {
             self.rec.probe = None;
-        }
-        if !scheduled && self.copy.is_some() && probe.is_none() {
-            self.copy = None;
         }
     }
 
