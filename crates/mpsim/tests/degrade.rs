@@ -67,9 +67,9 @@ fn twenty_on_lte(s: Scenario) -> (Vec<f64>, usize) {
 /// cellular): a lost packet is one lost packet, repaired on WiFi, not a reason to wake the
 /// cellular radio. A lost tail is probed a round trip after it left (RFC 9002's timing), not
 /// after the ACK of the flight's head and a whole probe timeout: before, the median run's worst
-/// response was 51 ms and one run waited 233 ms; now 36 and at most 68 (two losses in one
+/// response was 51 ms and one run waited 233 ms; now 36 and at most 66 (two losses in one
 /// exchange, each repaired on WiFi, make the runs near 50 ms). Data went over cellular in two
-/// runs of 20 (seeds 10 and 17; 15 of 400): an ACK lost and then the probe that asked again
+/// runs of 20 (seeds 10 and 17; 13 of 400): an ACK lost and then the probe that asked again
 /// lost too look like a path gone silent (p^2, PROTOCOL.md §7), the phone joins from cellular,
 /// and the server sends its next answer there. Issue 54's goal of none is not met.
 #[test]
@@ -125,8 +125,8 @@ fn a_primary_back_within_the_promotion_carries_the_flight() {
 /// Walking out of WiFi (issue 54's row, goal 120 ms): loss 5% > 15% > 30% with growing uplink
 /// delay, then WiFi gone, with an LTE radio on cellular, without and with the OS saying WiFi
 /// is weak at the first stage. Once failed over, the phone does not fail back to a WiFi that
-/// still loses 30% (the oracle clears a netpath only when its loss test no longer suspects
-/// it): before, a period in which WiFi's few probes lost few cleared it, the bursts went back
+/// still loses 30% (the oracle does not clear a netpath its loss test suspects at the end of
+/// two periods in a row): before, a period in which WiFi's few probes lost few cleared it, the bursts went back
 /// to it, and the median run's worst response was 194 ms (177 with the hint), at most 341
 /// (357). Now 79 (56), at most 171 (163): the goal holds in the median run, not in every one.
 #[test]

@@ -214,6 +214,11 @@ impl Connection {
             // The addresses came back before a pending REMOVE_ADDR left: nothing to withdraw.
             self.paths.subflows[i].drop_carried(FrameSet::REMOVE_ADDR);
         }
+        // A copy whose data the peer acknowledged meanwhile carries nothing: dropped before a
+        // pending probe's turn is decided (a copy goes before a probe).
+        if self.paths.subflows[i].copy().is_some_and(|c| self.send.unacked_part(c).is_none()) {
+            self.paths.subflows[i].drop_copy();
+        }
         let mss = self.subflow_mss(i).min(buf.len());
         let probe_data = match self.paths.subflows[i].rec().probe {
             Some(p) if seg.is_none() && self.paths.subflows[i].copy().is_none() => self.probe_data(i, p),
@@ -497,7 +502,7 @@ impl Connection {
             // works, and not for a reinjection (data first sent on another path: a failover's
             // first try on this one). A retransmission split over two packets (its packet
             // carries an ACK the lost one did not) is copied whole with its first part, and its
-            // second part not again.
+            // second part, which starts inside that copy, not again.
             let repair = match seg {
                 Some(s) if s.retrans && s.off == d.off && reinjected == 0 => {
                     Some(DataRef { off: s.off, len: s.len.min(u64::from(u32::MAX)) as u32, fin: s.fin })
@@ -510,7 +515,9 @@ impl Connection {
                 let last = self.send.queued() == 0 && !self.send.retrans_beyond(end);
                 let small = sf.rec().eliciting_in_flight <= SPARE_FLIGHT;
                 let usable = sf.established() && !sf.pf() && !sf.backup();
-                if last && small && usable && sf.copy().is_none() && end > sf.spared_to() {
+                let (from, to) = sf.spared();
+                let piece = from < r.off && r.off < to;
+                if last && small && usable && sf.copy().is_none() && !piece {
                     sf.send_spare(r);
                 }
             }

@@ -104,9 +104,9 @@ impl Subflow {
         self.copy.is_some() && self.spare
     }
 
-    /// The end of the data the repairs sent twice here covered.
-    pub fn spared_to(&self) -> u64 {
-        self.spared_to
+    /// The data the last repair sent twice here covered (start, end).
+    pub fn spared(&self) -> (u64, u64) {
+        self.spared
     }
 
     pub fn last_rx(&self) -> Time {

@@ -162,7 +162,12 @@ impl Subflow {
     pub fn send_spare(&mut self, d: DataRef) {
         self.copy = Some(d);
         self.spare = true;
-        self.spared_to = self.spared_to.max(d.off + u64::from(d.len));
+        self.spared = (d.off, d.off + u64::from(d.len));
+    }
+
+    /// The pending copy has nothing left to carry (the peer acknowledged its data).
+    pub fn drop_copy(&mut self) {
+        self.copy = None;
     }
 
     /// A packet was about to leave, but held nothing worth sending: no ACK is owed any more,

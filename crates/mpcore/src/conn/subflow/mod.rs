@@ -297,9 +297,9 @@ pub struct Subflow {
     copy: Option<DataRef>,
     /// `copy` is a repair sent twice: not a retransmission of its own.
     spare: bool,
-    /// The end of the data the repairs sent twice here covered: a later piece of the same
-    /// retransmission is not sent twice again.
-    spared_to: u64,
+    /// The data the last repair sent twice here covered (start, end): a later piece of the
+    /// same retransmission, which starts inside it, is not sent twice again.
+    spared: (u64, u64),
     reset_reason: u8,
     /// Client: the stateless reset token the server gave for the CID we send to (§3.4).
     peer_reset: Option<[u8; crate::wire::packet::RESET_TOKEN_LEN]>,
@@ -386,7 +386,7 @@ impl Subflow {
             carry: FrameSet::EMPTY,
             copy: None,
             spare: false,
-            spared_to: 0,
+            spared: (0, 0),
             reset_reason: 0,
             peer_reset: None,
             sent_reset: false,
