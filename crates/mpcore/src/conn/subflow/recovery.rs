@@ -15,6 +15,10 @@ use std::collections::VecDeque;
 /// The clock granularity G of RFC 6298 (and the floor of every loss timer).
 pub(super) const GRANULARITY_US: u64 = 1_000;
 
+/// The most ack-eliciting packets in flight for a flight to count as interactive (a request
+/// or an answer): its tail is probed from when it left (`Recovery::rto_deadline`).
+pub const SMALL_FLIGHT: u32 = 4;
+
 /// An RTT estimate with no sample for this long is stale (see [`Rtt::sample_at`]).
 pub const RTT_STALE: Time = 3_000_000;
 
@@ -399,7 +403,10 @@ impl Recovery {
             // ACK of the probe, which sends the tail again, finds the hole. Waiting for the loss
             // timer instead made MultiMob's Fig. 4 run at 10 % loss slower (median 44.5 -> 57.8
             // ms with `sloss` 10 %), and its Fig. 5 no longer showed a shorter period faster.
-            if self.tail_ping {
+            //
+            // Only for a small flight (an interactive one): in a bulk transfer, whose ACKs come
+            // in batches, ACKs keep restarting the timer as RFC 8985 has it.
+            if self.tail_ping && self.eliciting_in_flight <= SMALL_FLIGHT {
                 let pto = self.rtt.srtt + (4 * self.rtt.rttvar).max(GRANULARITY_US);
                 return Some(full.min(self.last_eliciting.saturating_add(pto)));
             }
