@@ -406,11 +406,17 @@ impl Recovery {
             //
             // Only for a small flight (an interactive one): in a bulk transfer, whose ACKs come
             // in batches, ACKs keep restarting the timer as RFC 8985 has it.
+            let tail = self.rtt.srtt + (4 * self.rtt.rttvar).max(GRANULARITY_US);
             if self.tail_ping && self.eliciting_in_flight <= SMALL_FLIGHT {
-                let pto = self.rtt.srtt + (4 * self.rtt.rttvar).max(GRANULARITY_US);
-                return Some(full.min(self.last_eliciting.saturating_add(pto)));
+                return Some(full.min(self.last_eliciting.saturating_add(tail)));
             }
-            let pto = if self.eliciting_in_flight == 1 { 2 * self.rtt.srtt + max_ack_delay } else { 2 * self.rtt.srtt };
+            let pto = if self.tail_ping {
+                tail
+            } else if self.eliciting_in_flight == 1 {
+                2 * self.rtt.srtt + max_ack_delay
+            } else {
+                2 * self.rtt.srtt
+            };
             return Some(full.min(self.rto_start.saturating_add(pto.max(GRANULARITY_US))));
         }
         Some(full)
@@ -499,6 +505,10 @@ mod tests {
         // restarted the RTO; the tail is the one packet left in flight.
         (r.eliciting_in_flight, r.tail_ping, r.last_eliciting, r.rto_start) = (1, true, 100_000, 116_000);
         assert_eq!(r.rto_deadline(25_000), Some(100_000 + srtt + var));
+        // A bulk transfer's flight: from the restart, as before.
+        r.eliciting_in_flight = SMALL_FLIGHT + 1;
+        assert_eq!(r.rto_deadline(25_000), Some(116_000 + srtt + var));
+        r.eliciting_in_flight = 1;
         // Without a PING the peer may delay its ACK: RFC 8985's PTO, from the restart.
         r.tail_ping = false;
         assert_eq!(r.rto_deadline(25_000), Some(116_000 + 2 * srtt + 25_000));
