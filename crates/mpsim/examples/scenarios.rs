@@ -7,35 +7,15 @@
 //! Run: `cargo run --release -p mpsim --example scenarios`
 //!
 //! Or one scenario over many seeds on the LTE radio, as a line of summary figures:
-//! `cargo run --release -p mpsim --example scenarios -- loss 100` (`delay`, `flap`, `ramp`,
-//! `loss`, `blackout`, `burst`, `degrade`, `late`, `walk`, `walk-hint`, `glitch`,
-//! `glitch-200`).
+//! `cargo run --release -p mpsim --example scenarios -- loss 100` (the names of
+//! `Scenario::named`).
 
 use mpsim::scenarios::{run_in, Scenario, Setup};
-
-/// The scenario a sweep names.
-fn named(name: &str) -> Option<Scenario> {
-    Some(match name {
-        "delay" => Scenario::Delay,
-        "flap" => Scenario::Flap,
-        "ramp" => Scenario::LossRamp,
-        "loss" => Scenario::RandomLoss,
-        "blackout" => Scenario::Blackout,
-        "burst" => Scenario::BurstBlackout,
-        "degrade" => Scenario::DegradeThenBlackout,
-        "late" => Scenario::DegradeThenLateBlackout,
-        "walk" => Scenario::Walk,
-        "walk-hint" => Scenario::WalkWithHint,
-        "glitch" => Scenario::BurstGlitch(80_000),
-        "glitch-200" => Scenario::BurstGlitch(200_000),
-        _ => return None,
-    })
-}
 
 /// One scenario over seeds 1 to `seeds` on the LTE radio: the worst response's mean, median,
 /// 90th percentile and maximum, the runs with any cellular packet, and the mean energy.
 fn sweep(name: &str, seeds: u64) {
-    let Some(s) = named(name) else {
+    let Some(s) = Scenario::named(name) else {
         eprintln!("scenarios: unknown scenario {name:?}");
         std::process::exit(2);
     };

@@ -3,7 +3,7 @@
 //! datagram's time, direction, size and fate), with both ends' qlog records of that window.
 //!
 //! Run: `cargo run --release -p mpsim --example walk_trace -- [SCENARIO] [SEED]`, the scenario
-//! by name (`walk`, `walk-hint`, `blackout`, `loss`, `glitch`, `glitch-200`, `late`, `delay`; default `walk`), the seed (default 2).
+//! by name (`Scenario::named`: `walk`, `loss`, `ramp`, `glitch`, ...; default `walk`), the seed (default 2).
 //! With `AT=cell` in the environment, the window is the half second before the first cellular
 //! datagram other than a WARM and 0.3 s after it.
 
@@ -12,19 +12,10 @@ use mpsim::{ms, multimob_client, multimob_server, RadioProfile};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let s = match args.next().as_deref().unwrap_or("walk") {
-        "walk" => Scenario::Walk,
-        "walk-hint" => Scenario::WalkWithHint,
-        "blackout" => Scenario::Blackout,
-        "loss" => Scenario::RandomLoss,
-        "glitch" => Scenario::BurstGlitch(ms(80)),
-        "glitch-200" => Scenario::BurstGlitch(ms(200)),
-        "late" => Scenario::DegradeThenLateBlackout,
-        "delay" => Scenario::Delay,
-        other => {
-            eprintln!("walk_trace: unknown scenario {other:?} (walk, walk-hint, blackout, loss, glitch, glitch-200, late, delay)");
-            std::process::exit(2);
-        }
+    let name = args.next().unwrap_or_else(|| "walk".into());
+    let Some(s) = Scenario::named(&name) else {
+        eprintln!("walk_trace: unknown scenario {name:?} (see mpsim::scenarios::Scenario::named)");
+        std::process::exit(2);
     };
     let seed: u64 = match args.next().map(|a| a.parse()) {
         None => 2,

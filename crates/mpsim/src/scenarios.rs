@@ -50,6 +50,26 @@ pub enum Scenario {
 }
 
 impl Scenario {
+    /// The scenario the examples name on their command line (`delay`, `flap`, `ramp`, `loss`,
+    /// `blackout`, `burst`, `degrade`, `late`, `walk`, `walk-hint`, `glitch`, `glitch-200`).
+    pub fn named(name: &str) -> Option<Scenario> {
+        Some(match name {
+            "delay" => Scenario::Delay,
+            "flap" => Scenario::Flap,
+            "ramp" => Scenario::LossRamp,
+            "loss" => Scenario::RandomLoss,
+            "blackout" => Scenario::Blackout,
+            "burst" => Scenario::BurstBlackout,
+            "degrade" => Scenario::DegradeThenBlackout,
+            "late" => Scenario::DegradeThenLateBlackout,
+            "walk" => Scenario::Walk,
+            "walk-hint" => Scenario::WalkWithHint,
+            "glitch" => Scenario::BurstGlitch(ms(80)),
+            "glitch-200" => Scenario::BurstGlitch(ms(200)),
+            _ => return None,
+        })
+    }
+
     /// Issue 18's scenarios.
     pub const ALL: [Scenario; 5] =
         [Scenario::Delay, Scenario::Flap, Scenario::LossRamp, Scenario::RandomLoss, Scenario::Blackout];

@@ -237,6 +237,13 @@ struct Entry {
     high_rto: bool,
 }
 
+impl Entry {
+    /// The loss test suspects the netpath (see the module's rules).
+    fn loss_suspected(&self, c: &Config) -> bool {
+        c.suspect_loss > 0.0 && self.cusum >= c.suspect_evidence
+    }
+}
+
 /// The oracle: the netpath table, fed with samples, evaluated every period.
 #[derive(Debug, Clone)]
 pub struct Oracle {
@@ -413,7 +420,7 @@ impl Oracle {
             && e.base_rtt > 0
             && e.srtt as f64 >= e.base_rtt as f64 * c.suspect_rtt_ratio
             && e.srtt >= e.base_rtt + c.suspect_rtt_margin;
-        (c.suspect_loss > 0.0 && e.cusum >= c.suspect_evidence) || slow
+        e.loss_suspected(c) || slow
     }
 
     /// When a period last found `netpath` suspected (see the module's rules), if one did.
@@ -498,7 +505,7 @@ impl Oracle {
         // lost few of them, and the phone failed back to it (issue 54's walk: the median run's
         // worst response 194 ms, 70 with this). Two periods, not one: the burst of losses of
         // an 80 ms outage suspects it for a period, and the bursts after it belong on WiFi.
-        let suspects = c.suspect_loss > 0.0 && e.cusum >= c.suspect_evidence;
+        let suspects = e.loss_suspected(&c);
         let losing = suspects && e.was_losing;
         if p.sent > 0 {
             e.was_losing = suspects;
