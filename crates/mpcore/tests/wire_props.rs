@@ -8,6 +8,7 @@ use mpcore::crypto::{Master, Suite};
 use mpcore::wire::frame::{AddAddr, FastJoinIn, FastJoinOut, FastJoinReply, MpJoin, MpJoinSynAck, ReplyValue};
 use mpcore::wire::new_ticket::NewTicket;
 use mpcore::wire::packet::{self, decode_pn, pn_len, Confirm, Handshake, Initial, Join, Retry, Short};
+use mpcore::wire::remove_subflow::RemoveSubflow;
 use mpcore::wire::{Ack, Cid, Dss, Error, Frame, Frames, Header, MapHeader, Packet, Reader, TransportParams, Writer};
 use proptest::prelude::*;
 use std::net::IpAddr;
@@ -37,6 +38,7 @@ enum Owned {
     Cookie(Vec<u8>),
     Done,
     Ticket { lifetime_s: u32, age_add: u32, nonce: u64, ticket: Vec<u8>, route: Option<u8> },
+    RemoveSubflow(Vec<u8>),
     Ext(u64, Vec<u8>),
 }
 
@@ -80,6 +82,7 @@ impl Owned {
                 ticket,
                 route: *route,
             }),
+            Owned::RemoveSubflow(b) => Frame::RemoveSubflow(RemoveSubflow::parse(b).unwrap()),
             Owned::Ext(t, b) => Frame::Extension { ty: *t, body: b },
         }
     }
@@ -212,8 +215,9 @@ fn arb_frame() -> impl Strategy<Value = Owned> {
                 ticket,
                 route
             }),
-        // 0x40 is NEW_TICKET's.
-        (0x41..=VMAX, arb_bytes(64)).prop_map(|(t, b)| Owned::Ext(t, b)),
+        proptest::collection::vec(any::<[u8; 5]>(), 1..=16).prop_map(|e| Owned::RemoveSubflow(e.concat())),
+        // 0x40 is NEW_TICKET's, 0x41 REMOVE_SUBFLOW's.
+        (0x42..=VMAX, arb_bytes(64)).prop_map(|(t, b)| Owned::Ext(t, b)),
     ]
 }
 
@@ -322,11 +326,12 @@ proptest! {
         mds in 1200..=65_527u64, win in arb_varint(), ack in 0..16_384u64, idle in arb_varint(),
         fj in any::<bool>(), suites in proptest::collection::vec(any::<u8>(), 1..8),
         maxsf in 1..=VMAX, mp_idle in any::<bool>(), cid_len in 4..=8u8, tickets in any::<bool>(),
-        early_data in any::<bool>(),
+        early_data in any::<bool>(), remove_subflow in any::<bool>(),
     ) {
         let mut p = TransportParams {
             max_datagram_size: mds, initial_window: win, max_ack_delay_ms: ack, idle_timeout_ms: idle,
-            fast_join: fj, max_subflows: maxsf, mp_idle, cid_len, tickets, early_data, ..Default::default()
+            fast_join: fj, max_subflows: maxsf, mp_idle, cid_len, tickets, early_data, remove_subflow,
+            ..Default::default()
         };
         p.set_suites(&suites).unwrap();
         let mut buf = [0u8; 256];
@@ -578,6 +583,15 @@ fn specific_malformations() {
     assert!(Frame::parse(&mut Reader::new(&[0x40, 0x40, 0x07, 0x01, 0, 0, 0, 0, 0x00, 0x00])).is_err());
     let mut out = [0u8; 16];
     assert!(Frame::Extension { ty: 0x40, body: &[1] }.emit(&mut Writer::new(&mut out)).is_err());
+    // REMOVE_SUBFLOW (0x41) likewise: whole 5-byte entries, at least one.
+    let r = Frame::parse(&mut Reader::new(&[0x40, 0x41, 0x05, 0x80, 0, 0, 2, 0x07])).unwrap();
+    match r {
+        Frame::RemoveSubflow(f) => assert_eq!(f.entries().collect::<Vec<_>>(), vec![(0x8000_0002, 0x07)]),
+        other => panic!("expected REMOVE_SUBFLOW, got {other:?}"),
+    }
+    assert!(Frame::parse(&mut Reader::new(&[0x40, 0x41, 0x04, 0x80, 0, 0, 2])).is_err());
+    assert!(Frame::parse(&mut Reader::new(&[0x40, 0x41, 0x00])).is_err());
+    assert!(Frame::Extension { ty: 0x41, body: &[1] }.emit(&mut Writer::new(&mut out)).is_err());
     // DSS with no A and no M; FIN without M.
     assert!(Frame::parse(&mut Reader::new(&[0x08, 0x00])).is_err());
     assert!(Frame::parse(&mut Reader::new(&[0x08, 0x05, 0, 0, 0, 0, 0, 0, 0, 1, 0])).is_err());

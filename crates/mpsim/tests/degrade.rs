@@ -101,6 +101,31 @@ fn blackout_fails_back_within_the_hold() {
     }
 }
 
+/// Issue 54's restore row (goal 17 J): WiFi down from 4 s to 14 s, an LTE radio on cellular.
+/// At the fail-back the phone closes the cellular subflow with a REMOVE_SUBFLOW sent over WiFi
+/// (PROTOCOL.md §5.21), and the server closes its side without a word on cellular: the radio's
+/// tail runs from the last data cellular carried (about 10 s), not from a SUBFLOW_RESET sent
+/// there at the fail-back (17 s), which kept the radio up for 7 s more: 22.4 J then, 14.9 now.
+#[test]
+fn a_fail_back_lets_the_cellular_radio_sleep_from_its_last_data() {
+    for seed in 1..=3 {
+        let (sim, app) = mpsim::scenarios::simulate(Scenario::Blackout, seed, &Setup::lte());
+        let cell = mpsim::client_addr(1);
+        let server = sim.server.stats(app.server.unwrap()).unwrap();
+        let theirs: Vec<_> = server.subflows.iter().filter(|s| s.remote == cell).collect();
+        assert!(!theirs.is_empty(), "seed {seed}: the server had no subflow to cellular");
+        for s in theirs {
+            assert_eq!(s.state, mpcore::SubflowState::Closed, "seed {seed}: the server kept {s:?}");
+        }
+        let last = sim.path_log(1).last().unwrap().time;
+        assert!(last < ms(14_000), "seed {seed}: a cellular datagram at {last} us, after WiFi came back");
+        let end = Scenario::Blackout.duration();
+        let joules = sim.radio_energy(1, 0, end).above_idle_joules;
+        assert!(joules <= 17.0, "seed {seed}: {joules} J of cellular energy");
+        assert!(app.results.iter().all(|r| r.delay.is_some()), "seed {seed}: a request unanswered");
+    }
+}
+
 /// WiFi down 80 ms in the middle of a burst, with an LTE radio on cellular: shorter than the
 /// radio's promotion (0.26 s). The hedged failover (issue 54): the failover's fast join goes
 /// (and wakes the radio), WiFi's probes go on, and once WiFi answers, before the join could

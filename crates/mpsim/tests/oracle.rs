@@ -201,8 +201,16 @@ fn fail_back_closes_the_backup_once_wifi_is_healthy_again() {
         last_cell / 1000
     );
     let hold = mpsim::multimob_client(oracle::Config::default()).multipath.fail_back_hold;
-    assert!(last_cell >= recovered + hold, "no fail-back before the hold");
-    assert!(last_cell < recovered + hold + ms(1_000), "the radio goes quiet after the hold");
+    let fail_back = app.events.iter().find(|e| e.1 && e.2 == mpcore::Event::FailBack).map(|e| e.0);
+    let fail_back = fail_back.expect("a fail-back");
+    assert!(fail_back >= recovered + hold, "no fail-back before the hold");
+    assert!(fail_back < recovered + hold + ms(1_000), "the fail-back follows the hold");
+    // The cellular subflow is closed with a REMOVE_SUBFLOW over WiFi (PROTOCOL.md §5.21):
+    // nothing more goes on cellular, whose radio sleeps after its tail from the last data.
+    assert!(last_cell < fail_back, "a cellular packet at {last_cell} us, after the fail-back");
+    let server = sim.server.conn(app.server.unwrap()).unwrap().stats();
+    let theirs = server.subflows.iter().find(|s| s.remote == mpsim::client_addr(CELL)).unwrap();
+    assert_eq!(theirs.state, mpcore::SubflowState::Closed, "the server closed its side too");
     assert!(app.results[2].max_burst_delay().unwrap() < ms(60), "later requests are fast, over WiFi");
 }
 

@@ -345,6 +345,8 @@ impl Config {
             cid_len: self.transport.cid_len,
             tickets: self.resumption.accept,
             tcp_port: self.server.tcp_port.unwrap_or(0),
+            // Every endpoint of this version acts on REMOVE_SUBFLOW (§5.21).
+            remove_subflow: true,
             ..Default::default()
         };
         let ids: Vec<u8> = self.transport.suites.iter().map(|s| s.id()).collect();

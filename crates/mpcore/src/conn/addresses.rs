@@ -1,11 +1,13 @@
 //! The connection's addresses (RFC 8684 §3.4; PROTOCOL.md §5.12-5.13): those we announce
 //! (ADD_ADDR, until the peer echoes them), the echoes we owe, the ids we withdraw
-//! (REMOVE_ADDR), and those the peer announced. Their frames ride on one subflow of the
+//! (REMOVE_ADDR), the subflows closed without a word on them (REMOVE_SUBFLOW), and those
+//! the peer announced. Their frames ride on one subflow of the
 //! connection's choosing (`Subflow::carry`); this component writes them.
 
 use super::packet_builder::PacketBuilder;
 use super::subflow::FrameSet;
 use crate::wire::frame::AddAddr;
+use crate::wire::remove_subflow::RemoveSubflow;
 use crate::wire::Frame;
 use crate::{crypto, PathId};
 use std::net::SocketAddr;
@@ -35,6 +37,8 @@ pub(super) struct Addresses {
     echo: Vec<AddAddr>,
     /// Our address ids to withdraw (REMOVE_ADDR), until the address comes back.
     removed: Vec<u8>,
+    /// Subflows closed with a REMOVE_SUBFLOW (§5.21), its entries as written: the last 16.
+    closed_elsewhere: Vec<u8>,
     /// Frames waiting for an established subflow to carry them.
     orphaned: FrameSet,
 }
@@ -80,6 +84,13 @@ impl Addresses {
     /// Nothing to withdraw any more.
     pub fn nothing_withdrawn(&self) -> bool {
         self.removed.is_empty()
+    }
+
+    /// Subflow `id` was closed, the peer to be told on another subflow (REMOVE_SUBFLOW). Older
+    /// closes stay listed, as REMOVE_ADDR's ids do: subflow numbers are never reused, so
+    /// naming a closed subflow again closes nothing new.
+    pub fn close_elsewhere(&mut self, id: u32, reason: u8) {
+        crate::wire::remove_subflow::push_entry(&mut self.closed_elsewhere, id, reason);
     }
 
     /// The peer echoed our announcement of `id`.
@@ -143,6 +154,16 @@ impl Addresses {
         if carry.intersects(FrameSet::REMOVE_ADDR) && !self.removed.is_empty() {
             let ids = &self.removed[..self.removed.len().min(255)];
             b.control(FrameSet::REMOVE_ADDR, Frame::RemoveAddr(ids));
+        }
+        if carry.intersects(FrameSet::REMOVE_SUBFLOW) {
+            // Up to 83 bytes, more than the builder's usual control frame: written only where
+            // it fits whole (type, length, body), else it waits for the next packet.
+            match RemoveSubflow::parse(&self.closed_elsewhere) {
+                Ok(f) if b.room() >= f.body_len() + 4 => {
+                    b.control(FrameSet::REMOVE_SUBFLOW, Frame::RemoveSubflow(f));
+                }
+                _ => {}
+            }
         }
     }
 

@@ -382,6 +382,7 @@ impl Connection {
                 }
             }
             Frame::RemoveAddr(ids) => self.with_paths(|p, cx| p.on_remove_addr(cx, now, ids)),
+            Frame::RemoveSubflow(r) => self.with_paths(|p, cx| p.on_remove_subflow(cx, now, &r)),
             Frame::MpPrio { backup } => self.paths.subflows[i].on_peer_prio(backup),
             Frame::FastClose { key, .. } => {
                 if self.session.keys.as_ref().is_some_and(|k| k.local_key == key) {

@@ -17,6 +17,7 @@ use crate::config::PathManager;
 use crate::crypto::ct_eq;
 use crate::drops::DropReason;
 use crate::wire::frame::{reason, AddAddr};
+use crate::wire::remove_subflow::RemoveSubflow;
 use crate::{crypto, Carrier, LocalPath, PathId, PathSet, Time, Transmit};
 use std::net::SocketAddr;
 
@@ -332,6 +333,16 @@ impl Paths {
             self.local.addrs.on_removed(*id);
         }
     }
+
+    /// REMOVE_SUBFLOW (§5.21): the subflows it names are closed as if each had been reset,
+    /// without a word on them (the peer closed its side, and its radio may be asleep).
+    pub(super) fn on_remove_subflow(&mut self, cx: &mut Cx<'_>, now: Time, f: &RemoveSubflow<'_>) {
+        for (id, reason) in f.entries() {
+            if let Some(k) = self.subflows.by_number(id).filter(|&k| self.subflows[k].is_open()) {
+                self.shut_subflow(cx, now, k, reason, false);
+            }
+        }
+    }
 }
 
 impl Paths {
@@ -569,12 +580,21 @@ impl Paths {
             return;
         }
         cx.emit(now, Event::FailBack);
+        // A peer that takes REMOVE_SUBFLOW is told on the path failed back to, so that the
+        // failover's path carries nothing more: a SUBFLOW_RESET there would be a cellular
+        // packet, and the radio, in its tail since its last data, would stay up another tail.
+        let elsewhere = cx.session.peer_params.remove_subflow
+            && self.subflows.iter().any(|s| s.established() && !s.failover() && !s.pf());
         for i in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get_mut(i) else { continue };
             sf.set_oracle_flags(false, false);
             if sf.failover() && sf.is_open() {
                 let id = sf.id();
-                self.close_subflow(cx, now, id, reason::UNSPECIFIED);
+                self.shut_subflow(cx, now, i, reason::UNSPECIFIED, !elsewhere);
+                if elsewhere {
+                    self.local.addrs.close_elsewhere(id, reason::UNSPECIFIED);
+                    self.pend_on_any(FrameSet::REMOVE_SUBFLOW);
+                }
             }
         }
         tracing::debug!("multimob fail-back");

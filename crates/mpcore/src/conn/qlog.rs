@@ -116,7 +116,7 @@ impl Qlog {
 }
 
 /// Names of the control frames of a [`FrameSet`], in its bits' order.
-const FRAME_NAMES: [(FrameSet, &str); 17] = [
+const FRAME_NAMES: [(FrameSet, &str); 18] = [
     (FrameSet::HS_DONE, "handshake_done"),
     (FrameSet::SYNACK, "mp_join_synack"),
     (FrameSet::JOIN_ACK, "mp_join_ack"),
@@ -134,6 +134,7 @@ const FRAME_NAMES: [(FrameSet, &str); 17] = [
     (FrameSet::FASTCLOSE, "mp_fastclose"),
     (FrameSet::FJ_REPLY, "fast_join_reply"),
     (FrameSet::TICKET, "new_ticket"),
+    (FrameSet::REMOVE_SUBFLOW, "remove_subflow"),
 ];
 
 fn ms(us: u64) -> f64 {
@@ -450,6 +451,7 @@ fn frame_name(f: &Frame<'_>) -> &'static str {
         Frame::Cookie(_) => "cookie",
         Frame::HandshakeDone => "handshake_done",
         Frame::NewTicket(_) => "new_ticket",
+        Frame::RemoveSubflow(_) => "remove_subflow",
         Frame::Extension { .. } => "unknown",
     }
 }

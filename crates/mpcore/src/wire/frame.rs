@@ -8,6 +8,7 @@
 use super::codec::{varint_len, Reader, Writer};
 use super::new_ticket::{NewTicket, NEW_TICKET};
 use super::packet::Cid;
+use super::remove_subflow::{RemoveSubflow, REMOVE_SUBFLOW};
 use super::Error;
 use std::net::IpAddr;
 
@@ -431,6 +432,8 @@ pub enum Frame<'a> {
     HandshakeDone,
     /// The server's resumption ticket (type 0x40, an extension frame: PROTOCOL.md §5.19).
     NewTicket(NewTicket<'a>),
+    /// Closes other subflows of the connection (type 0x41, an extension frame: §5.21).
+    RemoveSubflow(RemoveSubflow<'a>),
     /// An extension frame (type > 0x40); unknown ones are skipped by the receiver.
     Extension {
         ty: u64,
@@ -561,6 +564,7 @@ impl<'a> Frame<'a> {
             }
             ty::HANDSHAKE_DONE => Frame::HandshakeDone,
             NEW_TICKET => Frame::NewTicket(NewTicket::parse(r.length_prefixed()?)?),
+            REMOVE_SUBFLOW => Frame::RemoveSubflow(RemoveSubflow::parse(r.length_prefixed()?)?),
             t if t >= ty::EXTENSION_MIN => Frame::Extension { ty: t, body: r.length_prefixed()? },
             t => return Err(Error::UnknownFrame(t)),
         })
@@ -592,6 +596,7 @@ impl<'a> Frame<'a> {
             Frame::Cookie(_) => ty::COOKIE,
             Frame::HandshakeDone => ty::HANDSHAKE_DONE,
             Frame::NewTicket(_) => NEW_TICKET,
+            Frame::RemoveSubflow(_) => REMOVE_SUBFLOW,
             Frame::Extension { ty, .. } => *ty,
         }
     }
@@ -702,13 +707,17 @@ impl<'a> Frame<'a> {
                 w.varint(t.body_len() as u64)?;
                 t.emit(w)?;
             }
+            Frame::RemoveSubflow(f) => {
+                w.varint(f.body_len() as u64)?;
+                f.emit(w)?;
+            }
             Frame::Extension { ty, body } => {
                 if ty < ty::EXTENSION_MIN {
                     return Err(Error::Malformed("extension type below 0x40"));
                 }
-                if ty == NEW_TICKET {
+                if ty == NEW_TICKET || ty == REMOVE_SUBFLOW {
                     // Its own frame: as an extension, what it carries would not parse back.
-                    return Err(Error::Malformed("NEW_TICKET written as an extension"));
+                    return Err(Error::Malformed("a known frame written as an extension"));
                 }
                 w.length_prefixed(body)?;
             }

@@ -7,6 +7,7 @@ pub mod frame_list;
 pub mod new_ticket;
 pub mod packet;
 pub mod params;
+pub mod remove_subflow;
 
 pub use codec::{Reader, Writer};
 pub use frame::{Ack, Dss, Frame, Frames, MapHeader};

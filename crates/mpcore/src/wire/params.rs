@@ -18,6 +18,7 @@ pub mod id {
     pub const TICKETS: u64 = 0x0a;
     pub const EARLY_DATA: u64 = 0x0b;
     pub const TCP_PORT: u64 = 0x0c;
+    pub const REMOVE_SUBFLOW: u64 = 0x0d;
 }
 
 /// Most AEAD suites a peer may list.
@@ -46,6 +47,8 @@ pub struct TransportParams {
     /// Server: the port its clients open TCP carriers to (§4.11), where a fleet's balancer
     /// maps a port to each server; 0: the port the client connected to.
     pub tcp_port: u16,
+    /// The sender closes its subflows that a REMOVE_SUBFLOW names (§5.21).
+    pub remove_subflow: bool,
 }
 
 impl Default for TransportParams {
@@ -69,6 +72,7 @@ impl Default for TransportParams {
             tickets: false,
             early_data: false,
             tcp_port: 0,
+            remove_subflow: false,
         }
     }
 }
@@ -160,6 +164,7 @@ impl TransportParams {
                     }
                     p.tcp_port = v as u16;
                 }
+                id::REMOVE_SUBFLOW => p.remove_subflow = flag()?,
                 _ => {}
             }
         }
@@ -213,6 +218,10 @@ impl TransportParams {
         }
         if self.tcp_port != 0 {
             put(w, id::TCP_PORT, u64::from(self.tcp_port))?;
+        }
+        if self.remove_subflow {
+            w.varint(id::REMOVE_SUBFLOW)?;
+            w.varint(0)?;
         }
         Ok(w.len() - start)
     }

@@ -37,6 +37,8 @@ impl FrameSet {
     pub const TICKET: Self = Self(1 << 16);
     /// RESET_TOKEN (a fleet server's, for the CID it receives the subflow on; §5.20).
     pub const RESET_TOKEN: Self = Self(1 << 17);
+    /// REMOVE_SUBFLOW (the connection's closes of other subflows, carried by one; §5.21).
+    pub const REMOVE_SUBFLOW: Self = Self(1 << 18);
 
     /// Frames that are sent again when the packet carrying them is lost.
     pub const RETRANSMITTABLE: Self = Self(
@@ -52,7 +54,8 @@ impl FrameSet {
             | Self::REMOVE_ADDR.0
             | Self::CHALLENGE.0
             | Self::TICKET.0
-            | Self::RESET_TOKEN.0,
+            | Self::RESET_TOKEN.0
+            | Self::REMOVE_SUBFLOW.0,
     );
     /// The join's frames.
     pub const JOINING: Self = Self(Self::JOIN.0 | Self::SYNACK.0 | Self::JOIN_ACK.0 | Self::FJ_REPLY.0);
@@ -60,8 +63,9 @@ impl FrameSet {
     pub const VALIDATION: Self = Self(Self::CHALLENGE.0 | Self::RESPONSE.0);
     /// The connection's address frames, which a subflow carries.
     pub const ADDRESSES: Self = Self(Self::ADD_ADDR.0 | Self::ADDR_ECHO.0 | Self::REMOVE_ADDR.0);
-    /// Every frame of the connection's that a subflow carries: the addresses and the ticket.
-    pub const CARRIED: Self = Self(Self::ADDRESSES.0 | Self::TICKET.0);
+    /// Every frame of the connection's that a subflow carries: the addresses, the ticket and
+    /// the closes of other subflows.
+    pub const CARRIED: Self = Self(Self::ADDRESSES.0 | Self::TICKET.0 | Self::REMOVE_SUBFLOW.0);
     /// The frames that close: a subflow (RESET) or the connection (FASTCLOSE). They elicit
     /// no acknowledgement and go even from a closed subflow.
     pub const CLOSING: Self = Self(Self::RESET.0 | Self::FASTCLOSE.0);
