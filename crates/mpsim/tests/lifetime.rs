@@ -400,3 +400,31 @@ fn a_forgotten_connections_slot_is_reused_under_a_new_handle() {
     assert!(sim.client.conn(old_c).is_none() && sim.server.conn(old_s).is_none(), "old handles name nothing");
     assert!(sim.client.conn(new_c).is_some() && sim.server.conn(new_s).is_some());
 }
+
+/// A subflow that closes hands the connection's frames it was still to carry to another one
+/// (`Paths::shut_subflow`). Three paths under fullmesh; path 2 goes down and the client
+/// withdraws its address: the subflow there is reset (the reset is lost with the path), and
+/// the REMOVE_ADDR is queued on subflow 0, which the application closes at once, before
+/// anything is sent. The REMOVE_ADDR goes on subflow 1, and the server closes its subflow to
+/// path 2's address. Before, `close` forgot what the subflow was to carry, and the server
+/// kept that subflow until its idle timeout.
+#[test]
+fn a_closing_subflow_hands_its_pending_frames_to_another() {
+    let mut paths = mpsim::multimob_paths();
+    paths.push(mpsim::PathConfig::new(mpsim::client_addr(2), mpcore::Iface::Wifi, 20, 10));
+    let mut sim = Sim::new(21, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), paths).unwrap();
+    let mut app = Bulk::new(pattern(2 << 20, 21), true);
+    sim.run(ms(1_000), |s| Flow::Wake(app.step(s)));
+    let h = app.server.unwrap();
+    let third =
+        move |sim: &Sim| sim.server.stats(h).unwrap().subflows.into_iter().find(|s| s.remote == mpsim::client_addr(2));
+    assert_eq!(third(&sim).map(|s| s.state), Some(SubflowState::Established), "three subflows at first");
+    sim.at(sim.now, 2, PathEvent::Down);
+    sim.run_until(sim.now + 1, |_| None);
+    let now = sim.now;
+    let c = sim.client.conn_mut(app.client.unwrap()).unwrap();
+    c.remove_address(now, PathId(2));
+    assert!(c.close_subflow(now, 0, reason::GRACEFUL));
+    sim.run(ms(2_000), |s| Flow::Wake(app.step(s)));
+    assert_eq!(third(&sim).map(|s| s.state), Some(SubflowState::Closed), "the REMOVE_ADDR reached the server");
+}

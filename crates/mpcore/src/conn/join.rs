@@ -479,11 +479,12 @@ impl Paths {
             return;
         }
         let id = self.subflows[i].id();
+        // What it was still to carry for the connection (addresses, the ticket, closes of
+        // other subflows), read before `close` forgets it, goes elsewhere.
+        let pending = self.subflows[i].carried();
         // Closed first, so that connection-level frames in flight there go to another subflow.
         self.subflows[i].close(now, reason, tell_peer);
         self.reinject_in_flight(cx, now, i, false);
-        // What it was still to carry for the connection (addresses, the ticket) goes elsewhere.
-        let pending = self.subflows[i].carried();
         if !pending.is_empty() {
             self.subflows[i].drop_carried(pending);
             self.pend_on_any(pending);
