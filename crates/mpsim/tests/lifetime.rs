@@ -266,6 +266,11 @@ fn extreme_frames(ack: u64) -> Vec<Case> {
             "taken",
         ),
         ("REMOVE_ADDR 255 x id 255", frame(Frame::RemoveAddr(&[255; 255])), "taken"),
+        (
+            "REMOVE_SUBFLOW 16 x number 2^32-1, reason 255",
+            frame(Frame::RemoveSubflow(mpcore::wire::remove_subflow::RemoveSubflow::parse(&[0xff; 80]).unwrap())),
+            "taken",
+        ),
         ("MP_FASTCLOSE key 2^64-1", frame(Frame::FastClose { key: u64::MAX, reason: 255 }), "bad_hmac"),
         (
             "MP_JOIN_SYNACK",
@@ -427,4 +432,36 @@ fn a_closing_subflow_hands_its_pending_frames_to_another() {
     assert!(c.close_subflow(now, 0, reason::GRACEFUL));
     sim.run(ms(2_000), |s| Flow::Wake(app.step(s)));
     assert_eq!(third(&sim).map(|s| s.state), Some(SubflowState::Closed), "the REMOVE_ADDR reached the server");
+}
+
+/// A REMOVE_SUBFLOW naming a number of the sender's own whose join has not arrived (a join
+/// behind a radio's promotion when the fail-back closed it) retires the number: the late join
+/// is refused as a used number (PROTOCOL.md §5.21), not opened as a subflow its sender no
+/// longer answers on. The client opens a subflow on cellular (25 ms) and names it at once in a
+/// REMOVE_SUBFLOW over WiFi (15 ms), which arrives first.
+#[test]
+fn a_subflow_removed_before_its_join_arrives_is_refused() {
+    use mpcore::wire::remove_subflow::{push_entry, RemoveSubflow};
+    use mpcore::wire::Frame;
+    let mut sim =
+        Sim::new(22, cfg(PathManager::Fullmesh), cfg(PathManager::Fullmesh), mpsim::multimob_paths()).unwrap();
+    // A light upload (200 KB/s), which leaves the paths' queues empty.
+    let mut app = Bulk::paced(pattern(1 << 20, 22), 2_000, ms(10), 0);
+    sim.run(ms(1_000), |s| Flow::Wake(app.step(s)));
+    let before = *sim.server.drops();
+    let now = sim.now;
+    let c = sim.client.conn_mut(app.client.unwrap()).unwrap();
+    let id = c.open_subflow(now, PathId(1), mpsim::server_addr(), false).unwrap();
+    let mut body = Vec::new();
+    push_entry(&mut body, id, reason::UNSPECIFIED);
+    let mut buf = [0u8; 16];
+    let mut w = mpcore::wire::Writer::new(&mut buf);
+    Frame::RemoveSubflow(RemoveSubflow::parse(&body).unwrap()).emit(&mut w).unwrap();
+    let n = w.len();
+    assert!(c.inject_frames(0, &buf[..n]));
+    sim.run(now + ms(3_000), |s| Flow::Wake(app.step(s)));
+    assert!(sim.server.drops().replayed_join > before.replayed_join, "the late join was refused");
+    let server = sim.server.stats(app.server.unwrap()).unwrap();
+    assert!(server.subflows.iter().all(|s| s.id != id), "the server never opened subflow {id}");
+    assert!(sim.run(ms(60_000), |s| app.drive(s)), "the upload completes");
 }

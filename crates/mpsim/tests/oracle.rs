@@ -166,7 +166,7 @@ fn e_one_percent_random_loss_for_a_minute() {
             e.promotions,
             max as f64 / 1e3
         );
-        // Every wake-up of the radio is one of those openings (or a fail-back's reset).
+        // Every wake-up of the radio is one of those openings (a fail-back sends nothing there).
         assert!(e.promotions as usize <= 2 * opened);
         assert_eq!(opened == 0, e.above_idle_joules == 0.0);
         rows.push(opened);
@@ -297,4 +297,50 @@ fn a_stream_fails_back_and_stays_on_wifi() {
     assert_eq!(joins, 0, "no join of cellular after the fail-back at {} ms", back / 1000);
     let cell_data = sim.path_log(CELL).iter().filter(|e| e.time > back + ms(1_000) && e.size > 1_000).count();
     assert_eq!(cell_data, 0, "the stream stays on WiFi after the fail-back");
+}
+
+/// A fail-back while the server streams on the cellular subflow (a web radio, 1,600 bytes
+/// every 100 ms; WiFi loses 30% from 5 s to 15 s): that subflow is in use, so the client resets it
+/// on its path as well as naming it in a REMOVE_SUBFLOW over WiFi (PROTOCOL.md §7, *Closing*).
+/// With WiFi's uplink losing everything for 300 ms from the fail-back, the server still closes
+/// its cellular subflow a cellular one-way delay after the fail-back; told over WiFi alone,
+/// it would wait for WiFi's repair and keep streaming into a subflow the client closed.
+#[test]
+fn a_fail_back_resets_a_cellular_subflow_in_use_on_its_path() {
+    let run = |drop_from: Option<u64>| {
+        let mut sim = sim(3);
+        sim.at(ms(5_000), WIFI, PathEvent::Loss(0.3));
+        sim.at(ms(15_000), WIFI, PathEvent::Loss(0.0));
+        if let Some(t) = drop_from {
+            sim.drop_if = Some(Box::new(move |now, path, dir, _: &[u8]| {
+                path == WIFI && dir == mpsim::Dir::Up && (t..t + ms(300)).contains(&now)
+            }));
+        }
+        let mut app = Bulk::paced(pattern(16_000 * 30, 3), 1_600, ms(100), ms(500));
+        app.download = true;
+        assert!(sim.run(ms(60_000), |s| app.drive(s)), "the stream was delivered");
+        let at = |client: bool, e: &dyn Fn(&Event) -> bool| {
+            app.events.iter().find(|x| x.1 == client && e(&x.2)).map(|x| x.0).unwrap()
+        };
+        let fail_back = at(true, &|e| *e == Event::FailBack);
+        let cell = sim
+            .server
+            .stats(app.server.unwrap())
+            .unwrap()
+            .subflows
+            .iter()
+            .find(|s| s.remote == mpsim::client_addr(CELL))
+            .map(|s| s.id)
+            .unwrap();
+        let closed = at(false, &|e| matches!(e, Event::SubflowClosed { id, .. } if *id == cell));
+        (fail_back, closed)
+    };
+    let (fail_back, _) = run(None);
+    let (again, closed) = run(Some(fail_back));
+    assert_eq!(again, fail_back, "the same run up to the fail-back");
+    assert!(
+        closed - fail_back < ms(20),
+        "the server closed its cellular subflow {} us after the fail-back",
+        closed - fail_back
+    );
 }

@@ -156,7 +156,7 @@ impl Addresses {
             b.control(FrameSet::REMOVE_ADDR, Frame::RemoveAddr(ids));
         }
         if carry.intersects(FrameSet::REMOVE_SUBFLOW) {
-            // Up to 83 bytes, more than the builder's usual control frame: written only where
+            // Up to 84 bytes, more than the builder's usual control frame: written only where
             // it fits whole (type, length, body), else it waits for the next packet.
             match RemoveSubflow::parse(&self.closed_elsewhere) {
                 Ok(f) if b.room() >= f.body_len() + 4 => {

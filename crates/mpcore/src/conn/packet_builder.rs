@@ -9,8 +9,9 @@ use super::subflow::{DataRef, FrameSet};
 use crate::crypto;
 use crate::wire::{Frame, Writer};
 
-/// The most a control frame takes (an ADD_ADDR of an IPv6 address with its HMAC is the
-/// largest): one is written only where this much room is left.
+/// The most a usual control frame takes (an ADD_ADDR of an IPv6 address with its HMAC is the
+/// largest): one is written only where this much room is left. Larger ones (NEW_TICKET,
+/// REMOVE_SUBFLOW) check the room they need themselves.
 const CONTROL_MAX: usize = 64;
 
 pub(super) struct PacketBuilder<'a> {

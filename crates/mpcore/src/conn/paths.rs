@@ -21,6 +21,13 @@ use crate::wire::remove_subflow::RemoveSubflow;
 use crate::{crypto, Carrier, LocalPath, PathId, PathSet, Time, Transmit};
 use std::net::SocketAddr;
 
+/// A failover subflow on which no new data arrived for this long is closed at the fail-back
+/// without a packet on it (REMOVE_SUBFLOW elsewhere); one that brought data more recently is
+/// reset on its path too. An LTE radio receives continuously for 0.1 s after a packet, then
+/// sits in its tail, which any later packet restarts: within half a second of the peer's data,
+/// a reset there costs at most that half second of tail (about 0.5 J).
+const QUIET_BEFORE_CLOSE: Time = 500_000;
+
 /// The connection's path layer: its subflows, the local paths they run on, and what the path
 /// managers keep (the first handshake's race over every path, MultiMob's timers). It owns
 /// that state; the rest of the connection reaches it through `Connection::split` and `Connection::with_paths`.
@@ -334,12 +341,21 @@ impl Paths {
         }
     }
 
-    /// REMOVE_SUBFLOW (§5.21): the subflows it names are closed as if each had been reset,
-    /// without a word on them (the peer closed its side, and its radio may be asleep).
+    /// REMOVE_SUBFLOW (§5.21): the subflows it names are closed with its reasons, without a
+    /// word on them (the peer closed its side, and its radio may be asleep). A number of the
+    /// peer's that names no subflow yet (its join still on the way) is retired, so that the
+    /// late join is refused rather than opening a subflow the peer no longer answers on.
     pub(super) fn on_remove_subflow(&mut self, cx: &mut Cx<'_>, now: Time, f: &RemoveSubflow<'_>) {
+        let peer_opener_bit = match cx.side {
+            Side::Client => 0x8000_0000,
+            Side::Server => 0,
+        };
         for (id, reason) in f.entries() {
-            if let Some(k) = self.subflows.by_number(id).filter(|&k| self.subflows[k].is_open()) {
-                self.shut_subflow(cx, now, k, reason, false);
+            match self.subflows.by_number(id) {
+                Some(k) if self.subflows[k].is_open() => self.shut_subflow(cx, now, k, reason, false),
+                Some(_) => {}
+                None if id & 0x8000_0000 == peer_opener_bit => self.subflows.retire_peer_number(id),
+                None => {}
             }
         }
     }
@@ -580,9 +596,13 @@ impl Paths {
             return;
         }
         cx.emit(now, Event::FailBack);
-        // A peer that takes REMOVE_SUBFLOW is told on the path failed back to, so that the
-        // failover's path carries nothing more: a SUBFLOW_RESET there would be a cellular
-        // packet, and the radio, in its tail since its last data, would stay up another tail.
+        // A peer that takes REMOVE_SUBFLOW is told on the path failed back to (§5.21), so that
+        // a failover subflow gone quiet carries nothing more: a SUBFLOW_RESET there would be
+        // a cellular packet, and the radio, in its tail since the subflow's last packet,
+        // would stay up another tail. One the peer is still sending data on (new data within
+        // `QUIET_BEFORE_CLOSE`: a stream) is reset on its path as well, which the radio, awake
+        // for that data, hardly pays for, and which stops the peer's sending there a cellular
+        // one-way delay later whatever the path failed back to loses meanwhile.
         let elsewhere = cx.session.peer_params.remove_subflow
             && self.subflows.iter().any(|s| s.established() && !s.failover() && !s.pf());
         for i in 0..self.subflows.slot_bound() {
@@ -590,7 +610,8 @@ impl Paths {
             sf.set_oracle_flags(false, false);
             if sf.failover() && sf.is_open() {
                 let id = sf.id();
-                self.shut_subflow(cx, now, i, reason::UNSPECIFIED, !elsewhere);
+                let in_use = sf.last_original_rx().saturating_add(QUIET_BEFORE_CLOSE) > now;
+                self.shut_subflow(cx, now, i, reason::UNSPECIFIED, !elsewhere || in_use);
                 if elsewhere {
                     self.local.addrs.close_elsewhere(id, reason::UNSPECIFIED);
                     self.pend_on_any(FrameSet::REMOVE_SUBFLOW);

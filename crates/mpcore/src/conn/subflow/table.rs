@@ -112,6 +112,13 @@ impl SubflowTable {
         self.enumerate().find(|(_, s)| s.id == id).map(|(k, _)| k)
     }
 
+    /// The peer closed subflow number `id`, one of its own, before its join reached us (a
+    /// REMOVE_SUBFLOW, §5.21): a late join with it is refused as a used number.
+    pub fn retire_peer_number(&mut self, id: u32) {
+        let n = u64::from(id & 0x7fff_ffff);
+        self.peer_numbers.insert(n, n + 1);
+    }
+
     /// Whether the peer already used subflow number `id` (for a subflow alive or gone).
     pub fn peer_number_used(&self, id: u32) -> bool {
         self.peer_numbers.contains(u64::from(id & 0x7fff_ffff))
