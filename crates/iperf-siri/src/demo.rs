@@ -194,8 +194,18 @@ pub fn table(args: &DemoArgs, reports: &[(Setup, Report)], took: Duration) -> St
     );
     let _ = writeln!(
         s,
-        "{:<22} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
-        "run", "answered", "median ms", "max ms", "worst ms", "cell pkts", "cell from", "energy J", "power mW", "wakes"
+        "{:<22} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6} {:>8}",
+        "run",
+        "answered",
+        "median ms",
+        "max ms",
+        "worst ms",
+        "cell pkts",
+        "cell from",
+        "energy J",
+        "power mW",
+        "wakes",
+        "wasted B"
     );
     for (setup, r) in reports {
         let d = DelayStats::of(&r.delays());
@@ -208,7 +218,7 @@ pub fn table(args: &DemoArgs, reports: &[(Setup, Report)], took: Duration) -> St
         let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
         let _ = writeln!(
             s,
-            "{:<22} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
+            "{:<22} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6} {:>8}",
             setup.label,
             format!("{}/{}", d.map_or(0, |d| d.count), r.requests.len()),
             f(d.map(|d| d.p50)),
@@ -219,6 +229,7 @@ pub fn table(args: &DemoArgs, reports: &[(Setup, Report)], took: Duration) -> St
             f(cell.and_then(|c| c.radio.as_ref()).map(|e| e.energy_j)),
             f(cell.and_then(|c| c.radio.as_ref()).map(|e| e.mean_power_mw)),
             cell.and_then(|c| c.radio.as_ref()).map_or("-".into(), |e| e.promotions.to_string()),
+            r.cellular_wasted().map_or("-".into(), |b| b.to_string()),
         );
     }
     let _ = writeln!(
@@ -255,7 +266,8 @@ pub fn table(args: &DemoArgs, reports: &[(Setup, Report)], took: Duration) -> St
     let _ = writeln!(
         s,
         "\nCellular: {radio}; energy over each run, wakes: promotions from idle;\n\
-         cell from: first packet on cellular.\nTook {:.1} s.",
+         cell from: first packet on cellular; wasted B: stream bytes that crossed cellular\n\
+         (either way) to an end that had them already (a failover's copies, a repair's second copy).\nTook {:.1} s.",
         took.as_secs_f64()
     );
     s

@@ -108,6 +108,10 @@ pub struct SubflowReport {
     /// Stream bytes this side sent on the subflow (first copies, retransmissions, reinjections).
     #[serde(default)]
     pub data_bytes_sent: u64,
+    /// Stream bytes that arrived on the subflow already received (another subflow, or a
+    /// repair's copy, brought them first): the peer's bytes sent there for nothing.
+    #[serde(default)]
+    pub data_bytes_duplicate: u64,
     /// `udp`, or `tcp` where the path's network drops UDP (PROTOCOL.md §4.11).
     #[serde(default = "udp")]
     pub carrier: String,
@@ -162,6 +166,7 @@ impl From<&ConnStats> for ConnectionReport {
                     rto_count: f.counters.rto_count,
                     tlp_count: f.counters.tlp_count,
                     data_bytes_sent: f.counters.data_bytes_sent,
+                    data_bytes_duplicate: f.counters.data_bytes_duplicate,
                 })
                 .collect(),
         }
@@ -250,13 +255,32 @@ impl Report {
         self.side.interfaces.iter().find(|i| i.radio.is_some())
     }
 
-    /// On the first cellular interface: this side's subflows there, and the stream bytes they
-    /// sent (0 for a backup that carried only its join and keep-alives).
-    pub fn cellular_subflows(&self) -> Option<(usize, u64)> {
+    /// On the first cellular interface: this side's subflows there, the stream bytes they
+    /// sent (0 for a backup that carried only its join and keep-alives), and those they
+    /// received already received (the peer's bytes sent there for nothing: a failover's copies
+    /// that WiFi delivered first, a repair's second copy).
+    pub fn cellular_subflows(&self) -> Option<(usize, u64, u64)> {
         let path = self.side.interfaces.iter().position(|i| i.radio.is_some())?;
         let c = self.side.connection.as_ref()?;
         let on = c.subflows.iter().filter(|f| usize::from(f.path) == path);
-        Some(on.fold((0, 0), |(n, b), f| (n + 1, b + f.data_bytes_sent)))
+        Some(on.fold((0, 0, 0), |(n, b, d), f| (n + 1, b + f.data_bytes_sent, d + f.data_bytes_duplicate)))
+    }
+}
+
+impl Report {
+    /// Stream bytes sent over the first cellular interface for nothing, both ways: those this
+    /// side's subflows there received already received, and those the peer's subflows to that
+    /// interface's address did (when the peer reported its connection).
+    pub fn cellular_wasted(&self) -> Option<u64> {
+        use std::net::{IpAddr, SocketAddr};
+        let (_, _, mine) = self.cellular_subflows()?;
+        let a = &self.cellular()?.address;
+        let ip = a.parse::<SocketAddr>().map(|s| s.ip()).or_else(|_| a.parse::<IpAddr>()).ok();
+        let theirs = self.peer.as_ref().and_then(|p| p.connection.as_ref()).map_or(0, |c| {
+            let to_us = |f: &&SubflowReport| f.remote.parse::<SocketAddr>().is_ok_and(|r| Some(r.ip()) == ip);
+            c.subflows.iter().filter(to_us).map(|f| f.data_bytes_duplicate).sum()
+        });
+        Some(mine + theirs)
     }
 }
 
@@ -551,11 +575,12 @@ pub fn summary(r: &Report) -> String {
             e.promotions,
             if e.promotions == 1 { "" } else { "s" }
         );
-        if let Some((n, data)) = r.cellular_subflows() {
+        if let Some((n, data, twice)) = r.cellular_subflows() {
             let what = if data == 0 { "no data: joins and keep-alives only" } else { "data" };
             let _ = writeln!(
                 s,
-                "Cellular path: {} packets out, {} in; {n} subflow{}, {data} stream bytes sent ({what})",
+                "Cellular path: {} packets out, {} in; {n} subflow{}, {data} stream bytes sent ({what}), \
+                 {twice} received that had arrived already",
                 i.packets_sent,
                 i.packets_received,
                 if n == 1 { "" } else { "s" }
@@ -704,7 +729,8 @@ pub fn json(r: &Report) -> Value {
     });
     if let Some(c) = r.cellular() {
         let e = c.radio.as_ref().expect("a cellular report has a radio");
-        let (subflows, data) = r.cellular_subflows().map_or((None, None), |(n, b)| (Some(n), Some(b)));
+        let (subflows, data, twice) =
+            r.cellular_subflows().map_or((None, None, None), |(n, b, d)| (Some(n), Some(b), Some(d)));
         end["cellular"] = json!({
             "interface": c.name,
             "first_packet_s": c.first_packet_s,
@@ -713,6 +739,7 @@ pub fn json(r: &Report) -> Value {
             "packets_received": c.packets_received,
             "subflows": subflows,
             "data_bytes_sent": data,
+            "data_bytes_received_twice": twice,
             "energy_j": e.energy_j,
             "above_idle_j": e.above_idle_j,
             "mean_power_mw": e.mean_power_mw,

@@ -437,6 +437,7 @@ fn a_backup_that_is_never_needed_carries_only_its_join() {
     let cell = &end["cellular"];
     assert_eq!(cell["subflows"], 1, "{cell}");
     assert_eq!(cell["data_bytes_sent"], 0, "{cell}");
+    assert_eq!(cell["data_bytes_received_twice"], 0, "{cell}");
     // The join (MP_JOIN, SYN/ACK, ACK, its acknowledgement) and the connection's close.
     let (sent, received) = (cell["packets_sent"].as_u64().unwrap(), cell["packets_received"].as_u64().unwrap());
     assert!(sent <= 4 && received <= 4, "the backup carried more than its join: {cell}");

@@ -31,6 +31,8 @@ fn sweep(name: &str, seeds: u64) {
     let warmed = outs.iter().filter(|o| o.cell_warms > 0).count();
     let wifi = outs.iter().map(|o| o.wifi_packets).sum::<usize>() as f64 / outs.len() as f64;
     let joules = outs.iter().map(|o| o.cell_joules).sum::<f64>() / outs.len() as f64;
+    let data = outs.iter().map(|o| o.cell_data_bytes).sum::<u64>() as f64 / outs.len() as f64;
+    let wasted = outs.iter().map(|o| o.cell_wasted_bytes).sum::<u64>() as f64 / outs.len() as f64;
     let mut by_worst: Vec<(u64, &mpsim::scenarios::Outcome)> = (1..).zip(outs.iter()).collect();
     by_worst.sort_by(|a, b| b.1.worst_ms.total_cmp(&a.1.worst_ms));
     let slowest: Vec<String> = by_worst
@@ -45,7 +47,7 @@ fn sweep(name: &str, seeds: u64) {
     let requests: usize = outs.iter().map(|o| o.requests).sum();
     println!(
         "{} ({}), {seeds} seeds: worst response mean {mean:.1} / median {:.1} / p90 {:.1} / max {:.1} ms; \
-         {cell_data} runs with data on cellular, {cell} with cellular packets other than WARMs, {warmed} with WARMs; {wifi:.0} WiFi datagrams; {joules:.2} J of cellular energy and {promotions:.2} promotions on average; {answered}/{requests} answered",
+         {cell_data} runs with data on cellular, {cell} with cellular packets other than WARMs, {warmed} with WARMs; {wifi:.0} WiFi datagrams; {joules:.2} J of cellular energy, {promotions:.2} promotions, {data:.0} bytes of data on cellular ({wasted:.0} wasted: received already) on average; {answered}/{requests} answered",
         s.name(),
         if setup.radio.is_some() { "LTE" } else { "no radio model" },
         at(0.5),

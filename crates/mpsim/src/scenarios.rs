@@ -255,6 +255,9 @@ pub struct Outcome {
     /// Stream bytes sent on cellular subflows, both ways (first sendings, retransmissions and
     /// a fast join's data): 0 when cellular carried no data, whatever joins or WARMs it saw.
     pub cell_data_bytes: u64,
+    /// Of those, the bytes that arrived already received (`data_bytes_duplicate` at either
+    /// end's cellular subflows): what a failover's hedge sent over cellular for nothing.
+    pub cell_wasted_bytes: u64,
     /// Datagrams on the WiFi path, both ways.
     pub wifi_packets: usize,
     /// Bytes of the client's datagrams on the cellular path (what a failover sent there;
@@ -330,12 +333,16 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
     };
     let energy = sim.radio_energy(CELL, 0, s.duration());
     // The client's subflows from its cellular path, and the server's to that path's address.
-    let cell_data_bytes = {
+    let (cell_data_bytes, cell_wasted_bytes) = {
         let client = app.client.and_then(|h| sim.client.stats(h)).map(|s| s.subflows).unwrap_or_default();
         let server = app.server.and_then(|h| sim.server.stats(h)).map(|s| s.subflows).unwrap_or_default();
         let mine = client.iter().filter(|sf| sf.path == mpcore::PathId(CELL as u8));
         let theirs = server.iter().filter(|sf| sf.remote == crate::client_addr(CELL));
-        mine.chain(theirs).map(|sf| sf.counters.data_bytes_sent).sum()
+        let cell: Vec<_> = mine.chain(theirs).collect();
+        (
+            cell.iter().map(|sf| sf.counters.data_bytes_sent).sum(),
+            cell.iter().map(|sf| sf.counters.data_bytes_duplicate).sum(),
+        )
     };
     let wire = {
         use std::hash::{Hash, Hasher};
@@ -354,6 +361,7 @@ pub fn run_in(s: Scenario, seed: u64, setup: &Setup) -> Outcome {
         cell_packets: log.len(),
         cell_warms: log.iter().filter(|e| e.dir == crate::Dir::Up && e.size == 1).count(),
         cell_data_bytes,
+        cell_wasted_bytes,
         wifi_packets: sim.path_log(WIFI).len(),
         cell_up_bytes: log.iter().filter(|e| e.dir == crate::Dir::Up).map(|e| e.size).sum(),
         cell_joules: energy.above_idle_joules,

@@ -445,6 +445,10 @@ impl Connection {
             tracing::debug!(dsn, len = data.len(), "reassembly full: segment refused");
             return;
         };
+        let duplicate = (data.len() as u64).saturating_sub(m.new);
+        if duplicate > 0 {
+            self.paths.subflows[i].on_duplicate_data(duplicate);
+        }
         if m.new > 0 {
             self.paths.subflows[i].on_original_data(now);
             // Tracked whether or not the timer applies now (it does not while failover

@@ -141,6 +141,11 @@ impl Subflow {
         self.last_original_rx = now;
     }
 
+    /// `bytes` stream bytes arrived on it that were received already.
+    pub fn on_duplicate_data(&mut self, bytes: u64) {
+        self.counters.data_bytes_duplicate += bytes;
+    }
+
     /// An ACK is owed at once.
     pub fn ack_now(&mut self) {
         self.acks.immediate = true;

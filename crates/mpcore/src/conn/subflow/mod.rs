@@ -84,6 +84,11 @@ pub struct SubflowCounters {
     /// covered (it was counted already). `packets_lost` plus `tlp_count` would count one lost
     /// tail twice.
     pub oracle_losses: u64,
+    /// Stream bytes that arrived here already received: another subflow brought them first
+    /// (a failover's copy, a reinjection, a redundant scheduler's), or a repair's second copy
+    /// (PROTOCOL.md §7). The peer's bytes sent for nothing, as this end saw them arrive; on a
+    /// failover's cellular subflow, what the hedge wasted.
+    pub data_bytes_duplicate: u64,
 }
 
 /// The join's state: how it is made and the values its HMACs bind.
