@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo run --release -p mpsim --example walk_trace -- [SCENARIO] [SEED]`, the scenario
 //! by name (`Scenario::named`: `walk`, `loss`, `ramp`, `glitch`, ...; default `walk`), the seed (default 2).
-//! With `AT=cell` in the environment, the window is the half second before the first cellular
+//! With `RADIO=none`, no radio model. With `AT=cell` in the environment, the window is the half second before the first cellular
 //! datagram other than a WARM and 0.3 s after it.
 
 use mpsim::scenarios::{simulate, Scenario, Setup};
@@ -28,7 +28,8 @@ fn main() {
     let setup = Setup {
         client: Some(multimob_client(oracle::Config::default()).with(|c| c.logging.qlog = true)),
         server: Some(multimob_server().with(|c| c.logging.qlog = true)),
-        radio: Some(RadioProfile::LTE),
+        // `RADIO=none`: no model of the phone's radio (cellular always connected).
+        radio: (!std::env::var("RADIO").is_ok_and(|r| r == "none")).then_some(RadioProfile::LTE),
     };
     let (sim, app) = simulate(s, seed, &setup);
     let Some((k, worst)) =

@@ -30,6 +30,7 @@ impl Subflow {
         self.val.amp_tx += u64::from(p.size);
         let r = &mut self.rec;
         if p.ack_eliciting {
+            r.recovery_grant = false;
             if r.eliciting_in_flight == 0 {
                 r.rto_start = p.time;
             }
@@ -197,6 +198,8 @@ impl Subflow {
         }
         self.rec.sent.trim();
         if let Some(t) = lost_latest {
+            // A new recovery period: the window is cut now, and one packet may still go.
+            self.rec.recovery_grant |= !self.rec.cc.in_recovery(t);
             self.rec.cc.on_congestion(now, t);
         }
     }
