@@ -21,6 +21,8 @@ fn sweep(name: &str, seeds: u64) {
     };
     // `RADIO=none`: no model of the phone's radio (cellular always connected).
     let setup = if std::env::var("RADIO").is_ok_and(|r| r == "none") { Setup::plain() } else { Setup::lte() };
+    // `TRACE=lte-drive`: the cellular path's capacity from the LTE drive's traces.
+    let setup = if std::env::var("TRACE").is_ok_and(|t| t == "lte-drive") { setup.on_lte_drive() } else { setup };
     let outs: Vec<_> = (1..=seeds).map(|seed| run_in(s, seed, &setup)).collect();
     let mut worst: Vec<f64> = outs.iter().map(|o| o.worst_ms).collect();
     worst.sort_by(f64::total_cmp);
@@ -49,7 +51,12 @@ fn sweep(name: &str, seeds: u64) {
         "{} ({}), {seeds} seeds: worst response mean {mean:.1} / median {:.1} / p90 {:.1} / max {:.1} ms; \
          {cell_data} runs with data on cellular, {cell} with cellular packets other than WARMs, {warmed} with WARMs; {wifi:.0} WiFi datagrams; {joules:.2} J of cellular energy, {promotions:.2} promotions, {data:.0} bytes of data on cellular ({wasted:.0} wasted: received already) on average; {answered}/{requests} answered",
         s.name(),
-        if setup.radio.is_some() { "LTE" } else { "no radio model" },
+        match (setup.radio.is_some(), setup.cell_trace.is_some()) {
+            (true, false) => "LTE",
+            (true, true) => "LTE, the LTE drive's capacity",
+            (false, true) => "no radio model, the LTE drive's capacity",
+            (false, false) => "no radio model",
+        },
         at(0.5),
         at(0.9),
         at(1.0)

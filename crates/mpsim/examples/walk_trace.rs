@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo run --release -p mpsim --example walk_trace -- [SCENARIO] [SEED]`, the scenario
 //! by name (`Scenario::named`: `walk`, `loss`, `ramp`, `glitch`, ...; default `walk`), the seed (default 2).
-//! With `RADIO=none`, no radio model. With `AT=cell` in the environment, the window is the half second before the first cellular
+//! With `RADIO=none`, no radio model; with `TRACE=lte-drive`, the LTE drive's capacity on cellular. With `AT=cell` in the environment, the window is the half second before the first cellular
 //! datagram other than a WARM and 0.3 s after it.
 
 use mpsim::scenarios::{simulate, Scenario, Setup};
@@ -30,6 +30,8 @@ fn main() {
         server: Some(multimob_server().with(|c| c.logging.qlog = true)),
         // `RADIO=none`: no model of the phone's radio (cellular always connected).
         radio: (!std::env::var("RADIO").is_ok_and(|r| r == "none")).then_some(RadioProfile::LTE),
+        // `TRACE=lte-drive`: the cellular path's capacity from the LTE drive's traces.
+        cell_trace: std::env::var("TRACE").is_ok_and(|t| t == "lte-drive").then(mpsim::trace::lte_drive),
     };
     let (sim, app) = simulate(s, seed, &setup);
     let Some((k, worst)) =

@@ -22,6 +22,7 @@ pub mod radio;
 pub mod scenarios;
 mod sim_radio;
 mod tcp;
+pub mod trace;
 
 use delivery::Delivery;
 use mpcore::{Carrier, Config, ConfigError, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
@@ -102,6 +103,10 @@ pub struct PathConfig {
     /// The client's cellular radio on this path, whose states delay its datagrams
     /// ([`radio`]); `None`: a radio always connected (no promotion, no paging).
     pub radio: Option<RadioProfile>,
+    /// The bottleneck's capacity, up and down, as traces of delivery opportunities
+    /// ([`trace`]) instead of `rate_bps`; `queue_bytes` still bounds the queue (a local uplink
+    /// queue, `local_uplink_queue`, is not modelled on a traced path).
+    pub trace: Option<[&'static trace::Trace; 2]>,
 }
 
 impl PathConfig {
@@ -125,6 +130,7 @@ impl PathConfig {
             local_uplink_queue: false,
             mtu: 1472,
             radio: None,
+            trace: None,
         }
     }
 }
@@ -202,6 +208,8 @@ struct PathState {
     nat: Option<SocketAddr>,
     /// When each direction's bottleneck finishes serialising what it holds.
     busy_until: [Time; 2],
+    /// Each direction's use of its trace, on a traced path.
+    traced: [trace::TraceLink; 2],
     /// When the path's TCP carrier last delivered, each direction (`tcp`: in order).
     tcp_last: [Time; 2],
     log: Vec<LogEntry>,
@@ -358,6 +366,7 @@ impl Sim {
                     udp_blocked: false,
                     nat: None,
                     busy_until: [0; 2],
+                    traced: Default::default(),
                     tcp_last: [0; 2],
                     log: Vec::new(),
                     blocked: None,
@@ -560,13 +569,22 @@ impl Sim {
                 Verdict::Lost
             } else {
                 let cfg = p.cfg;
-                let busy = p.busy_until[d].max(now);
-                if cfg.queue_bytes > 0 && cfg.rate_bps > 0 && p.backlog(d, now) + size as u64 > cfg.queue_bytes {
-                    Verdict::QueueFull
-                } else {
-                    let tx = if cfg.rate_bps > 0 { (size as u64 * 8 * 1_000_000).div_ceil(cfg.rate_bps) } else { 0 };
-                    let done = busy + tx;
-                    p.busy_until[d] = done;
+                let done = match cfg.trace {
+                    Some(tr) => p.traced[d].enqueue(tr[d], now, size, cfg.queue_bytes),
+                    None if cfg.queue_bytes > 0
+                        && cfg.rate_bps > 0
+                        && p.backlog(d, now) + size as u64 > cfg.queue_bytes =>
+                    {
+                        None
+                    }
+                    None => {
+                        let tx =
+                            if cfg.rate_bps > 0 { (size as u64 * 8 * 1_000_000).div_ceil(cfg.rate_bps) } else { 0 };
+                        p.busy_until[d] = p.busy_until[d].max(now) + tx;
+                        Some(p.busy_until[d])
+                    }
+                };
+                if let Some(done) = done {
                     let mut at = done + cfg.delay + if from_client { cfg.uplink_extra } else { 0 };
                     if self.rng.chance(cfg.reorder) {
                         at += cfg.reorder_delay;
@@ -604,6 +622,8 @@ impl Sim {
                     } else {
                         Verdict::Delivered
                     }
+                } else {
+                    Verdict::QueueFull
                 }
             }
         };

@@ -212,12 +212,15 @@ pub struct Setup {
     pub server: Option<Config>,
     /// The phone's cellular radio (`None`: one always connected).
     pub radio: Option<RadioProfile>,
+    /// The cellular path's capacity as traces, up and down (`None`: its 10 Mbit/s), with its
+    /// 25 ms round trip: [`crate::trace::lte_drive`] for a drive.
+    pub cell_trace: Option<[&'static crate::trace::Trace; 2]>,
 }
 
 impl Setup {
     /// The MultiMob client, no radio model.
     pub fn plain() -> Self {
-        Self { client: None, server: None, radio: None }
+        Self { client: None, server: None, radio: None, cell_trace: None }
     }
 
     /// The MultiMob client with an LTE radio.
@@ -229,12 +232,18 @@ impl Setup {
     /// on both ends, no oracle: the demo's second pair.
     pub fn backup() -> Self {
         let client = Config::default().with(|c| c.multipath.path_manager = mpcore::PathManager::Backup);
-        Self { client: Some(client), server: Some(Config::default()), radio: None }
+        Self { client: Some(client), server: Some(Config::default()), radio: None, cell_trace: None }
     }
 
     /// This setup with a radio of `profile` on the cellular path.
     pub fn with_radio(self, profile: RadioProfile) -> Self {
         Self { radio: Some(profile), ..self }
+    }
+
+    /// This setup with the cellular path's capacity from the LTE drive's traces
+    /// ([`crate::trace::lte_drive`]).
+    pub fn on_lte_drive(self) -> Self {
+        Self { cell_trace: Some(crate::trace::lte_drive()), ..self }
     }
 }
 
@@ -301,6 +310,7 @@ pub fn simulate(s: Scenario, seed: u64, setup: &Setup) -> (Sim, Siri) {
     if let Some(r) = setup.radio {
         paths[CELL] = paths[CELL].with_radio(r);
     }
+    paths[CELL].trace = setup.cell_trace;
     let server = setup.server.clone().unwrap_or_else(multimob_server);
     let mut sim = Sim::new(seed, client, server, paths).expect("a valid configuration");
     s.script(&mut sim);
