@@ -269,18 +269,17 @@ impl Report {
 
 impl Report {
     /// Stream bytes sent over the first cellular interface for nothing, both ways: those this
-    /// side's subflows there received already received, and those the peer's subflows to that
-    /// interface's address did (when the peer reported its connection).
+    /// side's subflows there received already received, and those the peer's subflows of the
+    /// same numbers did (when the peer reported its connection; both ends number a subflow
+    /// alike, whatever NAT rewrote its address).
     pub fn cellular_wasted(&self) -> Option<u64> {
-        use std::net::{IpAddr, SocketAddr};
-        let (_, _, mine) = self.cellular_subflows()?;
-        let a = &self.cellular()?.address;
-        let ip = a.parse::<SocketAddr>().map(|s| s.ip()).or_else(|_| a.parse::<IpAddr>()).ok();
+        let path = self.side.interfaces.iter().position(|i| i.radio.is_some())?;
+        let mine: Vec<&SubflowReport> =
+            self.side.connection.as_ref()?.subflows.iter().filter(|f| usize::from(f.path) == path).collect();
         let theirs = self.peer.as_ref().and_then(|p| p.connection.as_ref()).map_or(0, |c| {
-            let to_us = |f: &&SubflowReport| f.remote.parse::<SocketAddr>().is_ok_and(|r| Some(r.ip()) == ip);
-            c.subflows.iter().filter(to_us).map(|f| f.data_bytes_duplicate).sum()
+            c.subflows.iter().filter(|f| mine.iter().any(|m| m.id == f.id)).map(|f| f.data_bytes_duplicate).sum()
         });
-        Some(mine + theirs)
+        Some(mine.iter().map(|f| f.data_bytes_duplicate).sum::<u64>() + theirs)
     }
 }
 

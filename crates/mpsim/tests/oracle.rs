@@ -166,7 +166,8 @@ fn e_one_percent_random_loss_for_a_minute() {
             e.promotions,
             max as f64 / 1e3
         );
-        // Every wake-up of the radio is one of those openings (a fail-back sends nothing there).
+        // Every wake-up of the radio is one of those openings (a fail-back sends nothing there,
+        // or a reset while the server's answers still arrive there, the radio awake for them).
         assert!(e.promotions as usize <= 2 * opened);
         assert_eq!(opened == 0, e.above_idle_joules == 0.0);
         rows.push(opened);

@@ -143,7 +143,9 @@ pub struct SubflowInfo {
     pub rttvar_us: u32,
     /// Congestion window, bytes.
     pub cwnd: u32,
-    /// Bytes the congestion window lets us send now (cwnd minus bytes in flight).
+    /// Bytes the congestion window lets us send now (cwnd minus bytes in flight; at least one
+    /// packet's just after a loss cut the window, RFC 9002 §7.3.2, so BLEST's estimate of the
+    /// flight, `cwnd - cwnd_room`, is then up to a packet low).
     pub cwnd_room: u32,
     /// Time of the last *original* reception on this subflow (new data, a DATA_ACK that advanced
     /// the send window's left edge, or the completed join); 0 if none yet.

@@ -450,7 +450,7 @@ impl Connection {
             self.paths.subflows[i].on_duplicate_data(duplicate);
         }
         if m.new > 0 {
-            self.paths.subflows[i].on_original_data(now);
+            self.paths.subflows[i].on_new_data(now);
             // Tracked whether or not the timer applies now (it does not while failover
             // subflows are open): at a fail-back it must count from the last data, not from
             // the data before the failover, whose deadline has passed.

@@ -95,8 +95,10 @@ pub struct Connection {
     counters: ConnCounters,
     /// When the peer was heard, what awaits it, the drain and the trim timer.
     live: Liveness,
-    /// Tests only: raw frames for the next packet (see [`Connection::inject_frames`]).
+    /// Tests only: raw frames for the next packet on the subflow in slot `injected_on` (see
+    /// [`Connection::inject_frames`]).
     injected: Vec<u8>,
+    injected_on: usize,
     /// The resumption ticket to send (server) or received (client).
     tickets: tickets::Tickets,
     /// 0-RTT data: what the client may send early, what the server took.
@@ -145,6 +147,7 @@ impl Connection {
             counters: ConnCounters::default(),
             live: Liveness::new(now),
             injected: Vec::new(),
+            injected_on: 0,
             tickets: tickets::Tickets::default(),
             early: early::Early::default(),
         }
@@ -414,6 +417,7 @@ impl Connection {
     pub fn inject_frames(&mut self, id: u32, frames: &[u8]) -> bool {
         let Some(i) = self.paths.subflows.by_number(id) else { return false };
         self.injected.extend_from_slice(frames);
+        self.injected_on = i;
         self.paths.subflows[i].ping();
         true
     }

@@ -610,7 +610,7 @@ impl Paths {
             sf.set_oracle_flags(false, false);
             if sf.failover() && sf.is_open() {
                 let id = sf.id();
-                let in_use = sf.last_original_rx().saturating_add(QUIET_BEFORE_CLOSE) > now;
+                let in_use = sf.last_data_rx().saturating_add(QUIET_BEFORE_CLOSE) > now;
                 self.shut_subflow(cx, now, i, reason::UNSPECIFIED, !elsewhere || in_use);
                 if elsewhere {
                     self.local.addrs.close_elsewhere(id, reason::UNSPECIFIED);

@@ -117,6 +117,11 @@ impl Subflow {
         self.last_original_rx
     }
 
+    /// When new stream data last arrived on it (not a DATA_ACK, unlike `last_original_rx`).
+    pub fn last_data_rx(&self) -> Time {
+        self.last_data_rx
+    }
+
     pub fn last_data_tx(&self) -> Time {
         self.last_data_tx
     }

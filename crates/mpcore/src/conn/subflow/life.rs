@@ -141,6 +141,12 @@ impl Subflow {
         self.last_original_rx = now;
     }
 
+    /// New stream data arrived on it.
+    pub fn on_new_data(&mut self, now: Time) {
+        self.last_original_rx = now;
+        self.last_data_rx = now;
+    }
+
     /// `bytes` stream bytes arrived on it that were received already.
     pub fn on_duplicate_data(&mut self, bytes: u64) {
         self.counters.data_bytes_duplicate += bytes;

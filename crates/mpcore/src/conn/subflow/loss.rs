@@ -30,7 +30,7 @@ impl Subflow {
         self.val.amp_tx += u64::from(p.size);
         let r = &mut self.rec;
         if p.ack_eliciting {
-            r.recovery_grant = false;
+            r.recovery_grant = 0;
             if r.eliciting_in_flight == 0 {
                 r.rto_start = p.time;
             }
@@ -162,6 +162,10 @@ impl Subflow {
                 self.rec.cc.on_ack_not_limited(now, bytes);
             }
         }
+        if acked.ncc > 0 {
+            // The flight moves again: a grant left from a recovery that began earlier goes.
+            self.rec.recovery_grant = 0;
+        }
         self.detect_lost(now, lost);
     }
 
@@ -173,6 +177,7 @@ impl Subflow {
         let Some(largest) = self.rec.largest_acked else { return };
         let delay = (self.rec.rtt.latest.max(self.rec.rtt.srtt) * 9 / 8).max(GRANULARITY_US);
         let mut lost_latest: Option<Time> = None;
+        let mut lost_eliciting = false;
         for k in self.rec.sent.span(0, largest) {
             let Some(p) = self.rec.sent.slots[k] else { continue };
             if p.pn + 3 <= largest || p.time + delay <= now {
@@ -184,6 +189,7 @@ impl Subflow {
                     continue;
                 }
                 lost_latest = Some(lost_latest.map_or(p.time, |t| t.max(p.time)));
+                lost_eliciting |= p.ack_eliciting;
                 let trigger = if p.pn + 3 <= largest { LossTrigger::Reordering } else { LossTrigger::Time };
                 self.count_loss(now, p.pn, trigger);
                 self.pend_again(p.ctrl);
@@ -198,8 +204,11 @@ impl Subflow {
         }
         self.rec.sent.trim();
         if let Some(t) = lost_latest {
-            // A new recovery period: the window is cut now, and one packet may still go.
-            self.rec.recovery_grant |= !self.rec.cc.in_recovery(t);
+            // A new recovery period, a packet in flight lost: the window is cut now, and one
+            // packet (of the largest size the path takes) may still go.
+            if lost_eliciting && !self.rec.cc.in_recovery(t) {
+                self.rec.recovery_grant = self.pmtu.current() as u64;
+            }
             self.rec.cc.on_congestion(now, t);
         }
     }
@@ -250,6 +259,7 @@ impl Subflow {
             return Expiry::JoinGivenUp;
         }
         r.cc.on_rto(now, r.in_flight);
+        r.recovery_grant = 0;
         self.pmtu.on_timeout(now);
         let r = &mut self.rec;
         let established = self.state == SubflowState::Established;

@@ -321,6 +321,8 @@ pub struct Subflow {
     drain_until: Option<Time>,
     // For the schedulers and the oracle.
     last_original_rx: Time,
+    /// When new stream data last arrived on this subflow (a DATA_ACK does not count).
+    last_data_rx: Time,
     /// When this subflow last sent data (for the choice of the keep-alive subflow).
     last_data_tx: Time,
     was_bad: bool,
@@ -400,6 +402,7 @@ impl Subflow {
             tlp_check: None,
             drain_until: None,
             last_original_rx: 0,
+            last_data_rx: 0,
             last_data_tx: 0,
             was_bad: false,
             high_rto: false,
@@ -510,6 +513,7 @@ impl Subflow {
         }
         self.rec.probe = None;
         self.rec.loss_time = None;
+        self.rec.recovery_grant = 0;
         self.copy = None;
         self.acks.clear();
         self.drain_until = Some(now.saturating_add(3 * self.rec.rtt.rto()));

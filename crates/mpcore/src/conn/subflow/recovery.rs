@@ -285,11 +285,13 @@ pub struct Recovery {
     /// The packets declared lost since the connection's log last looked, when it logs
     /// (`Subflow::log_losses`).
     pub lost_log: Option<Vec<(Time, u64, LossTrigger)>>,
-    /// A loss began a recovery period and the window was cut at once: one packet may still
-    /// go beyond it (RFC 9002 §7.3.2: "If the congestion window is reduced immediately, a
-    /// single packet can be sent prior to reduction. This speeds up loss recovery if the
-    /// data in the lost packet is retransmitted"), until an ack-eliciting packet leaves.
-    pub recovery_grant: bool,
+    /// A loss of an ack-eliciting packet began a recovery period and the window was cut at
+    /// once: one packet of up to this many bytes may still go beyond it (RFC 9002 §7.3.2: "If
+    /// the congestion window is reduced immediately, a single packet can be sent prior to
+    /// reduction. This speeds up loss recovery if the data in the lost packet is
+    /// retransmitted"), until an ack-eliciting packet leaves, an ACK acknowledges something
+    /// new, a retransmission timeout fires or the subflow closes. 0: none.
+    pub recovery_grant: u64,
 }
 
 /// Why a packet was declared lost (qlog's `trigger`).
@@ -346,7 +348,7 @@ impl Recovery {
             last_loss_at: 0,
             tlp_marked: None,
             lost_log: None,
-            recovery_grant: false,
+            recovery_grant: 0,
         }
     }
 
@@ -366,13 +368,12 @@ impl Recovery {
     /// Room left in the congestion window; at least a packet's while the recovery grant
     /// holds (`recovery_grant`).
     pub fn cwnd_room(&self) -> u64 {
-        let room = self.cc.cwnd().saturating_sub(self.in_flight);
-        if self.recovery_grant {
-            // Half the least window: one segment.
-            room.max(self.cc.min_window() / 2)
-        } else {
-            room
-        }
+        self.window_room().max(self.recovery_grant)
+    }
+
+    /// Room left in the congestion window itself, whatever the recovery grant.
+    pub fn window_room(&self) -> u64 {
+        self.cc.cwnd().saturating_sub(self.in_flight)
     }
 
     /// A packet of this subflow was declared lost at `now`.
