@@ -1,7 +1,7 @@
 //! Links whose capacity follows a trace, in mahimahi's format (Winstein et al., NSDI 2013): one
 //! line per delivery opportunity of 1,500 bytes, its time in milliseconds from the trace's
 //! start, in order; the trace repeats, its period being its last line's time. A path with a
-//! trace ([`crate::PathConfig::trace`]) drains each direction's queue at its opportunities
+//! trace (`PathConfig::trace`) drains each direction's queue at its opportunities
 //! instead of at a fixed rate: an idle link lets its opportunities go by unused, a busy one
 //! fills each with up to 1,500 bytes of what waits (a datagram may span several).
 //!
@@ -9,9 +9,15 @@
 //! LTE network driven through (see there): a trace of a model, not a capture. Any mahimahi
 //! trace (its `Verizon-LTE-driving.up`, say) loads with [`Trace::parse`].
 
-use crate::{ms, Time};
+use crate::rng::Rng;
+use mpcore::Time;
 use std::collections::VecDeque;
 use std::sync::OnceLock;
+
+/// Milliseconds as µs.
+const fn ms(v: u64) -> Time {
+    v * 1_000
+}
 
 /// Bytes a delivery opportunity carries.
 pub const OPPORTUNITY_BYTES: u32 = 1_500;
@@ -75,7 +81,7 @@ impl Trace {
         self.ops.len() as u64 * u64::from(OPPORTUNITY_BYTES) * 8 * 1_000 / self.period_ms
     }
 
-    /// Keeps the trace for the rest of the program (a [`crate::PathConfig`] holds `&'static`).
+    /// Keeps the trace for the rest of the program (a `PathConfig` holds `&'static`).
     pub fn leak(self) -> &'static Self {
         Box::leak(Box::new(self))
     }
@@ -163,7 +169,7 @@ impl Trace {
     pub fn model(seed: u64, seconds: u64, mean_bps: f64, cv: f64) -> Self {
         const SLOT_MS: u64 = 100;
         const PHI: f64 = 0.95;
-        let mut rng = crate::Rng::new(seed);
+        let mut rng = Rng::new(seed);
         let mut normal = || {
             // Box-Muller.
             let u1 = rng.unit().max(f64::MIN_POSITIVE);
