@@ -38,7 +38,10 @@ pub(super) struct Addresses {
     /// Our address ids to withdraw (REMOVE_ADDR), until the address comes back.
     removed: Vec<u8>,
     /// Subflows closed with a REMOVE_SUBFLOW (§5.21), its entries as written: the last 16.
-    closed_elsewhere: Vec<u8>,
+    /// Boxed, 8 bytes rather than a `Vec`'s 24 in every connection: most never close a subflow
+    /// so, and an idle connection's size is budgeted (`mpsim/tests/memory.rs`).
+    #[allow(clippy::box_collection)]
+    closed_elsewhere: Option<Box<Vec<u8>>>,
     /// Frames waiting for an established subflow to carry them.
     orphaned: FrameSet,
 }
@@ -90,7 +93,7 @@ impl Addresses {
     /// closes stay listed, as REMOVE_ADDR's ids do: subflow numbers are never reused, so
     /// naming a closed subflow again closes nothing new.
     pub fn close_elsewhere(&mut self, id: u32, reason: u8) {
-        crate::wire::remove_subflow::push_entry(&mut self.closed_elsewhere, id, reason);
+        crate::wire::remove_subflow::push_entry(self.closed_elsewhere.get_or_insert_with(Default::default), id, reason);
     }
 
     /// The peer echoed our announcement of `id`.
@@ -158,7 +161,7 @@ impl Addresses {
         if carry.intersects(FrameSet::REMOVE_SUBFLOW) {
             // Up to 84 bytes, more than the builder's usual control frame: written only where
             // it fits whole (type, length, body), else it waits for the next packet.
-            match RemoveSubflow::parse(&self.closed_elsewhere) {
+            match RemoveSubflow::parse(self.closed_elsewhere.as_deref().map_or(&[], |v| v.as_slice())) {
                 Ok(f) if b.room() >= f.body_len() + 4 => {
                     b.control(FrameSet::REMOVE_SUBFLOW, Frame::RemoveSubflow(f));
                 }

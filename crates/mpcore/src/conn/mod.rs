@@ -98,7 +98,7 @@ pub struct Connection {
     /// Tests only: raw frames for the next packet on the subflow in slot `injected_on` (see
     /// [`Connection::inject_frames`]).
     injected: Vec<u8>,
-    injected_on: usize,
+    injected_on: u8,
     /// The resumption ticket to send (server) or received (client).
     tickets: tickets::Tickets,
     /// 0-RTT data: what the client may send early, what the server took.
@@ -417,7 +417,8 @@ impl Connection {
     pub fn inject_frames(&mut self, id: u32, frames: &[u8]) -> bool {
         let Some(i) = self.paths.subflows.by_number(id) else { return false };
         self.injected.extend_from_slice(frames);
-        self.injected_on = i;
+        // A slot is below `MAX_SLOTS` (64).
+        self.injected_on = i as u8;
         self.paths.subflows[i].ping();
         true
     }

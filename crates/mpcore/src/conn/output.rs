@@ -249,7 +249,8 @@ impl Connection {
         // (§5.2): its answer, or its silence, is what the probe is for.
         let probing = sf.rec().probe.is_some() && seg.is_none() && sf.copy().is_none() && sf.established();
         sf.write_signals(FrameSet::CLOSING | FrameSet::PING, probing, remote_key, &mut b);
-        let injected = !self.injected.is_empty() && self.injected_on == i && self.injected.len() < b.room();
+        let injected =
+            !self.injected.is_empty() && usize::from(self.injected_on) == i && self.injected.len() < b.room();
         let injected = injected && b.writer().bytes(&self.injected).is_ok();
         b.eliciting = injected || !b.sent.without(FrameSet::CLOSING).is_empty();
         let data = self.write_data(i, seg, probe_data, confirm, fj_data, &mut b)?;

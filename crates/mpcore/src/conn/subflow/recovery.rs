@@ -291,7 +291,7 @@ pub struct Recovery {
     /// reduction. This speeds up loss recovery if the data in the lost packet is
     /// retransmitted"), until an ack-eliciting packet leaves, an ACK acknowledges something
     /// new, a retransmission timeout fires or the subflow closes. 0: none.
-    pub recovery_grant: u64,
+    pub recovery_grant: u32,
 }
 
 /// Why a packet was declared lost (qlog's `trigger`).
@@ -368,7 +368,7 @@ impl Recovery {
     /// Room left in the congestion window; at least a packet's while the recovery grant
     /// holds (`recovery_grant`).
     pub fn cwnd_room(&self) -> u64 {
-        self.window_room().max(self.recovery_grant)
+        self.window_room().max(u64::from(self.recovery_grant))
     }
 
     /// Room left in the congestion window itself, whatever the recovery grant.
