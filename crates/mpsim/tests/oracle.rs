@@ -345,3 +345,26 @@ fn a_fail_back_resets_a_cellular_subflow_in_use_on_its_path() {
         closed - fail_back
     );
 }
+
+/// A stream the server paces (a web radio, 1,600 bytes every 100 ms, each chunk ending with
+/// MP_IDLE) while WiFi blacks out from 5 s to 15 s, on the paper's client (no keep-alives). The
+/// receive idle timer never runs (the last data always had MP_IDLE) and the client, which only
+/// acknowledges, sent nothing a timer could find unanswered: before, it never failed over and
+/// the stream stopped until WiFi came back. Now the overdue chunk (`oracle::PacedStream`: 500 ms
+/// after the last) sends a PING on WiFi, whose silence fails WiFi over: the stream goes on over
+/// cellular within a second.
+#[test]
+fn a_paced_download_fails_over_when_its_chunks_stop() {
+    let mut sim = sim(3);
+    sim.at(ms(5_000), WIFI, PathEvent::Down);
+    sim.at(ms(15_000), WIFI, PathEvent::Up);
+    let mut app = Bulk::paced(pattern(16_000 * 30, 3), 1_600, ms(100), ms(500));
+    app.download = true;
+    assert!(sim.run(ms(60_000), |s| app.drive(s)), "the stream was delivered");
+    let joined = app.events.iter().find(|e| e.1 && matches!(e.2, Event::SubflowEstablished { .. }) && e.0 > ms(1_000));
+    let joined = joined.map(|e| e.0).expect("the client failed over");
+    assert!(joined < ms(6_000), "cellular joined at {joined} us");
+    // The longest the stream stopped: from the outage's last chunk to the next.
+    let longest = app.progress.windows(2).filter(|w| w[1].0 > ms(5_000)).map(|w| w[1].0 - w[0].0).max().unwrap();
+    assert!(longest < ms(1_500), "the stream stopped for {longest} us");
+}

@@ -20,7 +20,7 @@ pub mod netpath;
 pub mod radio;
 pub mod vema;
 
-pub use idle::IdleTimer;
+pub use idle::{IdleTimer, PacedStream};
 pub use netpath::{Action, Config, Netpath, Oracle, Sample, Stats, Trigger, Verdict};
 pub use vema::Vema;
 

@@ -286,6 +286,15 @@ impl Connection {
             }
             self.with_paths(|p, cx| p.fail_over(cx, now, true, |_, s| !s.failover()));
         }
+        if t.expired(timer::RECEIVE_IDLE, now) {
+            // A stream the server paces is overdue (`oracle::PacedStream`): a PING asks its
+            // path, whose silence then fails it over as any unanswered tail's does.
+            if let Some(i) = self.paths.multimob.pace_overdue(now) {
+                if let Some(sf) = self.paths.subflows.get_mut(i).filter(|s| s.established() && !s.pf()) {
+                    sf.ping();
+                }
+            }
+        }
         if t.expired(timer::TRIM, now) {
             timers::trim(now, &mut self.live, &mut self.send, &mut self.recv, &mut self.paths.subflows);
         }
@@ -457,6 +466,10 @@ impl Connection {
             if self.paths.multimob.tracks_receive_idle() {
                 let rto = MultiMob::peer_rto(&self.paths.subflows, self.config.transport.max_rto);
                 self.paths.multimob.idle_timer.on_data(now, d.idle, rto);
+                if d.idle {
+                    let ours = self.paths.subflows.iter().map(|s| s.last_data_tx()).max().unwrap_or(0);
+                    self.paths.multimob.on_idle_data(now, oracle::idle::idle_timeout(rto), i, ours);
+                }
             }
         }
         if m.readable {

@@ -16,6 +16,9 @@ pub(super) struct MultiMob {
     client: bool,
     /// The receive idle timer (MultiMob §III-B).
     pub idle_timer: oracle::IdleTimer,
+    /// A stream the server paces, and the slot of the subflow it comes on (boxed: a client's
+    /// only, and an idle connection's size is budgeted).
+    pace: Option<Box<(oracle::PacedStream, usize)>>,
     /// Since when a regular subflow has been usable while failover subflows are open (the
     /// fail-back follows `Multipath::fail_back_hold` later).
     healthy_since: Option<Time>,
@@ -40,6 +43,30 @@ impl MultiMob {
     /// `client`: a client under the `multimob` path manager.
     pub fn new(client: bool) -> Self {
         Self { client, ..Self::default() }
+    }
+
+    /// Data marked MP_IDLE arrived on subflow `slot` (see [`oracle::PacedStream`]); `floor`:
+    /// the receive idle timer's length; `our_data`: when we last sent data.
+    pub fn on_idle_data(&mut self, now: Time, floor: Time, slot: usize, our_data: Time) {
+        let p = self.pace.get_or_insert_with(Default::default);
+        p.0.on_idle_data(now, floor, our_data);
+        p.1 = slot;
+    }
+
+    /// When the receive idle timer or the paced stream's watch expires first, if either runs.
+    pub fn receive_deadline(&self) -> Option<Time> {
+        let pace = self.pace.as_ref().and_then(|p| p.0.deadline());
+        match (self.idle_timer.deadline(), pace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The slot of the subflow a paced stream came on, once when its next arrival is overdue
+    /// at `now`.
+    pub fn pace_overdue(&mut self, now: Time) -> Option<usize> {
+        let p = self.pace.as_mut()?;
+        p.0.expired(now).then_some(p.1)
     }
 
     /// A `multimob` client: the receive idle timer follows the data received.

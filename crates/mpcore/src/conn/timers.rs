@@ -106,7 +106,7 @@ impl<'a> Clock<'a> {
                 t.set(timer::PEER, Some(self.live.silent_since().saturating_add(self.peer_timeout())));
             }
             if self.paths.multimob.tracks_receive_idle() && self.paths.has_unused_path() {
-                t.set(timer::RECEIVE_IDLE, self.paths.multimob.idle_timer.deadline());
+                t.set(timer::RECEIVE_IDLE, self.paths.multimob.receive_deadline());
             }
             let hold = self.config.multipath.fail_back_hold;
             t.set(timer::FAIL_BACK, self.paths.multimob.hold_deadline(&self.paths.subflows, hold));
