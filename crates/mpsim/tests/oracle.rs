@@ -368,3 +368,19 @@ fn a_paced_download_fails_over_when_its_chunks_stop() {
     let longest = app.progress.windows(2).filter(|w| w[1].0 > ms(5_000)).map(|w| w[1].0 - w[0].0).max().unwrap();
     assert!(longest < ms(1_500), "the stream stopped for {longest} us");
 }
+
+/// The same stream with WiFi working throughout: when it ends, its overdue chunk asks WiFi
+/// once (a PING and its answer), and cellular stays silent.
+#[test]
+fn a_paced_download_that_ends_asks_once_and_wakes_nothing() {
+    let mut sim = sim(3);
+    let mut app = Bulk::paced(pattern(16_000 * 30, 3), 1_600, ms(100), ms(500));
+    app.download = true;
+    assert!(sim.run(ms(60_000), |s| app.drive(s)), "the stream was delivered");
+    let end = app.progress.last().unwrap().0;
+    sim.run_until(end + ms(10_000), |_| None);
+    assert!(sim.path_log(CELL).is_empty(), "cellular carried {:?}", sim.path_log(CELL));
+    let after: Vec<_> = sim.path_log(WIFI).iter().filter(|e| e.time > end + ms(100)).collect();
+    let up = after.iter().filter(|e| e.dir == mpsim::Dir::Up).count();
+    assert!(up <= 2, "the client sent {up} datagrams after the stream's end: {after:?}");
+}

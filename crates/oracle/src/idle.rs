@@ -97,7 +97,10 @@ impl PacedStream {
         let (lo, hi) = (self.gaps.iter().min().copied().unwrap_or(0), self.gaps.iter().max().copied().unwrap_or(0));
         let span = self.gaps.iter().map(|&g| u64::from(g)).sum::<u64>();
         let quiet = our_data == 0 || our_data < now.saturating_sub(span);
-        let paced = usize::from(self.seen) == PACE_GAPS && lo > 0 && u64::from(hi) <= MAX_PACE && hi <= 2 * lo;
+        let paced = usize::from(self.seen) == PACE_GAPS
+            && lo > 0
+            && u64::from(hi) <= MAX_PACE
+            && u64::from(hi) <= 2 * u64::from(lo);
         let paced = paced && quiet;
         let mean = span / PACE_GAPS as u64;
         self.deadline = paced.then(|| now.saturating_add((3 * mean).max(floor)));

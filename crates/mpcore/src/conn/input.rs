@@ -278,7 +278,8 @@ impl Connection {
             self.set_drained();
             return;
         }
-        if t.expired(timer::RECEIVE_IDLE, now) && self.paths.multimob.idle_timer.expired(now) {
+        let fail_over_to = self.paths.has_unused_path();
+        if t.expired(timer::RECEIVE_IDLE, now) && fail_over_to && self.paths.multimob.idle_timer.expired(now) {
             // Nothing arrived for an idle-timer period while the server had more to send
             // (its last data did not carry MP_IDLE): the paths in use are declared bad.
             if let Some(q) = self.out.qlog.as_deref_mut() {
@@ -289,14 +290,19 @@ impl Connection {
         if t.expired(timer::RECEIVE_IDLE, now) {
             // A stream the server paces is overdue (`oracle::PacedStream`): a PING asks its
             // path, whose silence then fails it over as any unanswered tail's does.
-            if let Some(i) = self.paths.multimob.pace_overdue(now) {
-                if let Some(sf) = self.paths.subflows.get_mut(i).filter(|s| s.established() && !s.pf()) {
-                    sf.ping();
+            // Only while a path is left to fail over to; the watch is used up either way.
+            if let Some(id) = self.paths.multimob.pace_overdue(now).filter(|_| fail_over_to) {
+                if let Some(i) = self.paths.subflows.by_number(id).filter(|&i| {
+                    let s = &self.paths.subflows[i];
+                    s.established() && !s.pf()
+                }) {
+                    self.paths.subflows[i].ping();
                 }
             }
         }
         if t.expired(timer::TRIM, now) {
             timers::trim(now, &mut self.live, &mut self.send, &mut self.recv, &mut self.paths.subflows);
+            self.paths.multimob.trim_pace();
         }
         self.with_paths(|p, cx| p.on_timers(cx, now));
     }
@@ -466,9 +472,12 @@ impl Connection {
             if self.paths.multimob.tracks_receive_idle() {
                 let rto = MultiMob::peer_rto(&self.paths.subflows, self.config.transport.max_rto);
                 self.paths.multimob.idle_timer.on_data(now, d.idle, rto);
-                if d.idle {
+                // A stream the server paces is watched where its silence can fail a path over
+                // at once (the timeout trigger's choice; MultiMob's module has no such watch).
+                if d.idle && self.config.multipath.failover_on_timeout {
                     let ours = self.paths.subflows.iter().map(|s| s.last_data_tx()).max().unwrap_or(0);
-                    self.paths.multimob.on_idle_data(now, oracle::idle::idle_timeout(rto), i, ours);
+                    let id = self.paths.subflows[i].id();
+                    self.paths.multimob.on_idle_data(now, oracle::idle::idle_timeout(rto), id, ours);
                 }
             }
         }

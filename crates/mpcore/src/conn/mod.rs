@@ -479,6 +479,7 @@ impl Connection {
             scheduler: cap(self.sched.infos.capacity(), size_of::<SubflowInfo>()),
             qlog: self.out.qlog.as_ref().map_or(0, |q| q.heap_bytes()),
             other: self.paths.local.heap_bytes()
+                + self.paths.multimob.heap_bytes()
                 + self.out.heap_bytes()
                 + self.injected.capacity()
                 + self.session.heap_bytes(),

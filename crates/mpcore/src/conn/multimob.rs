@@ -16,9 +16,9 @@ pub(super) struct MultiMob {
     client: bool,
     /// The receive idle timer (MultiMob §III-B).
     pub idle_timer: oracle::IdleTimer,
-    /// A stream the server paces, and the slot of the subflow it comes on (boxed: a client's
-    /// only, and an idle connection's size is budgeted).
-    pace: Option<Box<(oracle::PacedStream, usize)>>,
+    /// A stream the server paces, and the number of the subflow it comes on (boxed: a
+    /// client's only, given back when the connection idles, `trim_pace`).
+    pace: Option<Box<(oracle::PacedStream, u32)>>,
     /// Since when a regular subflow has been usable while failover subflows are open (the
     /// fail-back follows `Multipath::fail_back_hold` later).
     healthy_since: Option<Time>,
@@ -45,28 +45,42 @@ impl MultiMob {
         Self { client, ..Self::default() }
     }
 
-    /// Data marked MP_IDLE arrived on subflow `slot` (see [`oracle::PacedStream`]); `floor`:
-    /// the receive idle timer's length; `our_data`: when we last sent data.
-    pub fn on_idle_data(&mut self, now: Time, floor: Time, slot: usize, our_data: Time) {
+    /// Data marked MP_IDLE arrived on subflow `id` (see [`oracle::PacedStream`]); `floor`: the
+    /// receive idle timer's length; `our_data`: when we last sent data.
+    pub fn on_idle_data(&mut self, now: Time, floor: Time, id: u32, our_data: Time) {
         let p = self.pace.get_or_insert_with(Default::default);
         p.0.on_idle_data(now, floor, our_data);
-        p.1 = slot;
+        p.1 = id;
     }
 
-    /// When the receive idle timer or the paced stream's watch expires first, if either runs.
-    pub fn receive_deadline(&self) -> Option<Time> {
+    /// When the receive idle timer (`idle_too`: while a path is left to fail over to) or the
+    /// paced stream's watch (always, so that it is used up on time) expires first.
+    pub fn receive_deadline(&self, idle_too: bool) -> Option<Time> {
         let pace = self.pace.as_ref().and_then(|p| p.0.deadline());
-        match (self.idle_timer.deadline(), pace) {
+        match (self.idle_timer.deadline().filter(|_| idle_too), pace) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    /// The slot of the subflow a paced stream came on, once when its next arrival is overdue
-    /// at `now`.
-    pub fn pace_overdue(&mut self, now: Time) -> Option<usize> {
+    /// The number of the subflow a paced stream came on, once when its next arrival is
+    /// overdue at `now`.
+    pub fn pace_overdue(&mut self, now: Time) -> Option<u32> {
         let p = self.pace.as_mut()?;
         p.0.expired(now).then_some(p.1)
+    }
+
+    /// The connection idles (its buffers are given back): a paced stream's record goes too
+    /// unless it is watched (any pace is void by then: intervals of at most 2 s).
+    pub fn trim_pace(&mut self) {
+        if self.pace.as_ref().is_some_and(|p| p.0.deadline().is_none()) {
+            self.pace = None;
+        }
+    }
+
+    /// Heap bytes held (the paced stream's record).
+    pub fn heap_bytes(&self) -> usize {
+        self.pace.as_ref().map_or(0, |_| std::mem::size_of::<(oracle::PacedStream, u32)>())
     }
 
     /// A `multimob` client: the receive idle timer follows the data received.

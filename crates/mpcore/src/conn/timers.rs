@@ -35,7 +35,8 @@ pub mod timer {
     pub const HANDSHAKE: usize = 1;
     /// Nothing authenticated arrived for the idle timeout.
     pub const IDLE: usize = 2;
-    /// `multimob`: the receive idle timer (MultiMob §III-B).
+    /// `multimob`: the receive idle timer (MultiMob §III-B), and a paced stream's overdue
+    /// chunk (`oracle::PacedStream`).
     pub const RECEIVE_IDLE: usize = 3;
     /// `multimob`: a regular subflow has been healthy for the fail-back hold.
     pub const FAIL_BACK: usize = 4;
@@ -105,8 +106,8 @@ impl<'a> Clock<'a> {
             if watch && self.live.peer_wait.is_some() {
                 t.set(timer::PEER, Some(self.live.silent_since().saturating_add(self.peer_timeout())));
             }
-            if self.paths.multimob.tracks_receive_idle() && self.paths.has_unused_path() {
-                t.set(timer::RECEIVE_IDLE, self.paths.multimob.receive_deadline());
+            if self.paths.multimob.tracks_receive_idle() {
+                t.set(timer::RECEIVE_IDLE, self.paths.multimob.receive_deadline(self.paths.has_unused_path()));
             }
             let hold = self.config.multipath.fail_back_hold;
             t.set(timer::FAIL_BACK, self.paths.multimob.hold_deadline(&self.paths.subflows, hold));
