@@ -49,12 +49,17 @@ impl IdleTimer {
 
     /// True once when the timer expires at or before `now`; it is then stopped.
     pub fn expired(&mut self, now: Time) -> bool {
-        if self.deadline.is_some_and(|d| d <= now) {
-            self.deadline = None;
-            return true;
-        }
-        false
+        take_due(&mut self.deadline, now)
     }
+}
+
+/// True once when `deadline` is at or before `now`, which then clears it.
+fn take_due(deadline: &mut Option<Time>, now: Time) -> bool {
+    let due = deadline.is_some_and(|d| d <= now);
+    if due {
+        *deadline = None;
+    }
+    due
 }
 
 /// Intervals a [`PacedStream`] judges the pace by.
@@ -114,11 +119,7 @@ impl PacedStream {
     /// True once when the next arrival is overdue at `now`; the watch then stops until the
     /// next arrival.
     pub fn expired(&mut self, now: Time) -> bool {
-        if self.deadline.is_some_and(|d| d <= now) {
-            self.deadline = None;
-            return true;
-        }
-        false
+        take_due(&mut self.deadline, now)
     }
 }
 
