@@ -260,26 +260,26 @@ impl Report {
     /// received already received (the peer's bytes sent there for nothing: a failover's copies
     /// that WiFi delivered first, a repair's second copy).
     pub fn cellular_subflows(&self) -> Option<(usize, u64, u64)> {
-        let path = self.side.interfaces.iter().position(|i| i.radio.is_some())?;
-        let c = self.side.connection.as_ref()?;
-        let on = c.subflows.iter().filter(|f| usize::from(f.path) == path);
+        let on = self.cellular_side_subflows()?;
         Some(on.fold((0, 0, 0), |(n, b, d), f| (n + 1, b + f.data_bytes_sent, d + f.data_bytes_duplicate)))
     }
-}
 
-impl Report {
     /// Stream bytes sent over the first cellular interface for nothing, both ways: those this
     /// side's subflows there received already received, and those the peer's subflows of the
     /// same numbers did (when the peer reported its connection; both ends number a subflow
     /// alike, whatever NAT rewrote its address).
     pub fn cellular_wasted(&self) -> Option<u64> {
-        let path = self.side.interfaces.iter().position(|i| i.radio.is_some())?;
-        let mine: Vec<&SubflowReport> =
-            self.side.connection.as_ref()?.subflows.iter().filter(|f| usize::from(f.path) == path).collect();
+        let mine: Vec<&SubflowReport> = self.cellular_side_subflows()?.collect();
         let theirs = self.peer.as_ref().and_then(|p| p.connection.as_ref()).map_or(0, |c| {
             c.subflows.iter().filter(|f| mine.iter().any(|m| m.id == f.id)).map(|f| f.data_bytes_duplicate).sum()
         });
         Some(mine.iter().map(|f| f.data_bytes_duplicate).sum::<u64>() + theirs)
+    }
+
+    /// This side's subflows on the first cellular interface.
+    fn cellular_side_subflows(&self) -> Option<impl Iterator<Item = &SubflowReport> + '_> {
+        let path = self.side.interfaces.iter().position(|i| i.radio.is_some())?;
+        Some(self.side.connection.as_ref()?.subflows.iter().filter(move |f| usize::from(f.path) == path))
     }
 }
 

@@ -25,7 +25,7 @@ mod sim_radio;
 mod tcp;
 pub mod trace;
 
-pub use rng::Rng;
+pub use rng::{ms, Rng};
 
 use delivery::Delivery;
 use mpcore::{Carrier, Config, ConfigError, Endpoint, Iface, LocalPath, PathId, ServerIdentity, Time};
@@ -35,11 +35,6 @@ use std::net::SocketAddr;
 
 pub use oracle::radio::{Profile as RadioProfile, RrcState};
 pub use radio::AirEntry;
-
-/// Milliseconds to [`Time`] (microseconds).
-pub const fn ms(v: u64) -> Time {
-    v * 1000
-}
 
 /// One path's properties (both directions alike).
 #[derive(Clone, Copy, Debug)]

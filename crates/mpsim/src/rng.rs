@@ -1,5 +1,12 @@
-//! The simulator's randomness, a module of its own so that the models (`trace`) draw from it
-//! without importing the simulator.
+//! The simulator's randomness and its unit of time, a module of its own so that the models
+//! (`trace`) use them without importing the simulator.
+
+use mpcore::Time;
+
+/// Milliseconds to [`Time`] (microseconds).
+pub const fn ms(v: u64) -> Time {
+    v * 1000
+}
 
 /// A small deterministic generator (SplitMix64): the simulator's only source of chance.
 #[derive(Clone, Debug)]

@@ -9,15 +9,10 @@
 //! LTE network driven through (see there): a trace of a model, not a capture. Any mahimahi
 //! trace (its `Verizon-LTE-driving.up`, say) loads with [`Trace::parse`].
 
-use crate::rng::Rng;
+use crate::rng::{ms, Rng};
 use mpcore::Time;
 use std::collections::VecDeque;
 use std::sync::OnceLock;
-
-/// Milliseconds as µs.
-const fn ms(v: u64) -> Time {
-    v * 1_000
-}
 
 /// Bytes a delivery opportunity carries.
 pub const OPPORTUNITY_BYTES: u32 = 1_500;

@@ -17,6 +17,14 @@ pub enum Side {
     Server,
 }
 
+impl Side {
+    /// Whether subflow number `id` is one the peer opened (bit 31, PROTOCOL.md §2: 0 for the
+    /// client's subflows, 1 for the server's).
+    pub(crate) fn peer_opened(self, id: u32) -> bool {
+        (id & 0x8000_0000 != 0) == (self == Side::Client)
+    }
+}
+
 /// Why a connection ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CloseReason {

@@ -182,11 +182,7 @@ impl Paths {
         header_len: usize,
         scratch: &'s mut [u8],
     ) -> Result<Option<FastJoined<'s>>, DropReason> {
-        let peer_opener_bit = match cx.side {
-            Side::Client => 0x8000_0000,
-            Side::Server => 0,
-        };
-        if *cx.state != State::Established || j.subflow & 0x8000_0000 != peer_opener_bit {
+        if *cx.state != State::Established || !cx.side.peer_opened(j.subflow) {
             return Err(DropReason::Unexpected);
         }
         if self.subflows.peer_number_used(j.subflow) {

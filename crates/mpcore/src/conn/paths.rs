@@ -346,15 +346,11 @@ impl Paths {
     /// peer's that names no subflow yet (its join still on the way) is retired, so that the
     /// late join is refused rather than opening a subflow the peer no longer answers on.
     pub(super) fn on_remove_subflow(&mut self, cx: &mut Cx<'_>, now: Time, f: &RemoveSubflow<'_>) {
-        let peer_opener_bit = match cx.side {
-            Side::Client => 0x8000_0000,
-            Side::Server => 0,
-        };
         for (id, reason) in f.entries() {
             match self.subflows.by_number(id) {
                 Some(k) if self.subflows[k].is_open() => self.shut_subflow(cx, now, k, reason, false),
                 Some(_) => {}
-                None if id & 0x8000_0000 == peer_opener_bit => self.subflows.retire_peer_number(id),
+                None if cx.side.peer_opened(id) => self.subflows.note_peer_number(id),
                 None => {}
             }
         }

@@ -112,9 +112,10 @@ impl SubflowTable {
         self.enumerate().find(|(_, s)| s.id == id).map(|(k, _)| k)
     }
 
-    /// The peer closed subflow number `id`, one of its own, before its join reached us (a
-    /// REMOVE_SUBFLOW, §5.21): a late join with it is refused as a used number.
-    pub fn retire_peer_number(&mut self, id: u32) {
+    /// Subflow number `id`, one of the peer's, is used for good: it opened a subflow with it,
+    /// or closed it before its join reached us (a REMOVE_SUBFLOW, §5.21), so that a late join
+    /// with it is refused as a used number.
+    pub fn note_peer_number(&mut self, id: u32) {
         let n = u64::from(id & 0x7fff_ffff);
         self.peer_numbers.insert(n, n + 1);
     }
@@ -139,8 +140,7 @@ impl SubflowTable {
             None => return None,
         };
         if !sf.local_opener {
-            let n = u64::from(sf.id & 0x7fff_ffff);
-            self.peer_numbers.insert(n, n + 1);
+            self.note_peer_number(sf.id);
         }
         self.order[slot] = self.next_order;
         self.next_order += 1;
