@@ -6,7 +6,10 @@
 //!   driver runs on a driver thread of its own, as the C library's does;
 //! - the C functions (`mpu_write`, `mpu_read`) with a timeout, from a plain thread;
 //! - the C functions with timeout 0 and, between them, a `poll` of the readiness descriptor,
-//!   as an app's own loop waits (Android's Looper and iOS's `DispatchSource` do the same).
+//!   as an app's own loop waits (Android's Looper and iOS's `DispatchSource` do the same);
+//! - the C functions with a timeout on an endpoint driven in calls
+//!   (`mpu_options_drive_in_calls`): its driver runs on the calling thread while it waits, as
+//!   the Rust API's does on a current-thread runtime.
 //!
 //! Prints each way's median, p90 and p99, its ratio to the first (over all rounds, and per
 //! block), and what a non-blocking read with nothing ready costs (`mpu_read` with timeout 0).
@@ -24,6 +27,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const SIZE: usize = 100;
 /// Rounds of one way before the next way runs.
 const BLOCK: usize = 250;
+/// The ways compared.
+const WAYS: usize = 5;
 
 /// One way of making the exchange: `n` rounds, their times pushed.
 type Way<'a> = &'a mut dyn FnMut(usize, &mut Vec<Duration>);
@@ -99,7 +104,18 @@ fn main() {
         assert_eq!(mpu_client_new(opts, &mut ep), MPU_OK);
         assert_eq!(mpu_connect(ep, server.as_ptr(), 5000, &mut conn), MPU_OK);
     }
-    let c_block = |n: usize, out: &mut Vec<Duration>| {
+    // The same from an endpoint driven in calls.
+    let (mut dopts, mut dep, mut dconn) = (0u64, 0u64, 0u64);
+    // SAFETY: valid out pointers and NUL-terminated strings.
+    unsafe {
+        assert_eq!(mpu_options_new(MPU_PRESET_DEFAULT, &mut dopts), MPU_OK);
+        assert_eq!(mpu_options_server_key(dopts, ckey.as_ptr()), MPU_OK);
+        assert_eq!(mpu_options_add_address(dopts, a.as_ptr(), label.as_ptr(), MPU_IFACE_WIRED, 0), MPU_OK);
+        assert_eq!(mpu_options_drive_in_calls(dopts, 1), MPU_OK);
+        assert_eq!(mpu_client_new(dopts, &mut dep), MPU_OK);
+        assert_eq!(mpu_connect(dep, server.as_ptr(), 5000, &mut dconn), MPU_OK);
+    }
+    let exchange = |conn: u64, n: usize, out: &mut Vec<Duration>| {
         let (req, mut resp) = ([1u8; SIZE], [0u8; SIZE]);
         for _ in 0..n {
             let t0 = Instant::now();
@@ -116,6 +132,8 @@ fn main() {
             out.push(t0.elapsed());
         }
     };
+    let c_block = |n: usize, out: &mut Vec<Duration>| exchange(conn, n, out);
+    let driven_block = |n: usize, out: &mut Vec<Duration>| exchange(dconn, n, out);
     // The same exchange as an app's own loop makes it (readiness): calls with timeout 0,
     // and between them a wait on the connection's readiness descriptor (here `poll`;
     // Android's MessageQueue or iOS's DispatchSource in an app). The app does not read it: the
@@ -181,20 +199,21 @@ fn main() {
 
     // A warm-up block of each, not counted; then the blocks, each way's median against the
     // Rust API's (current-thread) in the same block.
-    let mut ways: [Way<'_>; 4] = [&mut rust_block, &mut { mt_block }, &mut { c_block }, &mut { ready_block }];
+    let mut ways: [Way<'_>; WAYS] =
+        [&mut rust_block, &mut { mt_block }, &mut { c_block }, &mut { ready_block }, &mut { driven_block }];
     let mut scratch = Vec::new();
     for w in ways.iter_mut() {
         w(200, &mut scratch);
     }
-    let mut all: [Vec<Duration>; 4] = Default::default();
-    let mut ratios: [Vec<f64>; 4] = Default::default();
+    let mut all: [Vec<Duration>; WAYS] = Default::default();
+    let mut ratios: [Vec<f64>; WAYS] = Default::default();
     for _ in 0..blocks {
-        let mut got: [Vec<Duration>; 4] = Default::default();
+        let mut got: [Vec<Duration>; WAYS] = Default::default();
         for (w, g) in ways.iter_mut().zip(got.iter_mut()) {
             w(BLOCK, g);
         }
         let base = median(got[0].clone());
-        for k in 0..4 {
+        for k in 0..WAYS {
             ratios[k].push(median(got[k].clone()) / base);
             all[k].append(&mut got[k]);
         }
@@ -212,9 +231,11 @@ fn main() {
             try_once.push(t0.elapsed());
         }
     }
-    mpu_conn_free(conn);
-    mpu_endpoint_free(ep);
-    mpu_options_free(opts);
+    for (c, e, o) in [(conn, ep, opts), (dconn, dep, dopts)] {
+        mpu_conn_free(c);
+        mpu_endpoint_free(e);
+        mpu_options_free(o);
+    }
     let rounds = blocks * BLOCK;
 
     let names = [
@@ -222,11 +243,12 @@ fn main() {
         "Rust API (MpStream, a task on a multi-thread runtime: the driver on its own thread)",
         "C ABI (mpu_write + mpu_read, blocking, from an app thread)",
         "C ABI, readiness: calls with timeout 0, between them a poll of the readiness descriptor",
+        "C ABI (mpu_write + mpu_read, blocking) on an endpoint driven in calls (mpu_options_drive_in_calls)",
     ];
     println!("| {SIZE}-byte request and answer over loopback, {rounds} rounds | median (us) | p90 (us) | p99 (us) | / Rust API (all rounds) | / Rust API (per block: median, min, max) |");
     println!("|---|---|---|---|---|---|");
     let base = median(all[0].clone());
-    for k in 0..4 {
+    for k in 0..WAYS {
         let m = median(all[k].clone());
         let mut r = ratios[k].clone();
         r.sort_by(f64::total_cmp);

@@ -462,6 +462,14 @@ int32_t mpu_path_remove(uint64_t endpoint, const char *name);
 // afresh (nothing polls them).
 int32_t mpu_paths_changed(uint64_t endpoint);
 
+// Runs an endpoint driven in calls (`mpu_options_drive_in_calls`) on the caller's thread for
+// `timeout_ms` (0: what is due now: datagrams that arrived, timers, sends): between its
+// other calls, an app calls this often enough for the timers (an ACK's delay, a loss's
+// repair, keep-alives; every few milliseconds while data is in flight). Returns at once for
+// an endpoint on the library's threads, which needs no driving. `MPU_ERR_INVALID` for a
+// negative timeout, or one other than 0 on the library's thread (an event callback).
+int32_t mpu_endpoint_drive(uint64_t endpoint, int32_t timeout_ms);
+
 // The times the endpoint's driver has run, into `*out` (an idle one runs only for
 // keep-alives).
 //
@@ -672,6 +680,14 @@ int32_t mpu_options_monitor_interval(uint64_t options, uint32_t ms_);
 // Interfaces added by device name take their IPv6 address rather than their IPv4 one
 // (`on`: 0 or 1; a cellular network that is IPv6-only).
 int32_t mpu_options_ipv6(uint64_t options, int32_t on);
+
+// Run the endpoint in the app's own calls (`on`: 1) instead of on the library's threads (0,
+// the default): the endpoint has no thread; each call on it or its connections runs its
+// sockets and timers on the caller's thread while it waits, so a request and its answer
+// cross no thread (the round trip of the Rust API on a current-thread runtime). Between
+// calls nothing moves: call `mpu_endpoint_drive` from the app's loop, and use blocking calls
+// rather than the readiness descriptor, which only the running endpoint raises.
+int32_t mpu_options_drive_in_calls(uint64_t options, int32_t on);
 
 // Server: an address of this server announced to every client (`"[2001:db8::1]:443"`), so
 // that their paths of another family can join (an IPv6-only cellular network); up to 64.

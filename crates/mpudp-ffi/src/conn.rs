@@ -1,7 +1,8 @@
 //! Connections: read, write, shut down, abort; events (polled or pushed) and statistics.
 
+use crate::home::Home;
 use crate::ready::{block_ready, MpuReadyCallback, Readiness};
-use crate::{block, get, guard, guard_len, invalid, put, runtime, timeout, unregister, Fail, Res};
+use crate::{get, guard, guard_len, invalid, put, runtime, timeout, unregister, Fail, Res};
 use crate::{MPU_ERR_CLOSED, MPU_OK};
 use mpudp::{CloseReason, ConnEvent, Event, Events, MpStream, OwnedReadHalf, OwnedWriteHalf, StreamControl};
 use std::ffi::c_void;
@@ -20,15 +21,17 @@ pub(crate) struct Conn {
     born: Instant,
     /// Tells the app when a call that would have blocked may go on (`ready`).
     ready: Arc<Readiness>,
+    /// Where its calls run: its endpoint's (`home`).
+    home: Home,
 }
 
 impl Conn {
-    pub(crate) fn new(s: MpStream) -> Self {
+    pub(crate) fn new(s: MpStream, home: Home) -> Self {
         let control = s.control();
         let events = Mutex::new(Some(s.events()));
         let (r, w) = s.into_split();
         let ready = Arc::default();
-        Self { read: Mutex::new(r), write: Mutex::new(Some(w)), control, events, born: Instant::now(), ready }
+        Self { read: Mutex::new(r), write: Mutex::new(Some(w)), control, events, born: Instant::now(), ready, home }
     }
 }
 
@@ -66,7 +69,7 @@ pub unsafe extern "C" fn mpu_read(conn: u64, buf: *mut u8, len: usize, timeout_m
         let out = unsafe { std::slice::from_raw_parts_mut(buf, len) };
         with_conn(conn, |c| {
             let mut r = lock(&c.read);
-            let n = block_ready(timeout(timeout_ms), &c.ready, r.read(out))?.map_err(io_fail)?;
+            let n = block_ready(&c.home, timeout(timeout_ms), &c.ready, r.read(out))?.map_err(io_fail)?;
             Ok(n as isize)
         })
     })
@@ -91,7 +94,7 @@ pub unsafe extern "C" fn mpu_write(conn: u64, buf: *const u8, len: usize, timeou
             let mut g = lock(&c.write);
             let w = g.as_mut().ok_or_else(|| Fail(MPU_ERR_CLOSED, "shut down for writing".into()))?;
             let mut done = 0;
-            let r = block_ready(timeout(timeout_ms), &c.ready, async {
+            let r = block_ready(&c.home, timeout(timeout_ms), &c.ready, async {
                 while done < data.len() {
                     done += w.write(&data[done..]).await?;
                 }
@@ -116,11 +119,15 @@ pub extern "C" fn mpu_shutdown(conn: u64) -> i32 {
             // Inside the runtime: it wakes the driver. Through the control, not the write half:
             // a write blocked on another thread holds that, and is not waited for (its next
             // write fails). An abort before is no error here.
-            let _rt = runtime().enter();
-            let _ = c.control.shutdown();
-            if let Ok(mut w) = c.write.try_lock() {
-                w.take();
+            {
+                let _rt = c.home.rt().enter();
+                let _ = c.control.shutdown();
+                if let Ok(mut w) = c.write.try_lock() {
+                    w.take();
+                }
             }
+            // Driven in calls: the DATA_FIN leaves now.
+            c.home.drive(std::time::Duration::ZERO)?;
             Ok(MPU_OK)
         })
     })
@@ -133,6 +140,8 @@ pub extern "C" fn mpu_abort(conn: u64) -> i32 {
     guard(|| {
         with_conn(conn, |c| {
             c.control.abort();
+            // Driven in calls: the MP_FASTCLOSE leaves now.
+            c.home.drive(std::time::Duration::ZERO)?;
             Ok(MPU_OK)
         })
     })
@@ -144,8 +153,13 @@ pub extern "C" fn mpu_abort(conn: u64) -> i32 {
 pub extern "C" fn mpu_conn_free(conn: u64) -> i32 {
     guard(|| {
         let o = unregister::<Conn>(conn, "a connection")?;
-        let _rt = runtime().enter();
-        drop(o);
+        let home = o.home.clone();
+        {
+            let _rt = home.rt().enter();
+            drop(o);
+        }
+        // Driven in calls: what the close sends leaves now.
+        home.drive(std::time::Duration::ZERO)?;
         Ok(MPU_OK)
     })
 }
@@ -187,7 +201,7 @@ fn close_code(r: CloseReason) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn mpu_wait_closed(conn: u64, timeout_ms: i32, reason: *mut u32) -> i32 {
     guard(|| {
-        let r = with_conn(conn, |c| block(timeout(timeout_ms), c.control.closed()))?;
+        let r = with_conn(conn, |c| c.home.block(timeout(timeout_ms), c.control.closed()))?;
         if !reason.is_null() {
             // SAFETY: non-NULL and valid (the caller's promise).
             unsafe { put(reason, close_code(r), "reason") }?;
@@ -296,7 +310,7 @@ pub unsafe extern "C" fn mpu_next_event(conn: u64, timeout_ms: i32, out: *mut Mp
                 }
                 None
             };
-            block_ready(timeout(timeout_ms), &c.ready, next)
+            block_ready(&c.home, timeout(timeout_ms), &c.ready, next)
         })?;
         let e = e.ok_or_else(|| Fail(MPU_ERR_CLOSED, "the connection closed; no event left".into()))?;
         // SAFETY: the caller's promise.

@@ -4,7 +4,8 @@
 //! suspends between the two; freeing the handle before the end cancels the connect.
 
 use crate::conn::Conn;
-use crate::endpoint::{endpoint_of, Endpoint};
+use crate::endpoint::{endpoint_of, Side};
+use crate::home::Home;
 use crate::ready::MpuReadyCallback;
 use crate::{arg_addr, get, guard, invalid, put, register, runtime, unregister, unregister_any, Fail};
 use crate::{MPU_ERR_WOULD_BLOCK, MPU_OK};
@@ -16,6 +17,8 @@ use std::sync::Mutex;
 pub(crate) struct Connecting {
     result: std::sync::Arc<Mutex<Option<Result<MpStream, mpudp::Error>>>>,
     task: tokio::task::AbortHandle,
+    /// Where the connection's calls will run (its endpoint's).
+    home: Home,
 }
 
 impl Drop for Connecting {
@@ -51,14 +54,15 @@ pub unsafe extern "C" fn mpu_connect_start(
         // SAFETY: the caller's promise.
         let a = unsafe { arg_addr(addr, "addr") }?;
         let (o, kind) = endpoint_of(endpoint)?;
-        if !matches!(&*o, Endpoint::Client(_)) {
+        if !matches!(&o.side, Side::Client(_)) {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
         }
         let result = std::sync::Arc::new(Mutex::new(None));
         let (slot, ctx) = (result.clone(), Ctx(ctx));
+        let home = o.home.clone();
         let task = runtime().spawn(async move {
             let ctx = ctx;
-            let Endpoint::Client(ep) = &*o else { return };
+            let Side::Client(ep) = &o.side else { return };
             let r = ep.connect(a).await;
             *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             if let Some(cb) = callback {
@@ -66,7 +70,7 @@ pub unsafe extern "C" fn mpu_connect_start(
                 unsafe { cb(ctx.0) };
             }
         });
-        let h = register(Connecting { result, task: task.abort_handle() });
+        let h = register(Connecting { result, task: task.abort_handle(), home });
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -83,13 +87,16 @@ pub unsafe extern "C" fn mpu_connect_start(
 pub unsafe extern "C" fn mpu_connect_finish(pending: u64, out: *mut u64) -> i32 {
     guard(|| {
         let c = get::<Connecting>(pending, "a connect in progress")?;
+        // An endpoint driven in calls takes in what arrived.
+        c.home.drive(std::time::Duration::ZERO)?;
         let r = c.result.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(r) = r else {
             return Err(Fail(MPU_ERR_WOULD_BLOCK, "the handshake goes on".into()));
         };
+        let home = c.home.clone();
         drop(c);
         let _ = unregister::<Connecting>(pending, "a connect in progress");
-        let h = register(Conn::new(r?));
+        let h = register(Conn::new(r?, home));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)

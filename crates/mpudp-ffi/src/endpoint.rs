@@ -2,37 +2,54 @@
 //! connections in), and the app's word on its paths.
 
 use crate::conn::Conn;
+use crate::home::Home;
 use crate::options::{iface_kind, options_of};
 use crate::ready::{block_ready, MpuReadyCallback, Readiness};
 use crate::{
-    arg_addr, arg_str, block, flag, get, guard, invalid, put, register, runtime, timeout, unregister, unregister_any,
-    write_str, Fail, Res, MPU_OK,
+    arg_addr, arg_str, flag, get, guard, invalid, put, register, timeout, unregister, unregister_any, write_str, Fail,
+    Res, MPU_OK,
 };
 use mpudp::{Interface, LinkHint, MpEndpoint, MpListener};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-pub(crate) enum Endpoint {
+pub(crate) enum Side {
     Client(MpEndpoint),
     /// A server and the readiness of its accepts.
     Server(MpListener, Arc<Readiness>),
 }
 
+/// An endpoint and where its calls run (`home`): its connections run theirs there too.
+pub(crate) struct Endpoint {
+    pub(crate) side: Side,
+    pub(crate) home: Home,
+}
+
 impl Endpoint {
     fn ep(&self) -> &MpEndpoint {
-        match self {
-            Endpoint::Client(e) => e,
-            Endpoint::Server(l, _) => l.endpoint(),
+        match &self.side {
+            Side::Client(e) => e,
+            Side::Server(l, _) => l.endpoint(),
         }
+    }
+}
+
+/// Where an endpoint of options `o` runs (`mpu_options_drive_in_calls`): in the app's calls
+/// when its driver is not to have a thread, else on the library's threads.
+fn home_for(o: &mpudp::Options) -> Res<Home> {
+    if o.driver_thread_choice() == Some(false) {
+        Home::driven_in_calls()
+    } else {
+        Ok(Home::default())
     }
 }
 
 /// The endpoint of handle `h` (kept alive by the returned `Arc`).
 pub(crate) fn endpoint_of(h: u64) -> Res<(Arc<Endpoint>, &'static str)> {
     let o = get::<Endpoint>(h, "an endpoint")?;
-    let kind = match &*o {
-        Endpoint::Client(_) => "client",
-        Endpoint::Server(..) => "server",
+    let kind = match &o.side {
+        Side::Client(_) => "client",
+        Side::Server(..) => "server",
     };
     Ok((o, kind))
 }
@@ -51,9 +68,12 @@ fn with_ep<T>(h: u64, f: impl FnOnce(&Endpoint) -> Res<T>) -> Res<T> {
 pub unsafe extern "C" fn mpu_client_new(options: u64, out: *mut u64) -> i32 {
     guard(|| {
         let o = options_of(options)?;
-        let _rt = runtime().enter();
-        let ep = MpEndpoint::client(o)?;
-        let h = register(Endpoint::Client(ep));
+        let home = home_for(&o)?;
+        let ep = {
+            let _rt = home.rt().enter();
+            MpEndpoint::client(o)?
+        };
+        let h = register(Endpoint { side: Side::Client(ep), home });
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -71,9 +91,12 @@ pub unsafe extern "C" fn mpu_server_new(options: u64, addr: *const c_char, out: 
         // SAFETY: the caller's promise.
         let a = unsafe { arg_addr(addr, "addr") }?;
         let o = options_of(options)?;
-        let _rt = runtime().enter();
-        let l = MpListener::bind(a, o)?;
-        let h = register(Endpoint::Server(l, Arc::default()));
+        let home = home_for(&o)?;
+        let l = {
+            let _rt = home.rt().enter();
+            MpListener::bind(a, o)?
+        };
+        let h = register(Endpoint { side: Side::Server(l, Arc::default()), home });
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -86,7 +109,8 @@ pub unsafe extern "C" fn mpu_server_new(options: u64, addr: *const c_char, out: 
 pub extern "C" fn mpu_endpoint_free(endpoint: u64) -> i32 {
     guard(|| {
         let o = unregister::<Endpoint>(endpoint, "an endpoint")?;
-        let _rt = runtime().enter();
+        let home = o.home.clone();
+        let _rt = home.rt().enter();
         drop(o);
         Ok(MPU_OK)
     })
@@ -120,11 +144,11 @@ pub unsafe extern "C" fn mpu_connect(endpoint: u64, addr: *const c_char, timeout
         // SAFETY: the caller's promise.
         let a = unsafe { arg_addr(addr, "addr") }?;
         let (o, kind) = endpoint_of(endpoint)?;
-        let Endpoint::Client(ep) = &*o else {
+        let Side::Client(ep) = &o.side else {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
         };
-        let s = block(timeout(timeout_ms), ep.connect(a))??;
-        let h = register(Conn::new(s));
+        let s = o.home.block(timeout(timeout_ms), ep.connect(a))??;
+        let h = register(Conn::new(s, o.home.clone()));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -159,11 +183,11 @@ pub unsafe extern "C" fn mpu_connect_early(
         // SAFETY: `len` readable bytes (the caller's promise).
         let early = if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(data, len) } };
         let (o, kind) = endpoint_of(endpoint)?;
-        let Endpoint::Client(ep) = &*o else {
+        let Side::Client(ep) = &o.side else {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a client connects")));
         };
-        let s = block(timeout(timeout_ms), ep.connect_early(a, early))??;
-        let h = register(Conn::new(s));
+        let s = o.home.block(timeout(timeout_ms), ep.connect_early(a, early))??;
+        let h = register(Conn::new(s, o.home.clone()));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -204,11 +228,11 @@ pub unsafe extern "C" fn mpu_endpoint_tickets(endpoint: u64, buf: *mut u8, len: 
 pub unsafe extern "C" fn mpu_accept(endpoint: u64, timeout_ms: i32, out: *mut u64) -> i32 {
     guard(|| {
         let (o, kind) = endpoint_of(endpoint)?;
-        let Endpoint::Server(l, ready) = &*o else {
+        let Side::Server(l, ready) = &o.side else {
             return Err(invalid(format!("endpoint {endpoint} is a {kind}: only a server accepts")));
         };
-        let (s, _peer) = block_ready(timeout(timeout_ms), ready, l.accept())??;
-        let h = register(Conn::new(s));
+        let (s, _peer) = block_ready(&o.home, timeout(timeout_ms), ready, l.accept())??;
+        let h = register(Conn::new(s, o.home.clone()));
         // SAFETY: the caller's promise.
         unsafe { put(out, h, "out") }.inspect_err(|_| unregister_any(h))?;
         Ok(MPU_OK)
@@ -327,6 +351,22 @@ pub extern "C" fn mpu_paths_changed(endpoint: u64) -> i32 {
     })
 }
 
+/// Runs an endpoint driven in calls (`mpu_options_drive_in_calls`) on the caller's thread for
+/// `timeout_ms` (0: what is due now: datagrams that arrived, timers, sends): between its
+/// other calls, an app calls this often enough for the timers (an ACK's delay, a loss's
+/// repair, keep-alives; every few milliseconds while data is in flight). Returns at once for
+/// an endpoint on the library's threads, which needs no driving. `MPU_ERR_INVALID` for a
+/// negative timeout, or one other than 0 on the library's thread (an event callback).
+#[no_mangle]
+pub extern "C" fn mpu_endpoint_drive(endpoint: u64, timeout_ms: i32) -> i32 {
+    guard(|| {
+        let limit = timeout(timeout_ms).ok_or_else(|| invalid("a negative timeout: drive for how long?"))?;
+        let (o, _) = endpoint_of(endpoint)?;
+        o.home.drive(limit)?;
+        Ok(MPU_OK)
+    })
+}
+
 /// The times the endpoint's driver has run, into `*out` (an idle one runs only for
 /// keep-alives).
 ///
@@ -380,8 +420,8 @@ pub unsafe extern "C" fn mpu_endpoint_set_ready_callback(
 
 fn server_readiness(endpoint: u64) -> Res<Arc<Readiness>> {
     let (o, kind) = endpoint_of(endpoint)?;
-    match &*o {
-        Endpoint::Server(_, r) => Ok(r.clone()),
-        Endpoint::Client(_) => Err(invalid(format!("endpoint {endpoint} is a {kind}: only a server accepts"))),
+    match &o.side {
+        Side::Server(_, r) => Ok(r.clone()),
+        Side::Client(_) => Err(invalid(format!("endpoint {endpoint} is a {kind}: only a server accepts"))),
     }
 }

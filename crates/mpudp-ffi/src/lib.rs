@@ -30,7 +30,9 @@
 //!   (`mpudp-driver`, one per core at most, `Options::driver_thread`), so a slow callback does
 //!   not hold up the sockets. Blocking calls park the caller's thread, not those. A blocking
 //!   call (a timeout other than 0) made from an event callback (on the `mpudp` thread) fails
-//!   with `MPU_ERR_INVALID`.
+//!   with `MPU_ERR_INVALID`. An endpoint made with `mpu_options_drive_in_calls` has no thread
+//!   at all: the calls made on it run its sockets and timers on the caller's thread while they
+//!   wait (`home`), so a request and its answer cross no thread.
 //! - **Errors** are negative `int32_t` codes; `mpu_last_error` gives the calling thread's last
 //!   message. A panic inside the library is caught at the boundary and reported as
 //!   `MPU_ERR_PANIC`: none unwinds into the caller.
@@ -39,6 +41,7 @@
 mod conn;
 mod connecting;
 mod endpoint;
+mod home;
 mod options;
 mod ready;
 mod signal;
@@ -271,47 +274,6 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// Runs `fut` to completion on the caller's thread, within `limit` (`None`: no limit; zero:
-/// polled once). Refused on the runtime's own thread (a callback), where it would deadlock.
-pub(crate) fn block<T>(limit: Option<Duration>, fut: impl std::future::Future<Output = T>) -> Res<T> {
-    let rt = runtime();
-    // Timeout 0 never blocks: allowed from an event callback too ("readable, then read").
-    if limit.is_some_and(|d| d.is_zero()) {
-        return try_once(rt, fut, None);
-    }
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(invalid("a blocking call from the library's own thread (an event callback)"));
-    }
-    match limit {
-        None => Ok(rt.block_on(fut)),
-        Some(d) => rt.block_on(async {
-            tokio::time::timeout(d, fut)
-                .await
-                .map_err(|_| Fail(MPU_ERR_TIMEOUT, format!("nothing within {} ms", d.as_millis())))
-        }),
-    }
-}
-
-/// A call with timeout 0: `fut` polled once on the caller's thread, inside the runtime's
-/// context (its sockets' readiness is the runtime's), with a waker that does nothing: ready,
-/// its value; else `MPU_ERR_WOULD_BLOCK` and the future is dropped. No timer and no hop to
-/// the runtime's thread: a read with nothing ready returns in microseconds, where a zero
-/// `tokio::time::timeout` waited for the timer wheel's next tick, a millisecond (issue 55).
-pub(crate) fn try_once<T>(
-    rt: &tokio::runtime::Runtime,
-    fut: impl std::future::Future<Output = T>,
-    waker: Option<std::task::Waker>,
-) -> Res<T> {
-    let _in_runtime = rt.enter();
-    let mut fut = std::pin::pin!(fut);
-    let waker = waker.unwrap_or_else(|| std::task::Waker::noop().clone());
-    let mut cx = std::task::Context::from_waker(&waker);
-    match fut.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(v) => Ok(v),
-        std::task::Poll::Pending => Err(Fail(MPU_ERR_WOULD_BLOCK, "nothing ready".into())),
-    }
-}
-
 /// The objects behind the handles: options, endpoints and connections, each its own type (the
 /// table names none of them: a handle's object is checked for the type a call expects).
 type Object = Arc<dyn Any + Send + Sync>;
@@ -501,7 +463,7 @@ mod tests {
 
     #[test]
     fn a_blocking_call_from_the_library_thread_is_refused() {
-        let r = runtime().block_on(async { block(None, async { 1 }) });
+        let r = runtime().block_on(async { home::Home::default().block(None, async { 1 }) });
         assert!(matches!(r, Err(Fail(MPU_ERR_INVALID, _))));
     }
 }

@@ -16,6 +16,7 @@
 //! send buffer, an event, the end). Each call with timeout 0 drains the descriptor first, so a
 //! level-triggered loop does not spin.
 
+use crate::home::Home;
 use crate::signal::Signal;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -114,17 +115,18 @@ impl Wake for Readiness {
     }
 }
 
-/// As [`crate::block`], for a call on an object with a readiness (`ready`): with timeout 0, the
+/// As [`Home::block`], for a call on an object with a readiness (`ready`): with timeout 0, the
 /// descriptor is drained and the call leaves the readiness's waker with the library, which
 /// signals the app when the call may make progress (see `ready`).
 pub(crate) fn block_ready<T>(
+    home: &Home,
     limit: Option<Duration>,
     ready: &Arc<Readiness>,
     fut: impl std::future::Future<Output = T>,
 ) -> crate::Res<T> {
     if !limit.is_some_and(|d| d.is_zero()) {
-        return crate::block(limit, fut);
+        return home.block(limit, fut);
     }
     ready.drain();
-    crate::try_once(crate::runtime(), fut, ready.waker())
+    home.try_once(fut, ready.waker())
 }

@@ -179,6 +179,20 @@ pub extern "C" fn mpu_options_ipv6(options: u64, on: i32) -> i32 {
     })
 }
 
+/// Run the endpoint in the app's own calls (`on`: 1) instead of on the library's threads (0,
+/// the default): the endpoint has no thread; each call on it or its connections runs its
+/// sockets and timers on the caller's thread while it waits, so a request and its answer
+/// cross no thread (the round trip of the Rust API on a current-thread runtime). Between
+/// calls nothing moves: call `mpu_endpoint_drive` from the app's loop, and use blocking calls
+/// rather than the readiness descriptor, which only the running endpoint raises.
+#[no_mangle]
+pub extern "C" fn mpu_options_drive_in_calls(options: u64, on: i32) -> i32 {
+    guard(|| {
+        let on = flag(on, "on")?;
+        with(options, |o| Ok(o.driver_thread(!on)))
+    })
+}
+
 /// Server: an address of this server announced to every client (`"[2001:db8::1]:443"`), so
 /// that their paths of another family can join (an IPv6-only cellular network); up to 64.
 ///

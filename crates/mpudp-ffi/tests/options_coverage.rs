@@ -38,12 +38,14 @@ const COVERAGE: &[(&str, &[&str])] = &[
     ("tcp_socket_hook", &["mpu_options_tcp_socket_callback"]),
     ("without_tcp_socket_hook", &["mpu_options_tcp_socket_callback"]),
     ("qlog_dir", &["mpu_options_qlog_dir"]),
+    // The library's threads (the default) or the app's calls (an endpoint with no thread).
+    ("driver_thread", &["mpu_options_drive_in_calls"]),
+    ("driver_thread_choice", &["mpu_options_drive_in_calls"]),
     // Rust-only; bindings/README.md says why.
     ("custom_scheduler", &[]),
     ("config_all", &[]),
     ("config", &[]),
     ("config_mut", &[]),
-    ("driver_thread", &[]),
 ];
 
 fn read(rel: &str) -> String {

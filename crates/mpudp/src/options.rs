@@ -505,6 +505,11 @@ impl Options {
         self
     }
 
+    /// What `driver_thread` set: `None` if nothing did (the runtime decides, as above).
+    pub fn driver_thread_choice(&self) -> Option<bool> {
+        self.driver_thread
+    }
+
     /// How long `connect` waits for the handshake before giving up with
     /// [`Error::Unreachable`] (default 10 s).
     pub fn connect_timeout(mut self, d: Duration) -> Self {

@@ -151,6 +151,12 @@ public final class Options {
     @discardableResult public func ipv6(_ on: Bool) throws -> Options {
         try check(mpu_options_ipv6(handle, on ? 1 : 0)); return self
     }
+    /// Run the endpoint in this app's calls, not on the library's threads: a round trip crosses
+    /// no thread, but nothing moves between calls (call `Endpoint.drive`; no readiness, so no
+    /// async calls). For a network thread of the app's own that waits in blocking calls.
+    @discardableResult public func driveInCalls(_ on: Bool) throws -> Options {
+        try check(mpu_options_drive_in_calls(handle, on ? 1 : 0)); return self
+    }
     /// Server: an address announced to every client (an IPv6 one for IPv6-only cellular).
     @discardableResult public func announce(_ addr: String) throws -> Options {
         try check(mpu_options_announce(handle, addr)); return self
@@ -254,6 +260,8 @@ public final class Endpoint {
     }
     public func removePath(_ name: String) throws { try check(mpu_path_remove(handle, name)) }
     public func pathsChanged() throws { try check(mpu_paths_changed(handle)) }
+    /// Runs an endpoint driven in calls (`Options.driveInCalls`) for `timeoutMs` (0: what is due).
+    public func drive(timeoutMs: Int32 = 0) throws { try check(mpu_endpoint_drive(handle, timeoutMs)) }
 }
 
 public final class Connection {

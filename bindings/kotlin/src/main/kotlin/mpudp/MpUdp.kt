@@ -123,6 +123,7 @@ interface MpuLib : Library {
     fun mpu_options_other_paths_after(options: Long, ms: Int): Int
     fun mpu_options_monitor_interval(options: Long, ms: Int): Int
     fun mpu_options_ipv6(options: Long, on: Int): Int
+    fun mpu_options_drive_in_calls(options: Long, on: Int): Int
     fun mpu_options_announce(options: Long, addr: String): Int
     fun mpu_options_insecure_unauthenticated_server(options: Long): Int
     fun mpu_options_connect_timeout(options: Long, ms: Int): Int
@@ -131,6 +132,7 @@ interface MpuLib : Library {
     fun mpu_endpoint_free(endpoint: Long): Int
     fun mpu_endpoint_local_addr(endpoint: Long, buf: ByteArray, len: SizeT): Int
     fun mpu_endpoint_wakeups(endpoint: Long, out: LongByReference): Int
+    fun mpu_endpoint_drive(endpoint: Long, timeoutMs: Int): Int
     fun mpu_connect(endpoint: Long, addr: String, timeoutMs: Int, out: LongByReference): Int
     fun mpu_connect_early(endpoint: Long, addr: String, data: ByteArray?, len: SizeT, timeoutMs: Int, out: LongByReference): Int
     fun mpu_endpoint_tickets(endpoint: Long, buf: ByteArray?, len: SizeT, written: LongByReference): Int
@@ -285,6 +287,12 @@ class Options private constructor(internal val handle: Long) : java.io.Closeable
     fun otherPathsAfter(ms: Int) = apply { check(lib.mpu_options_other_paths_after(handle, ms)) }
     fun monitorInterval(ms: Int) = apply { check(lib.mpu_options_monitor_interval(handle, ms)) }
     fun ipv6(on: Boolean) = apply { check(lib.mpu_options_ipv6(handle, on.flag())) }
+    /**
+     * Run the endpoint in this app's calls, not on the library's threads: a round trip crosses
+     * no thread, but nothing moves between calls (call [Endpoint.drive]; no readiness, so no
+     * suspend functions). For a network thread of the app's own that waits in blocking calls.
+     */
+    fun driveInCalls(on: Boolean) = apply { check(lib.mpu_options_drive_in_calls(handle, on.flag())) }
     /** Server: an address announced to every client (an IPv6 one for IPv6-only cellular). */
     fun announce(addr: String) = apply { check(lib.mpu_options_announce(handle, addr)) }
     /** Tests and closed networks only: anyone on the path can sit in the middle. */
@@ -342,6 +350,8 @@ class Endpoint private constructor(internal val handle: Long) : java.io.Closeabl
 
     val localAddr: String get() = cString { b, n -> lib.mpu_endpoint_local_addr(handle, b, n) }
     val wakeups: Long get() = handle { lib.mpu_endpoint_wakeups(handle, it) }
+    /** Runs an endpoint driven in calls ([Options.driveInCalls]) for [timeoutMs] (0: what is due). */
+    fun drive(timeoutMs: Int = 0) = check(lib.mpu_endpoint_drive(handle, timeoutMs))
 
     fun connect(addr: String, timeoutMs: Int = -1) = Connection(handle { lib.mpu_connect(handle, addr, timeoutMs, it) })
     /**

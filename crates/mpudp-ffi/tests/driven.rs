@@ -1,0 +1,258 @@
+//! Endpoints driven in the app's calls (`mpu_options_drive_in_calls`, issue 55): no thread of
+//! the library's runs their sockets; the caller's thread does while a call waits, and only
+//! then. Both ends here are such endpoints (the server on a thread of the test's), so no
+//! driver thread may appear in this process.
+#![allow(clippy::unwrap_used)]
+#![allow(unsafe_code)] // Calls the C functions, as an app does.
+
+use mpudp_ffi::*;
+use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+fn out<T: Default>(f: impl FnOnce(*mut T) -> i32) -> T {
+    let mut v = T::default();
+    assert_eq!(f(&mut v), MPU_OK);
+    v
+}
+
+/// Options for an endpoint on loopback driven in calls.
+fn driven_options(preset: u32) -> u64 {
+    let any = CString::new("127.0.0.1:0").unwrap();
+    let lo = CString::new("lo").unwrap();
+    // SAFETY: valid out pointers and NUL-terminated strings.
+    unsafe {
+        let o = out(|p| mpu_options_new(preset, p));
+        assert_eq!(mpu_options_add_address(o, any.as_ptr(), lo.as_ptr(), MPU_IFACE_WIRED, 0), MPU_OK);
+        assert_eq!(mpu_options_drive_in_calls(o, 1), MPU_OK);
+        o
+    }
+}
+
+/// What an echo server saw: bytes echoed, and streams the client ended.
+struct Tally {
+    echoed: AtomicUsize,
+    ended: AtomicUsize,
+}
+
+/// A server driven in calls on a thread of its own that echoes each connection's bytes,
+/// counting them (`tally`), each answer `delay` after its request; its address and public
+/// key.
+fn echo_server(tally: &'static Tally, delay: Duration) -> (CString, CString) {
+    let seed = [5u8; 32];
+    let any = CString::new("127.0.0.1:0").unwrap();
+    // SAFETY: valid out pointers, NUL-terminated strings, buffers of their sizes.
+    unsafe {
+        let o = driven_options(MPU_PRESET_SERVER);
+        assert_eq!(mpu_options_identity_seed(o, seed.as_ptr()), MPU_OK);
+        let mut key = [0 as std::ffi::c_char; 64];
+        assert_eq!(mpu_options_public_key(o, key.as_mut_ptr(), key.len()), MPU_OK);
+        let server = out(|p| mpu_server_new(o, any.as_ptr(), p));
+        mpu_options_free(o);
+        let mut addr = [0 as std::ffi::c_char; 64];
+        assert_eq!(mpu_endpoint_local_addr(server, addr.as_mut_ptr(), addr.len()), MPU_OK);
+        std::thread::spawn(move || loop {
+            let mut conn = 0u64;
+            if mpu_accept(server, -1, &mut conn) != MPU_OK {
+                return;
+            }
+            // One connection at a time: its reads run the endpoint, the accept's too.
+            let mut b = [0u8; 4096];
+            loop {
+                let n = mpu_read(conn, b.as_mut_ptr(), b.len(), -1);
+                if n <= 0 {
+                    if n == 0 {
+                        tally.ended.fetch_add(1, Ordering::SeqCst);
+                    }
+                    break;
+                }
+                tally.echoed.fetch_add(n as usize, Ordering::SeqCst);
+                std::thread::sleep(delay);
+                assert_eq!(mpu_write(conn, b.as_ptr(), n as usize, -1), n);
+            }
+            mpu_conn_free(conn);
+        });
+        (CString::from(std::ffi::CStr::from_ptr(addr.as_ptr())), CString::from(std::ffi::CStr::from_ptr(key.as_ptr())))
+    }
+}
+
+/// A client endpoint driven in calls, connected to `server`: (options, endpoint, connection).
+fn client(server: &(CString, CString)) -> (u64, u64, u64) {
+    // SAFETY: valid out pointers and NUL-terminated strings.
+    unsafe {
+        let o = driven_options(MPU_PRESET_DEFAULT);
+        assert_eq!(mpu_options_server_key(o, server.1.as_ptr()), MPU_OK);
+        let ep = out(|p| mpu_client_new(o, p));
+        let conn = out(|p| mpu_connect(ep, server.0.as_ptr(), 5000, p));
+        (o, ep, conn)
+    }
+}
+
+fn free((o, ep, conn): (u64, u64, u64)) {
+    mpu_conn_free(conn);
+    mpu_endpoint_free(ep);
+    mpu_options_free(o);
+}
+
+/// The names of this process's threads.
+fn threads() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+/// Reads exactly `want` bytes with blocking calls.
+fn read_exact(conn: u64, want: usize) -> Vec<u8> {
+    let mut got = vec![0u8; want];
+    let mut n = 0;
+    while n < want {
+        // SAFETY: `want - n` writable bytes.
+        let r = unsafe { mpu_read(conn, got.as_mut_ptr().add(n), want - n, 5000) };
+        assert!(r > 0, "read {r} after {n} of {want}");
+        n += r as usize;
+    }
+    got
+}
+
+#[test]
+fn requests_are_answered_with_no_driver_thread() {
+    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
+    let server = echo_server(&TALLY, Duration::ZERO);
+    let c = client(&server);
+    for k in 0..20u8 {
+        let req = [k; 100];
+        // SAFETY: 100 readable bytes.
+        assert_eq!(unsafe { mpu_write(c.2, req.as_ptr(), req.len(), 5000) }, 100);
+        assert_eq!(read_exact(c.2, 100), req);
+    }
+    let names = threads();
+    assert!(
+        !names.iter().any(|n| n.starts_with("mpudp-driver")),
+        "endpoints driven in calls started a driver thread: {names:?}"
+    );
+    free(c);
+}
+
+#[test]
+fn a_write_leaves_before_its_call_returns() {
+    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
+    let server = echo_server(&TALLY, Duration::ZERO);
+    let c = client(&server);
+    // Blocking and with timeout 0: after each, the client makes no call at all, yet the server
+    // gets the bytes (they left inside the write).
+    for (k, timeout_ms) in [5000, 0].into_iter().enumerate() {
+        let req = [7u8; 300];
+        // SAFETY: 300 readable bytes.
+        assert_eq!(unsafe { mpu_write(c.2, req.as_ptr(), req.len(), timeout_ms) }, 300);
+        let t0 = Instant::now();
+        while TALLY.echoed.load(Ordering::SeqCst) < 300 * (k + 1) && t0.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(TALLY.echoed.load(Ordering::SeqCst), 300 * (k + 1), "write with timeout {timeout_ms} stayed behind");
+        read_exact(c.2, 300);
+    }
+    free(c);
+}
+
+#[test]
+fn calls_that_would_block_take_in_what_arrived_and_drive_runs_the_timers() {
+    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
+    let server = echo_server(&TALLY, Duration::from_millis(50));
+    let c = client(&server);
+    let req = [3u8; 100];
+    // A call with timeout 0 first takes in what arrived: with the answer in the socket since
+    // well before (nobody ran the endpoint meanwhile), one read gets it.
+    // SAFETY: 100 readable bytes.
+    assert_eq!(unsafe { mpu_write(c.2, req.as_ptr(), req.len(), 0) }, 100);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut b = [0u8; 100];
+    // SAFETY: 100 writable bytes.
+    let n = unsafe { mpu_read(c.2, b.as_mut_ptr(), b.len(), 0) };
+    assert!(n > 0, "a read with timeout 0 took nothing in: {n}");
+    if (n as usize) < req.len() {
+        read_exact(c.2, req.len() - n as usize);
+    }
+    // Between calls nothing moves: the answer (50 ms after the request, once the write has
+    // returned) waits in the socket; mpu_endpoint_drive takes it in.
+    let received = || {
+        let mut s = MpuSubflowStats::default();
+        // SAFETY: a valid out pointer.
+        assert_eq!(unsafe { mpu_subflow_stats(c.2, 0, &mut s) }, MPU_OK);
+        s.bytes_received
+    };
+    // SAFETY: 100 readable bytes.
+    assert_eq!(unsafe { mpu_write(c.2, req.as_ptr(), req.len(), 0) }, 100);
+    let before = received();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(received(), before, "the endpoint moved with no call running");
+    assert_eq!(mpu_endpoint_drive(c.1, 200), MPU_OK);
+    assert!(received() >= before + 100, "drive took in nothing: {} bytes received, {before} before", received());
+    assert_eq!(mpu_endpoint_drive(c.1, -1), MPU_ERR_INVALID);
+    free(c);
+}
+
+#[test]
+fn the_last_handle_may_be_freed_on_the_librarys_thread() {
+    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
+    static CONN: AtomicU64 = AtomicU64::new(0);
+    static FREED: AtomicI32 = AtomicI32::new(1);
+    unsafe extern "C" fn on_event(_ctx: *mut c_void, _e: *const MpuEvent) {
+        let c = CONN.swap(0, Ordering::SeqCst);
+        if c != 0 {
+            // The connection holds the endpoint's runtime last: it goes with this call, on the
+            // library's own thread (inside its runtime).
+            FREED.store(0, Ordering::SeqCst);
+            let _ = c;
+        }
+    }
+    let server = echo_server(&TALLY, Duration::ZERO);
+    let (o, ep, conn) = client(&server);
+    mpu_endpoint_free(ep);
+    mpu_options_free(o);
+    CONN.store(conn, Ordering::SeqCst);
+    // SAFETY: a callback that may run on another thread; no context.
+    assert_eq!(unsafe { mpu_set_event_callback(conn, Some(on_event), std::ptr::null_mut()) }, MPU_OK);
+    let t0 = Instant::now();
+    while FREED.load(Ordering::SeqCst) == 1 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(FREED.load(Ordering::SeqCst), MPU_OK, "freeing the last handle in a callback");
+}
+
+#[test]
+fn a_reader_and_a_writer_on_two_threads_share_the_endpoint() {
+    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
+    let server = echo_server(&TALLY, Duration::ZERO);
+    let c = client(&server);
+    let conn = c.2;
+    // The reader waits in a blocking read (it runs the endpoint); the writer's calls find the
+    // endpoint taken and hand their work to it.
+    let reader = std::thread::spawn(move || read_exact(conn, 1000));
+    let mut sent = Vec::new();
+    for k in 0..10u8 {
+        let req = [k; 100];
+        // SAFETY: 100 readable bytes.
+        assert_eq!(unsafe { mpu_write(conn, req.as_ptr(), req.len(), 5000) }, 100);
+        sent.extend_from_slice(&req);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(reader.join().unwrap(), sent);
+    free(c);
+}
+
+#[test]
+fn a_shutdown_leaves_before_its_call_returns() {
+    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
+    let server = echo_server(&TALLY, Duration::ZERO);
+    let c = client(&server);
+    assert_eq!(mpu_shutdown(c.2), MPU_OK);
+    // No call after it: the DATA_FIN left inside it.
+    let t0 = Instant::now();
+    while TALLY.ended.load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(TALLY.ended.load(Ordering::SeqCst), 1, "the server never saw the stream end");
+    free(c);
+}
