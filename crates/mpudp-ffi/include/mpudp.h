@@ -197,7 +197,8 @@ typedef void (*MpuReadyCallback)(void *ctx);
 // Called with each TCP socket the library opens for a path whose UDP socket the app handed in
 // (`mpu_options_add_fd`, `mpu_path_add_fd`), before it connects: `label` is the path's label,
 // `fd` the socket (still the library's: bind it, do not close it). Returns 0, or anything
-// else to refuse the carrier. On the library's driver thread.
+// else to refuse the carrier. On the library's driver thread (driven in calls: on the thread
+// of the call that runs the endpoint).
 typedef int32_t (*MpuTcpSocketCallback)(void *ctx, const char *label, int32_t fd);
 
 #ifdef __cplusplus
@@ -322,7 +323,9 @@ int32_t mpu_conn_set_ready_callback(uint64_t conn_, MpuReadyCallback callback, v
 // connect timeout) and returns at once: `*out` is the connect's handle. When the handshake
 // ended, either way, `callback(ctx)` is called on the library's thread (NULL: none; poll
 // `mpu_connect_finish`); then `mpu_connect_finish` gives the connection. `mpu_connect_free`
-// cancels a connect in progress.
+// cancels a connect in progress. On an endpoint driven in calls the handshake goes on only in
+// calls on it (`mpu_connect_finish`, `mpu_endpoint_drive`), and the callback runs on the
+// thread of the call in which it ended.
 //
 // # Safety
 // `addr` must be a NUL-terminated string, `out` valid for a write; `callback` safe to call

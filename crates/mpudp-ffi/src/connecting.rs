@@ -7,7 +7,7 @@ use crate::conn::Conn;
 use crate::endpoint::{endpoint_of, Side};
 use crate::home::Home;
 use crate::ready::MpuReadyCallback;
-use crate::{arg_addr, get, guard, invalid, put, register, runtime, unregister, unregister_any, Fail};
+use crate::{arg_addr, get, guard, invalid, put, register, unregister, unregister_any, Fail};
 use crate::{MPU_ERR_WOULD_BLOCK, MPU_OK};
 use mpudp::MpStream;
 use std::ffi::{c_char, c_void};
@@ -24,6 +24,9 @@ pub(crate) struct Connecting {
 impl Drop for Connecting {
     fn drop(&mut self) {
         self.task.abort();
+        // Driven in calls, the task goes (and the endpoint it holds) only when its runtime
+        // runs: now.
+        let _ = self.home.drive(std::time::Duration::ZERO);
     }
 }
 
@@ -37,7 +40,9 @@ unsafe impl Send for Ctx {}
 /// connect timeout) and returns at once: `*out` is the connect's handle. When the handshake
 /// ended, either way, `callback(ctx)` is called on the library's thread (NULL: none; poll
 /// `mpu_connect_finish`); then `mpu_connect_finish` gives the connection. `mpu_connect_free`
-/// cancels a connect in progress.
+/// cancels a connect in progress. On an endpoint driven in calls the handshake goes on only in
+/// calls on it (`mpu_connect_finish`, `mpu_endpoint_drive`), and the callback runs on the
+/// thread of the call in which it ended.
 ///
 /// # Safety
 /// `addr` must be a NUL-terminated string, `out` valid for a write; `callback` safe to call
@@ -60,7 +65,9 @@ pub unsafe extern "C" fn mpu_connect_start(
         let result = std::sync::Arc::new(Mutex::new(None));
         let (slot, ctx) = (result.clone(), Ctx(ctx));
         let home = o.home.clone();
-        let task = runtime().spawn(async move {
+        // On the endpoint's runtime: driven in calls, the handshake runs in the app's calls
+        // (`mpu_connect_finish` among them), and the callback on that call's thread.
+        let task = home.rt().spawn(async move {
             let ctx = ctx;
             let Side::Client(ep) = &o.side else { return };
             let r = ep.connect(a).await;

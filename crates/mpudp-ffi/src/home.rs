@@ -12,7 +12,12 @@
 //! thread while it waits. Nothing moves between calls: no timer fires, nothing is received or
 //! acknowledged. That suits an app whose own network thread waits in blocking calls (a game
 //! loop, a command-line tool), as quinn's and XQUIC's app-driven modes do, not one that waits
-//! on the readiness descriptor, which only the driver raises.
+//! on the readiness descriptor, which only the driver raises. When several threads call at
+//! once, one runs the runtime and the others hand it their work (a catch-up then does nothing
+//! on their own thread: the running one does it). Callbacks (events, readiness) still run on
+//! the library's `mpudp` thread; a connect begun with `mpu_connect_start` runs in the calls, and
+//! its callback on the thread of the call that completes it. Once the app freed the last
+//! handle, a thread of its own sees the closing connections to the end (`Own`).
 
 use crate::{invalid, Fail, Res, MPU_ERR_TIMEOUT, MPU_ERR_WOULD_BLOCK};
 use std::future::Future;
@@ -22,12 +27,47 @@ use std::time::Duration;
 use tokio::runtime::Runtime;
 use tokio::task::yield_now;
 
+/// How long the connections of an endpoint driven in calls may take to close once the app
+/// freed its last handle (see `Own`).
+const CLOSE_GRACE: Duration = Duration::from_secs(10);
+
+/// An endpoint's own runtime (driven in calls), which goes with the last handle of the
+/// endpoint and its connections. Connections still closing then (a DATA_FIN to repeat, the
+/// peer's to acknowledge, data still to send) are seen to the end as on the library's
+/// threads: the runtime moves to a thread of its own (`mpudp-close`) that runs it until its
+/// tasks are done (the driver ends once no connection is left), `CLOSE_GRACE` at most.
+/// Dropping it where it is would also panic on a thread inside another runtime (a handle
+/// freed in an event callback).
+pub(crate) struct Own(Option<Runtime>);
+
+impl Drop for Own {
+    fn drop(&mut self) {
+        let Some(rt) = self.0.take() else { return };
+        let slot = Arc::new(std::sync::Mutex::new(Some(rt)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new().name("mpudp-close".into()).spawn(move || {
+            let Some(rt) = theirs.lock().ok().and_then(|mut g| g.take()) else { return };
+            let h = rt.handle().clone();
+            rt.block_on(async move {
+                let until = tokio::time::Instant::now() + CLOSE_GRACE;
+                while h.metrics().num_alive_tasks() > 0 && tokio::time::Instant::now() < until {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            });
+        });
+        if spawned.is_err() {
+            // No thread to be had: stopped here, without waiting for anything.
+            if let Some(rt) = slot.lock().ok().and_then(|mut g| g.take()) {
+                rt.shutdown_background();
+            }
+        }
+    }
+}
+
 /// The runtime an endpoint and its connections run their calls in: the library's (`None`) or
-/// the endpoint's own, driven in calls. Cloned into each connection; the runtime goes with
-/// the last of them (freed on any thread, an event callback's too: a current-thread runtime
-/// with no blocking tasks waits for nothing when dropped).
+/// the endpoint's own, driven in calls. Cloned into each connection.
 #[derive(Clone, Default)]
-pub(crate) struct Home(Option<Arc<Runtime>>);
+pub(crate) struct Home(Option<Arc<Own>>);
 
 impl Home {
     /// A runtime of the endpoint's own, driven by the calls made on it.
@@ -36,11 +76,11 @@ impl Home {
             .enable_all()
             .build()
             .map_err(|e| Fail(crate::MPU_ERR_IO, format!("a runtime for the endpoint: {e}")))?;
-        Ok(Self(Some(Arc::new(rt))))
+        Ok(Self(Some(Arc::new(Own(Some(rt))))))
     }
 
     pub(crate) fn rt(&self) -> &Runtime {
-        self.0.as_deref().unwrap_or_else(|| crate::runtime())
+        self.0.as_ref().and_then(|o| o.0.as_ref()).unwrap_or_else(|| crate::runtime())
     }
 
     /// Driven in calls: the caller's thread runs the endpoint while it waits.
@@ -100,7 +140,8 @@ impl Home {
     /// timer and no hop to the runtime's thread: a read with nothing ready returns in
     /// microseconds, where a zero `tokio::time::timeout` waited for the timer wheel's next
     /// tick, a millisecond (issue 55). Driven in calls, the endpoint first catches up, and
-    /// runs once more after the poll (a write's datagrams leave).
+    /// runs once more after the poll (a write's datagrams leave), unless another thread is
+    /// running it (which then does both).
     pub(crate) fn try_once<T>(&self, fut: impl Future<Output = T>, waker: Option<Waker>) -> Res<T> {
         self.catch_up();
         let r = {

@@ -30,8 +30,8 @@
 //!   (`mpudp-driver`, one per core at most, `Options::driver_thread`), so a slow callback does
 //!   not hold up the sockets. Blocking calls park the caller's thread, not those. A blocking
 //!   call (a timeout other than 0) made from an event callback (on the `mpudp` thread) fails
-//!   with `MPU_ERR_INVALID`. An endpoint made with `mpu_options_drive_in_calls` has no thread
-//!   at all: the calls made on it run its sockets and timers on the caller's thread while they
+//!   with `MPU_ERR_INVALID`. An endpoint made with `mpu_options_drive_in_calls` has no driver
+//!   thread: the calls made on it run its sockets and timers on the caller's thread while they
 //!   wait (`home`), so a request and its answer cross no thread.
 //! - **Errors** are negative `int32_t` codes; `mpu_last_error` gives the calling thread's last
 //!   message. A panic inside the library is caught at the boundary and reported as

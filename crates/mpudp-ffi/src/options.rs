@@ -230,7 +230,8 @@ pub unsafe extern "C" fn mpu_options_tickets(options: u64, saved: *const u8, len
 /// Called with each TCP socket the library opens for a path whose UDP socket the app handed in
 /// (`mpu_options_add_fd`, `mpu_path_add_fd`), before it connects: `label` is the path's label,
 /// `fd` the socket (still the library's: bind it, do not close it). Returns 0, or anything
-/// else to refuse the carrier. On the library's driver thread.
+/// else to refuse the carrier. On the library's driver thread (driven in calls: on the thread
+/// of the call that runs the endpoint).
 pub type MpuTcpSocketCallback = Option<unsafe extern "C" fn(ctx: *mut c_void, label: *const c_char, fd: i32) -> i32>;
 
 /// The app's context pointer for its socket callback.

@@ -35,10 +35,10 @@ struct Tally {
     ended: AtomicUsize,
 }
 
-/// A server driven in calls on a thread of its own that echoes each connection's bytes,
-/// counting them (`tally`), each answer `delay` after its request; its address and public
-/// key.
-fn echo_server(tally: &'static Tally, delay: Duration) -> (CString, CString) {
+/// A server driven in calls on a thread of its own that counts each connection's bytes
+/// (`tally`) and echoes them, each answer `delay` after its request (`None`: reads only); its
+/// address and public key.
+fn echo_server(tally: &'static Tally, delay: Option<Duration>) -> (CString, CString) {
     let seed = [5u8; 32];
     let any = CString::new("127.0.0.1:0").unwrap();
     // SAFETY: valid out pointers, NUL-terminated strings, buffers of their sizes.
@@ -67,8 +67,10 @@ fn echo_server(tally: &'static Tally, delay: Duration) -> (CString, CString) {
                     break;
                 }
                 tally.echoed.fetch_add(n as usize, Ordering::SeqCst);
-                std::thread::sleep(delay);
-                assert_eq!(mpu_write(conn, b.as_ptr(), n as usize, -1), n);
+                if let Some(d) = delay {
+                    std::thread::sleep(d);
+                    assert_eq!(mpu_write(conn, b.as_ptr(), n as usize, -1), n);
+                }
             }
             mpu_conn_free(conn);
         });
@@ -119,7 +121,7 @@ fn read_exact(conn: u64, want: usize) -> Vec<u8> {
 #[test]
 fn requests_are_answered_with_no_driver_thread() {
     static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Duration::ZERO);
+    let server = echo_server(&TALLY, Some(Duration::ZERO));
     let c = client(&server);
     for k in 0..20u8 {
         let req = [k; 100];
@@ -138,7 +140,7 @@ fn requests_are_answered_with_no_driver_thread() {
 #[test]
 fn a_write_leaves_before_its_call_returns() {
     static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Duration::ZERO);
+    let server = echo_server(&TALLY, Some(Duration::ZERO));
     let c = client(&server);
     // Blocking and with timeout 0: after each, the client makes no call at all, yet the server
     // gets the bytes (they left inside the write).
@@ -157,16 +159,16 @@ fn a_write_leaves_before_its_call_returns() {
 }
 
 #[test]
-fn calls_that_would_block_take_in_what_arrived_and_drive_runs_the_timers() {
+fn calls_that_would_block_take_in_what_arrived_and_so_does_drive() {
     static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Duration::from_millis(50));
+    let server = echo_server(&TALLY, Some(Duration::from_millis(20)));
     let c = client(&server);
     let req = [3u8; 100];
     // A call with timeout 0 first takes in what arrived: with the answer in the socket since
     // well before (nobody ran the endpoint meanwhile), one read gets it.
     // SAFETY: 100 readable bytes.
     assert_eq!(unsafe { mpu_write(c.2, req.as_ptr(), req.len(), 0) }, 100);
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(400));
     let mut b = [0u8; 100];
     // SAFETY: 100 writable bytes.
     let n = unsafe { mpu_read(c.2, b.as_mut_ptr(), b.len(), 0) };
@@ -174,7 +176,7 @@ fn calls_that_would_block_take_in_what_arrived_and_drive_runs_the_timers() {
     if (n as usize) < req.len() {
         read_exact(c.2, req.len() - n as usize);
     }
-    // Between calls nothing moves: the answer (50 ms after the request, once the write has
+    // Between calls nothing moves: the answer (20 ms after the request, once the write has
     // returned) waits in the socket; mpu_endpoint_drive takes it in.
     let received = || {
         let mut s = MpuSubflowStats::default();
@@ -185,7 +187,7 @@ fn calls_that_would_block_take_in_what_arrived_and_drive_runs_the_timers() {
     // SAFETY: 100 readable bytes.
     assert_eq!(unsafe { mpu_write(c.2, req.as_ptr(), req.len(), 0) }, 100);
     let before = received();
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(400));
     assert_eq!(received(), before, "the endpoint moved with no call running");
     assert_eq!(mpu_endpoint_drive(c.1, 200), MPU_OK);
     assert!(received() >= before + 100, "drive took in nothing: {} bytes received, {before} before", received());
@@ -203,11 +205,10 @@ fn the_last_handle_may_be_freed_on_the_librarys_thread() {
         if c != 0 {
             // The connection holds the endpoint's runtime last: it goes with this call, on the
             // library's own thread (inside its runtime).
-            FREED.store(0, Ordering::SeqCst);
-            let _ = c;
+            FREED.store(mpu_conn_free(c), Ordering::SeqCst);
         }
     }
-    let server = echo_server(&TALLY, Duration::ZERO);
+    let server = echo_server(&TALLY, Some(Duration::ZERO));
     let (o, ep, conn) = client(&server);
     mpu_endpoint_free(ep);
     mpu_options_free(o);
@@ -224,7 +225,7 @@ fn the_last_handle_may_be_freed_on_the_librarys_thread() {
 #[test]
 fn a_reader_and_a_writer_on_two_threads_share_the_endpoint() {
     static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Duration::ZERO);
+    let server = echo_server(&TALLY, Some(Duration::ZERO));
     let c = client(&server);
     let conn = c.2;
     // The reader waits in a blocking read (it runs the endpoint); the writer's calls find the
@@ -245,7 +246,7 @@ fn a_reader_and_a_writer_on_two_threads_share_the_endpoint() {
 #[test]
 fn a_shutdown_leaves_before_its_call_returns() {
     static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Duration::ZERO);
+    let server = echo_server(&TALLY, Some(Duration::ZERO));
     let c = client(&server);
     assert_eq!(mpu_shutdown(c.2), MPU_OK);
     // No call after it: the DATA_FIN left inside it.
@@ -255,4 +256,27 @@ fn a_shutdown_leaves_before_its_call_returns() {
     }
     assert_eq!(TALLY.ended.load(Ordering::SeqCst), 1, "the server never saw the stream end");
     free(c);
+}
+
+#[test]
+fn connections_freed_at_once_still_close_gracefully() {
+    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
+    let server = echo_server(&TALLY, None);
+    let c = client(&server);
+    // More than one flight can carry: most of it is still to send when the handles go.
+    let data = vec![1u8; 2_000_000];
+    let mut done = 0;
+    while done < data.len() {
+        // SAFETY: the rest of `data`, readable.
+        let n = unsafe { mpu_write(c.2, data.as_ptr().add(done), data.len() - done, 5000) };
+        assert!(n > 0, "write {n}");
+        done += n as usize;
+    }
+    free(c);
+    let t0 = Instant::now();
+    while TALLY.ended.load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(TALLY.echoed.load(Ordering::SeqCst), data.len(), "bytes the server read");
+    assert_eq!(TALLY.ended.load(Ordering::SeqCst), 1, "the server never saw the stream end");
 }
