@@ -33,6 +33,7 @@ fn uploads(label: &str, paths: &[PathConfig], pm: PathManager) -> Vec<(Congestio
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "minutes of uploads in virtual time: .ci/run runs it in release, once")]
 fn an_idle_backup_subflow_does_not_starve_the_busy_one() {
     // A slow, slightly lossy WiFi (200 ms RTT, 1% loss), an idle cellular backup beside it.
     let mut paths = multimob_paths();
@@ -53,6 +54,7 @@ fn an_idle_backup_subflow_does_not_starve_the_busy_one() {
 }
 
 #[test]
+#[cfg_attr(debug_assertions, ignore = "minutes of uploads in virtual time: .ci/run runs it in release, once")]
 fn two_busy_subflows_stay_coupled() {
     let mut paths = multimob_paths();
     for p in &mut paths {
