@@ -280,3 +280,78 @@ fn connections_freed_at_once_still_close_gracefully() {
     assert_eq!(TALLY.echoed.load(Ordering::SeqCst), data.len(), "bytes the server read");
     assert_eq!(TALLY.ended.load(Ordering::SeqCst), 1, "the server never saw the stream end");
 }
+
+/// Resumption on endpoints driven in calls: a client saves the ticket its first connection
+/// got, and the next client endpoint (as after an app's restart) starts from it and sends its
+/// request with the first packet (0-RTT); the server tells what it saw.
+#[test]
+fn a_client_driven_in_calls_resumes_with_its_request_early() {
+    const REQUEST: &[u8] = b"GET /now!";
+    let seed = [6u8; 32];
+    let any = CString::new("127.0.0.1:0").unwrap();
+    // SAFETY (whole test): valid out pointers, NUL-terminated strings, buffers of their sizes.
+    let (addr, key, serving) = unsafe {
+        let o = driven_options(MPU_PRESET_SERVER);
+        assert_eq!(mpu_options_identity_seed(o, seed.as_ptr()), MPU_OK);
+        assert_eq!(mpu_options_issue_tickets(o, 1), MPU_OK);
+        let mut key = [0 as std::ffi::c_char; 64];
+        assert_eq!(mpu_options_public_key(o, key.as_mut_ptr(), key.len()), MPU_OK);
+        let server = out(|p| mpu_server_new(o, any.as_ptr(), p));
+        mpu_options_free(o);
+        let mut addr = [0 as std::ffi::c_char; 64];
+        assert_eq!(mpu_endpoint_local_addr(server, addr.as_mut_ptr(), addr.len()), MPU_OK);
+        // Each connection: the request, then [resumed, early bytes] back.
+        let serving = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let conn = out(|p| mpu_accept(server, 10_000, p));
+                read_exact(conn, REQUEST.len());
+                let (mut resumed, mut early) = (0u32, 0u64);
+                assert_eq!(mpu_conn_resumption(conn, &mut resumed, &mut early), MPU_OK);
+                let answer = [resumed as u8, early as u8];
+                assert_eq!(mpu_write(conn, answer.as_ptr(), 2, 5000), 2);
+                assert_eq!(mpu_shutdown(conn), MPU_OK);
+                let mut why = 0u32;
+                assert_eq!(mpu_wait_closed(conn, 5000, &mut why), MPU_OK);
+                mpu_conn_free(conn);
+            }
+            mpu_endpoint_free(server);
+        });
+        (std::ffi::CStr::from_ptr(addr.as_ptr()).to_owned(), std::ffi::CStr::from_ptr(key.as_ptr()).to_owned(), serving)
+    };
+    let run = |saved: &[u8]| -> ([u8; 2], Vec<u8>) {
+        // SAFETY: as above.
+        unsafe {
+            let o = driven_options(MPU_PRESET_DEFAULT);
+            assert_eq!(mpu_options_server_key(o, key.as_ptr()), MPU_OK);
+            assert_eq!(mpu_options_tickets(o, saved.as_ptr(), saved.len()), MPU_OK);
+            let ep = out(|p| mpu_client_new(o, p));
+            mpu_options_free(o);
+            let conn = out(|p| mpu_connect_early(ep, addr.as_ptr(), REQUEST.as_ptr(), REQUEST.len(), 5000, p));
+            let got = read_exact(conn, 2);
+            // The ticket comes with the connection's first packets: the endpoint is driven
+            // until it has one (an empty store is 3 bytes).
+            let mut tickets = vec![0u8; 4096];
+            let mut len = 0u64;
+            for _ in 0..100 {
+                assert_eq!(mpu_endpoint_tickets(ep, tickets.as_mut_ptr(), tickets.len(), &mut len), MPU_OK);
+                if len > 3 {
+                    break;
+                }
+                assert_eq!(mpu_endpoint_drive(ep, 20), MPU_OK);
+            }
+            tickets.truncate(len as usize);
+            assert_eq!(mpu_shutdown(conn), MPU_OK);
+            let mut why = 0u32;
+            assert_eq!(mpu_wait_closed(conn, 5000, &mut why), MPU_OK);
+            mpu_conn_free(conn);
+            mpu_endpoint_free(ep);
+            ([got[0], got[1]], tickets)
+        }
+    };
+    let (first, saved) = run(&[]);
+    assert_eq!(first, [0, 0], "the first connection is a fresh one");
+    assert!(saved.len() > 3, "no ticket to save");
+    let (second, _) = run(&saved);
+    assert_eq!(second, [1, REQUEST.len() as u8], "resumed, the request early");
+    serving.join().unwrap();
+}
