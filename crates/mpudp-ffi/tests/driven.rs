@@ -35,22 +35,27 @@ struct Tally {
     ended: AtomicUsize,
 }
 
+impl Tally {
+    const fn new() -> Self {
+        Self { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) }
+    }
+}
+
+/// Waits (polling, with no call on the library) until `done`, `limit` at most.
+fn wait_until(limit: Duration, done: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !done() && t0.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// A server driven in calls on a thread of its own that counts each connection's bytes
 /// (`tally`) and echoes them, each answer `delay` after its request (`None`: reads only); its
 /// address and public key.
 fn echo_server(tally: &'static Tally, delay: Option<Duration>) -> (CString, CString) {
-    let seed = [5u8; 32];
-    let any = CString::new("127.0.0.1:0").unwrap();
-    // SAFETY: valid out pointers, NUL-terminated strings, buffers of their sizes.
+    let (server, addr, key) = server_endpoint(false);
+    // SAFETY: valid out pointers, buffers of their sizes.
     unsafe {
-        let o = driven_options(MPU_PRESET_SERVER);
-        assert_eq!(mpu_options_identity_seed(o, seed.as_ptr()), MPU_OK);
-        let mut key = [0 as std::ffi::c_char; 64];
-        assert_eq!(mpu_options_public_key(o, key.as_mut_ptr(), key.len()), MPU_OK);
-        let server = out(|p| mpu_server_new(o, any.as_ptr(), p));
-        mpu_options_free(o);
-        let mut addr = [0 as std::ffi::c_char; 64];
-        assert_eq!(mpu_endpoint_local_addr(server, addr.as_mut_ptr(), addr.len()), MPU_OK);
         std::thread::spawn(move || loop {
             let mut conn = 0u64;
             if mpu_accept(server, -1, &mut conn) != MPU_OK {
@@ -74,7 +79,30 @@ fn echo_server(tally: &'static Tally, delay: Option<Duration>) -> (CString, CStr
             }
             mpu_conn_free(conn);
         });
-        (CString::from(std::ffi::CStr::from_ptr(addr.as_ptr())), CString::from(std::ffi::CStr::from_ptr(key.as_ptr())))
+    }
+    (addr, key)
+}
+
+/// A server endpoint driven in calls on loopback (`tickets`: it issues resumption tickets and
+/// takes 0-RTT data): its handle, address and public key.
+fn server_endpoint(tickets: bool) -> (u64, CString, CString) {
+    let seed = [5u8; 32];
+    let any = CString::new("127.0.0.1:0").unwrap();
+    // SAFETY: valid out pointers, NUL-terminated strings, buffers of their sizes.
+    unsafe {
+        let o = driven_options(MPU_PRESET_SERVER);
+        assert_eq!(mpu_options_identity_seed(o, seed.as_ptr()), MPU_OK);
+        if tickets {
+            assert_eq!(mpu_options_issue_tickets(o, 1), MPU_OK);
+        }
+        let mut key = [0 as std::ffi::c_char; 64];
+        assert_eq!(mpu_options_public_key(o, key.as_mut_ptr(), key.len()), MPU_OK);
+        let server = out(|p| mpu_server_new(o, any.as_ptr(), p));
+        mpu_options_free(o);
+        let mut addr = [0 as std::ffi::c_char; 64];
+        assert_eq!(mpu_endpoint_local_addr(server, addr.as_mut_ptr(), addr.len()), MPU_OK);
+        let c = |b: &[std::ffi::c_char]| std::ffi::CStr::from_ptr(b.as_ptr()).to_owned();
+        (server, c(&addr), c(&key))
     }
 }
 
@@ -88,6 +116,11 @@ fn client(server: &(CString, CString)) -> (u64, u64, u64) {
         let conn = out(|p| mpu_connect(ep, server.0.as_ptr(), 5000, p));
         (o, ep, conn)
     }
+}
+
+/// A client driven in calls, connected to a new echo server (see `echo_server`).
+fn connected(tally: &'static Tally, delay: Option<Duration>) -> (u64, u64, u64) {
+    client(&echo_server(tally, delay))
 }
 
 fn free((o, ep, conn): (u64, u64, u64)) {
@@ -120,9 +153,8 @@ fn read_exact(conn: u64, want: usize) -> Vec<u8> {
 
 #[test]
 fn requests_are_answered_with_no_driver_thread() {
-    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Some(Duration::ZERO));
-    let c = client(&server);
+    static TALLY: Tally = Tally::new();
+    let c = connected(&TALLY, Some(Duration::ZERO));
     for k in 0..20u8 {
         let req = [k; 100];
         // SAFETY: 100 readable bytes.
@@ -139,19 +171,15 @@ fn requests_are_answered_with_no_driver_thread() {
 
 #[test]
 fn a_write_leaves_before_its_call_returns() {
-    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Some(Duration::ZERO));
-    let c = client(&server);
+    static TALLY: Tally = Tally::new();
+    let c = connected(&TALLY, Some(Duration::ZERO));
     // Blocking and with timeout 0: after each, the client makes no call at all, yet the server
     // gets the bytes (they left inside the write).
     for (k, timeout_ms) in [5000, 0].into_iter().enumerate() {
         let req = [7u8; 300];
         // SAFETY: 300 readable bytes.
         assert_eq!(unsafe { mpu_write(c.2, req.as_ptr(), req.len(), timeout_ms) }, 300);
-        let t0 = Instant::now();
-        while TALLY.echoed.load(Ordering::SeqCst) < 300 * (k + 1) && t0.elapsed() < Duration::from_secs(2) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_until(Duration::from_secs(2), || TALLY.echoed.load(Ordering::SeqCst) >= 300 * (k + 1));
         assert_eq!(TALLY.echoed.load(Ordering::SeqCst), 300 * (k + 1), "write with timeout {timeout_ms} stayed behind");
         read_exact(c.2, 300);
     }
@@ -160,9 +188,8 @@ fn a_write_leaves_before_its_call_returns() {
 
 #[test]
 fn calls_that_would_block_take_in_what_arrived_and_so_does_drive() {
-    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Some(Duration::from_millis(20)));
-    let c = client(&server);
+    static TALLY: Tally = Tally::new();
+    let c = connected(&TALLY, Some(Duration::from_millis(20)));
     let req = [3u8; 100];
     // A call with timeout 0 first takes in what arrived: with the answer in the socket since
     // well before (nobody ran the endpoint meanwhile), one read gets it.
@@ -197,7 +224,7 @@ fn calls_that_would_block_take_in_what_arrived_and_so_does_drive() {
 
 #[test]
 fn the_last_handle_may_be_freed_on_the_librarys_thread() {
-    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
+    static TALLY: Tally = Tally::new();
     static CONN: AtomicU64 = AtomicU64::new(0);
     static FREED: AtomicI32 = AtomicI32::new(1);
     unsafe extern "C" fn on_event(_ctx: *mut c_void, _e: *const MpuEvent) {
@@ -215,18 +242,14 @@ fn the_last_handle_may_be_freed_on_the_librarys_thread() {
     CONN.store(conn, Ordering::SeqCst);
     // SAFETY: a callback that may run on another thread; no context.
     assert_eq!(unsafe { mpu_set_event_callback(conn, Some(on_event), std::ptr::null_mut()) }, MPU_OK);
-    let t0 = Instant::now();
-    while FREED.load(Ordering::SeqCst) == 1 && t0.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until(Duration::from_secs(5), || FREED.load(Ordering::SeqCst) != 1);
     assert_eq!(FREED.load(Ordering::SeqCst), MPU_OK, "freeing the last handle in a callback");
 }
 
 #[test]
 fn a_reader_and_a_writer_on_two_threads_share_the_endpoint() {
-    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Some(Duration::ZERO));
-    let c = client(&server);
+    static TALLY: Tally = Tally::new();
+    let c = connected(&TALLY, Some(Duration::ZERO));
     let conn = c.2;
     // The reader waits in a blocking read (it runs the endpoint); the writer's calls find the
     // endpoint taken and hand their work to it.
@@ -245,24 +268,19 @@ fn a_reader_and_a_writer_on_two_threads_share_the_endpoint() {
 
 #[test]
 fn a_shutdown_leaves_before_its_call_returns() {
-    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, Some(Duration::ZERO));
-    let c = client(&server);
+    static TALLY: Tally = Tally::new();
+    let c = connected(&TALLY, Some(Duration::ZERO));
     assert_eq!(mpu_shutdown(c.2), MPU_OK);
     // No call after it: the DATA_FIN left inside it.
-    let t0 = Instant::now();
-    while TALLY.ended.load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until(Duration::from_secs(2), || TALLY.ended.load(Ordering::SeqCst) > 0);
     assert_eq!(TALLY.ended.load(Ordering::SeqCst), 1, "the server never saw the stream end");
     free(c);
 }
 
 #[test]
 fn connections_freed_at_once_still_close_gracefully() {
-    static TALLY: Tally = Tally { echoed: AtomicUsize::new(0), ended: AtomicUsize::new(0) };
-    let server = echo_server(&TALLY, None);
-    let c = client(&server);
+    static TALLY: Tally = Tally::new();
+    let c = connected(&TALLY, None);
     // More than one flight can carry: most of it is still to send when the handles go.
     let data = vec![1u8; 2_000_000];
     let mut done = 0;
@@ -273,10 +291,7 @@ fn connections_freed_at_once_still_close_gracefully() {
         done += n as usize;
     }
     free(c);
-    let t0 = Instant::now();
-    while TALLY.ended.load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(Duration::from_secs(10), || TALLY.ended.load(Ordering::SeqCst) > 0);
     assert_eq!(TALLY.echoed.load(Ordering::SeqCst), data.len(), "bytes the server read");
     assert_eq!(TALLY.ended.load(Ordering::SeqCst), 1, "the server never saw the stream end");
 }
@@ -287,21 +302,11 @@ fn connections_freed_at_once_still_close_gracefully() {
 #[test]
 fn a_client_driven_in_calls_resumes_with_its_request_early() {
     const REQUEST: &[u8] = b"GET /now!";
-    let seed = [6u8; 32];
-    let any = CString::new("127.0.0.1:0").unwrap();
-    // SAFETY (whole test): valid out pointers, NUL-terminated strings, buffers of their sizes.
-    let (addr, key, serving) = unsafe {
-        let o = driven_options(MPU_PRESET_SERVER);
-        assert_eq!(mpu_options_identity_seed(o, seed.as_ptr()), MPU_OK);
-        assert_eq!(mpu_options_issue_tickets(o, 1), MPU_OK);
-        let mut key = [0 as std::ffi::c_char; 64];
-        assert_eq!(mpu_options_public_key(o, key.as_mut_ptr(), key.len()), MPU_OK);
-        let server = out(|p| mpu_server_new(o, any.as_ptr(), p));
-        mpu_options_free(o);
-        let mut addr = [0 as std::ffi::c_char; 64];
-        assert_eq!(mpu_endpoint_local_addr(server, addr.as_mut_ptr(), addr.len()), MPU_OK);
+    let (server, addr, key) = server_endpoint(true);
+    // SAFETY (whole test): valid out pointers, buffers of their sizes.
+    let serving = unsafe {
         // Each connection: the request, then [resumed, early bytes] back.
-        let serving = std::thread::spawn(move || {
+        std::thread::spawn(move || {
             for _ in 0..2 {
                 let conn = out(|p| mpu_accept(server, 10_000, p));
                 read_exact(conn, REQUEST.len());
@@ -315,8 +320,7 @@ fn a_client_driven_in_calls_resumes_with_its_request_early() {
                 mpu_conn_free(conn);
             }
             mpu_endpoint_free(server);
-        });
-        (std::ffi::CStr::from_ptr(addr.as_ptr()).to_owned(), std::ffi::CStr::from_ptr(key.as_ptr()).to_owned(), serving)
+        })
     };
     let run = |saved: &[u8]| -> ([u8; 2], Vec<u8>) {
         // SAFETY: as above.
