@@ -1,5 +1,5 @@
 //! README.md's library example is `examples/readme.rs`, word for word: the example is built by
-//! the tests (`--all-targets`), so the README's code compiles.
+//! the tests (`--examples`), so the README's code compiles.
 #![allow(clippy::unwrap_used)]
 
 #[test]
