@@ -127,7 +127,7 @@ pub extern "C" fn mpu_shutdown(conn: u64) -> i32 {
                 }
             }
             // Driven in calls: the DATA_FIN leaves now.
-            c.home.drive(std::time::Duration::ZERO)?;
+            c.home.catch_up();
             Ok(MPU_OK)
         })
     })
@@ -141,7 +141,7 @@ pub extern "C" fn mpu_abort(conn: u64) -> i32 {
         with_conn(conn, |c| {
             c.control.abort();
             // Driven in calls: the MP_FASTCLOSE leaves now.
-            c.home.drive(std::time::Duration::ZERO)?;
+            c.home.catch_up();
             Ok(MPU_OK)
         })
     })
@@ -159,7 +159,7 @@ pub extern "C" fn mpu_conn_free(conn: u64) -> i32 {
             drop(o);
         }
         // Driven in calls: what the close sends leaves now.
-        home.drive(std::time::Duration::ZERO)?;
+        home.catch_up();
         Ok(MPU_OK)
     })
 }

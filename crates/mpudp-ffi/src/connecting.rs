@@ -26,7 +26,7 @@ impl Drop for Connecting {
         self.task.abort();
         // Driven in calls, the task goes (and the endpoint it holds) only when its runtime
         // runs: now.
-        let _ = self.home.drive(std::time::Duration::ZERO);
+        self.home.catch_up();
     }
 }
 
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn mpu_connect_finish(pending: u64, out: *mut u64) -> i32 
     guard(|| {
         let c = get::<Connecting>(pending, "a connect in progress")?;
         // An endpoint driven in calls takes in what arrived.
-        c.home.drive(std::time::Duration::ZERO)?;
+        c.home.catch_up();
         let r = c.result.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(r) = r else {
             return Err(Fail(MPU_ERR_WOULD_BLOCK, "the handshake goes on".into()));

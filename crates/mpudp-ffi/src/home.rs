@@ -92,7 +92,7 @@ impl Home {
     /// asked for) on the caller's thread, waiting for nothing. A no-op for an endpoint on the
     /// library's threads, and on a thread inside a runtime (an event callback), which must not
     /// block on another.
-    fn catch_up(&self) {
+    pub(crate) fn catch_up(&self) {
         if self.in_calls() && tokio::runtime::Handle::try_current().is_err() {
             // Two turns: the first takes in what the sockets have (the reactor is polled
             // without waiting) and wakes the driver; the second runs it.
