@@ -5,7 +5,7 @@
 //! Run: `cargo run --release -p mpsim --example walk_trace -- [SCENARIO] [SEED]`, the scenario
 //! by name (`Scenario::named`: `walk`, `loss`, `ramp`, `glitch`, ...; default `walk`), the seed (default 2).
 //! With `RADIO=none`, no radio model; with `TRACE=lte-drive`, the LTE drive's capacity on cellular. With `AT=cell` in the environment, the window is the half second before the first cellular
-//! datagram other than a WARM and 0.3 s after it.
+//! datagram other than a WARM and 0.3 s after it; with `FROM` and `TO` (seconds), the one given.
 
 use mpsim::scenarios::{simulate, Scenario, Setup};
 use mpsim::{ms, multimob_client, multimob_server, RadioProfile};
@@ -67,6 +67,9 @@ fn main() {
         (Ok("cell"), Some(t)) => (t.saturating_sub(ms(500)), t + ms(300)),
         _ => (r.start.saturating_sub(ms(50)), next.min(r.start + ms(3_000))),
     };
+    // `FROM=s TO=s`: a window of one's own, in seconds.
+    let secs = |v: &str| std::env::var(v).ok().and_then(|s| s.parse::<f64>().ok()).map(|s| (s * 1e6) as u64);
+    let (from, to) = (secs("FROM").unwrap_or(from), secs("TO").unwrap_or(to));
     println!(
         "\ndatagrams from {:.3} s to {:.3} s (path: WiFi 0, cellular 1; up = client to server):",
         from as f64 / 1e6,

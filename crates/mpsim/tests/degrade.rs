@@ -170,3 +170,29 @@ fn a_loss_ramp_on_lte_is_answered_within_a_round_trip_or_two() {
     let (worst, _) = twenty_on_lte(Scenario::LossRamp);
     assert!(worst[10] <= 120.0, "median run's worst {} ms: {worst:?}", worst[10]);
 }
+
+/// The cellular join of a failover waits for the radio's promotion (0.26 s against a 25 ms
+/// path), and its first flight's RTT samples say so. They used to stay in the smoothed RTT
+/// for seconds (an interactive flow takes few samples), and the oracle's delay rule declared
+/// the cellular netpath bad, as slow as WiFi was fast: in the walk, seed 93's third request
+/// then went to a WiFi losing 15 % (both netpaths bad), 224 ms. The first later sample now
+/// starts the estimate again (`Rtt::sample_at`), and cellular is never judged slow.
+#[test]
+fn a_join_that_waited_for_the_radio_does_not_make_cellular_slow() {
+    use mpcore::Event;
+    for seed in [93, 1, 2, 3] {
+        let (_, app) = mpsim::scenarios::simulate(Scenario::Walk, seed, &Setup::lte());
+        let verdicts: Vec<String> = app
+            .events
+            .iter()
+            .filter_map(|(t, client, e)| match e {
+                Event::Verdict { path, verdict } if *client => {
+                    Some(format!("{:.1} s: {verdict:?} path {}", *t as f64 / 1e6, path.0))
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(verdicts.iter().any(|v| v.ends_with("Bad path 0")), "seed {seed}: WiFi failed over: {verdicts:?}");
+        assert!(!verdicts.iter().any(|v| v.ends_with("Bad path 1")), "seed {seed}: {verdicts:?}");
+    }
+}
