@@ -196,3 +196,22 @@ fn a_join_that_waited_for_the_radio_does_not_make_cellular_slow() {
         assert!(!verdicts.iter().any(|v| v.ends_with("Bad path 1")), "seed {seed}: {verdicts:?}");
     }
 }
+
+/// The walk's tail (issue 54's goal: every run's worst response within 120 ms), over 400
+/// seeds of each walk on the LTE radio. Runs over 120 ms: 61 and 25 (walk, with the OS's hint)
+/// before; 33 and 25 once a join's first flight no longer made cellular look slow; 7 and 7
+/// once a WiFi that loses after the oracle cleared it is held off data until the fail-back
+/// (`MultiMob::held`; without it, 33 and 25 again). What is left is a fail-back during the
+/// 5 % stage: the cellular subflow closed, and the next request finds WiFi at 15 %. Release
+/// only (seconds in debug); `.ci/run` runs it.
+#[test]
+#[cfg_attr(debug_assertions, ignore)]
+fn the_walk_s_worst_responses_stay_within_120_ms_in_all_but_a_few_runs() {
+    for s in Scenario::WALKS {
+        let over: Vec<(u64, f64)> = (1..=400)
+            .map(|seed| (seed, mpsim::scenarios::run_in(s, seed, &Setup::lte()).worst_ms))
+            .filter(|(_, w)| *w > 120.0)
+            .collect();
+        assert!(over.len() <= 10, "{s:?}: {} runs over 120 ms: {over:?}", over.len());
+    }
+}

@@ -641,6 +641,9 @@ impl Paths {
             }
             oracle::Verdict::Clear => {
                 set_flags(Some(false), Some(false));
+                if self.subflows.enumerate().any(|(k, s)| on & (1 << k) != 0 && !s.failover() && !s.backup()) {
+                    self.multimob.on_clear(now, &self.subflows);
+                }
                 // A regular subflow may be healthy from now on: the fail-back hold starts.
                 self.check_fail_back(cx, now);
             }

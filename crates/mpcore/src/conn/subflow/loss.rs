@@ -204,6 +204,7 @@ impl Subflow {
         }
         self.rec.sent.trim();
         if let Some(t) = lost_latest {
+            self.rec.last_lost_sent = self.rec.last_lost_sent.max(t);
             // A new recovery period, a packet in flight lost: the window is cut now, and one
             // segment (the congestion controller's) may still go. A segment of the path's
             // largest datagram instead, where path MTU discovery raised it past the

@@ -304,6 +304,9 @@ pub struct Recovery {
     /// "retransmissions outstanding" the priority scheduler looks at.
     pub recent_losses: u32,
     pub last_loss_at: Time,
+    /// When the newest packet that a later one's acknowledgement declared lost left (0: none):
+    /// the path works, and loses (see `MultiMob::held`).
+    pub last_lost_sent: Time,
     /// The newest packet number in flight when a tail loss probe fired, until a packet up to
     /// it is declared lost: the probe counted that loss for the oracle already.
     pub tlp_marked: Option<u64>,
@@ -371,6 +374,7 @@ impl Recovery {
             pf: false,
             recent_losses: 0,
             last_loss_at: 0,
+            last_lost_sent: 0,
             tlp_marked: None,
             lost_log: None,
             recovery_grant: 0,
