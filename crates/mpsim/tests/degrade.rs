@@ -203,7 +203,7 @@ fn a_join_that_waited_for_the_radio_does_not_make_cellular_slow() {
 /// once a WiFi that loses after the oracle cleared it is held off data until the fail-back
 /// (`MultiMob::held`; without it, 33 and 25 again). What is left is a fail-back during the
 /// 5 % stage: the cellular subflow closed, and the next request finds WiFi at 15 %. Release
-/// only (seconds in debug); `.ci/run` runs it.
+/// only (about a minute in debug); `.ci/run` runs it.
 #[test]
 #[cfg_attr(debug_assertions, ignore)]
 fn the_walk_s_worst_responses_stay_within_120_ms_in_all_but_a_few_runs() {

@@ -50,11 +50,11 @@ static GLOBAL: Counting = Counting;
 /// congestion control's state in each subflow (216 bytes more per subflow), two HMAC states
 /// for fast joins kept from the handshake on (352 bytes) and the client's handshake inline in
 /// every connection (552 bytes). 5,376 until issue 54's hold of a WiFi still losing after a
-/// failover took 8 bytes a subflow (when its newest packet declared lost left) and 8 in the
-/// connection (when the oracle cleared the path).
-const SERVER_BUDGET: usize = 5_392;
+/// failover took 8 bytes a subflow (when its newest packet declared lost left) and 16 in the
+/// connection (when the oracle first cleared a path, and which subflows it cleared).
+const SERVER_BUDGET: usize = 5_408;
 /// The client's.
-const CLIENT_BUDGET: usize = 5_392;
+const CLIENT_BUDGET: usize = 5_408;
 /// The most a client and a server connection hold together while a request is served and
 /// for the 3 s after (their buffers), bytes.
 const PEAK_BUDGET: usize = 40 * 1024;

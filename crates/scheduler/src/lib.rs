@@ -100,7 +100,8 @@ impl Flags {
     pub const ALREADY_SENT: Flags = Flags(1 << 4);
     /// MultiMob's high-RTO flag (the oracle saw an RTO above its threshold).
     pub const HIGH_RTO: Flags = Flags(1 << 5);
-    /// MultiMob's was-bad flag (the oracle declared the netpath bad).
+    /// MultiMob's was-bad flag (the oracle declared the netpath bad; or, during a failover, it
+    /// cleared it and the subflow lost a packet since: held until the fail-back).
     pub const WAS_BAD: Flags = Flags(1 << 6);
 
     /// True if every bit of `f` is set.

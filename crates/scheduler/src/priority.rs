@@ -5,7 +5,8 @@
 //! Interfaces are ranked by a preference order (default WiFi, wired, cellular, other). Going down
 //! the ranks, the first rank with an available subflow (established, not potentially failed, not
 //! yet used for this segment) that shows no retransmissions and that the oracle has not flagged
-//! (bad, or a high RTO: up but degraded) is the one used: its lowest-RTT subflow that can send,
+//! (bad, or a high RTO: up but degraded; the connection also flags a subflow that lost packets
+//! after the oracle cleared it during a failover, until the fail-back) is the one used: its lowest-RTT subflow that can send,
 //! or, if its window is full, nothing now. A rank whose subflows all retransmit, are
 //! potentially failed or flagged passes to the next (the open failover subflow). If every rank passes, the least bad
 //! choice is taken: the lowest-RTT subflow that can send, so a lossy WiFi with no cellular

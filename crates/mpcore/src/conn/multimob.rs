@@ -4,7 +4,8 @@
 //! which subflows an oracle verdict names, what each subflow tells the oracle). A part of the
 //! path layer (`Paths`), which acts on the decisions (`fail_over`, `apply_oracle`,
 //! `on_path_silent`, `check_fail_back` in `paths`): opening and closing subflows is the path
-//! manager's.
+//! manager's. Not in MultiMob: a regular subflow that keeps losing after the oracle cleared
+//! it is held off data until the fail-back ([`MultiMob::held`]).
 
 use super::local_paths::LocalPaths;
 use super::subflow::table::SubflowTable;
@@ -22,9 +23,11 @@ pub(super) struct MultiMob {
     /// Since when a regular subflow has been usable while failover subflows are open (the
     /// fail-back follows `Multipath::fail_back_hold` later).
     healthy_since: Option<Time>,
-    /// When the oracle cleared a regular subflow's netpath while failover subflows were open
-    /// (0: not since the fail-back, or since none is open): see [`MultiMob::held`].
+    /// When the oracle first cleared a regular subflow's netpath while failover subflows were
+    /// open (0: not since the fail-back, or since none is open), and the slots of the regular
+    /// subflows it has cleared since: see [`MultiMob::held`].
     cleared_at: Time,
+    cleared: u64,
     /// While failover subflows are open, each regular subflow is probed this often (0: a
     /// fifth of the oracle's period). The endpoint sets it from how many of its connections
     /// probe (`Paths::set_probe_interval`).
@@ -117,7 +120,7 @@ impl MultiMob {
         let last_loss = subflows.iter().filter(|s| s.fail_back_candidate()).map(|s| s.rec().last_loss_at).max();
         let open = self.failover_open(subflows);
         if !open {
-            self.cleared_at = 0;
+            self.forget_clears();
         }
         let (true, Some(last_loss)) = (open, last_loss) else {
             self.healthy_since = None;
@@ -129,28 +132,48 @@ impl MultiMob {
             return FailBack::Holding;
         }
         self.healthy_since = None;
-        self.cleared_at = 0;
+        self.forget_clears();
         FailBack::Due
     }
 
-    /// The oracle cleared a regular subflow's netpath at `now` (its fail-back hold may start).
-    pub fn on_clear(&mut self, now: Time, subflows: &SubflowTable) {
-        if self.failover_open(subflows) && self.cleared_at == 0 {
-            self.cleared_at = now.max(1);
+    /// The oracle cleared the netpath of the regular subflows in slots `on` at `now`.
+    pub fn on_clear(&mut self, now: Time, subflows: &SubflowTable, on: u64) {
+        if self.failover_open(subflows) {
+            if self.cleared_at == 0 {
+                self.cleared_at = now.max(1);
+            }
+            self.cleared |= on;
         }
     }
 
-    /// Whether the regular subflow `s` is held off data until the fail-back: failover
-    /// subflows are open, and it lost a packet after the oracle cleared its netpath. The
-    /// oracle's smoothed rates clear a WiFi that loses 5 % (poor but usable) within a period
-    /// of a failover; MultiMob's scheduler then sends on it again at once, while the failover
-    /// subflow stays open (a lossy WiFi never holds clean for the fail-back). Issue 54's walk:
-    /// the WiFi went on to lose 15 %, unseen by the oracle's verdicts for seconds, and the next
-    /// request's bursts waited for its repairs (over 120 ms in 8 % of runs). A subflow that
-    /// has lost nothing since the verdict (a blackout over, a glitch within the promotion)
-    /// carries data at once, as before.
-    pub fn held(&self, s: &super::subflow::Subflow) -> bool {
-        self.cleared_at > 0 && !s.failover() && !s.backup() && s.rec().last_lost_sent > self.cleared_at
+    /// No failover is open (the fail-back came, or a new failover starts): no subflow is held.
+    pub fn forget_clears(&mut self) {
+        self.cleared_at = 0;
+        self.cleared = 0;
+    }
+
+    /// Whether the regular subflow in slot `k` is held off data until the fail-back: the
+    /// oracle cleared its netpath while failover subflows were open, and it lost a packet sent
+    /// after the first such clear (declared lost on a later packet's acknowledgement: the path
+    /// works, and loses; a reordering taken for a loss counts too). Held, it is flagged as the
+    /// oracle's bad ones are, a preference: the scheduler still sends on it when no failover
+    /// subflow can (priority's fallback). The hold ends at the fail-back, or when the failover
+    /// subflows close otherwise (`fail_back` finds none open).
+    ///
+    /// The oracle's smoothed rates clear a WiFi that loses 5 % (poor but usable) within a
+    /// period of a failover; MultiMob's scheduler then sends on it again at once, while the
+    /// failover subflow stays open (a lossy WiFi never holds clean for the fail-back). Issue
+    /// 54's walk: the WiFi went on to lose 15 %, unseen by the oracle's verdicts for seconds,
+    /// and the next request's bursts waited for its repairs (over 120 ms in 8 % of runs). A
+    /// subflow that has lost nothing since the clear (a blackout over, a glitch within the
+    /// promotion) carries data at once, as before. One declared bad and cleared again within
+    /// the same failover (flapping) is judged from the first clear.
+    pub fn held(&self, k: usize, s: &super::subflow::Subflow) -> bool {
+        self.cleared_at > 0
+            && self.cleared & (1 << (k % 64)) != 0
+            && !s.failover()
+            && !s.backup()
+            && s.rec().last_lost_sent > self.cleared_at
     }
 
     /// While failover subflows are open, how often each regular subflow is probed: a fifth of

@@ -560,6 +560,10 @@ impl Paths {
         was_bad: bool,
         on: impl Fn(usize, &Subflow) -> bool,
     ) {
+        if !self.multimob.failover_open(&self.subflows) {
+            // A new failover: the last one's clears (`MultiMob::held`) are over.
+            self.multimob.forget_clears();
+        }
         for i in 0..self.subflows.slot_bound() {
             let Some(sf) = self.subflows.get_mut(i) else { continue };
             if sf.is_open() && !sf.backup() && on(i, sf) {
@@ -641,8 +645,13 @@ impl Paths {
             }
             oracle::Verdict::Clear => {
                 set_flags(Some(false), Some(false));
-                if self.subflows.enumerate().any(|(k, s)| on & (1 << k) != 0 && !s.failover() && !s.backup()) {
-                    self.multimob.on_clear(now, &self.subflows);
+                let regular: u64 = self
+                    .subflows
+                    .enumerate()
+                    .filter(|(k, s)| on & (1 << (k % 64)) != 0 && !s.failover() && !s.backup())
+                    .fold(0, |m, (k, _)| m | 1 << (k % 64));
+                if regular != 0 {
+                    self.multimob.on_clear(now, &self.subflows, regular);
                 }
                 // A regular subflow may be healthy from now on: the fail-back hold starts.
                 self.check_fail_back(cx, now);

@@ -67,7 +67,7 @@ impl Scheduling {
             flags.set(Flags::IN_RECOVERY, sf.rec().rto_backoff > 0);
             flags.set(Flags::ALREADY_SENT, seg.mask & (1 << k) != 0);
             flags.set(Flags::HIGH_RTO, sf.high_rto());
-            flags.set(Flags::WAS_BAD, sf.was_bad() || paths.multimob.held(sf));
+            flags.set(Flags::WAS_BAD, sf.was_bad() || paths.multimob.held(k, sf));
             let mut room = sf.rec().cwnd_room().min(sf.val().room());
             if paths.local.unwritable.contains(sf.local_path()) && room > 0 {
                 // A full socket: no room until it drains (the scheduler picks another, or waits).

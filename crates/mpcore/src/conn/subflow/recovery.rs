@@ -30,7 +30,7 @@ pub struct Rtt {
     pub latest: u64,
     pub min: u64,
     pub has_sample: bool,
-    /// When the last sample came.
+    /// When the last sample came (while only the first flight was sampled, the first one).
     pub sampled_at: Time,
     /// Only the first flight was sampled so far (see [`Rtt::sample_at`]): `sampled_at` is
     /// when its first sample came.
@@ -73,7 +73,8 @@ impl Rtt {
     /// for seconds. The scheduler took the path for the slower one, and the oracle's delay rule
     /// declared it bad (issue 54's walk: seed 93's third request went to a WiFi losing 15 %).
     pub fn sample_at(&mut self, now: Time, sample: u64, ack_delay: u64) {
-        let stale = self.has_sample && now.saturating_sub(self.sampled_at) > RTT_STALE;
+        // (Not within the first flight, whose `sampled_at` stays at its first sample.)
+        let stale = self.has_sample && !self.first_flight && now.saturating_sub(self.sampled_at) > RTT_STALE;
         let first_flight_over = self.first_flight && now.saturating_sub(sample) >= self.sampled_at;
         let (old, first) = (self.srtt, !self.has_sample);
         let adjusted = self.update(sample, ack_delay);
