@@ -8,12 +8,59 @@
 use crate::wire::Cid;
 use crate::Time;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+
+/// The hash of the CID routes: every datagram's CID is looked up, and SipHash cost a bulk
+/// receiver 2 % of its CPU (issue 57). The keys are the endpoint's own CIDs (random, or
+/// random past a fleet's server number), so no peer can make them collide: a peer chooses
+/// only the CIDs looked up, each one lookup of a short chain. A keyed multiply-and-fold of
+/// the 8 bytes (splitmix64's finalizer), the key drawn per table as std's is.
+#[derive(Clone, Debug)]
+pub(crate) struct CidHash {
+    key: u64,
+}
+
+impl Default for CidHash {
+    fn default() -> Self {
+        Self { key: std::collections::hash_map::RandomState::new().hash_one(0x6d70_7564_7000_u64) }
+    }
+}
+
+impl BuildHasher for CidHash {
+    type Hasher = CidHasher;
+    fn build_hasher(&self) -> CidHasher {
+        CidHasher(self.key)
+    }
+}
+
+/// See [`CidHash`].
+#[derive(Clone, Debug)]
+pub(crate) struct CidHasher(u64);
+
+impl Hasher for CidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            self.0 = (self.0 ^ u64::from_le_bytes(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write(&(n as u64).to_le_bytes());
+    }
+    fn finish(&self) -> u64 {
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
 
 #[derive(Debug, Default)]
 pub(crate) struct Routes {
-    by_cid: HashMap<Cid, usize>,
+    by_cid: HashMap<Cid, usize, CidHash>,
     by_token: HashMap<u32, usize>,
-    closed: HashMap<Cid, Time>,
+    closed: HashMap<Cid, Time, CidHash>,
     /// The closed CIDs by expiry (non-decreasing: the endpoint's time only moves forward).
     expiry: VecDeque<(Time, Cid)>,
 }
