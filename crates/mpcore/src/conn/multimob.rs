@@ -248,3 +248,56 @@ impl MultiMob {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conn::cc::{Cc, CongestionControl};
+    use crate::conn::subflow::recovery::Rtt;
+    use crate::conn::subflow::{Subflow, SubflowState};
+    use crate::wire::Cid;
+
+    fn subflow(id: u32) -> Subflow {
+        let addr = "192.0.2.1:5201".parse().expect("address");
+        let rtt = Rtt::new(1_000_000, 200_000, 60_000_000);
+        let cc = Cc::new(CongestionControl::Reno, 1200);
+        Subflow::new(id, SubflowState::Established, PathId(0), addr, Cid([id as u8; 8]), true, false, rtt, cc, 0)
+    }
+
+    /// Issue 54's hold: only a regular subflow that a clear verdict named, and that lost a
+    /// packet sent after the first clear of the failover, is held; until the clears are
+    /// forgotten (the fail-back, or a new failover).
+    #[test]
+    fn only_a_cleared_subflow_that_lost_since_is_held() {
+        let mut t = SubflowTable::default();
+        t.insert(subflow(0)); // WiFi
+        t.insert(subflow(1)); // wired
+        let mut cell = subflow(2);
+        cell.mark_failover();
+        t.insert(cell);
+        let mut m = MultiMob::new(true);
+        assert!(m.failover_open(&t));
+        m.on_clear(1_000, &t, 0b01);
+        assert!(!m.held(0, &t[0]), "nothing lost");
+        t[0].rec_mut().last_lost_sent = 900;
+        assert!(!m.held(0, &t[0]), "lost before the clear (a blackout's probes)");
+        t[0].rec_mut().last_lost_sent = 1_500;
+        t[1].rec_mut().last_lost_sent = 1_500;
+        t[2].rec_mut().last_lost_sent = 1_500;
+        assert!(m.held(0, &t[0]));
+        assert!(!m.held(1, &t[1]), "the wired subflow was never cleared");
+        assert!(!m.held(2, &t[2]), "the failover subflow is never held");
+        // A later clear names the wired one; losses count from the first clear.
+        m.on_clear(2_000, &t, 0b10);
+        assert!(m.held(1, &t[1]));
+        m.forget_clears();
+        assert!(!m.held(0, &t[0]) && !m.held(1, &t[1]));
+        // No failover open: a clear holds nothing.
+        let mut m = MultiMob::new(true);
+        let mut t = SubflowTable::default();
+        t.insert(subflow(0));
+        m.on_clear(1_000, &t, 0b01);
+        t[0].rec_mut().last_lost_sent = 1_500;
+        assert!(!m.held(0, &t[0]));
+    }
+}

@@ -87,6 +87,12 @@ impl Subflow {
         &self.rec
     }
 
+    /// The loss recovery's state, to set up a test.
+    #[cfg(test)]
+    pub fn rec_mut(&mut self) -> &mut Recovery {
+        &mut self.rec
+    }
+
     pub fn acks(&self) -> &AckState {
         &self.acks
     }
