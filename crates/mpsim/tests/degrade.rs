@@ -153,13 +153,15 @@ fn a_primary_back_within_the_promotion_carries_the_flight() {
 /// still loses 30% (the oracle does not clear a netpath its loss test suspects at the end of
 /// two periods in a row): before, a period in which WiFi's few probes lost few cleared it, the bursts went back
 /// to it, and the median run's worst response was 194 ms (177 with the hint), at most 341
-/// (357). Now 79 (56), at most 171 (163): the goal holds in the median run, not in every one.
+/// (357). Then 79 (56), at most 171 (163). Now, with the hold of a WiFi still losing after
+/// the oracle cleared it and the damped fail-back, 56 (28), at most 84 (79) over these 20 seeds:
+/// every run within the goal (400 seeds: `the_walk_s_worst_responses_stay...` below).
 #[test]
 fn walking_out_of_wifi_fails_over_for_good() {
     for s in Scenario::WALKS {
         let (worst, _) = twenty_on_lte(s);
-        assert!(worst[10] <= 120.0, "{s:?}: median run's worst {} ms: {worst:?}", worst[10]);
-        assert!(worst[19] <= 200.0, "{s:?}: {worst:?}");
+        assert!(worst[10] <= 70.0, "{s:?}: median run's worst {} ms: {worst:?}", worst[10]);
+        assert!(worst[19] <= 120.0, "{s:?}: {worst:?}");
     }
 }
 
@@ -198,12 +200,13 @@ fn a_join_that_waited_for_the_radio_does_not_make_cellular_slow() {
 }
 
 /// The walk's tail (issue 54's goal: every run's worst response within 120 ms), over 400
-/// seeds of each walk on the LTE radio. Runs over 120 ms: 61 and 25 (walk, with the OS's hint)
-/// before; 33 and 25 once a join's first flight no longer made cellular look slow; 7 and 7
-/// once a WiFi that loses after the oracle cleared it is held off data until the fail-back
-/// (`MultiMob::held`; without it, 33 and 25 again). What is left is a fail-back during the
-/// 5 % stage: the cellular subflow closed, and the next request finds WiFi at 15 %. Release
-/// only (about a minute in debug); `.ci/run` runs it.
+/// seeds of each walk on the LTE radio. Runs over 120 ms (walk, and with the OS's hint): 61
+/// and 25 before; 33 and 25 once a join's first flight no longer made cellular look slow; 7
+/// and 7 once a WiFi that loses after the oracle cleared it is held off data until the
+/// fail-back (`MultiMob::held`; without it, 33 and 25 again); 3 and 0 once each loss after
+/// the clear doubles the fail-back hold (without it, 7 and 7): a WiFi losing 5 % held clean
+/// for 3 s now and then, and the fail-back closed the cellular subflow before the 15 % stage.
+/// Release only (about a minute in debug); `.ci/run` runs it.
 #[test]
 #[cfg_attr(debug_assertions, ignore)]
 fn the_walk_s_worst_responses_stay_within_120_ms_in_all_but_a_few_runs() {
@@ -212,6 +215,6 @@ fn the_walk_s_worst_responses_stay_within_120_ms_in_all_but_a_few_runs() {
             .map(|seed| (seed, mpsim::scenarios::run_in(s, seed, &Setup::lte()).worst_ms))
             .filter(|(_, w)| *w > 120.0)
             .collect();
-        assert!(over.len() <= 10, "{s:?}: {} runs over 120 ms: {over:?}", over.len());
+        assert!(over.len() <= 5, "{s:?}: {} runs over 120 ms: {over:?}", over.len());
     }
 }

@@ -28,6 +28,9 @@ pub(super) struct MultiMob {
     /// subflows it has cleared since: see [`MultiMob::held`].
     cleared_at: Time,
     cleared: u64,
+    /// How often a loss after `cleared_at` restarted the fail-back hold in this failover:
+    /// each doubles the hold, up to 8 times it (see [`MultiMob::fail_back`]).
+    breaks: u8,
     /// While failover subflows are open, each regular subflow is probed this often (0: a
     /// fifth of the oracle's period). The endpoint sets it from how many of its connections
     /// probe (`Paths::set_probe_interval`).
@@ -108,14 +111,24 @@ impl MultiMob {
     pub fn hold_deadline(&self, subflows: &SubflowTable, hold: Time) -> Option<Time> {
         // Still flagged when the hold ends: the oracle's clear verdict fails back instead.
         let start = self.healthy_since.filter(|_| Self::fail_back_cleared(subflows))?;
-        Some(start.saturating_add(hold))
+        Some(start.saturating_add(self.hold(hold)))
+    }
+
+    /// The hold the fail-back waits for: `hold`, doubled for each time a loss after the
+    /// oracle's clear restarted it in this failover, up to 8 times it.
+    fn hold(&self, hold: Time) -> Time {
+        hold.saturating_mul(1 << self.breaks.min(3))
     }
 
     /// The fail-back check: once a regular subflow has worked (answered, no loss or timeout;
-    /// while failover subflows are open it is probed) for `hold`, and the oracle no longer
+    /// while failover subflows are open it is probed) for the hold, and the oracle no longer
     /// flags it, the fail-back is due. The hold counts from the subflow's recovery, not from
     /// the oracle's verdict, which needs a period or two of evidence to clear: the two
-    /// overlap.
+    /// overlap. Each loss after the oracle's clear that restarts the hold doubles it (up to
+    /// 8 times `hold`), as route flap damping does: a WiFi losing 5 % holds clean for 3 s
+    /// now and then, and a fail-back then closed the cellular subflow under a WiFi about to
+    /// lose 15 % (issue 54's walk). A blackout's losses come before the clear and double
+    /// nothing.
     pub fn fail_back(&mut self, now: Time, subflows: &SubflowTable, hold: Time) -> FailBack {
         let last_loss = subflows.iter().filter(|s| s.fail_back_candidate()).map(|s| s.rec().last_loss_at).max();
         let open = self.failover_open(subflows);
@@ -126,9 +139,13 @@ impl MultiMob {
             self.healthy_since = None;
             return FailBack::Nothing;
         };
-        let since = (*self.healthy_since.get_or_insert(now)).max(last_loss);
+        let start = *self.healthy_since.get_or_insert(now);
+        if last_loss > start && self.cleared_at > 0 && last_loss > self.cleared_at {
+            self.breaks = self.breaks.saturating_add(1);
+        }
+        let since = start.max(last_loss);
         self.healthy_since = Some(since);
-        if now < since + hold || !Self::fail_back_cleared(subflows) {
+        if now < since + self.hold(hold) || !Self::fail_back_cleared(subflows) {
             return FailBack::Holding;
         }
         self.healthy_since = None;
@@ -150,6 +167,7 @@ impl MultiMob {
     pub fn forget_clears(&mut self) {
         self.cleared_at = 0;
         self.cleared = 0;
+        self.breaks = 0;
     }
 
     /// Whether the regular subflow in slot `k` is held off data until the fail-back: the
