@@ -11,10 +11,11 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 
 /// The hash of the CID routes: every datagram's CID is looked up, and SipHash cost a bulk
-/// receiver 2 % of its CPU (issue 57). The keys are the endpoint's own CIDs (random, or
-/// random past a fleet's server number), so no peer can make them collide: a peer chooses
-/// only the CIDs looked up, each one lookup of a short chain. A keyed multiply-and-fold of
-/// the 8 bytes (splitmix64's finalizer), the key drawn per table as std's is.
+/// receiver 2 % of its CPU (issue 57). The keys are nearly all the endpoint's own CIDs
+/// (random, or random past a fleet's server number); a peer chooses the CIDs looked up, and
+/// only the original DCID of a 0-RTT connection it opened (one full accept each). Against a
+/// peer that would aim its keys at one bucket, the hash is keyed, with a key drawn per table
+/// as std's is: a keyed multiply-and-fold of the 8 bytes and splitmix64's finalizer.
 #[derive(Clone, Debug)]
 pub(crate) struct CidHash {
     key: u64,

@@ -50,8 +50,9 @@ static GLOBAL: Counting = Counting;
 /// congestion control's state in each subflow (216 bytes more per subflow), two HMAC states
 /// for fast joins kept from the handshake on (352 bytes) and the client's handshake inline in
 /// every connection (552 bytes). 5,376 until issue 54's hold of a WiFi still losing after a
-/// failover took 8 bytes a subflow (when its newest packet declared lost left) and 16 in the
-/// connection (when the oracle first cleared a path, and which subflows it cleared).
+/// failover took 8 bytes a subflow (when its newest packet declared lost left) and 24 in the
+/// connection (when the oracle first cleared a path, which subflows it cleared, the breaks of
+/// the fail-back hold).
 const SERVER_BUDGET: usize = 5_408;
 /// The client's.
 const CLIENT_BUDGET: usize = 5_408;

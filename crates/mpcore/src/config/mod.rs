@@ -46,7 +46,8 @@ pub enum PathManager {
     /// endpoint), the receive idle timer expires, or the primary subflow's first timeout (its
     /// tail loss probe) finds no other usable subflow; then joins (fast where negotiated) from
     /// the other paths. Once a regular subflow has been healthy again for
-    /// `Config::multipath.fail_back_hold`, those subflows are closed and traffic fails back.
+    /// `Config::multipath.fail_back_hold` (longer after losses since the oracle cleared it:
+    /// PROTOCOL.md §7), those subflows are closed and traffic fails back.
     MultiMob,
 }
 

@@ -167,8 +167,8 @@ part! {
         /// in MultiMob's kernel module.
         failover_on_timeout: bool = true,
         /// `multimob`: how long a regular subflow must stay healthy before the subflows opened for
-        /// a failover are closed; doubled by each loss after the oracle cleared it that restarts
-        /// the hold, up to 8 times this (PROTOCOL.md §7).
+        /// a failover are closed; doubled, up to 8 times this, by each loss of a subflow the
+        /// oracle cleared during the failover, of a packet sent after the clear (PROTOCOL.md §7).
         fail_back_hold: u64 = 3_000_000,
         /// Client: when to wake the cellular radio before a failover needs it (issue 32; see
         /// [`crate::radio`]): on the oracle's suspicion of a regular path, or the app's hint.

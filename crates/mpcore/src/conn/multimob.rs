@@ -11,6 +11,10 @@ use super::local_paths::LocalPaths;
 use super::subflow::table::SubflowTable;
 use crate::{PathId, Time};
 
+/// Losses of a cleared subflow sent within this long of the one that counted as a break of
+/// the fail-back hold belong to that break (see [`MultiMob::fail_back`]).
+const BREAK_GAP: Time = 500_000;
+
 #[derive(Debug, Default)]
 pub(super) struct MultiMob {
     /// A `multimob` client: the only side and path manager whose decisions these are.
@@ -28,9 +32,11 @@ pub(super) struct MultiMob {
     /// subflows it has cleared since: see [`MultiMob::held`].
     cleared_at: Time,
     cleared: u64,
-    /// How often a loss after `cleared_at` restarted the fail-back hold in this failover:
-    /// each doubles the hold, up to 8 times it (see [`MultiMob::fail_back`]).
+    /// How many breaks this failover's hold has had (see [`MultiMob::fail_back`]): each
+    /// doubles the hold, up to 8 times it; and the send time up to which a cleared subflow's
+    /// losses belong to the last break.
     breaks: u8,
+    counted: Time,
     /// While failover subflows are open, each regular subflow is probed this often (0: a
     /// fifth of the oracle's period). The endpoint sets it from how many of its connections
     /// probe (`Paths::set_probe_interval`).
@@ -114,8 +120,8 @@ impl MultiMob {
         Some(start.saturating_add(self.hold(hold)))
     }
 
-    /// The hold the fail-back waits for: `hold`, doubled for each time a loss after the
-    /// oracle's clear restarted it in this failover, up to 8 times it.
+    /// The hold the fail-back waits for: `hold`, doubled for each break (see
+    /// [`MultiMob::fail_back`]), up to 8 times it.
     fn hold(&self, hold: Time) -> Time {
         hold.saturating_mul(1 << self.breaks.min(3))
     }
@@ -124,11 +130,17 @@ impl MultiMob {
     /// while failover subflows are open it is probed) for the hold, and the oracle no longer
     /// flags it, the fail-back is due. The hold counts from the subflow's recovery, not from
     /// the oracle's verdict, which needs a period or two of evidence to clear: the two
-    /// overlap. Each loss after the oracle's clear that restarts the hold doubles it (up to
-    /// 8 times `hold`), as route flap damping does: a WiFi losing 5 % holds clean for 3 s
-    /// now and then, and a fail-back then closed the cellular subflow under a WiFi about to
-    /// lose 15 % (issue 54's walk). A blackout's losses come before the clear and double
-    /// nothing.
+    /// overlap.
+    ///
+    /// Each *break* doubles the hold (up to 8 times `hold`), as route flap damping does: a
+    /// subflow the oracle cleared in this failover lost a packet sent after the clear
+    /// (declared lost on a later packet's acknowledgement, as for [`MultiMob::held`]), and
+    /// losses sent within `BREAK_GAP` of the one that counted belong to the same break (a
+    /// burst is one). A WiFi losing 5 % holds clean for 3 s now and then, and a fail-back then
+    /// closed the cellular subflow under a WiFi about to lose 15 % (issue 54's walk). Tail
+    /// probes, timeouts and losses of packets sent before the clear (a blackout's) are no
+    /// breaks; a blackout after the clear, within the same failover, is one when WiFi
+    /// returns and its lost packets are found.
     pub fn fail_back(&mut self, now: Time, subflows: &SubflowTable, hold: Time) -> FailBack {
         let last_loss = subflows.iter().filter(|s| s.fail_back_candidate()).map(|s| s.rec().last_loss_at).max();
         let open = self.failover_open(subflows);
@@ -139,13 +151,19 @@ impl MultiMob {
             self.healthy_since = None;
             return FailBack::Nothing;
         };
-        let start = *self.healthy_since.get_or_insert(now);
-        if last_loss > start && self.cleared_at > 0 && last_loss > self.cleared_at {
+        let lost_sent = subflows
+            .enumerate()
+            .filter(|(k, s)| self.cleared & (1 << (k % 64)) != 0 && !s.failover() && !s.backup())
+            .map(|(_, s)| s.rec().last_lost_sent)
+            .max()
+            .unwrap_or(0);
+        if self.cleared_at > 0 && lost_sent > self.cleared_at.max(self.counted) {
             self.breaks = self.breaks.saturating_add(1);
+            self.counted = lost_sent.saturating_add(BREAK_GAP);
         }
-        let since = start.max(last_loss);
+        let since = (*self.healthy_since.get_or_insert(now)).max(last_loss);
         self.healthy_since = Some(since);
-        if now < since + self.hold(hold) || !Self::fail_back_cleared(subflows) {
+        if now < since.saturating_add(self.hold(hold)) || !Self::fail_back_cleared(subflows) {
             return FailBack::Holding;
         }
         self.healthy_since = None;
@@ -168,6 +186,7 @@ impl MultiMob {
         self.cleared_at = 0;
         self.cleared = 0;
         self.breaks = 0;
+        self.counted = 0;
     }
 
     /// Whether the regular subflow in slot `k` is held off data until the fail-back: the
@@ -317,5 +336,44 @@ mod tests {
         m.on_clear(1_000, &t, 0b01);
         t[0].rec_mut().last_lost_sent = 1_500;
         assert!(!m.held(0, &t[0]));
+    }
+
+    /// Issue 54's damped fail-back: a cleared subflow's loss of a packet sent after the clear
+    /// doubles the hold, the losses within `BREAK_GAP` of it being the same break; a tail
+    /// probe or a loss sent before the clear restarts the hold without doubling it.
+    #[test]
+    fn losses_after_the_clear_double_the_fail_back_hold() {
+        const S: Time = 1_000_000;
+        let hold = 3 * S;
+        let mut t = SubflowTable::default();
+        t.insert(subflow(0));
+        let mut cell = subflow(1);
+        cell.mark_failover();
+        t.insert(cell);
+        let mut m = MultiMob::new(true);
+        m.on_clear(S, &t, 0b01);
+        t[0].rec_mut().last_lost_sent = S / 2; // a blackout's, before the clear
+        t[0].rec_mut().last_loss_at = S / 2;
+        assert_eq!(m.fail_back(S, &t, hold), FailBack::Holding);
+        assert_eq!(m.hold_deadline(&t, hold), Some(4 * S), "the plain hold from the clear");
+        let mut lose = |m: &mut MultiMob, sent: Time, found: Time| {
+            t[0].rec_mut().last_lost_sent = sent;
+            t[0].rec_mut().last_loss_at = found;
+            assert_eq!(m.fail_back(found, &t, hold), FailBack::Holding);
+            m.hold_deadline(&t, hold).unwrap() - found
+        };
+        assert_eq!(lose(&mut m, S + S / 5, S + S / 4), 2 * hold, "a loss after the clear");
+        assert_eq!(lose(&mut m, S + S / 2, S + S / 2), 2 * hold, "the same break (within 0.5 s)");
+        assert_eq!(lose(&mut m, 2 * S, 2 * S + S / 20), 4 * hold, "a second break");
+        assert_eq!(lose(&mut m, 2 * S, 3 * S), 4 * hold, "a tail probe: no new loss sent");
+        for k in 0..4 {
+            lose(&mut m, (4 + k) * S, (4 + k) * S);
+        }
+        assert_eq!(m.hold_deadline(&t, hold), Some(7 * S + 8 * hold), "at most 8 times");
+        assert_eq!(m.fail_back(7 * S + 8 * hold, &t, hold), FailBack::Due);
+        // Forgotten with the fail-back.
+        m.on_clear(40 * S, &t, 0b01);
+        assert_eq!(m.fail_back(40 * S, &t, hold), FailBack::Holding);
+        assert_eq!(m.hold_deadline(&t, hold), Some(40 * S + hold));
     }
 }
