@@ -153,11 +153,11 @@ impl MultiMob {
         };
         let lost_sent = subflows
             .enumerate()
-            .filter(|(k, s)| self.cleared & (1 << (k % 64)) != 0 && !s.failover() && !s.backup())
+            .filter(|&(k, s)| self.cleared_regular(k, s))
             .map(|(_, s)| s.rec().last_lost_sent)
             .max()
             .unwrap_or(0);
-        if self.cleared_at > 0 && lost_sent > self.cleared_at.max(self.counted) {
+        if lost_sent > self.cleared_at.max(self.counted) {
             self.breaks = self.breaks.saturating_add(1);
             self.counted = lost_sent.saturating_add(BREAK_GAP);
         }
@@ -171,14 +171,25 @@ impl MultiMob {
         FailBack::Due
     }
 
-    /// The oracle cleared the netpath of the regular subflows in slots `on` at `now`.
+    /// The oracle cleared the netpath of the subflows in slots `on` at `now`: its regular
+    /// ones are remembered while failover subflows are open.
     pub fn on_clear(&mut self, now: Time, subflows: &SubflowTable, on: u64) {
-        if self.failover_open(subflows) {
+        let regular = subflows
+            .enumerate()
+            .filter(|(k, s)| on & (1 << (k % 64)) != 0 && !s.failover() && !s.backup())
+            .fold(0, |m, (k, _)| m | 1 << (k % 64));
+        if regular != 0 && self.failover_open(subflows) {
             if self.cleared_at == 0 {
                 self.cleared_at = now.max(1);
             }
-            self.cleared |= on;
+            self.cleared |= regular;
         }
+    }
+
+    /// Whether the subflow in slot `k` is a regular one that a clear verdict named in this
+    /// failover.
+    fn cleared_regular(&self, k: usize, s: &super::subflow::Subflow) -> bool {
+        self.cleared_at > 0 && self.cleared & (1 << (k % 64)) != 0 && !s.failover() && !s.backup()
     }
 
     /// No failover is open (the fail-back came, or a new failover starts): no subflow is held.
@@ -206,11 +217,7 @@ impl MultiMob {
     /// promotion) carries data at once, as before. One declared bad and cleared again within
     /// the same failover (flapping) is judged from the first clear.
     pub fn held(&self, k: usize, s: &super::subflow::Subflow) -> bool {
-        self.cleared_at > 0
-            && self.cleared & (1 << (k % 64)) != 0
-            && !s.failover()
-            && !s.backup()
-            && s.rec().last_lost_sent > self.cleared_at
+        self.cleared_regular(k, s) && s.rec().last_lost_sent > self.cleared_at
     }
 
     /// While failover subflows are open, how often each regular subflow is probed: a fifth of

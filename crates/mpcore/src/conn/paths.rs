@@ -645,14 +645,7 @@ impl Paths {
             }
             oracle::Verdict::Clear => {
                 set_flags(Some(false), Some(false));
-                let regular: u64 = self
-                    .subflows
-                    .enumerate()
-                    .filter(|(k, s)| on & (1 << (k % 64)) != 0 && !s.failover() && !s.backup())
-                    .fold(0, |m, (k, _)| m | 1 << (k % 64));
-                if regular != 0 {
-                    self.multimob.on_clear(now, &self.subflows, regular);
-                }
+                self.multimob.on_clear(now, &self.subflows, on);
                 // A regular subflow may be healthy from now on: the fail-back hold starts.
                 self.check_fail_back(cx, now);
             }
