@@ -53,6 +53,9 @@ impl std::error::Error for CryptoError {}
 
 /// AEAD tag length of both suites.
 pub const TAG_LEN: usize = 16;
+/// The AES block: a plaintext that is a whole number of them is sealed and opened without a
+/// partial last block (`PacketBuilder::whole_blocks`).
+pub const BLOCK_LEN: usize = 16;
 
 /// AEAD suites (§8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -233,6 +233,7 @@ impl Connection {
         }
         let pn = sf.rec().next_pn;
         let mut b = PacketBuilder::new(&mut buf[..mss], |w| self.write_header(i, joining, confirm, w))?;
+        b.whole_blocks();
         // ACK: when due, when owed, beside control frames, and in a data packet when a packet
         // arrived since the last one, or one that carried an ACK was lost (§5.3).
         sf.write_ack(now, !sf.pending().is_empty() || (seg.is_some() && sf.acks().news), &mut b);
