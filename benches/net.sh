@@ -24,7 +24,8 @@
 # Issue 40's rows come after the main table: UDP alone (examples/udp_limit: GSO, with and
 # without GRO), mpudp with 1 and 4 streams on 1 and 2 threads, a server on 1 and 2 cores
 # receiving two uploads, mpudp with its packets in clear (--no-encryption on both ends: what the
-# protection costs; setup A); a Siri request's delay (iperf-siri) alone and beside the
+# protection costs; setup A), UDP alone with each datagram sealed as mpudp's (udp_limit --seal:
+# the ceiling of a transport that seals every datagram by itself); a Siri request's delay (iperf-siri) alone and beside the
 # upload (setup B).
 # Installs iperf3 and mptcpd (for mptcpize) with apt when missing. Honours CARGO_TARGET_DIR.
 set -euo pipefail
@@ -183,6 +184,29 @@ udp() {
     rm -f "$out"
 }
 
+# UDP alone with every datagram sealed as mpudp seals a full data packet (udp_limit --seal on
+# both ends, received with GRO): the ceiling of any transport that seals each datagram by
+# itself (issue 57). Prints the receiver's Mbit/s (plaintext bytes) and the CPU ms per gigabit
+# of the sender and the receiver.
+udp_sealed() {
+    local out
+    out=$(mktemp)
+    timed $S $UDP_LIMIT recv $SERVER:5500 --seal >"$out" 2>&1 &
+    local srv=$!
+    sleep 0.3
+    local cout
+    cout=$(timed $C $UDP_LIMIT send $SERVER:5500 --secs "$T" --seal 2>&1 || true)
+    wait $srv 2>/dev/null || true
+    local bytes
+    bytes=$(sed -n 's/^received \([0-9]*\) bytes.*/\1/p' "$out" | head -1 | grep . || echo "n/a")
+    if [ "$bytes" = n/a ]; then
+        echo "n/a n/a n/a"
+    else
+        echo "$(sed -n 's/^received .*: \([0-9.]*\) Mbit\/s$/\1/p' "$out" | head -1) $(per_gbit "$(cpu "$cout")" "$bytes") $(per_gbit "$(cpu "$(cat "$out")")" "$bytes")"
+    fi
+    rm -f "$out"
+}
+
 # The Siri workload (iperf-siri, 20 requests of 3 bursts 100 ms apart, 100 ms between
 # requests) on a connection of its own over both links, alone ($1 "") or beside an mpudp
 # upload of $2 bytes ($1 "upload"); prints the requests' delay p50 and p99 in ms.
@@ -258,7 +282,7 @@ measure() {
     shift 3
     setup "$links" "$rate"
     local t=() tc=() ts=() m=() o=() o2=() w=() oc=() os=() q=() qc=() qs=()
-    local tl=() tlc=() tlsv=() o4=() o24=() o2t=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=() oa=() oac=() oas=() ocold=() oclear=() oclearc=() oclears=()
+    local us=() usc=() uss=() tl=() tlc=() tlsv=() o4=() o24=() o2t=() ug=() un=() c1=() c2=() c1s=() c2s=() sa50=() sa99=() su50=() su99=() oa=() oac=() oas=() ocold=() oclear=() oclearc=() oclears=()
     for k in $(seq 1 "$RUNS"); do
         echo "  round $k of $RUNS" >&2
         read -r g c sv <<<"$(iperf "")"
@@ -287,6 +311,8 @@ measure() {
             read -r g _ <<<"$(BOTH=--driver-task ours 2 "$bytes" 1 "$@")"
             o2t+=("$g")
             ug+=("$(udp "")") un+=("$(udp --no-gro)")
+            read -r g c sv <<<"$(udp_sealed)"
+            us+=("$g") usc+=("$c") uss+=("$sv")
             read -r g sv <<<"$(cores 1 $((bytes / 2)))"
             c1+=("$g") c1s+=("$sv")
             read -r g sv <<<"$(cores 2 $((bytes / 2)))"
@@ -310,6 +336,8 @@ measure() {
         core1_cpu=$(per_gbit "$(median "${c1s[@]}")" "$bytes") core2_cpu=$(per_gbit "$(median "${c2s[@]}")" "$bytes")
         ours_copy=$(median "${oa[@]}") ours_cold=$(median "${ocold[@]}") ours_clear=$(median "${oclear[@]}")
         clear_cpu=$(cpu_pair "$bytes" "$(median "${oclearc[@]}")" "$(median "${oclears[@]}")")
+        udp_seal=$(median "${us[@]}") udp_seal_cpu="$(round0 "$(median "${usc[@]}")") / $(round0 "$(median "${uss[@]}")")"
+        echo "  runs: UDP, each datagram sealed ${us[*]}" >&2
         tcp_tls=$(median "${tl[@]}") tls_cpu=$(cpu_pair "$bytes" "$(median "${tlc[@]}")" "$(median "${tlsv[@]}")")
         echo "  runs: TCP + TLS ${tl[*]}" >&2
         copy_cpu=$(cpu_pair "$bytes" "$(median "${oac[@]}")" "$(median "${oas[@]}")")
@@ -378,8 +406,10 @@ if [[ " $SETUPS " == *" A "* ]]; then
     printf '| TCP + TLS 1.3 (tokio-rustls, ring AES-128-GCM) | %s | %s | %s |\n' "$tcp_tls" "$(ratio_x "$tcp_tls" "${a[0]}")" "$tls_cpu"
     printf '| mpudp | %s | %s | %s |\n' "${a[2]}" "$(ratio_x "${a[2]}" "${a[0]}")" "${a[5]}"
     printf '| mpudp in clear | %s | %s | %s |\n' "$ours_clear" "$(ratio_x "$ours_clear" "${a[0]}")" "$clear_cpu"
-    printf '\nTargets (issue 57): mpudp encrypted >= 1.0x TCP + TLS (now %s); in clear >= 0.8x kernel TCP (now %s).\n' \
-        "$(ratio_x "${a[2]}" "$tcp_tls")" "$(ratio_x "$ours_clear" "${a[0]}")"
+    printf '| UDP alone, each datagram sealed (udp_limit --seal: the ceiling of a transport sealing 1,500-byte datagrams) | %s | %s | %s |\n' \
+        "$udp_seal" "$(ratio_x "$udp_seal" "${a[0]}")" "$udp_seal_cpu"
+    printf '\nTargets (issue 57): mpudp encrypted >= 1.0x TCP + TLS (now %s; sealed UDP %s); in clear >= 0.8x kernel TCP (now %s).\n' \
+        "$(ratio_x "${a[2]}" "$tcp_tls")" "$(ratio_x "$udp_seal" "$tcp_tls")" "$(ratio_x "$ours_clear" "${a[0]}")"
 fi
 if [[ " $SETUPS " == *" B "* ]]; then
     printf '\nSetup B, a Siri request (iperf-siri, its own connection over both links) alone and beside the upload:\n'
