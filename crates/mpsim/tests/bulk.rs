@@ -74,7 +74,7 @@ fn a_data_packet_carries_29_bytes_besides_its_data() {
     let bytes = 8 << 20;
     let (sim, _) = upload(two_paths(true), &config, bytes);
     let wire = up(&sim, 0, Verdict::Delivered).1 + up(&sim, 1, Verdict::Delivered).1;
-    let full = full_data_packet(config.transport.max_datagram_size.into());
+    let full = full_data_packet(config.transport.max_datagram_size);
     assert_eq!(full, 1191);
     // A packet number of 1, 2 or 3 bytes moves the blocks' end by one byte either way.
     let sizes = || (0..2).flat_map(|p| sim.path_log(p)).filter(|e| e.dir == Dir::Up).map(|e| e.size);
