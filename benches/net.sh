@@ -262,7 +262,7 @@ tls() { # $1: bytes; TCP + TLS 1.3 (tokio-rustls, AES-128-GCM, quinn-bulk's tls 
 median() { python3 -c "import sys, statistics; v=[float(x) for x in sys.argv[1:] if x!='n/a']; print('%.1f' % statistics.median(v) if v else 'n/a')" "$@"; }
 
 # CPU milliseconds per gigabit: $1 CPU seconds, $2 bytes moved.
-per_gbit() { python3 -c "import sys; c,b=sys.argv[1:]; print('%.0f' % (1000*float(c)/(float(b)*8/1e9)) if c!='n/a' else 'n/a')" "$1" "$2"; }
+per_gbit() { python3 -c "import sys; c,b=sys.argv[1:]; print('%.0f' % (1000*float(c)/(float(b)*8/1e9)) if 'n/a' not in (c,b) and float(b) > 0 else 'n/a')" "$1" "$2"; }
 
 # "sender / receiver" CPU milliseconds per gigabit: $1 bytes moved, $2 and $3 CPU seconds.
 cpu_pair() { echo "$(per_gbit "$2" "$1") / $(per_gbit "$3" "$1")"; }

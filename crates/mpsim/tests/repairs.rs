@@ -55,8 +55,8 @@ fn a_lost_repair_of_a_request_costs_no_second_repair() {
 
 /// What repairs cost, counted where they arrive (`SubflowCounters::data_bytes_duplicate`). A
 /// burst's first data packet is dropped. Its tail loss probe (SRTT + 4·RTTVAR after it left)
-/// carries its 1,148 bytes, with a copy (*Repairs sent twice*); its loss, found 29 µs later
-/// (9/8·SRTT), sends them again, with a copy: four arrivals, three of them duplicates (3,444
+/// carries its 1,149 bytes, with a copy (*Repairs sent twice*); its loss, found 29 µs later
+/// (9/8·SRTT), sends them again, with a copy: four arrivals, three of them duplicates (3,447
 /// bytes). Without loss, none. Taking the probe for the packet's latest transmission (RFC 8985
 /// §6.2), so that the loss sent nothing more, was tried: one duplicate, but over 1,000 runs of
 /// the web radio through two walks (`figures::walk`) the player stalled 51 s in all against 41,
@@ -82,7 +82,7 @@ fn repairs_received_twice_are_counted_where_they_arrive() {
         server.subflows.iter().map(|s| s.counters.data_bytes_duplicate).sum::<u64>()
     };
     assert_eq!(duplicates(false), 0, "no loss, no copy");
-    assert_eq!(duplicates(true), 3 * 1148, "the probe's copy, the repair and its copy");
+    assert_eq!(duplicates(true), 3 * 1149, "the probe's copy, the repair and its copy");
 }
 
 /// RFC 9002 §7.3.2's one packet beyond the window cut by a loss: "If the congestion window is

@@ -197,8 +197,11 @@ impl Connection {
 
 impl Connection {
     /// Payload bytes available for stream data in a short-header packet of a one-way
-    /// transfer: the header (its byte, the peer's CID length, a packet number of at most 4),
-    /// the tag, a DATA frame (a short DSN, no length).
+    /// transfer, at most: the header (its byte, the peer's CID length, a packet number of at
+    /// most 4), the tag, a DATA frame (a short DSN, no length). A full packet's plaintext ends
+    /// on a whole AES block (`PacketBuilder::whole_blocks`), so it may carry up to 15 bytes
+    /// less: the scheduler takes this as a segment's length, and the packet as much of the
+    /// segment as fits.
     pub(super) fn max_payload(&self) -> usize {
         let map = MapHeader { dsn: 0, len: 0, short_dsn: true, to_end: true };
         let header = Short::pn_offset(usize::from(self.session.peer_params.cid_len)) + 4;
