@@ -41,12 +41,12 @@ impl<'a> PacketBuilder<'a> {
 
     /// Ends the frames' room on a whole AES block: a full packet's plaintext is then a
     /// multiple of 16 bytes (PROTOCOL.md §9.2), so AES-GCM has no partial last block to
-    /// encrypt and authenticate apart. With ring that part cost about 50 ns of the 300 a
-    /// 1,445-byte plaintext took to seal and 25 of the 270 to open; the bytes given up (up to
-    /// 15 a datagram: 9 of net.sh's 1,472 with the default 4-byte CID, 5 of the default 1,452)
-    /// cost well under a percent. A packet that does not fill the room is not padded for it:
-    /// the saving is for bulk data, and padding an interactive packet would cost bytes for
-    /// nanoseconds.
+    /// encrypt and authenticate apart. With ring a full 1,472-byte datagram took 305 ns to
+    /// seal and 325 to open with a 1,449-byte plaintext, 259 and 282 with 1,440
+    /// (`wire_crypto`'s `full_packet` bench). The bytes given up (up to 15 a datagram: 9 of
+    /// net.sh's 1,472 with the default 4-byte CID, 5 of the default 1,452) cost well under a
+    /// percent. A packet that does not fill the room is not padded for it: the saving is for
+    /// bulk data, and padding an interactive packet would cost bytes for nanoseconds.
     ///
     /// The blocks are counted from where a 2-byte packet number ends, so that a full packet
     /// keeps one size while the packet number's length moves between 1 and 2 bytes (at about
