@@ -7,8 +7,9 @@
 //!
 //! Run: `cargo bench -p mp-benches --bench wire_crypto`
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use mpcore::crypto::{Master, Suite};
+use criterion::measurement::WallTime;
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use mpcore::crypto::{Master, PacketKey, Suite};
 use mpcore::wire::packet::Short;
 use mpcore::wire::{Ack, Cid, Dss, Frame, Frames, Packet, Writer};
 
@@ -62,6 +63,35 @@ fn wire(c: &mut Criterion) {
     g.finish();
 }
 
+/// Benches the seal of a short-header packet with `pt_len` bytes of plaintext (the 7-byte
+/// header, the tag after it) and its open, which includes the copy of the sealed datagram and
+/// the header protection's removal.
+fn seal_and_open(g: &mut BenchmarkGroup<'_, WallTime>, key: &PacketKey, (seal, open): (&str, &str), pt_len: usize) {
+    let hl = Short::pn_offset(CID_LEN) + 2;
+    let mut buf = vec![0u8; hl + pt_len + 16];
+    let mut pn = 0u64;
+    g.bench_function(seal, |b| {
+        b.iter(|| {
+            pn += 1;
+            let mut w = Writer::new(&mut buf);
+            let _ = Short::emit(Cid([1; 8]), CID_LEN, pn, 2, &mut w);
+            key.seal_short(3, pn, black_box(&mut buf), hl, pt_len)
+        })
+    });
+    let mut w = Writer::new(&mut buf);
+    let _ = Short::emit(Cid([1; 8]), CID_LEN, 5, 2, &mut w);
+    let n = key.seal_short(3, 5, &mut buf, hl, pt_len).expect("seal");
+    assert_eq!(n, buf.len());
+    let sealed = buf.clone();
+    g.bench_function(open, |b| {
+        b.iter(|| {
+            buf.copy_from_slice(&sealed);
+            let (len, _) = key.unprotect_short(&mut buf, Short::pn_offset(CID_LEN)).expect("hp");
+            key.open(3, 5, black_box(&mut buf), Short::pn_offset(CID_LEN) + len).map(|p| p.len())
+        })
+    });
+}
+
 fn crypto(c: &mut Criterion) {
     let mut g = c.benchmark_group("crypto");
     g.throughput(Throughput::Bytes(1200));
@@ -71,65 +101,20 @@ fn crypto(c: &mut Criterion) {
             Suite::ChaCha20Poly1305 => "chacha20poly1305",
             Suite::Aes128Gcm => "aes128gcm",
         };
-        // A 1200-byte datagram: 11-byte header, 1173 bytes of plaintext, 16-byte tag.
-        let hl = Short::pn_offset(CID_LEN) + 2;
-        let pt_len = 1200 - hl - 16;
-        let mut buf = [0u8; 1200];
-        let mut pn = 0u64;
-        g.bench_function(format!("seal_1200/{name}"), |b| {
-            b.iter(|| {
-                pn += 1;
-                let mut w = Writer::new(&mut buf);
-                let _ = Short::emit(Cid([1; 8]), CID_LEN, pn, 2, &mut w);
-                keys.c2s.seal_short(3, pn, black_box(&mut buf), hl, pt_len)
-            })
-        });
-        let mut w = Writer::new(&mut buf);
-        let _ = Short::emit(Cid([1; 8]), CID_LEN, 5, 2, &mut w);
-        let n = keys.c2s.seal_short(3, 5, &mut buf, hl, pt_len).expect("seal");
-        assert_eq!(n, 1200);
-        let sealed = buf;
-        let mut rx = [0u8; 1200];
-        g.bench_function(format!("open_1200/{name}"), |b| {
-            b.iter(|| {
-                rx.copy_from_slice(&sealed);
-                let (len, _) = keys.c2s.unprotect_short(&mut rx, Short::pn_offset(CID_LEN)).expect("hp");
-                keys.c2s.open(3, 5, black_box(&mut rx), Short::pn_offset(CID_LEN) + len).map(|p| p.len())
-            })
-        });
+        // A 1200-byte datagram: 7-byte header, 1177 bytes of plaintext, 16-byte tag.
+        let pt_len = 1200 - Short::pn_offset(CID_LEN) - 2 - 16;
+        seal_and_open(&mut g, &keys.c2s, (&format!("seal_1200/{name}"), &format!("open_1200/{name}")), pt_len);
     }
     g.finish();
-    // A full packet where 1,472 bytes may go (net.sh's datagrams), 7-byte header: its plaintext
-    // of 1,449 bytes ends in a partial AES block; of 1,440, whole blocks. Open includes the
-    // copy of the sealed datagram and the header protection, as above.
+    // A full packet where 1,472 bytes may go (net.sh's datagrams): its plaintext of 1,449 bytes
+    // ends in a partial AES block; of 1,440, whole blocks (`PacketBuilder::whole_blocks`).
     let mut g = c.benchmark_group("full_packet");
     let keys = Master([3u8; 32]).secrets(Suite::Aes128Gcm);
-    let hl = Short::pn_offset(CID_LEN) + 2;
-    for (name, pt_len) in [("partial_block_1449", 1472 - hl - 16), ("whole_blocks_1440", 1440)] {
+    for (name, pt_len) in
+        [("partial_block_1449", 1472 - Short::pn_offset(CID_LEN) - 2 - 16), ("whole_blocks_1440", 1440)]
+    {
         g.throughput(Throughput::Bytes(pt_len as u64));
-        let mut buf = [0u8; 1472];
-        let mut pn = 0u64;
-        g.bench_function(format!("seal/{name}"), |b| {
-            b.iter(|| {
-                pn += 1;
-                let mut w = Writer::new(&mut buf);
-                let _ = Short::emit(Cid([1; 8]), CID_LEN, pn, 2, &mut w);
-                keys.c2s.seal_short(3, pn, black_box(&mut buf), hl, pt_len)
-            })
-        });
-        let mut w = Writer::new(&mut buf);
-        let _ = Short::emit(Cid([1; 8]), CID_LEN, 5, 2, &mut w);
-        let n = keys.c2s.seal_short(3, 5, &mut buf, hl, pt_len).expect("seal");
-        assert_eq!(n, hl + pt_len + 16);
-        let sealed = buf;
-        let mut rx = [0u8; 1472];
-        g.bench_function(format!("open/{name}"), |b| {
-            b.iter(|| {
-                rx[..n].copy_from_slice(&sealed[..n]);
-                let (len, _) = keys.c2s.unprotect_short(&mut rx[..n], Short::pn_offset(CID_LEN)).expect("hp");
-                keys.c2s.open(3, 5, black_box(&mut rx[..n]), Short::pn_offset(CID_LEN) + len).map(|p| p.len())
-            })
-        });
+        seal_and_open(&mut g, &keys.c2s, (&format!("seal/{name}"), &format!("open/{name}")), pt_len);
     }
     g.finish();
 }
