@@ -75,7 +75,11 @@ mod linux {
     const PN_OFFSET: usize = 5;
     const TAG: usize = 16;
 
-    /// Both ends' keys (fixed: this measures the work, not the secrecy).
+    /// Both ends' keys (fixed: this measures the work, not the secrecy). ring is called
+    /// directly, not through mpudp's `mpcore::crypto::PacketKey`, so that this is the floor of
+    /// any transport: through `PacketKey` (its `seal_short`, `unprotect_short` and `open`,
+    /// `Short::emit`, `decode_pn`) the same loop moved about 10 % less on one veth (20.3 and
+    /// 19.3 Gbit/s against 22.5 and 21.8, alternated), what mpudp's own wrappers cost.
     struct Seal {
         key: ring::aead::LessSafeKey,
         hp: ring::aead::quic::HeaderProtectionKey,
